@@ -1,0 +1,211 @@
+#include "loader/filter.h"
+
+#include <asm/ioctls.h>
+#include <asm/termbits.h>
+#include <linux/audit.h>
+#include <linux/prctl.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <string>
+
+namespace sentry {
+namespace {
+
+constexpr uint32_t kX32Bit = 0x40000000;
+
+// Namespace flags a guest clone() may not use.
+constexpr uint32_t kCloneNsFlags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+                                   CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP;
+
+// Terminal queries and settings on the guest's own tty, and fd flag requests.
+// Not TIOCSTI (typing into the caller's terminal) nor TIOCSCTTY/TIOCLINUX.
+constexpr uint32_t kSafeIoctls[] = {
+    TCGETS,  TCSETS,  TCSETSW,  TCSETSF,   TIOCGWINSZ, TIOCSWINSZ, TIOCGPGRP, TIOCSPGRP,
+    TCFLSH,  TCXONC,  TCSBRK,   TIOCOUTQ,  FIONREAD,   FIONBIO,    FIOCLEX,   FIONCLEX,
+    FIOASYNC, TIOCGPTN, TIOCSPTLCK, TIOCGSID, TCGETS2, TIOCGPTPEER};
+
+// prctl options that only read or narrow the calling process.
+constexpr uint32_t kSafePrctls[] = {
+    PR_SET_PDEATHSIG,  PR_GET_PDEATHSIG,     PR_GET_DUMPABLE,      PR_SET_DUMPABLE,
+    PR_GET_KEEPCAPS,   PR_SET_NAME,          PR_GET_NAME,          PR_GET_SECCOMP,
+    PR_SET_SECCOMP,    PR_CAPBSET_READ,      PR_GET_TIMERSLACK,    PR_SET_TIMERSLACK,
+    PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_GET_NO_NEW_PRIVS,
+    PR_GET_TID_ADDRESS, PR_SET_THP_DISABLE,  PR_GET_THP_DISABLE,   PR_CAP_AMBIENT,
+    PR_GET_SPECULATION_CTRL, PR_SET_SPECULATION_CTRL, 0x53564d41 /* PR_SET_VMA */,
+    0x59616d61 /* PR_SET_PTRACER */};
+
+constexpr uint32_t kSafeSocketFamilies[] = {AF_UNIX, AF_INET, AF_INET6};
+constexpr uint32_t kSafePersonalities[] = {0xffffffff /* query */, 0 /* PER_LINUX */};
+constexpr uint32_t kPrioUser = 2;       // PRIO_USER for setpriority
+constexpr uint32_t kIoprioWhoUser = 3;  // IOPRIO_WHO_USER for ioprio_set
+
+constexpr uint32_t ArgLow(int i) { return offsetof(seccomp_data, args) + 8 * i; }
+
+// Emits BPF with symbolic labels for unconditional jumps, then resolves them.
+// Conditional jumps only ever skip a fixed, small number of instructions.
+class Assembler {
+ public:
+  using Label = int;
+  Label NewLabel() {
+    targets_.push_back(-1);
+    return static_cast<Label>(targets_.size() - 1);
+  }
+  void Bind(Label l) { targets_[l] = static_cast<int>(code_.size()); }
+  void Load(uint32_t offset) { Emit(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset)); }
+  void Ret(uint32_t value) { Emit(BPF_STMT(BPF_RET | BPF_K, value)); }
+  // if (A op k) skip `t` instructions else skip `f`.
+  void Jump(uint16_t op, uint32_t k, uint8_t t, uint8_t f) {
+    Emit(BPF_JUMP(BPF_JMP | op | BPF_K, k, t, f));
+  }
+  void Goto(Label l) {
+    fixups_.emplace_back(code_.size(), l);
+    Emit(BPF_STMT(BPF_JMP | BPF_JA, 0));
+  }
+  std::vector<sock_filter> Finish() {
+    for (auto [at, label] : fixups_) code_[at].k = targets_[label] - static_cast<int>(at) - 1;
+    return std::move(code_);
+  }
+
+ private:
+  void Emit(sock_filter f) { code_.push_back(f); }
+  std::vector<sock_filter> code_;
+  std::vector<int> targets_;
+  std::vector<std::pair<size_t, Label>> fixups_;
+};
+
+class FilterBuilder {
+ public:
+  explicit FilterBuilder(std::span<const SyscallRow> table) : rows_(table.begin(), table.end()) {
+    std::sort(rows_.begin(), rows_.end(),
+              [](const SyscallRow& a, const SyscallRow& b) { return a.nr < b.nr; });
+  }
+
+  std::vector<sock_filter> Build() {
+    kill_ = a_.NewLabel();
+    enosys_ = RetLabel(SECCOMP_RET_ERRNO | ENOSYS);
+    a_.Load(offsetof(seccomp_data, arch));
+    a_.Jump(BPF_JEQ, AUDIT_ARCH_X86_64, 1, 0);
+    a_.Goto(kill_);
+    a_.Load(offsetof(seccomp_data, nr));
+    a_.Jump(BPF_JGE, kX32Bit, 0, 1);
+    a_.Goto(kill_);
+    Search(0, rows_.size());
+    for (size_t i = 0; i < rows_.size(); ++i) EmitRowBlock(rows_[i], row_labels_.at(i));
+    a_.Bind(kill_);
+    a_.Ret(SECCOMP_RET_KILL_PROCESS);
+    for (auto& [value, label] : ret_labels_) {
+      a_.Bind(label);
+      a_.Ret(value);
+    }
+    return a_.Finish();
+  }
+
+ private:
+  Assembler::Label RetLabel(uint32_t value) {
+    auto it = ret_labels_.find(value);
+    if (it != ret_labels_.end()) return it->second;
+    return ret_labels_[value] = a_.NewLabel();
+  }
+
+  static uint32_t ActionValue(const SyscallRow& row) {
+    switch (row.action) {
+      case Action::kNative: return SECCOMP_RET_ALLOW;
+      case Action::kTrap: return SECCOMP_RET_USER_NOTIF;
+      case Action::kTrace: return SECCOMP_RET_TRACE;
+      case Action::kErrno: return SECCOMP_RET_ERRNO | (row.err & SECCOMP_RET_DATA);
+    }
+    return SECCOMP_RET_KILL_PROCESS;
+  }
+
+  // Binary search over rows_[lo, hi), the accumulator holding the number.
+  void Search(size_t lo, size_t hi) {
+    if (hi - lo <= 4) {
+      for (size_t i = lo; i < hi; ++i) {
+        a_.Jump(BPF_JEQ, rows_[i].nr, 0, 1);
+        a_.Goto(RowLabel(i));
+      }
+      a_.Goto(enosys_);
+      return;
+    }
+    size_t mid = lo + (hi - lo) / 2;
+    Assembler::Label right = a_.NewLabel();
+    a_.Jump(BPF_JGE, rows_[mid].nr, 0, 1);
+    a_.Goto(right);
+    Search(lo, mid);
+    a_.Bind(right);
+    Search(mid, hi);
+  }
+
+  Assembler::Label RowLabel(size_t i) {
+    auto it = row_labels_.find(i);
+    if (it != row_labels_.end()) return it->second;
+    return row_labels_[i] = a_.NewLabel();
+  }
+
+  // Allows when the 32-bit argument is one of values, else the row's errno.
+  void AllowIfOneOf(int arg, std::span<const uint32_t> values, uint32_t deny) {
+    a_.Load(ArgLow(arg));
+    for (uint32_t v : values) {
+      a_.Jump(BPF_JEQ, v, 0, 1);
+      a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+    }
+    a_.Goto(RetLabel(deny));
+  }
+
+  void EmitRowBlock(const SyscallRow& row, Assembler::Label label) {
+    a_.Bind(label);
+    uint32_t deny = SECCOMP_RET_ERRNO | (row.err & SECCOMP_RET_DATA);
+    switch (row.filter) {
+      case ArgFilter::kNone:
+        a_.Goto(RetLabel(ActionValue(row)));
+        break;
+      case ArgFilter::kCloneFlags:
+        // clone() uses only the low 32 bits of its flags (kernel/fork.c).
+        a_.Load(ArgLow(0));
+        a_.Jump(BPF_JSET, kCloneNsFlags, 0, 1);
+        a_.Goto(RetLabel(deny));
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        break;
+      case ArgFilter::kIoctlSafe:
+        AllowIfOneOf(1, kSafeIoctls, deny);
+        break;
+      case ArgFilter::kSocketFamily:
+        AllowIfOneOf(0, kSafeSocketFamilies, deny);
+        break;
+      case ArgFilter::kPrctlSafe:
+        AllowIfOneOf(0, kSafePrctls, deny);
+        break;
+      case ArgFilter::kPersonality:
+        AllowIfOneOf(0, kSafePersonalities, deny);
+        break;
+      case ArgFilter::kPrioNotUser: {
+        uint32_t who_user = std::string(row.name) == "ioprio_set" ? kIoprioWhoUser : kPrioUser;
+        a_.Load(ArgLow(0));
+        a_.Jump(BPF_JEQ, who_user, 0, 1);
+        a_.Goto(RetLabel(deny));
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        break;
+      }
+    }
+  }
+
+  std::vector<SyscallRow> rows_;
+  Assembler a_;
+  Assembler::Label kill_ = -1, enosys_ = -1;
+  std::map<size_t, Assembler::Label> row_labels_;
+  std::map<uint32_t, Assembler::Label> ret_labels_;
+};
+
+}  // namespace
+
+std::vector<sock_filter> BuildSeccompFilter(std::span<const SyscallRow> table) {
+  return FilterBuilder(table).Build();
+}
+
+}  // namespace sentry

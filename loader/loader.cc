@@ -1,0 +1,250 @@
+#include "loader/loader.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/close_range.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "vfs/store.h"
+
+namespace sentry {
+namespace {
+
+// Where the new root is assembled, in the loader's private mount namespace.
+constexpr const char* kNewRoot = "/tmp";
+
+// Everything the child needs, as C strings built before clone().
+struct Prepared {
+  const LoaderSpec* spec;
+  LoaderPipes pipes;
+  std::vector<std::string> host_paths;   // "/usr"
+  std::vector<std::string> view_paths;   // "/tmp/usr"
+  std::vector<std::string> link_targets; // "" for directories
+  std::string store_path;                // "/tmp/.sentry-store"
+  std::vector<char*> argv, envp;
+  sock_fprog prog;
+};
+
+void Report(const Prepared& p, LoaderStep step, int err, int value = 0) {
+  LoaderMessage m{step, err, value};
+  ssize_t n = write(p.pipes.report_write, &m, sizeof(m));
+  (void)n;
+}
+
+[[noreturn]] void Fail(const Prepared& p, LoaderStep step) {
+  Report(p, step, errno);
+  _exit(127);
+}
+
+// A bind mount's locked flags (atime, nosuid...) must be kept when it is made
+// read-only inside a user namespace, else the remount fails with EPERM.
+unsigned long KeptFlags(const char* path) {
+  struct statvfs sv;
+  if (statvfs(path, &sv) < 0) return 0;
+  unsigned long f = 0;
+  if (sv.f_flag & ST_NOSUID) f |= MS_NOSUID;
+  if (sv.f_flag & ST_NODEV) f |= MS_NODEV;
+  if (sv.f_flag & ST_NOEXEC) f |= MS_NOEXEC;
+  if (sv.f_flag & ST_NOATIME) f |= MS_NOATIME;
+  if (sv.f_flag & ST_NODIRATIME) f |= MS_NODIRATIME;
+  if (sv.f_flag & ST_RELATIME) f |= MS_RELATIME;
+  return f;
+}
+
+void BuildMountView(const Prepared& p) {
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
+    Fail(p, LoaderStep::kMountPrivate);
+  }
+  if (mount("sentry-root", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") < 0) {
+    Fail(p, LoaderStep::kMountRoot);
+  }
+  for (size_t i = 0; i < p.host_paths.size(); ++i) {
+    const char* view = p.view_paths[i].c_str();
+    if (!p.link_targets[i].empty()) {
+      if (symlink(p.link_targets[i].c_str(), view) < 0) Fail(p, LoaderStep::kBindLower);
+      continue;
+    }
+    if (mkdir(view, 0755) < 0 ||
+        mount(p.host_paths[i].c_str(), view, nullptr, MS_BIND | MS_REC, nullptr) < 0 ||
+        mount(nullptr, view, nullptr,
+              MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | KeptFlags(view),
+              nullptr) < 0) {
+      Fail(p, LoaderStep::kBindLower);
+    }
+  }
+  if (mkdir(p.store_path.c_str(), 0755) < 0 ||
+      mount("sentry-store", p.store_path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+            p.spec->store_options.c_str()) < 0) {
+    Fail(p, LoaderStep::kMountStore);
+  }
+  if (mkdir("/tmp/.old", 0700) < 0 || syscall(SYS_pivot_root, kNewRoot, "/tmp/.old") < 0 ||
+      chdir("/") < 0 || umount2("/.old", MNT_DETACH) < 0 || rmdir("/.old") < 0) {
+    Fail(p, LoaderStep::kPivotRoot);
+  }
+  if (mount(nullptr, "/", nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+            nullptr) < 0) {
+    Fail(p, LoaderStep::kRemountRoot);
+  }
+}
+
+void BringUpLoopback(const Prepared& p) {
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) Fail(p, LoaderStep::kLoopback);
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) Fail(p, LoaderStep::kLoopback);
+  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+  if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) Fail(p, LoaderStep::kLoopback);
+  close(s);
+}
+
+void DropCapabilities(const Prepared& p) {
+  for (int cap = 0; cap <= 63; ++cap) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) {
+      Fail(p, LoaderStep::kDropCaps);
+    }
+  }
+  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+}
+
+[[noreturn]] void RunGuest(const Prepared& p) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Nothing of the sentry's but the pipes to it survives exec.
+  syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  DropCapabilities(p);
+  if (setgroups(0, nullptr) < 0 || setresgid(p.spec->gid, p.spec->gid, p.spec->gid) < 0 ||
+      setresuid(p.spec->uid, p.spec->uid, p.spec->uid) < 0) {
+    Fail(p, LoaderStep::kSetIds);
+  }
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (syscall(SYS_capset, &hdr, data) < 0) Fail(p, LoaderStep::kDropCaps);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) Fail(p, LoaderStep::kNoNewPrivs);
+  int listener = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                          SECCOMP_FILTER_FLAG_NEW_LISTENER, &p.prog));
+  if (listener < 0) Fail(p, LoaderStep::kSeccomp);
+  // From here every syscall goes through the filter: only read, write, close
+  // and execve (traced) follow.
+  Report(p, LoaderStep::kListener, 0, listener);
+  // The go message is the program's path, resolved by the sentry in its VFS.
+  static char path[4097];
+  size_t got = 0;
+  while (got < sizeof(path) - 1) {
+    ssize_t n = read(p.pipes.go_read, path + got, sizeof(path) - 1 - got);
+    if (n <= 0) break;
+    got += n;
+    if (path[got - 1] == '\0') break;
+  }
+  path[got] = '\0';
+  if (got == 0) _exit(127);
+  close(listener);
+  execve(path, p.argv.data(), p.envp.data());
+  Fail(p, LoaderStep::kExec);
+}
+
+int LoaderMain(void* arg) {
+  const Prepared& p = *static_cast<const Prepared*>(arg);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  char byte;
+  if (read(p.pipes.maps_read, &byte, 1) != 1) Fail(p, LoaderStep::kWaitMaps);
+  // Become the namespace's root (an unprivileged host id) so what pid 1 makes in
+  // its tmpfs has an owner the namespace can name.
+  if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) Fail(p, LoaderStep::kWaitMaps);
+  BuildMountView(p);
+  if (sethostname(p.spec->hostname.data(), p.spec->hostname.size()) < 0) {
+    Fail(p, LoaderStep::kHostname);
+  }
+  BringUpLoopback(p);
+  Report(p, LoaderStep::kReady, 0);
+  // The guest's fds: 0-2 and its two pipes; nothing else of the sentry's.
+  pid_t child = fork();
+  if (child < 0) Fail(p, LoaderStep::kFork);
+  if (child == 0) RunGuest(p);
+  syscall(SYS_close_range, 3, ~0U, 0);
+  // pid 1 of the sandbox: reap every orphan until none is left.
+  while (true) {
+    int status;
+    if (waitpid(-1, &status, __WALL) < 0 && errno == ECHILD) _exit(0);
+  }
+}
+
+}  // namespace
+
+pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_flags) {
+  // Static so the pointers stay valid in the child (which shares no memory but
+  // gets a copy of this address space at clone()).
+  static Prepared p;
+  p = Prepared{};
+  p.spec = &spec;
+  p.pipes = pipes;
+  for (const std::string& root : spec.lower_roots) {
+    struct stat st;
+    if (lstat(root.c_str(), &st) < 0) continue;
+    std::string target;
+    if (S_ISLNK(st.st_mode)) {
+      char buf[4096];
+      ssize_t n = readlink(root.c_str(), buf, sizeof(buf) - 1);
+      if (n <= 0) continue;
+      target.assign(buf, n);
+    } else if (!S_ISDIR(st.st_mode)) {
+      continue;
+    }
+    p.host_paths.push_back(root);
+    p.view_paths.push_back(std::string(kNewRoot) + root);
+    p.link_targets.push_back(target);
+  }
+  p.store_path = std::string(kNewRoot) + vfs::Store::kGuestPath;
+  for (const std::string& a : spec.argv) p.argv.push_back(const_cast<char*>(a.c_str()));
+  p.argv.push_back(nullptr);
+  for (const std::string& e : spec.envp) p.envp.push_back(const_cast<char*>(e.c_str()));
+  p.envp.push_back(nullptr);
+  p.prog.len = static_cast<unsigned short>(spec.filter.size());
+  p.prog.filter = const_cast<sock_filter*>(spec.filter.data());
+
+  constexpr size_t kStackSize = 1 << 20;
+  static char* stack = new char[kStackSize];
+  pid_t pid = clone(LoaderMain, stack + kStackSize, clone_flags | SIGCHLD, &p);
+  return pid < 0 ? -errno : pid;
+}
+
+const char* LoaderStepName(LoaderStep step) {
+  switch (step) {
+    case LoaderStep::kWaitMaps: return "wait for id maps";
+    case LoaderStep::kMountPrivate: return "make mounts private";
+    case LoaderStep::kMountRoot: return "mount the new root";
+    case LoaderStep::kBindLower: return "bind the lower layer";
+    case LoaderStep::kMountStore: return "mount the backing store";
+    case LoaderStep::kPivotRoot: return "pivot_root";
+    case LoaderStep::kRemountRoot: return "make the root read-only";
+    case LoaderStep::kHostname: return "set the hostname";
+    case LoaderStep::kLoopback: return "bring up loopback";
+    case LoaderStep::kFork: return "fork the guest";
+    case LoaderStep::kDropCaps: return "drop capabilities";
+    case LoaderStep::kSetIds: return "set the sandbox uid/gid";
+    case LoaderStep::kNoNewPrivs: return "set no_new_privs";
+    case LoaderStep::kSeccomp: return "install the seccomp filter";
+    case LoaderStep::kWaitGo: return "wait for the sentry";
+    case LoaderStep::kExec: return "execve";
+    case LoaderStep::kReady: return "ready";
+    case LoaderStep::kListener: return "listener";
+  }
+  return "?";
+}
+
+}  // namespace sentry

@@ -1,0 +1,78 @@
+// The loader: what runs between the sentry's clone() and the guest's execve().
+//
+// The sentry clones it into new user, mount, pid, net, ipc, uts and cgroup
+// namespaces. As pid 1 of the sandbox it builds the guest's mount view (a
+// read-only minimal root holding the lower layer's host directories and the
+// backing store), names the host "sandbox", brings up loopback, then forks the
+// guest process. The guest drops every capability, takes the sandbox uid,
+// installs the seccomp filter with a new listener, reports the listener's fd
+// number, waits for the sentry's go and calls execve, which the sentry answers
+// at its ptrace stop. pid 1 stays behind as the sandbox's reaper.
+//
+// Everything after clone() is async-signal-safe: all memory is prepared by
+// PrepareLoader() beforehand. Each step reports {step, errno} on failure.
+#ifndef SENTRY_LOADER_LOADER_H_
+#define SENTRY_LOADER_LOADER_H_
+
+#include <linux/filter.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace sentry {
+
+enum class LoaderStep : int {
+  kWaitMaps = 1,
+  kMountPrivate,
+  kMountRoot,
+  kBindLower,
+  kMountStore,
+  kPivotRoot,
+  kRemountRoot,
+  kHostname,
+  kLoopback,
+  kFork,
+  kDropCaps,
+  kSetIds,
+  kNoNewPrivs,
+  kSeccomp,
+  kWaitGo,
+  kExec,
+  kReady = 100,     // mount view built (value: 0)
+  kListener = 101,  // guest filter installed (value: listener fd in the guest)
+};
+
+const char* LoaderStepName(LoaderStep step);
+
+struct LoaderMessage {
+  LoaderStep step;
+  int err;    // errno of a failed step, 0 for kReady/kListener
+  int value;  // kListener: the fd number
+};
+
+struct LoaderSpec {
+  // Top-level host entries shown in the mount view at the same path (usr, lib,
+  // bin...): a directory is bound read-only, a symlink is copied.
+  std::vector<std::string> lower_roots;
+  std::string store_options;  // tmpfs options of the backing store ("size=...")
+  uid_t uid = 1000;           // inside the user namespace
+  gid_t gid = 1000;
+  std::string hostname = "sandbox";
+  std::vector<sock_filter> filter;
+  std::vector<std::string> argv;
+  std::vector<std::string> envp;
+};
+
+struct LoaderPipes {
+  int maps_read = -1;    // sentry → loader: the id maps are written
+  int report_write = -1; // loader → sentry: LoaderMessage
+  int go_read = -1;      // sentry → guest: start
+};
+
+// Clones the loader; returns its host pid, or -errno.
+pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_flags);
+
+}  // namespace sentry
+
+#endif  // SENTRY_LOADER_LOADER_H_

@@ -1,0 +1,86 @@
+#include "sentry/abi/guest_memory.h"
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace sentry {
+namespace {
+
+size_t ChunkLen(uint64_t addr, size_t remaining) {
+  size_t to_page_end = GuestMemory::kPageSize - (addr % GuestMemory::kPageSize);
+  return std::min(remaining, to_page_end);
+}
+
+}  // namespace
+
+ssize_t ProcessMemoryBackend::ReadChunk(uint64_t addr, void* out, size_t len) {
+  iovec local{out, len};
+  iovec remote{reinterpret_cast<void*>(addr), len};
+  ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
+  return n < 0 ? -errno : n;
+}
+
+ssize_t ProcessMemoryBackend::WriteChunk(uint64_t addr, const void* in, size_t len) {
+  iovec local{const_cast<void*>(in), len};
+  iovec remote{reinterpret_cast<void*>(addr), len};
+  ssize_t n = process_vm_writev(pid_, &local, 1, &remote, 1, 0);
+  return n < 0 ? -errno : n;
+}
+
+SysStatus GuestMemory::CopyIn(GuestAddr src, void* dst, size_t len) {
+  uint64_t end;
+  if (__builtin_add_overflow(src.raw(), len, &end)) return Errno{EFAULT};
+  auto* out = static_cast<char*>(dst);
+  uint64_t addr = src.raw();
+  while (len > 0) {
+    size_t chunk = ChunkLen(addr, len);
+    ssize_t n = backend_.ReadChunk(addr, out, chunk);
+    if (n <= 0) return Errno{EFAULT};
+    addr += n;
+    out += n;
+    len -= n;
+  }
+  return {};
+}
+
+SysStatus GuestMemory::CopyOut(GuestAddr dst, const void* src, size_t len) {
+  uint64_t end;
+  if (__builtin_add_overflow(dst.raw(), len, &end)) return Errno{EFAULT};
+  const auto* in = static_cast<const char*>(src);
+  uint64_t addr = dst.raw();
+  while (len > 0) {
+    size_t chunk = ChunkLen(addr, len);
+    ssize_t n = backend_.WriteChunk(addr, in, chunk);
+    if (n <= 0) return Errno{EFAULT};
+    addr += n;
+    in += n;
+    len -= n;
+  }
+  return {};
+}
+
+SysResult<std::string> GuestMemory::CopyInString(GuestAddr src, size_t max_len) {
+  std::string out;
+  char buf[kPageSize];
+  uint64_t addr = src.raw();
+  size_t limit = max_len + 1;  // room to find the NUL
+  while (out.size() < limit) {
+    size_t chunk = ChunkLen(addr, limit - out.size());
+    ssize_t n = backend_.ReadChunk(addr, buf, chunk);
+    if (n <= 0) return Errno{EFAULT};
+    if (const void* nul = std::memchr(buf, 0, n)) {
+      out.append(buf, static_cast<const char*>(nul) - buf);
+      return out;
+    }
+    out.append(buf, n);
+    uint64_t next;
+    if (__builtin_add_overflow(addr, static_cast<uint64_t>(n), &next)) return Errno{EFAULT};
+    addr = next;
+  }
+  return Errno{ENAMETOOLONG};
+}
+
+}  // namespace sentry

@@ -1,0 +1,93 @@
+// Typed access to a guest process's memory.
+//
+// GuestAddr is the only name for a guest address: it cannot be dereferenced and
+// does not convert to a host pointer. GuestMemory reads and writes through
+// process_vm_readv/writev, one page-bounded chunk at a time, so a fault on a later
+// page still yields the bytes before it (what strings need) and a fault is an
+// EFAULT for the guest, never a crash of the sentry. Every length is bounded by
+// the caller.
+#ifndef SENTRY_ABI_GUEST_MEMORY_H_
+#define SENTRY_ABI_GUEST_MEMORY_H_
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "sentry/base/sys_result.h"
+
+namespace sentry {
+
+class GuestAddr final {
+ public:
+  constexpr GuestAddr() = default;
+  constexpr explicit GuestAddr(uint64_t addr) : addr_(addr) {}
+  constexpr uint64_t raw() const { return addr_; }
+  constexpr bool null() const { return addr_ == 0; }
+  // Overflow-checked offset; an address that wraps is EFAULT.
+  SysResult<GuestAddr> Offset(uint64_t bytes) const {
+    uint64_t out;
+    if (__builtin_add_overflow(addr_, bytes, &out)) return Errno{EFAULT};
+    return GuestAddr(out);
+  }
+
+ private:
+  uint64_t addr_ = 0;
+};
+
+// The raw byte mover behind GuestMemory; a fake in unit tests.
+class MemoryBackend {
+ public:
+  virtual ~MemoryBackend() = default;
+  // Reads up to len bytes that do not cross a page; returns bytes read or -errno.
+  virtual ssize_t ReadChunk(uint64_t addr, void* out, size_t len) = 0;
+  virtual ssize_t WriteChunk(uint64_t addr, const void* in, size_t len) = 0;
+};
+
+// process_vm_readv/writev on a host pid.
+class ProcessMemoryBackend final : public MemoryBackend {
+ public:
+  explicit ProcessMemoryBackend(pid_t pid) : pid_(pid) {}
+  ssize_t ReadChunk(uint64_t addr, void* out, size_t len) override;
+  ssize_t WriteChunk(uint64_t addr, const void* in, size_t len) override;
+
+ private:
+  pid_t pid_;
+};
+
+class GuestMemory final {
+ public:
+  static constexpr size_t kPageSize = 4096;
+
+  explicit GuestMemory(MemoryBackend& backend) : backend_(backend) {}
+
+  SysStatus CopyIn(GuestAddr src, void* dst, size_t len);
+  SysStatus CopyOut(GuestAddr dst, const void* src, size_t len);
+
+  template <typename T>
+  SysResult<T> CopyIn(GuestAddr src) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T value;
+    SYS_TRY(CopyIn(src, &value, sizeof(T)));
+    return value;
+  }
+  template <typename T>
+  SysStatus CopyOutValue(GuestAddr dst, const T& value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    return CopyOut(dst, &value, sizeof(T));
+  }
+
+  // Reads a NUL-terminated string of at most max_len bytes (NUL excluded).
+  // ENAMETOOLONG when no NUL is found within max_len + 1 bytes; EFAULT when the
+  // string runs into unmapped memory first.
+  SysResult<std::string> CopyInString(GuestAddr src, size_t max_len);
+
+ private:
+  MemoryBackend& backend_;
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_ABI_GUEST_MEMORY_H_

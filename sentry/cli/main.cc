@@ -1,0 +1,40 @@
+// sentry: run untrusted programs in a user-space kernel.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "sentry/cli/commands.h"
+#include "sentry/run/run.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: sentry COMMAND [ARGS...]
+
+Runs untrusted programs (above all, code a language model wrote) so that they
+compute freely but touch nothing of the host: every syscall that names a file,
+socket or process is answered by sentry from its own in-memory world.
+
+Commands:
+  run [FLAGS] -- CMD [ARGS...]   run CMD in a fresh sandbox (see: sentry run --help)
+  syscalls [--json]              the syscall table: every x86-64 syscall and its action
+  help                           this text
+
+Exit codes: see `sentry run --help`.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? sentry::kExitSentryError : 0;
+  }
+  std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "run") return sentry::cli::RunCommand(args);
+  if (cmd == "syscalls") return sentry::cli::SyscallsCommand(args);
+  std::fprintf(stderr, "sentry: unknown command '%s'; try 'sentry help'\n", cmd.c_str());
+  return sentry::kExitSentryError;
+}

@@ -1,0 +1,65 @@
+// sentry syscalls: prints the syscall table, the one answer to "what can a
+// guest do?". Numbers the table has no row for fail with ENOSYS.
+#include <seccomp.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "sentry/cli/commands.h"
+#include "syscalls/table.h"
+
+namespace sentry::cli {
+namespace {
+
+std::string ActionText(const SyscallRow& row) {
+  std::string out;
+  switch (row.action) {
+    case Action::kNative: out = "native"; break;
+    case Action::kTrap: out = "trap"; break;
+    case Action::kTrace: out = "trace"; break;
+    case Action::kErrno: out = std::string("errno ") + strerrorname_np(row.err); break;
+  }
+  if (row.filter != ArgFilter::kNone) {
+    out += std::string(" (filtered; else ") + strerrorname_np(row.err) + ")";
+  }
+  return out;
+}
+
+}  // namespace
+
+int SyscallsCommand(const std::vector<std::string>& args) {
+  bool json = !args.empty() && args[0] == "--json";
+  if (!args.empty() && !json) {
+    std::fputs("usage: sentry syscalls [--json]\n", stderr);
+    return 125;
+  }
+  int counts[4] = {};
+  if (json) std::puts("[");
+  bool first = true;
+  for (int nr = 0; nr < 512; ++nr) {
+    const SyscallRow* row = FindSyscall(nr);
+    char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr);
+    if (!row && !name) continue;
+    std::string n = row ? row->name : name;
+    std::string action = row ? ActionText(*row) : "errno ENOSYS (no row)";
+    if (row) ++counts[static_cast<int>(row->action)];
+    if (json) {
+      std::printf("%s  {\"nr\": %d, \"name\": \"%s\", \"action\": \"%s\"}", first ? "" : ",\n", nr,
+                  n.c_str(), action.c_str());
+    } else {
+      std::printf("%4d  %-24s %s\n", nr, n.c_str(), action.c_str());
+    }
+    first = false;
+    free(name);
+  }
+  if (json) {
+    std::puts("\n]");
+  } else {
+    std::printf("\n%d native, %d trap, %d trace, %d errno; anything else: ENOSYS\n", counts[0],
+                counts[1], counts[2], counts[3]);
+  }
+  return 0;
+}
+
+}  // namespace sentry::cli

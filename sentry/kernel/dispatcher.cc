@@ -1,0 +1,86 @@
+#include "sentry/kernel/dispatcher.h"
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "syscalls/table.h"
+
+namespace sentry {
+namespace {
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s.substr(0, 128)) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c >= 32 && c < 127) {
+      out += static_cast<char>(c);
+    } else {
+      out += absl::StrFormat("\\x%02x", c);
+    }
+  }
+  out += s.size() > 128 ? "\"..." : "\"";
+  return out;
+}
+
+}  // namespace
+
+std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {
+  const SyscallRow* row = FindSyscall(nr);
+  std::string out = row ? row->name : absl::StrCat("syscall_", nr);
+  out += "(";
+  const char* kinds = row ? row->args : "";
+  for (int i = 0; kinds[i] && i < 6; ++i) {
+    if (i) out += ", ";
+    uint64_t v = ctx.args.raw[i];
+    switch (kinds[i]) {
+      case 'f':
+        out += static_cast<int>(v) == AT_FDCWD ? "AT_FDCWD" : absl::StrCat(static_cast<int>(v));
+        break;
+      case 'd': absl::StrAppend(&out, static_cast<int64_t>(v)); break;
+      case 'u':
+      case 'l': absl::StrAppend(&out, v); break;
+      case 'o': absl::StrAppend(&out, absl::StrFormat("0%o", v)); break;
+      case 's': {
+        auto s = ctx.mem.CopyInString(GuestAddr(v), 4095);
+        out += s.ok() ? Quote(s.value()) : absl::StrFormat("0x%x", v);
+        break;
+      }
+      default: absl::StrAppend(&out, absl::StrFormat("0x%x", v)); break;
+    }
+  }
+  out += ")";
+  return out;
+}
+
+DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
+  std::string described;
+  if (trace_) described = Describe(ctx, nr);
+  const SyscallRow* row = FindSyscall(nr);
+  DispatchResult r;
+  if (!row || row->action != Action::kTrap || !row->handler) {
+    r.value = -ENOSYS;
+  } else {
+    SysResult<uint64_t> res = row->handler(ctx);
+    r.value = res.ok() ? static_cast<int64_t>(res.value()) : -res.error();
+  }
+  if (trace_) {
+    pid_t tid = ctx.task.tid;
+    if (r.value < 0 && r.value > -4096) {
+      std::fprintf(trace_, "[%d] %s = -1 %s (%s)\n", tid, described.c_str(),
+                   strerrorname_np(static_cast<int>(-r.value)) ?: "E?",
+                   std::strerror(static_cast<int>(-r.value)));
+    } else {
+      std::fprintf(trace_, "[%d] %s = %lld\n", tid, described.c_str(),
+                   static_cast<long long>(r.value));
+    }
+  }
+  return r;
+}
+
+}  // namespace sentry

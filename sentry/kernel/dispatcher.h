@@ -1,0 +1,34 @@
+// Dispatch: routes one trapped syscall to its handler and makes the guest's
+// -errno, the only place that does. With tracing on, logs the call strace-style.
+#ifndef SENTRY_KERNEL_DISPATCHER_H_
+#define SENTRY_KERNEL_DISPATCHER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "sentry/kernel/syscall_context.h"
+
+namespace sentry {
+
+struct DispatchResult {
+  int64_t value = 0;  // the return value, or -errno
+};
+
+class Dispatcher final {
+ public:
+  explicit Dispatcher(FILE* trace) : trace_(trace) {}
+  DispatchResult Dispatch(SyscallContext& ctx, int nr);
+
+  // "openat(AT_FDCWD, \"/etc/passwd\", 0x80000, 0)": arguments decoded by the
+  // table's letters. Strings are read again from guest memory for display only;
+  // nothing decided here depends on them.
+  static std::string Describe(SyscallContext& ctx, int nr);
+
+ private:
+  FILE* trace_;
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_KERNEL_DISPATCHER_H_

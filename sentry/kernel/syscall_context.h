@@ -1,0 +1,52 @@
+// SyscallContext: everything a handler may touch while answering one syscall.
+//
+// Handlers see typed arguments, guest memory and the guest's fd table through
+// this object only, never a seccomp_notif or ptrace registers (those belong to
+// the platform), so they can be tested with fakes.
+#ifndef SENTRY_KERNEL_SYSCALL_CONTEXT_H_
+#define SENTRY_KERNEL_SYSCALL_CONTEXT_H_
+
+#include <cstdint>
+
+#include "sentry/abi/guest_memory.h"
+#include "sentry/base/sys_result.h"
+#include "sentry/base/unique_fd.h"
+#include "sentry/kernel/kernel.h"
+
+namespace sentry {
+
+// The guest's fd table, as the platform lets the sentry reach it.
+class GuestFds {
+ public:
+  virtual ~GuestFds() = default;
+  // A host copy of the guest's fd (same open file description); EBADF if none.
+  virtual SysResult<UniqueFd> Get(int guest_fd) = 0;
+  // Installs host_fd as the guest's lowest free fd; returns its number.
+  virtual SysResult<int> Install(int host_fd, bool cloexec) = 0;
+};
+
+struct SyscallArgs {
+  uint64_t raw[6] = {};
+  int Int(int i) const { return static_cast<int>(raw[i]); }
+  unsigned Uint(int i) const { return static_cast<unsigned>(raw[i]); }
+  int64_t Long(int i) const { return static_cast<int64_t>(raw[i]); }
+  uint64_t Ulong(int i) const { return raw[i]; }
+  GuestAddr Ptr(int i) const { return GuestAddr(raw[i]); }
+};
+
+struct SyscallContext {
+  Kernel& kernel;
+  Task& task;
+  GuestMemory& mem;
+  GuestFds& fds;
+  SyscallArgs args;
+
+  vfs::Vfs& vfs() { return kernel.vfs(); }
+  const vfs::Creds& creds() const { return task.process->creds; }
+};
+
+using SyscallHandler = SysResult<uint64_t> (*)(SyscallContext&);
+
+}  // namespace sentry
+
+#endif  // SENTRY_KERNEL_SYSCALL_CONTEXT_H_

@@ -1,0 +1,75 @@
+// The task table: what the sentry knows of each guest thread and process.
+//
+// Kept exact by ptrace lifecycle events (fork, vfork, clone, exec, exit), which
+// arrive before the new task runs, so a notification never comes from a task the
+// table does not know.
+#ifndef SENTRY_KERNEL_TASK_H_
+#define SENTRY_KERNEL_TASK_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+
+#include "sentry/base/unique_fd.h"
+#include "vfs/node.h"
+#include "vfs/vfs.h"
+
+namespace sentry {
+
+// Shared by threads made with CLONE_FS, copied by fork: cwd and umask.
+struct FsContext {
+  vfs::NodeRef cwd;
+  mode_t umask = 022;
+};
+
+// Per thread group.
+struct Process {
+  pid_t tgid = 0;    // host pid
+  vfs::Creds creds;  // emulated identity for the VFS
+};
+
+// What the sentry allowed a task's pending execve to run, checked at the exec event.
+struct ExecCheck {
+  bool active = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+struct Task {
+  pid_t tid = 0;  // host tid
+  UniqueFd pidfd;  // a thread pidfd for pidfd_getfd, opened while the task was stopped
+  std::shared_ptr<FsContext> fs;
+  std::shared_ptr<Process> process;
+  bool started = false;  // its first ptrace stop was seen and resumed
+  ExecCheck exec_check;
+};
+
+class TaskTable final {
+ public:
+  Task* Find(pid_t tid) {
+    auto it = tasks_.find(tid);
+    return it == tasks_.end() ? nullptr : &it->second;
+  }
+  Task& Add(Task task) { return tasks_[task.tid] = std::move(task); }
+  void Remove(pid_t tid) { tasks_.erase(tid); }
+  // After a non-leader thread execs, the kernel gives it the leader's tid.
+  void Rename(pid_t from, pid_t to) {
+    auto node = tasks_.extract(from);
+    if (node.empty()) return;
+    node.key() = to;
+    node.mapped().tid = to;
+    tasks_.erase(to);
+    tasks_.insert(std::move(node));
+  }
+  size_t size() const { return tasks_.size(); }
+  // Processes are counted by distinct thread groups.
+  size_t ProcessCount() const;
+
+ private:
+  std::map<pid_t, Task> tasks_;
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_KERNEL_TASK_H_

@@ -1,0 +1,121 @@
+#include "sentry/platform/notify_loop.h"
+
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+namespace sentry {
+namespace {
+
+constexpr int kWakeSignal = SIGURG;
+
+void NoopHandler(int) {}
+
+// Guest memory of the notifying task, valid only while the notification is.
+class NotifMemoryBackend final : public MemoryBackend {
+ public:
+  NotifMemoryBackend(pid_t pid, Unotify& u, uint64_t id) : inner_(pid), u_(u), id_(id) {}
+  ssize_t ReadChunk(uint64_t addr, void* out, size_t len) override {
+    ssize_t n = inner_.ReadChunk(addr, out, len);
+    if (n > 0 && !u_.IdValid(id_)) return -ESRCH;
+    return n;
+  }
+  ssize_t WriteChunk(uint64_t addr, const void* in, size_t len) override {
+    if (!u_.IdValid(id_)) return -ESRCH;
+    return inner_.WriteChunk(addr, in, len);
+  }
+
+ private:
+  ProcessMemoryBackend inner_;
+  Unotify& u_;
+  uint64_t id_;
+};
+
+class NotifFds final : public GuestFds {
+ public:
+  NotifFds(Unotify& u, uint64_t id, int pidfd) : u_(u), id_(id), pidfd_(pidfd) {}
+  SysResult<UniqueFd> Get(int guest_fd) override {
+    int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd_, guest_fd, 0));
+    if (fd < 0) return Errno{errno == ESRCH ? ESRCH : EBADF};
+    return UniqueFd(fd);
+  }
+  SysResult<int> Install(int host_fd, bool cloexec) override {
+    int r = u_.AddFd(id_, host_fd, cloexec);
+    if (r < 0) return Errno{-r};
+    return r;
+  }
+
+ private:
+  Unotify& u_;
+  uint64_t id_;
+  int pidfd_;
+};
+
+}  // namespace
+
+void NotifyLoop::Start() {
+  struct sigaction sa {};
+  sa.sa_handler = NoopHandler;  // no SA_RESTART: the blocking receive returns EINTR
+  sigaction(kWakeSignal, &sa, nullptr);
+  thread_ = std::thread([this] { Run(); });
+}
+
+void NotifyLoop::Stop() {
+  if (!thread_.joinable()) return;
+  stop_ = true;
+  while (true) {
+    pthread_kill(thread_.native_handle(), kWakeSignal);
+    // The thread may be between checks; keep nudging until it has left.
+    struct timespec ts {0, 1000000};
+    nanosleep(&ts, nullptr);
+    if (stop_.load() && done_) break;
+  }
+  thread_.join();
+}
+
+void NotifyLoop::Run() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, kWakeSignal);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  struct seccomp_notif req;
+  while (!stop_) {
+    int r = unotify_.Receive(&req);
+    if (r == -EINTR || r == -ENOENT) continue;
+    if (r < 0) {
+      if (!stop_) std::fprintf(stderr, "sentry: seccomp receive failed: %d\n", -r);
+      break;
+    }
+    HandleOne(req);
+  }
+  done_ = true;
+}
+
+void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
+  DispatchResult res;
+  {
+    std::lock_guard<std::mutex> lock(kernel_.mu());
+    Task* task = kernel_.tasks().Find(static_cast<pid_t>(req.pid));
+    if (!task) {
+      res.value = -ENOSYS;
+    } else {
+      NotifMemoryBackend backend(static_cast<pid_t>(req.pid), unotify_, req.id);
+      GuestMemory mem(backend);
+      NotifFds fds(unotify_, req.id, task->pidfd.get());
+      SyscallContext ctx{kernel_, *task, mem, fds, {}};
+      for (int i = 0; i < 6; ++i) ctx.args.raw[i] = req.data.args[i];
+      res = dispatcher_.Dispatch(ctx, req.data.nr);
+    }
+  }
+  handled_.fetch_add(1, std::memory_order_relaxed);
+  if (res.value < 0 && res.value > -4096) {
+    unotify_.Respond(req.id, 0, static_cast<int>(res.value));
+  } else {
+    unotify_.Respond(req.id, res.value, 0);
+  }
+}
+
+}  // namespace sentry

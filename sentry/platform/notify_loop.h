@@ -1,0 +1,50 @@
+// NotifyLoop: the thread that answers every trapped syscall.
+//
+// It blocks in SECCOMP_IOCTL_NOTIF_RECV itself (not in epoll) so the kernel's
+// synchronous wake-up hands it the guest's CPU. Each notification is answered
+// under the kernel mutex; guest memory is read through a backend that checks
+// the notification is still valid after every read, so a recycled pid is never
+// read from or written to.
+#ifndef SENTRY_PLATFORM_NOTIFY_LOOP_H_
+#define SENTRY_PLATFORM_NOTIFY_LOOP_H_
+
+#include <pthread.h>
+
+#include <atomic>
+#include <thread>
+
+#include "sentry/kernel/dispatcher.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/platform/unotify.h"
+
+namespace sentry {
+
+class NotifyLoop final {
+ public:
+  NotifyLoop(Kernel& kernel, Unotify& unotify, Dispatcher& dispatcher)
+      : kernel_(kernel), unotify_(unotify), dispatcher_(dispatcher) {}
+  NotifyLoop(const NotifyLoop&) = delete;
+  NotifyLoop& operator=(const NotifyLoop&) = delete;
+  ~NotifyLoop() { Stop(); }
+
+  void Start();
+  // Interrupts the blocking receive and joins the thread.
+  void Stop();
+  uint64_t handled() const { return handled_.load(); }
+
+ private:
+  void Run();
+  void HandleOne(const struct seccomp_notif& req);
+
+  Kernel& kernel_;
+  Unotify& unotify_;
+  Dispatcher& dispatcher_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> handled_{0};
+  std::atomic<bool> done_{false};
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_PLATFORM_NOTIFY_LOOP_H_

@@ -1,0 +1,213 @@
+#include "sentry/platform/tracer.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "sentry/abi/guest_memory.h"
+#include "sentry/kernel/dispatcher.h"
+#include "syscalls/sys_exec.h"
+
+namespace sentry {
+namespace {
+
+constexpr int kPidfdThread = O_EXCL;  // PIDFD_THREAD, Linux 6.9
+
+UniqueFd OpenTaskPidfd(pid_t tid) {
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, tid, kPidfdThread));
+  if (fd < 0) fd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
+  return UniqueFd(fd);
+}
+
+// GuestFds at a ptrace stop: fds can be read (execveat's dirfd), not installed.
+class StopFds final : public GuestFds {
+ public:
+  explicit StopFds(int pidfd) : pidfd_(pidfd) {}
+  SysResult<UniqueFd> Get(int guest_fd) override {
+    int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd_, guest_fd, 0));
+    if (fd < 0) return Errno{EBADF};
+    return UniqueFd(fd);
+  }
+  SysResult<int> Install(int, bool) override { return Errno{EPERM}; }
+
+ private:
+  int pidfd_;
+};
+
+}  // namespace
+
+int Tracer::Seize(pid_t pid) {
+  long opts = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |
+              PTRACE_O_TRACEEXEC | PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL;
+  if (ptrace(PTRACE_SEIZE, pid, nullptr, reinterpret_cast<void*>(opts)) < 0) return -errno;
+  return 0;
+}
+
+void Tracer::Resume(pid_t pid, int sig) {
+  ptrace(PTRACE_CONT, pid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig)));
+}
+
+void Tracer::OnWaitStatus(pid_t pid, int status) {
+  if (WIFEXITED(status) || WIFSIGNALED(status)) {
+    std::lock_guard<std::mutex> lock(kernel_.mu());
+    kernel_.tasks().Remove(pid);
+    if (pid == leader_) {
+      leader_done_ = true;
+      leader_status_ = status;
+    }
+    return;
+  }
+  if (!WIFSTOPPED(status)) return;
+  int sig = WSTOPSIG(status);
+  int event = status >> 16;
+  switch (event) {
+    case PTRACE_EVENT_SECCOMP:
+      OnExecStop(pid);
+      Resume(pid, 0);
+      return;
+    case PTRACE_EVENT_FORK:
+    case PTRACE_EVENT_VFORK:
+    case PTRACE_EVENT_CLONE: {
+      unsigned long child = 0;
+      ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &child);
+      OnNewTask(pid, static_cast<pid_t>(child), event);
+      Resume(pid, 0);
+      return;
+    }
+    case PTRACE_EVENT_EXEC:
+      OnExecEvent(pid);
+      Resume(pid, 0);
+      return;
+    case PTRACE_EVENT_STOP: {
+      std::lock_guard<std::mutex> lock(kernel_.mu());
+      Task* task = kernel_.tasks().Find(pid);
+      if (!task) {
+        early_stops_.insert(pid);  // resumed once its parent's event registers it
+        return;
+      }
+      if (!task->started) {
+        task->started = true;
+        Resume(pid, 0);
+        return;
+      }
+      // A group-stop (SIGSTOP and friends): stay stopped but keep listening.
+      if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+        ptrace(PTRACE_LISTEN, pid, nullptr, nullptr);
+      } else {
+        Resume(pid, 0);
+      }
+      return;
+    }
+    default:
+      Resume(pid, sig);  // signal-delivery-stop: deliver it
+  }
+}
+
+void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
+  std::lock_guard<std::mutex> lock(kernel_.mu());
+  Task* p = kernel_.tasks().Find(parent);
+  if (!p) return;
+  bool thread = false, share_fs = false;
+  if (event == PTRACE_EVENT_CLONE) {
+    user_regs_struct regs;
+    if (ptrace(PTRACE_GETREGS, parent, nullptr, &regs) == 0 && regs.orig_rax == SYS_clone) {
+      thread = regs.rdi & CLONE_THREAD;
+      share_fs = regs.rdi & CLONE_FS;
+    }
+  }
+  Task t;
+  t.tid = child;
+  t.pidfd = OpenTaskPidfd(child);
+  t.fs = share_fs ? p->fs : std::make_shared<FsContext>(*p->fs);
+  if (thread) {
+    t.process = p->process;
+  } else {
+    t.process = std::make_shared<Process>(*p->process);
+    t.process->tgid = child;
+  }
+  Task& added = kernel_.tasks().Add(std::move(t));
+  if (early_stops_.erase(child)) {
+    added.started = true;
+    Resume(child, 0);
+  }
+}
+
+void Tracer::OnExecStop(pid_t pid) {
+  user_regs_struct regs;
+  if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) < 0) return;
+  long nr = static_cast<long>(regs.orig_rax);
+  if (nr != SYS_execve && nr != SYS_execveat) return;  // a guest filter's own TRACE
+  std::lock_guard<std::mutex> lock(kernel_.mu());
+  Task* task = kernel_.tasks().Find(pid);
+  int err = ESRCH;
+  if (task) {
+    ProcessMemoryBackend backend(pid);
+    GuestMemory mem(backend);
+    StopFds fds(task->pidfd.get());
+    SyscallContext ctx{kernel_, *task, mem, fds, {}};
+    bool at = nr == SYS_execveat;
+    int dirfd = at ? static_cast<int>(regs.rdi) : AT_FDCWD;
+    GuestAddr path(at ? regs.rsi : regs.rdi);
+    int flags = at ? static_cast<int>(regs.r8) : 0;
+    auto plan = sys::PlanExec(ctx, dirfd, path, flags, view_roots_);
+    if (trace_) {
+      std::fprintf(trace_, "[%d] %s = %s\n", pid, Dispatcher::Describe(ctx, nr).c_str(),
+                   plan.ok() ? plan->view_path.c_str() : strerrorname_np(plan.error()));
+    }
+    if (plan.ok()) {
+      // The path the kernel will read goes below the red zone of the guest's
+      // stack. A racing thread may change it, but only to another file of the
+      // mount view, and the exec event checks what actually ran.
+      const std::string& p = plan->view_path;
+      uint64_t addr = (regs.rsp - 256 - p.size() - 1) & ~uint64_t{15};
+      if (mem.CopyOut(GuestAddr(addr), p.c_str(), p.size() + 1).ok()) {
+        if (at) {
+          regs.rdi = static_cast<uint64_t>(AT_FDCWD);
+          regs.rsi = addr;
+          regs.r8 = 0;
+        } else {
+          regs.rdi = addr;
+        }
+        task->exec_check = {!plan->is_script, plan->dev, plan->ino};
+        ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
+        return;
+      }
+      err = ENOMEM;
+    } else {
+      err = plan.error();
+    }
+  }
+  regs.orig_rax = static_cast<uint64_t>(-1);  // skip the call...
+  regs.rax = static_cast<uint64_t>(-err);     // ...and fail it
+  ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
+}
+
+void Tracer::OnExecEvent(pid_t pid) {
+  unsigned long former = 0;
+  ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &former);
+  std::lock_guard<std::mutex> lock(kernel_.mu());
+  if (static_cast<pid_t>(former) != pid) kernel_.tasks().Rename(static_cast<pid_t>(former), pid);
+  Task* task = kernel_.tasks().Find(pid);
+  if (!task) return;
+  ExecCheck check = task->exec_check;
+  task->exec_check = {};
+  if (!check.active) return;
+  struct stat st;
+  std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+  if (stat(exe.c_str(), &st) < 0 || st.st_dev != check.dev || st.st_ino != check.ino) {
+    violation_ = "exec ran a file other than the one the sentry allowed";
+    kill(pid, SIGKILL);
+  }
+}
+
+}  // namespace sentry

@@ -1,0 +1,53 @@
+// Tracer: the sentry as the guest's ptracer, for what seccomp notifications
+// cannot serve: process lifecycle (fork, vfork, clone, exec, exit arrive before
+// the new task runs, so the task table is always exact) and execve, rewritten at
+// its SECCOMP_RET_TRACE stop. Runs on the thread that seized the guest.
+#ifndef SENTRY_PLATFORM_TRACER_H_
+#define SENTRY_PLATFORM_TRACER_H_
+
+#include <sys/types.h>
+
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sentry/kernel/kernel.h"
+
+namespace sentry {
+
+class Tracer final {
+ public:
+  Tracer(Kernel& kernel, std::vector<std::string> view_roots, FILE* trace)
+      : kernel_(kernel), view_roots_(std::move(view_roots)), trace_(trace) {}
+
+  // Seizes the first guest task (stopped on its go pipe) with every option.
+  int Seize(pid_t pid);
+  // Handles one waitpid() result for a traced task.
+  void OnWaitStatus(pid_t pid, int status);
+
+  bool leader_done() const { return leader_done_; }
+  int leader_status() const { return leader_status_; }
+  void set_leader(pid_t pid) { leader_ = pid; }
+  // Why the sentry killed the guest, if it did.
+  const std::string& violation() const { return violation_; }
+
+ private:
+  void OnNewTask(pid_t parent, pid_t child, int event);
+  void OnExecStop(pid_t pid);
+  void OnExecEvent(pid_t pid);
+  void Resume(pid_t pid, int sig);
+
+  Kernel& kernel_;
+  std::vector<std::string> view_roots_;
+  FILE* trace_;
+  pid_t leader_ = 0;
+  bool leader_done_ = false;
+  int leader_status_ = 0;
+  std::set<pid_t> early_stops_;  // children whose first stop came before the parent's event
+  std::string violation_;
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_PLATFORM_TRACER_H_

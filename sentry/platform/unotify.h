@@ -1,0 +1,40 @@
+// Unotify: the seccomp user-notification listener, the sentry's side of the
+// syscall wall. Only this file and the notification loop see seccomp_notif.
+#ifndef SENTRY_PLATFORM_UNOTIFY_H_
+#define SENTRY_PLATFORM_UNOTIFY_H_
+
+#include <linux/seccomp.h>
+
+#include <cstdint>
+
+#include "sentry/base/unique_fd.h"
+
+namespace sentry {
+
+class Unotify final {
+ public:
+  explicit Unotify(UniqueFd fd) : fd_(std::move(fd)) {}
+
+  // Switches the listener to synchronous wake-up (Linux 6.6+): the guest thread
+  // hands its CPU to the sentry instead of waking it elsewhere. Returns whether
+  // the kernel accepted it.
+  bool SetSyncWakeup();
+  // Blocks for the next notification. 0, or -errno (EINTR when interrupted,
+  // ENOENT when the notifying task died before it was received).
+  int Receive(seccomp_notif* req);
+  // Answers a notification with a value or an errno. -ENOENT means the guest
+  // thread is gone (killed or interrupted): expected, not an error.
+  int Respond(uint64_t id, int64_t value, int error);
+  // Whether the notification is still pending (its task alive and waiting).
+  bool IdValid(uint64_t id);
+  // Installs src_fd in the notifying process at its lowest free fd.
+  int AddFd(uint64_t id, int src_fd, bool cloexec);
+  int fd() const { return fd_.get(); }
+
+ private:
+  UniqueFd fd_;
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_PLATFORM_UNOTIFY_H_

@@ -1,0 +1,33 @@
+// One run of one guest program in a fresh sandbox: the whole of `sentry run`.
+#ifndef SENTRY_RUN_RUN_H_
+#define SENTRY_RUN_RUN_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sentry {
+
+// sentry's own exit codes, beside the guest's (0-255, 128+N for signal N).
+inline constexpr int kExitTimeout = 124;      // --timeout ended the run
+inline constexpr int kExitSentryError = 125;  // bad flags, or the sandbox could not start
+inline constexpr int kExitCannotExec = 126;   // the program exists but cannot be run
+inline constexpr int kExitNotFound = 127;     // the program is not in the sandbox
+
+struct RunOptions {
+  std::vector<std::string> argv;  // the guest command
+  std::vector<std::string> env;   // extra K=V
+  std::vector<std::pair<std::string, std::string>> copies;  // host → guest
+  bool copy_script = true;  // copy a first argument that names a host file
+  bool trace = false;
+  bool root = false;  // the guest is uid 0 inside (still no host privilege)
+  double timeout_sec = 0;
+  uint64_t disk_bytes = 512ull << 20;
+};
+
+int RunSandbox(const RunOptions& options);
+
+}  // namespace sentry
+
+#endif  // SENTRY_RUN_RUN_H_

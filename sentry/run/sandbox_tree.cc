@@ -1,0 +1,211 @@
+#include "sentry/run/sandbox_tree.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "sentry/base/status_macros.h"
+
+namespace sentry {
+namespace {
+
+using vfs::NodeKind;
+using vfs::NodeRef;
+
+std::shared_ptr<vfs::HostDir> OpenHostDir(int parent_fd, const std::string& name,
+                                          const std::string& path) {
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int fd = static_cast<int>(syscall(SYS_openat2, parent_fd, name.c_str(), &how, sizeof(how)));
+  if (fd < 0) return nullptr;
+  return std::make_shared<vfs::HostDir>(vfs::HostDir{UniqueFd(fd), path});
+}
+
+// Shows host_parent/name at dir/name, if the host has it.
+void AddLower(vfs::Vfs& v, const NodeRef& dir, const std::shared_ptr<vfs::HostDir>& host_parent,
+              const std::string& name) {
+  struct stat st;
+  if (fstatat(host_parent->fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return;
+  if (NodeRef node = v.MakeLowerNode(host_parent, name, st)) v.AddChild(dir, name, node);
+}
+
+NodeRef AddDir(vfs::Vfs& v, const NodeRef& parent, const std::string& name, mode_t mode,
+               uid_t uid = 0, gid_t gid = 0) {
+  NodeRef d = v.NewNode(NodeKind::kDir, S_IFDIR | mode, uid, gid);
+  v.AddChild(parent, name, d);
+  return d;
+}
+
+void AddText(vfs::Vfs& v, const NodeRef& dir, const std::string& name, std::string text) {
+  NodeRef f = v.NewNode(NodeKind::kSynthetic, S_IFREG | 0644, 0, 0);
+  f->generate = [text = std::move(text)] { return text; };
+  v.AddChild(dir, name, f);
+}
+
+void AddSymlink(vfs::Vfs& v, const NodeRef& dir, const std::string& name,
+                const std::string& target) {
+  NodeRef l = v.NewNode(NodeKind::kSymlink, S_IFLNK | 0777, 0, 0);
+  l->target = target;
+  v.AddChild(dir, name, l);
+}
+
+void AddDevice(vfs::Vfs& v, const NodeRef& dir, const std::string& name) {
+  std::string path = "/dev/" + name;
+  struct stat st;
+  if (stat(path.c_str(), &st) < 0 || !S_ISCHR(st.st_mode)) return;
+  NodeRef d = v.NewNode(NodeKind::kDevice, S_IFCHR | 0666, 0, 0);
+  d->attr().rdev = st.st_rdev;
+  d->device_path = path;
+  v.AddChild(dir, name, d);
+}
+
+void BuildEtc(vfs::Vfs& v, const TreeConfig& c, int host_root) {
+  NodeRef etc = AddDir(v, v.root(), "etc", 0755);
+  if (auto host_etc = OpenHostDir(host_root, "etc", "/etc")) {
+    for (const std::string& name : c.etc_entries) AddLower(v, etc, host_etc, name);
+  }
+  AddText(v, etc, "passwd",
+          absl::StrCat("root:x:0:0:root:/root:/bin/sh\n", c.user, ":x:", c.uid, ":", c.gid, ":",
+                       c.user, ":", c.home,
+                       ":/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"));
+  AddText(v, etc, "group",
+          absl::StrCat("root:x:0:\n", c.user, ":x:", c.gid, ":\nnogroup:x:65534:\n"));
+  AddText(v, etc, "hostname", c.hostname + "\n");
+  AddText(v, etc, "hosts",
+          absl::StrCat("127.0.0.1\tlocalhost\n127.0.1.1\t", c.hostname,
+                       "\n::1\tlocalhost ip6-localhost ip6-loopback\n"));
+  AddText(v, etc, "resolv.conf", "# sentry: the sandbox has no network\n");
+}
+
+void BuildDev(vfs::Vfs& v) {
+  NodeRef dev = AddDir(v, v.root(), "dev", 0755);
+  for (const char* name : {"null", "zero", "full", "random", "urandom"}) AddDevice(v, dev, name);
+  AddSymlink(v, dev, "fd", "/proc/self/fd");
+  AddSymlink(v, dev, "stdin", "/proc/self/fd/0");
+  AddSymlink(v, dev, "stdout", "/proc/self/fd/1");
+  AddSymlink(v, dev, "stderr", "/proc/self/fd/2");
+  AddDir(v, dev, "shm", 01777);
+  AddDir(v, dev, "pts", 0755);
+}
+
+absl::Status CopyFile(vfs::Vfs& v, const vfs::Resolved& at, const vfs::Creds& creds,
+                      const std::string& host_path, mode_t mode) {
+  int src = open(host_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (src < 0) return ErrnoStatus(absl::StrCat("cannot read ", host_path));
+  UniqueFd src_fd(src);
+  auto node = v.Create(at, NodeKind::kFile, mode & 07777, creds);
+  if (!node.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create ", at.name, " in the sandbox: ", strerror(node.error())));
+  }
+  auto dst = v.OpenData(**node, O_WRONLY);
+  if (!dst.ok()) return absl::InternalError("cannot open the sandbox copy");
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = read(src, buf, sizeof(buf));
+    if (n < 0) return ErrnoStatus(absl::StrCat("cannot read ", host_path));
+    if (n == 0) break;
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = write(dst->get(), buf + off, n - off);
+      if (w <= 0) return ErrnoStatus("cannot write the sandbox copy (is --disk too small?)");
+      off += w;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
+                                                           std::unique_ptr<vfs::Store> store) {
+  int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return ErrnoStatus("open /");
+  UniqueFd host_root(root_fd);
+  auto host_root_dir = std::make_shared<vfs::HostDir>(vfs::HostDir{UniqueFd(dup(root_fd)), ""});
+
+  auto root = std::make_shared<vfs::Node>(NodeKind::kDir, vfs::Attr{S_IFDIR | 0755});
+  auto v = std::make_unique<vfs::Vfs>(root, std::move(store));
+  root->attr().ino = 2;
+  root->attr().atime = root->attr().mtime = root->attr().ctime = vfs::Now();
+
+  for (const std::string& r : c.lower_roots) {
+    std::string name = r.substr(1);
+    if (name.empty() || name.find('/') != std::string::npos) continue;
+    AddLower(*v, root, host_root_dir, name);
+  }
+  BuildEtc(*v, c, host_root.get());
+  BuildDev(*v);
+  AddDir(*v, root, "proc", 0555);
+  AddDir(*v, root, "tmp", 01777);
+  NodeRef var = AddDir(*v, root, "var", 0755);
+  AddDir(*v, var, "tmp", 01777);
+  AddDir(*v, root, "run", 0755);
+  AddDir(*v, root, "root", 0700);
+  NodeRef home = AddDir(*v, root, "home", 0755);
+  std::string home_name = c.home.substr(c.home.rfind('/') + 1);
+  AddDir(*v, home, home_name, 0755, c.uid, c.gid);
+  return v;
+}
+
+absl::Status CopyIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::string& host_path,
+                             const std::string& guest_path) {
+  if (guest_path.empty() || guest_path[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the sandbox path must be absolute: ", guest_path));
+  }
+  struct stat st;
+  if (stat(host_path.c_str(), &st) < 0) return ErrnoStatus(absl::StrCat("cannot copy ", host_path));
+  // Parents, made as the guest would with mkdir -p.
+  vfs::Creds root_creds;
+  root_creds.uid = 0;
+  root_creds.gid = 0;
+  NodeRef dir = v.root();
+  std::vector<std::string> parts = absl::StrSplit(guest_path, '/', absl::SkipEmpty());
+  if (parts.empty()) return absl::InvalidArgumentError("cannot copy over /");
+  std::string leaf = parts.back();
+  parts.pop_back();
+  for (const std::string& part : parts) {
+    auto r = v.Walk(dir, part, {}, root_creds);
+    if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat("bad sandbox path ", guest_path));
+    if (!r->node) {
+      auto made = v.Create(*r, NodeKind::kDir, 0755, creds);
+      if (!made.ok()) return absl::InternalError(absl::StrCat("cannot make ", part));
+      dir = *made;
+    } else if (!r->node->IsDir()) {
+      return absl::InvalidArgumentError(absl::StrCat(part, " is not a directory in the sandbox"));
+    } else {
+      dir = r->node;
+    }
+  }
+  auto at = v.Walk(dir, leaf, {}, root_creds);
+  if (!at.ok() || at->node) {
+    return absl::AlreadyExistsError(absl::StrCat(guest_path, " already exists in the sandbox"));
+  }
+  if (S_ISREG(st.st_mode)) return CopyFile(v, *at, creds, host_path, st.st_mode);
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(host_path, " is not a file or directory"));
+  }
+  auto made = v.Create(*at, NodeKind::kDir, st.st_mode & 07777, creds);
+  if (!made.ok()) return absl::InternalError(absl::StrCat("cannot make ", guest_path));
+  DIR* d = opendir(host_path.c_str());
+  if (!d) return ErrnoStatus(absl::StrCat("cannot list ", host_path));
+  absl::Status status;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    status = CopyIntoSandbox(v, creds, host_path + "/" + name, guest_path + "/" + name);
+    if (!status.ok()) break;
+  }
+  closedir(d);
+  return status;
+}
+
+}  // namespace sentry

@@ -1,0 +1,41 @@
+// The sandbox's initial file tree: what the guest sees at its first instruction.
+#ifndef SENTRY_RUN_SANDBOX_TREE_H_
+#define SENTRY_RUN_SANDBOX_TREE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "vfs/vfs.h"
+
+namespace sentry {
+
+struct TreeConfig {
+  // Host top-level entries shown read-only at the same path.
+  std::vector<std::string> lower_roots = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"};
+  // The /etc entries a program needs, shown read-only from the host.
+  std::vector<std::string> etc_entries = {
+      "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "localtime", "timezone",
+      "alternatives", "ssl", "ca-certificates", "ca-certificates.conf", "python3", "python3.11",
+      "mime.types", "protocols", "services", "host.conf", "gai.conf", "os-release",
+      "debian_version", "shells", "magic", "magic.mime", "inputrc", "bash.bashrc", "profile",
+      "terminfo", "fonts", "locale.alias", "mailcap"};
+  uid_t uid = 1000;  // the guest's own uid and gid (owner of its home)
+  gid_t gid = 1000;
+  std::string user = "sandbox";
+  std::string home = "/home/sandbox";
+  std::string hostname = "sandbox";
+};
+
+absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& config,
+                                                           std::unique_ptr<vfs::Store> store);
+
+// Makes every missing directory of guest_path's parent (owned by the guest),
+// then copies the host file or directory at host_path to guest_path.
+absl::Status CopyIntoSandbox(vfs::Vfs& vfs, const vfs::Creds& creds, const std::string& host_path,
+                             const std::string& guest_path);
+
+}  // namespace sentry
+
+#endif  // SENTRY_RUN_SANDBOX_TREE_H_

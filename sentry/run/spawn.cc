@@ -1,0 +1,115 @@
+#include "sentry/run/spawn.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "sentry/base/status_macros.h"
+#include "vfs/store.h"
+
+namespace sentry {
+namespace {
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("open ", path));
+  UniqueFd f(fd);
+  if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    return ErrnoStatus(absl::StrCat("write ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StepError(const LoaderMessage& m) {
+  return absl::InternalError(absl::StrCat("the sandbox could not start: ",
+                                          LoaderStepName(m.step), ": ", std::strerror(m.err)));
+}
+
+}  // namespace
+
+absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
+  int maps[2], report[2], go[2];
+  if (pipe2(maps, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
+    return ErrnoStatus("pipe");
+  }
+  UniqueFd maps_r(maps[0]), maps_w(maps[1]), report_w(report[1]), go_r(go[0]);
+  Spawned s;
+  s.report_ = UniqueFd(report[0]);
+  s.go_ = UniqueFd(go[1]);
+  LoaderPipes pipes{maps[0], report[1], go[0]};
+  int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+              CLONE_NEWUTS | CLONE_NEWCGROUP;
+  pid_t pid = StartLoader(spec, pipes, flags);
+  if (pid < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot create the sandbox's namespaces: ", std::strerror(-pid),
+        " (sentry needs user, mount, pid and net namespaces; run as root or enable "
+        "unprivileged user namespaces)"));
+  }
+  s.init_pid_ = pid;
+  maps_r.Reset();
+  report_w.Reset();
+  go_r.Reset();
+  std::string proc = absl::StrCat("/proc/", pid);
+  // ns 0 is pid 1's; the guest's own id (when not 0) maps to the next host id.
+  auto map = [](unsigned id) {
+    std::string m = absl::StrCat("0 ", kHostIdBase, " 1\n");
+    if (id != 0) absl::StrAppend(&m, id, " ", kHostIdBase + 1, " 1\n");
+    return m;
+  };
+  RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid)));
+  RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid)));
+  if (write(maps_w.get(), "m", 1) != 1) return ErrnoStatus("signal the loader");
+  ASSIGN_OR_RETURN(LoaderMessage m, s.ReadMessage());
+  if (m.step != LoaderStep::kReady) return StepError(m);
+  int store = open((proc + "/root" + vfs::Store::kGuestPath).c_str(),
+                   O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (store < 0) return ErrnoStatus("open the backing store");
+  s.store_dir_ = UniqueFd(store);
+  return s;
+}
+
+absl::StatusOr<LoaderMessage> Spawned::ReadMessage() {
+  LoaderMessage m;
+  ssize_t n = read(report_.get(), &m, sizeof(m));
+  if (n != sizeof(m)) {
+    return absl::InternalError("the sandbox could not start: its loader exited early");
+  }
+  return m;
+}
+
+absl::Status Spawned::AwaitGuest() {
+  ASSIGN_OR_RETURN(LoaderMessage m, ReadMessage());
+  if (m.step != LoaderStep::kListener) return StepError(m);
+  // The guest is pid 1's only child; /proc shows it with its host pid.
+  std::ifstream children(absl::StrCat("/proc/", init_pid_, "/task/", init_pid_, "/children"));
+  if (!(children >> guest_pid_)) return absl::InternalError("cannot find the guest process");
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, guest_pid_, 0));
+  if (pidfd < 0) return ErrnoStatus("pidfd_open the guest");
+  UniqueFd pf(pidfd);
+  int listener = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, m.value, 0));
+  if (listener < 0) return ErrnoStatus("take the guest's seccomp listener");
+  listener_ = UniqueFd(listener);
+  return absl::OkStatus();
+}
+
+absl::Status Spawned::Go(const std::string& path) {
+  std::string msg = path + '\0';
+  if (msg.size() > 4096) return absl::InvalidArgumentError("program path too long");
+  if (write(go_.get(), msg.data(), msg.size()) != static_cast<ssize_t>(msg.size())) {
+    return ErrnoStatus("start the guest");
+  }
+  go_.Reset();
+  return absl::OkStatus();
+}
+
+}  // namespace sentry

@@ -1,0 +1,45 @@
+// Spawn: starts the loader in new namespaces and hands the sentry what it
+// needs from it: the sandbox's pid 1, the guest's pid and seccomp listener, and
+// the backing store's directory.
+#ifndef SENTRY_RUN_SPAWN_H_
+#define SENTRY_RUN_SPAWN_H_
+
+#include <sys/types.h>
+
+#include "absl/status/statusor.h"
+#include "loader/loader.h"
+#include "sentry/base/unique_fd.h"
+
+namespace sentry {
+
+// The guest's ids on the host: unprivileged and used by nothing else. Inside
+// the user namespace uid 0 maps to kHostIdBase and the sandbox user to +1.
+inline constexpr uid_t kHostIdBase = 2000000000;
+
+class Spawned final {
+ public:
+  // Clones the loader and waits until the mount view is built.
+  static absl::StatusOr<Spawned> Start(const LoaderSpec& spec);
+
+  // Waits for the guest's filter; returns its host pid and takes its listener.
+  absl::Status AwaitGuest();
+  // Lets the guest call execve(path) (the sentry must be tracing it by then).
+  absl::Status Go(const std::string& path);
+
+  pid_t init_pid() const { return init_pid_; }
+  pid_t guest_pid() const { return guest_pid_; }
+  UniqueFd TakeListener() { return std::move(listener_); }
+  UniqueFd TakeStoreDir() { return std::move(store_dir_); }
+  int report_fd() const { return report_.get(); }
+
+ private:
+  absl::StatusOr<LoaderMessage> ReadMessage();
+
+  pid_t init_pid_ = -1;
+  pid_t guest_pid_ = -1;
+  UniqueFd report_, go_, listener_, store_dir_;
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_RUN_SPAWN_H_

@@ -1,0 +1,55 @@
+// Helpers every handler family shares: reading paths, resolving *at() dirfds,
+// identifying guest fds and donating new ones.
+#ifndef SENTRY_SYSCALLS_COMMON_H_
+#define SENTRY_SYSCALLS_COMMON_H_
+
+#include <sys/stat.h>
+
+#include <string>
+
+#include "sentry/kernel/syscall_context.h"
+#include "vfs/vfs.h"
+
+namespace sentry::sys {
+
+// A guest path: at most PATH_MAX - 1 bytes, else ENAMETOOLONG; EFAULT on a fault.
+SysResult<std::string> ReadPath(SyscallContext& ctx, GuestAddr addr);
+
+// A guest fd as the sentry sees it: a host copy of it, its host stat, and the
+// VFS object it was donated for (null for pipes, sockets and other anonymous
+// objects the guest made natively).
+struct FdRef {
+  UniqueFd host;
+  struct stat host_st {};
+  const OpenObject* object = nullptr;
+  const vfs::NodeRef& node() const;
+};
+SysResult<FdRef> GetFd(SyscallContext& ctx, int fd);
+
+// The directory a relative path starts from: the cwd for AT_FDCWD, else the
+// directory behind dirfd (EBADF, ENOTDIR).
+SysResult<vfs::NodeRef> StartDir(SyscallContext& ctx, int dirfd, const std::string& path);
+
+// Walks path relative to dirfd.
+SysResult<vfs::Resolved> WalkAt(SyscallContext& ctx, int dirfd, const std::string& path,
+                                const vfs::ResolveOpts& opts);
+
+// The node path names, following a final symlink when follow is set. With
+// AT_EMPTY_PATH semantics (empty_ok) an empty path names dirfd itself.
+SysResult<vfs::NodeRef> NodeAt(SyscallContext& ctx, int dirfd, GuestAddr path, bool follow,
+                               bool empty_ok);
+
+// The node behind an fd the sentry donated; EBADF if fd is not open, and
+// not_ours if it is open but not a VFS object (a pipe, a socket...).
+SysResult<vfs::NodeRef> NodeOfFd(SyscallContext& ctx, int fd, int not_ours);
+
+// Installs host_fd in the guest, remembering it as node's; returns the guest fd.
+SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
+                           bool dir_token, bool cloexec);
+
+// The mode a new file gets: mode masked by the caller's umask.
+mode_t ApplyUmask(SyscallContext& ctx, mode_t mode);
+
+}  // namespace sentry::sys
+
+#endif  // SENTRY_SYSCALLS_COMMON_H_

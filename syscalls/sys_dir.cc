@@ -1,0 +1,106 @@
+// getdents64, mkdir, mkdirat, rmdir.
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "syscalls/common.h"
+#include "syscalls/handlers.h"
+
+namespace sentry::sys {
+namespace {
+
+unsigned char DirentType(const vfs::Node& node) {
+  switch (node.attr().mode & S_IFMT) {
+    case S_IFDIR: return DT_DIR;
+    case S_IFREG: return DT_REG;
+    case S_IFLNK: return DT_LNK;
+    case S_IFIFO: return DT_FIFO;
+    case S_IFCHR: return DT_CHR;
+    case S_IFSOCK: return DT_SOCK;
+    default: return DT_UNKNOWN;
+  }
+}
+
+// struct linux_dirent64 without its name: 19 bytes, no padding.
+struct __attribute__((packed)) linux_dirent64_header {
+  uint64_t d_ino;
+  int64_t d_off;
+  uint16_t d_reclen;
+  unsigned char d_type;
+};
+static_assert(sizeof(linux_dirent64_header) == 19);
+
+}  // namespace
+
+// The listing is ".", "..", then the entries in name order; the position is the
+// token's own f_pos (an index into that list), so lseek and rewinddir, which run
+// natively on the token, move it as they would on a real directory.
+SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
+  SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, ctx.args.Int(0)));
+  if (!ref.object || !ref.object->dir_token) return Errno{ENOTDIR};
+  size_t count = ctx.args.Uint(2);
+  const vfs::NodeRef& dir = ref.node();
+  off_t pos = lseek(ref.host.get(), 0, SEEK_CUR);
+  if (pos < 0) pos = 0;
+  std::vector<std::pair<std::string, vfs::NodeRef>> entries;
+  if (!dir->removed) {
+    vfs::NodeRef up = dir->parent.lock();
+    entries.emplace_back(".", dir);
+    entries.emplace_back("..", up ? up : dir);
+    for (auto& e : ctx.vfs().List(dir)) entries.push_back(std::move(e));
+  }
+  std::vector<char> out;
+  out.reserve(std::min<size_t>(count, 1 << 16));
+  size_t i = static_cast<size_t>(pos);
+  for (; i < entries.size(); ++i) {
+    const auto& [name, node] = entries[i];
+    size_t reclen = (sizeof(linux_dirent64_header) + name.size() + 1 + 7) & ~size_t{7};
+    if (out.size() + reclen > count) break;
+    size_t at = out.size();
+    out.resize(at + reclen, 0);
+    linux_dirent64_header h{node->attr().ino, static_cast<int64_t>(i + 1),
+                            static_cast<uint16_t>(reclen), DirentType(*node)};
+    std::memcpy(out.data() + at, &h, sizeof(h));
+    std::memcpy(out.data() + at + sizeof(h), name.data(), name.size());
+  }
+  if (out.empty() && i < entries.size()) return Errno{EINVAL};  // buffer too small
+  SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(1), out.data(), out.size()));
+  lseek(ref.host.get(), static_cast<off_t>(i), SEEK_SET);
+  return out.size();
+}
+
+namespace {
+
+SysResult<uint64_t> DoMkdir(SyscallContext& ctx, int dirfd, GuestAddr path_addr, mode_t mode) {
+  SYS_ASSIGN_OR_RETURN(std::string path, ReadPath(ctx, path_addr));
+  vfs::ResolveOpts opts;
+  opts.follow_final = false;
+  SYS_ASSIGN_OR_RETURN(vfs::Resolved r, WalkAt(ctx, dirfd, path, opts));
+  SYS_TRY(ctx.vfs().Create(r, vfs::NodeKind::kDir, ApplyUmask(ctx, mode), ctx.creds()));
+  return 0;
+}
+
+}  // namespace
+
+SysResult<uint64_t> Mkdir(SyscallContext& ctx) {
+  return DoMkdir(ctx, AT_FDCWD, ctx.args.Ptr(0), ctx.args.Uint(1));
+}
+
+SysResult<uint64_t> Mkdirat(SyscallContext& ctx) {
+  return DoMkdir(ctx, ctx.args.Int(0), ctx.args.Ptr(1), ctx.args.Uint(2));
+}
+
+SysResult<uint64_t> Rmdir(SyscallContext& ctx) {
+  SYS_ASSIGN_OR_RETURN(std::string path, ReadPath(ctx, ctx.args.Ptr(0)));
+  vfs::ResolveOpts opts;
+  opts.follow_final = false;
+  SYS_ASSIGN_OR_RETURN(vfs::Resolved r, WalkAt(ctx, AT_FDCWD, path, opts));
+  SYS_TRY(ctx.vfs().Rmdir(r, ctx.creds()));
+  return 0;
+}
+
+}  // namespace sentry::sys

@@ -1,0 +1,32 @@
+// execve, execveat: answered at a ptrace stop, not by a notification.
+//
+// The sentry resolves the path in its VFS (cwd, dirfd, symlinks, permissions:
+// ENOENT, EACCES, ENOTDIR, ELOOP are its answers) and names the same file as the
+// kernel will find it in the guest's mount view: a lower-layer file at its host
+// path (the view binds those directories read-only at the same place), an upper
+// file in the store bound at Store::kGuestPath. The kernel then loads it.
+#ifndef SENTRY_SYSCALLS_SYS_EXEC_H_
+#define SENTRY_SYSCALLS_SYS_EXEC_H_
+
+#include <string>
+#include <vector>
+
+#include "sentry/kernel/syscall_context.h"
+
+namespace sentry::sys {
+
+struct ExecPlan {
+  std::string view_path;  // where the kernel finds the file in the mount view
+  dev_t dev = 0;          // the file's host identity, to check at the exec event
+  ino_t ino = 0;
+  bool is_script = false;  // starts with "#!": the kernel runs an interpreter
+};
+
+// dirfd/flags as execveat's (AT_FDCWD and 0 for execve). view_roots: the host
+// directories the mount view shows ("/usr", ...).
+SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int flags,
+                             const std::vector<std::string>& view_roots);
+
+}  // namespace sentry::sys
+
+#endif  // SENTRY_SYSCALLS_SYS_EXEC_H_

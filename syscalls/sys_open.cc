@@ -1,0 +1,128 @@
+// open, openat, openat2, creat: resolve in the VFS, then donate a real fd.
+#include <fcntl.h>
+#include <linux/openat2.h>
+
+#include <cerrno>
+
+#include "syscalls/common.h"
+#include "syscalls/handlers.h"
+
+namespace sentry::sys {
+namespace {
+
+constexpr int kValidOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND |
+                                O_NONBLOCK | O_DSYNC | O_SYNC | O_DIRECT | O_LARGEFILE |
+                                O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | O_PATH |
+                                O_TMPFILE | FASYNC;
+
+SysResult<uint64_t> OpenTmpfile(SyscallContext& ctx, const vfs::NodeRef& dir, int flags,
+                                mode_t mode) {
+  if ((flags & O_ACCMODE) == O_RDONLY) return Errno{EINVAL};
+  if (!dir->IsDir()) return Errno{ENOTDIR};
+  SYS_TRY(ctx.vfs().Permission(*dir, W_OK | X_OK, ctx.creds()));
+  // An unnamed file: a fresh store file that no directory lists.
+  vfs::NodeRef node = ctx.vfs().NewNode(vfs::NodeKind::kFile, S_IFREG | ApplyUmask(ctx, mode),
+                                        ctx.creds().uid, ctx.creds().gid);
+  SYS_ASSIGN_OR_RETURN(node->store_name, ctx.vfs().store().Create());
+  node->nlink = 0;
+  SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags & ~O_TMPFILE));
+  ctx.vfs().store().Remove(node->store_name);
+  return Donate(ctx, std::move(fd), node, false, flags & O_CLOEXEC);
+}
+
+SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, int flags,
+                           mode_t mode, vfs::ResolveOpts opts) {
+  SYS_ASSIGN_OR_RETURN(std::string path, ReadPath(ctx, path_addr));
+  if (flags & ~kValidOpenFlags) flags &= kValidOpenFlags;  // open(2) ignores unknown bits
+  if (flags & O_PATH) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  int acc = flags & O_ACCMODE;
+  if ((flags & O_TMPFILE) == O_TMPFILE) {
+    SYS_ASSIGN_OR_RETURN(vfs::NodeRef dir, NodeAt(ctx, dirfd, path_addr, true, false));
+    return OpenTmpfile(ctx, dir, flags, mode);
+  }
+  bool creat = flags & O_CREAT;
+  opts.follow_final = !(flags & O_NOFOLLOW) && !(creat && (flags & O_EXCL));
+  SYS_ASSIGN_OR_RETURN(vfs::Resolved r, WalkAt(ctx, dirfd, path, opts));
+  vfs::NodeRef node = r.node;
+  if (!node) {
+    if (!creat) return Errno{ENOENT};
+    if (r.trailing_slash) return Errno{EISDIR};
+    SYS_ASSIGN_OR_RETURN(node, ctx.vfs().Create(r, vfs::NodeKind::kFile, ApplyUmask(ctx, mode),
+                                                ctx.creds()));
+  } else {
+    if (creat && (flags & O_EXCL)) return Errno{EEXIST};
+    if (node->kind() == vfs::NodeKind::kSymlink) return Errno{ELOOP};
+    if (r.trailing_slash && !node->IsDir()) return Errno{ENOTDIR};
+    if (node->IsDir() && (creat || acc != O_RDONLY)) return Errno{EISDIR};
+    if ((flags & O_DIRECTORY) && !node->IsDir()) return Errno{ENOTDIR};
+    if (!(flags & O_PATH)) {
+      int may = (acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK);
+      SYS_TRY(ctx.vfs().Permission(*node, may, ctx.creds()));
+      if ((flags & O_TRUNC) && acc != O_RDONLY && node->kind() == vfs::NodeKind::kFile) {
+        SYS_TRY(ctx.vfs().Truncate(*node, 0, ctx.creds()));
+      }
+    }
+  }
+  bool cloexec = flags & O_CLOEXEC;
+  if (node->IsDir()) {
+    SYS_ASSIGN_OR_RETURN(UniqueFd token, ctx.vfs().store().NewDirToken());
+    return Donate(ctx, std::move(token), node, true, cloexec);
+  }
+  SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags));
+  return Donate(ctx, std::move(fd), node, false, cloexec);
+}
+
+}  // namespace
+
+SysResult<uint64_t> Open(SyscallContext& ctx) {
+  return DoOpen(ctx, AT_FDCWD, ctx.args.Ptr(0), ctx.args.Int(1), ctx.args.Uint(2), {});
+}
+
+SysResult<uint64_t> Openat(SyscallContext& ctx) {
+  return DoOpen(ctx, ctx.args.Int(0), ctx.args.Ptr(1), ctx.args.Int(2), ctx.args.Uint(3), {});
+}
+
+SysResult<uint64_t> Creat(SyscallContext& ctx) {
+  return DoOpen(ctx, AT_FDCWD, ctx.args.Ptr(0), O_CREAT | O_WRONLY | O_TRUNC, ctx.args.Uint(1),
+                {});
+}
+
+// openat2 is strict where openat is lenient: unknown flags, a mode without
+// O_CREAT/O_TMPFILE, and unknown RESOLVE_ bits are EINVAL (fs/open.c build_open_how).
+SysResult<uint64_t> Openat2(SyscallContext& ctx) {
+  size_t size = ctx.args.Ulong(3);
+  if (size < sizeof(open_how)) return Errno{EINVAL};
+  if (size > 4096) return Errno{E2BIG};
+  open_how how{};
+  SYS_TRY(ctx.mem.CopyIn(ctx.args.Ptr(2), &how, sizeof(how)));
+  if (size > sizeof(how)) {
+    // Larger structs are accepted only if the bytes we do not know are zero.
+    char tail[4096];
+    SYS_ASSIGN_OR_RETURN(GuestAddr rest, ctx.args.Ptr(2).Offset(sizeof(how)));
+    SYS_TRY(ctx.mem.CopyIn(rest, tail, size - sizeof(how)));
+    for (size_t i = 0; i < size - sizeof(how); ++i)
+      if (tail[i]) return Errno{E2BIG};
+  }
+  if (how.flags & ~static_cast<uint64_t>(kValidOpenFlags)) return Errno{EINVAL};
+  bool wants_mode = (how.flags & O_CREAT) || (how.flags & O_TMPFILE) == O_TMPFILE;
+  if (!wants_mode && how.mode) return Errno{EINVAL};
+  if (how.mode & ~07777ull) return Errno{EINVAL};
+  constexpr uint64_t kResolveAll = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS |
+                                   RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_IN_ROOT |
+                                   RESOLVE_CACHED;
+  if (how.resolve & ~kResolveAll) return Errno{EINVAL};
+  if ((how.resolve & RESOLVE_BENEATH) && (how.resolve & RESOLVE_IN_ROOT)) return Errno{EINVAL};
+  if ((how.flags & O_PATH) && (how.flags & ~static_cast<uint64_t>(O_PATH | O_DIRECTORY |
+                                                                   O_NOFOLLOW | O_CLOEXEC))) {
+    return Errno{EINVAL};
+  }
+  vfs::ResolveOpts opts;
+  opts.beneath = how.resolve & RESOLVE_BENEATH;
+  opts.in_root = how.resolve & RESOLVE_IN_ROOT;
+  opts.no_symlinks = how.resolve & RESOLVE_NO_SYMLINKS;
+  int dirfd = ctx.args.Int(0);
+  return DoOpen(ctx, dirfd, ctx.args.Ptr(1), static_cast<int>(how.flags),
+                static_cast<mode_t>(how.mode), opts);
+}
+
+}  // namespace sentry::sys

@@ -1,0 +1,51 @@
+// The syscall table: one row per x86-64 syscall, the single source of truth for
+// what a guest may do. The seccomp filter, --trace's decoder, `sentry syscalls`
+// and the table test all read it. A number with no row fails with ENOSYS.
+#ifndef SENTRY_SYSCALLS_TABLE_H_
+#define SENTRY_SYSCALLS_TABLE_H_
+
+#include <cstdint>
+#include <span>
+
+#include "sentry/kernel/syscall_context.h"
+
+namespace sentry {
+
+enum class Action : uint8_t {
+  kNative,  // runs in the host kernel: computation on objects the guest holds
+  kTrap,    // SECCOMP_RET_USER_NOTIF: answered by a handler in the sentry
+  kTrace,   // SECCOMP_RET_TRACE: answered at a ptrace stop (execve, execveat)
+  kErrno,   // fails with a fixed errno, never reaches the host kernel
+};
+
+// Argument conditions for native rows; what fails them gets the row's errno.
+enum class ArgFilter : uint8_t {
+  kNone,
+  kCloneFlags,   // clone(): no namespace flags
+  kIoctlSafe,    // ioctl(): only terminal queries and fd flag requests
+  kSocketFamily, // socket(): AF_UNIX, AF_INET, AF_INET6
+  kPrctlSafe,    // prctl(): a small set of options that touch only the caller
+  kPersonality,  // personality(): queries and PER_LINUX only
+  kPrioNotUser,  // setpriority(), ioprio_set(): not by user id (that could reach host tasks)
+};
+
+struct SyscallRow {
+  int nr;
+  const char* name;
+  Action action;
+  int err;                 // kErrno rows, and what a failed ArgFilter returns
+  SyscallHandler handler;  // kTrap rows
+  ArgFilter filter;
+  // One letter an argument, for --trace: d int, u unsigned, x hex, o octal mode,
+  // f fd (AT_FDCWD aware), s path string, p pointer, l size/length.
+  const char* args;
+};
+
+// All rows, ordered by number.
+std::span<const SyscallRow> SyscallTable();
+// The row for nr, or null.
+const SyscallRow* FindSyscall(int nr);
+
+}  // namespace sentry
+
+#endif  // SENTRY_SYSCALLS_TABLE_H_

@@ -1,0 +1,113 @@
+// Node: one inode of the sandbox's file tree.
+//
+// The tree is a single in-memory overlay. A directory may be backed by a host
+// directory (the read-only lower layer): its host entries are looked up lazily and
+// cached as child nodes; names the guest deletes become whiteouts so the host entry
+// is not found again. A regular file is either a lower file (data still on the
+// host, reached through its parent's host fd and its name) or an upper file (data
+// in the backing store, see store.h). Names, directories, metadata and links live
+// here, never in the store.
+//
+// Lock order: the whole VFS is guarded by the kernel's one mutex; nodes have no
+// locks of their own.
+#ifndef SENTRY_VFS_NODE_H_
+#define SENTRY_VFS_NODE_H_
+
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "sentry/base/unique_fd.h"
+
+namespace sentry::vfs {
+
+class Node;
+using NodeRef = std::shared_ptr<Node>;
+
+enum class NodeKind {
+  kDir,
+  kFile,     // regular file, lower or upper
+  kSymlink,
+  kFifo,
+  kDevice,   // a host character device shown as is (/dev/null, ...)
+  kSynthetic,  // a read-only generated file (/proc, /etc/passwd)
+};
+
+// A host directory of the lower layer, shared by a dir node and its file nodes.
+struct HostDir {
+  UniqueFd fd;       // O_PATH | O_DIRECTORY, opened beneath a lower root
+  std::string path;  // host path, for exec through the mount view
+};
+
+struct Attr {
+  mode_t mode = 0;  // includes the S_IFMT type bits
+  uid_t uid = 0;
+  gid_t gid = 0;
+  dev_t rdev = 0;
+  uint64_t ino = 0;
+  timespec atime{}, mtime{}, ctime{};
+};
+
+// Generates a synthetic file's contents when it is opened or stat'ed.
+using Generator = std::function<std::string()>;
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  Node(NodeKind kind, const Attr& attr) : kind_(kind), attr_(attr) {}
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  NodeKind kind() const { return kind_; }
+  bool IsDir() const { return kind_ == NodeKind::kDir; }
+  Attr& attr() { return attr_; }
+  const Attr& attr() const { return attr_; }
+  uint32_t nlink = 1;  // names that point at a non-directory node
+
+  // --- directories ---
+  std::map<std::string, NodeRef> children;  // looked-up or created entries
+  std::set<std::string> whiteouts;          // lower names the guest removed
+  std::set<std::string> host_absent;        // negative cache of host lookups
+  std::shared_ptr<HostDir> host_dir;        // set for dirs backed by the host
+  bool host_listed = false;                 // every host entry is in children
+  std::weak_ptr<Node> parent;               // ".." (directories only)
+  std::string name;                         // name in parent (directories only)
+  bool removed = false;                     // rmdir'ed while still referenced
+
+  // --- regular files ---
+  std::shared_ptr<HostDir> lower_parent;  // lower file: host dir holding it
+  std::string lower_name;                 // lower file: its name there
+  dev_t host_dev = 0;                     // lower file: host identity
+  ino_t host_ino = 0;
+  off_t lower_size = 0;
+  std::string store_name;  // upper file: its name in the backing store
+
+  bool IsUpperFile() const { return kind_ == NodeKind::kFile && !store_name.empty(); }
+  bool IsLowerFile() const { return kind_ == NodeKind::kFile && store_name.empty(); }
+
+  // --- symlinks ---
+  std::string target;
+
+  // --- devices ---
+  std::string device_path;  // host path of the device node
+
+  // --- synthetic ---
+  Generator generate;
+  bool sized = true;  // stat reports the generated size (/etc); /proc files report 0
+
+ private:
+  NodeKind kind_;
+  Attr attr_;
+};
+
+// The current time, as the kernel stamps inodes.
+timespec Now();
+
+}  // namespace sentry::vfs
+
+#endif  // SENTRY_VFS_NODE_H_

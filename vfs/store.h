@@ -1,0 +1,53 @@
+// Store: where upper-layer file data lives.
+//
+// A directory of plain files, one per upper file, named by a counter. In a run it
+// is a size-capped tmpfs inside the sandbox's own mount namespace (so a full disk
+// is the guest's native ENOSPC, and the guest can mmap and exec the data); it is
+// also bound into the guest's mount view at kGuestPath so exec can find a file
+// that exists only in memory. The guest never names it: no guest path reaches it.
+#ifndef SENTRY_VFS_STORE_H_
+#define SENTRY_VFS_STORE_H_
+
+#include <sys/stat.h>
+
+#include <string>
+
+#include "sentry/base/sys_result.h"
+#include "sentry/base/unique_fd.h"
+
+namespace sentry::vfs {
+
+class Store final {
+ public:
+  static constexpr const char* kGuestPath = "/.sentry-store";
+
+  // dir_fd: an open directory (O_PATH is enough) that the sentry may write.
+  // New entries are made with fsuid/fsgid owner (an id mapped in the sandbox's
+  // user namespace, which owns the store's tmpfs; the sentry's own root is not).
+  Store(UniqueFd dir_fd, uid_t owner_uid, gid_t owner_gid)
+      : dir_fd_(std::move(dir_fd)), uid_(owner_uid), gid_(owner_gid) {}
+
+  // Creates an empty file; returns its name.
+  SysResult<std::string> Create();
+  // Opens a store file with open(2) flags (access mode, O_APPEND, O_NONBLOCK...).
+  SysResult<UniqueFd> Open(const std::string& name, int flags);
+  SysStatus Stat(const std::string& name, struct stat* st);
+  SysStatus Truncate(const std::string& name, off_t len);
+  void Remove(const std::string& name);
+  // A directory token: an open, already removed, empty directory. It has an inode
+  // of its own, reads fail with EISDIR, and lookups in it find nothing.
+  SysResult<UniqueFd> NewDirToken();
+  int dir_fd() const { return dir_fd_.get(); }
+  // Makes a FIFO named name in the store.
+  SysStatus MakeFifo(const std::string& name);
+
+ private:
+  UniqueFd dir_fd_;
+  uid_t uid_;
+  gid_t gid_;
+  uint64_t next_ = 1;
+};
+
+}  // namespace sentry::vfs
+
+#endif  // SENTRY_VFS_STORE_H_

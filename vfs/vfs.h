@@ -1,0 +1,127 @@
+// Vfs: the sandbox's one file tree and the operations the syscall handlers use.
+//
+// Errno contract: every operation answers with the errno Linux gives for the same
+// case on a local filesystem (ENOENT, ENOTDIR, EEXIST, EISDIR, ENOTEMPTY, ELOOP,
+// ENAMETOOLONG, EACCES, EPERM, EINVAL, EXDEV for openat2's RESOLVE_BENEATH).
+// Permission checks use the caller's emulated credentials and the nodes' mode bits,
+// as fs/namei.c's generic_permission does.
+//
+// Lock order: callers hold the kernel mutex; the Vfs takes no lock of its own.
+#ifndef SENTRY_VFS_VFS_H_
+#define SENTRY_VFS_VFS_H_
+
+#include <sys/stat.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sentry/base/sys_result.h"
+#include "vfs/node.h"
+#include "vfs/store.h"
+
+namespace sentry::vfs {
+
+// The guest's emulated identity, used for permission checks and new files' owners.
+struct Creds {
+  uid_t uid = 1000;
+  gid_t gid = 1000;
+  std::vector<gid_t> groups;
+  bool IsRoot() const { return uid == 0; }
+  bool InGroup(gid_t g) const;
+};
+
+struct ResolveOpts {
+  bool follow_final = true;
+  bool beneath = false;      // RESOLVE_BENEATH: never leave the start directory
+  bool in_root = false;      // RESOLVE_IN_ROOT: the start directory is "/"
+  bool no_symlinks = false;  // RESOLVE_NO_SYMLINKS
+};
+
+// Where a path led: the directory holding its last name, the name, and the node
+// if it exists. For "/" and paths ending in "." or "..", parent is null and name
+// is that component.
+struct Resolved {
+  NodeRef parent;
+  std::string name;
+  NodeRef node;
+  bool trailing_slash = false;
+  // The caller may create a new entry here (a real name, a live directory).
+  bool Creatable() const { return parent != nullptr; }
+};
+
+inline constexpr size_t kNameMax = 255;
+inline constexpr size_t kPathMax = 4096;  // including the NUL
+inline constexpr int kMaxSymlinks = 40;
+inline constexpr dev_t kVfsDev = 0x53;  // the st_dev every node reports
+
+class Vfs final {
+ public:
+  Vfs(NodeRef root, std::unique_ptr<Store> store);
+
+  const NodeRef& root() const { return root_; }
+  Store& store() { return *store_; }
+
+  // --- resolution ---
+  SysResult<Resolved> Walk(const NodeRef& start, std::string_view path, const ResolveOpts& opts,
+                           const Creds& creds);
+  // Walks and requires the final node to exist (ENOENT) and, with a trailing
+  // slash, to be a directory (ENOTDIR).
+  SysResult<NodeRef> Lookup(const NodeRef& start, std::string_view path, const ResolveOpts& opts,
+                            const Creds& creds);
+  // One step: the child named name in dir, or null; fills in host entries lazily.
+  NodeRef Child(const NodeRef& dir, const std::string& name);
+  // Every entry of dir (host entries included), in name order.
+  std::vector<std::pair<std::string, NodeRef>> List(const NodeRef& dir);
+  // The absolute path of a directory, or ENOENT if it was removed.
+  SysResult<std::string> PathOf(const NodeRef& dir);
+
+  // --- permission ---
+  SysStatus Permission(const Node& node, int may, const Creds& creds) const;  // R_OK|W_OK|X_OK
+
+  // --- metadata ---
+  struct stat Stat(const Node& node);
+  SysStatus Chmod(Node& node, mode_t mode, const Creds& creds);
+  SysStatus Chown(Node& node, uid_t uid, gid_t gid, const Creds& creds);  // -1 keeps
+  // times[0] atime, times[1] mtime; tv_nsec may be UTIME_NOW / UTIME_OMIT; null = now.
+  SysStatus Utimens(Node& node, const timespec* times, const Creds& creds);
+  SysStatus Truncate(Node& node, off_t len, const Creds& creds);
+  SysStatus CopyUp(Node& node);
+
+  // --- namespace changes (parent/name from Walk) ---
+  SysResult<NodeRef> Create(const Resolved& at, NodeKind kind, mode_t mode, const Creds& creds);
+  SysResult<NodeRef> Symlink(const Resolved& at, std::string_view target, const Creds& creds);
+  SysStatus Link(const NodeRef& node, const Resolved& at, const Creds& creds);
+  SysStatus Unlink(const Resolved& at, const Creds& creds);  // files, symlinks, fifos
+  SysStatus Rmdir(const Resolved& at, const Creds& creds);
+  // flags: RENAME_NOREPLACE, RENAME_EXCHANGE.
+  SysStatus Rename(const Resolved& from, const Resolved& to, unsigned flags, const Creds& creds);
+
+  // --- data ---
+  // A host fd to donate for a non-directory node, with the guest's open flags
+  // (access mode, O_APPEND, O_NONBLOCK, O_SYNC...). Copies a lower file up first
+  // when opened for writing.
+  SysResult<UniqueFd> OpenData(Node& node, int flags);
+
+  // --- building the tree (setup, not the guest) ---
+  NodeRef NewNode(NodeKind kind, mode_t mode, uid_t uid, gid_t gid);
+  void AddChild(const NodeRef& dir, const std::string& name, const NodeRef& child);
+  // A node for a host path (dir, file or symlink) reached beneath dir_fd.
+  NodeRef MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const std::string& name,
+                        const struct stat& st);
+
+ private:
+  void Detach(const NodeRef& dir, const std::string& name);  // leaves a whiteout
+  void ReleaseFile(Node& node);                              // after the last name goes
+  SysStatus MayDelete(const Node& dir, const Node& victim, const Creds& creds) const;
+  void Touch(Node& dir);
+
+  NodeRef root_;
+  std::unique_ptr<Store> store_;
+  uint64_t next_ino_ = 1ull << 33;  // above any host (ext4) inode number
+};
+
+}  // namespace sentry::vfs
+
+#endif  // SENTRY_VFS_VFS_H_

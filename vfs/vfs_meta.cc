@@ -1,0 +1,252 @@
+// Permissions, attributes, copy-up and opening file data.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "vfs/vfs.h"
+
+namespace sentry::vfs {
+namespace {
+
+bool Later(const timespec& a, const timespec& b) {
+  return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
+}
+
+SysResult<UniqueFd> MemfdWith(const std::string& data) {
+  int fd = memfd_create("sentry-synthetic", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return Errno{errno};
+  UniqueFd owned(fd);
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = write(fd, data.data() + off, data.size() - off);
+    if (n <= 0) return Errno{EIO};
+    off += n;
+  }
+  lseek(fd, 0, SEEK_SET);
+  fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+  return owned;
+}
+
+}  // namespace
+
+// As fs/namei.c's generic_permission: owner, then group, then other bits; root
+// passes read/write always and exec when any x bit is set (or on directories).
+SysStatus Vfs::Permission(const Node& node, int may, const Creds& creds) const {
+  mode_t mode = node.attr().mode;
+  if (creds.IsRoot()) {
+    if ((may & X_OK) && !node.IsDir() && !(mode & 0111)) return Errno{EACCES};
+    return {};
+  }
+  mode_t bits;
+  if (creds.uid == node.attr().uid) {
+    bits = (mode >> 6) & 7;
+  } else if (creds.InGroup(node.attr().gid)) {
+    bits = (mode >> 3) & 7;
+  } else {
+    bits = mode & 7;
+  }
+  if ((may & bits & 7) != (may & 7)) return Errno{EACCES};
+  return {};
+}
+
+struct stat Vfs::Stat(const Node& node) {
+  struct stat st {};
+  const Attr& a = node.attr();
+  st.st_dev = kVfsDev;
+  st.st_ino = a.ino;
+  st.st_mode = a.mode;
+  st.st_uid = a.uid;
+  st.st_gid = a.gid;
+  st.st_rdev = a.rdev;
+  st.st_blksize = 4096;
+  st.st_atim = a.atime;
+  st.st_mtim = a.mtime;
+  st.st_ctim = a.ctime;
+  st.st_nlink = node.nlink;
+  switch (node.kind()) {
+    case NodeKind::kDir: {
+      st.st_size = 4096;
+      st.st_blocks = 8;
+      if (!node.host_dir || node.host_listed) {
+        nlink_t n = 2;
+        for (const auto& [name, child] : node.children)
+          if (child->IsDir()) ++n;
+        st.st_nlink = n;
+      }
+      break;
+    }
+    case NodeKind::kFile:
+      if (node.IsUpperFile()) {
+        struct stat data;
+        if (store_->Stat(node.store_name, &data).ok()) {
+          st.st_size = data.st_size;
+          st.st_blocks = data.st_blocks;
+          st.st_atim = data.st_atim;
+          st.st_mtim = data.st_mtim;
+          if (Later(data.st_ctim, a.ctime)) st.st_ctim = data.st_ctim;
+        }
+      } else {
+        st.st_size = node.lower_size;
+        st.st_blocks = (node.lower_size + 511) / 512;
+      }
+      break;
+    case NodeKind::kSymlink:
+      st.st_size = static_cast<off_t>(node.target.size());
+      break;
+    case NodeKind::kSynthetic:
+      // /etc files report their size; /proc files report 0, as procfs does.
+      if (node.generate && node.sized) st.st_size = static_cast<off_t>(node.generate().size());
+      break;
+    default:
+      break;
+  }
+  return st;
+}
+
+void Vfs::Touch(Node& dir) { dir.attr().mtime = dir.attr().ctime = Now(); }
+
+SysStatus Vfs::Chmod(Node& node, mode_t mode, const Creds& creds) {
+  if (!creds.IsRoot() && creds.uid != node.attr().uid) return Errno{EPERM};
+  if (node.kind() == NodeKind::kSynthetic || node.kind() == NodeKind::kDevice) {
+    if (!creds.IsRoot()) return Errno{EPERM};
+  }
+  mode &= 07777;
+  // A non-member may not keep the setgid bit, as the kernel's setattr_prepare.
+  if (!creds.IsRoot() && !creds.InGroup(node.attr().gid)) mode &= ~S_ISGID;
+  node.attr().mode = (node.attr().mode & S_IFMT) | mode;
+  node.attr().ctime = Now();
+  return {};
+}
+
+SysStatus Vfs::Chown(Node& node, uid_t uid, gid_t gid, const Creds& creds) {
+  Attr& a = node.attr();
+  bool uid_change = uid != static_cast<uid_t>(-1) && uid != a.uid;
+  bool gid_change = gid != static_cast<gid_t>(-1) && gid != a.gid;
+  if (!creds.IsRoot()) {
+    if (uid_change) return Errno{EPERM};
+    if (gid_change && (creds.uid != a.uid || !creds.InGroup(gid))) return Errno{EPERM};
+  }
+  if (uid_change) a.uid = uid;
+  if (gid_change) a.gid = gid;
+  if ((uid_change || gid_change) && !node.IsDir()) a.mode &= ~(S_ISUID | S_ISGID);
+  a.ctime = Now();
+  return {};
+}
+
+SysStatus Vfs::Utimens(Node& node, const timespec* times, const Creds& creds) {
+  bool set_both_now = times == nullptr ||
+                      (times[0].tv_nsec == UTIME_NOW && times[1].tv_nsec == UTIME_NOW);
+  bool owner = creds.IsRoot() || creds.uid == node.attr().uid;
+  if (set_both_now) {
+    if (!owner && !Permission(node, W_OK, creds).ok()) return Errno{EACCES};
+  } else if (!owner) {
+    return Errno{EPERM};
+  }
+  for (int i = 0; times && i < 2; ++i) {
+    long ns = times[i].tv_nsec;
+    if (ns != UTIME_NOW && ns != UTIME_OMIT && (ns < 0 || ns >= 1000000000)) return Errno{EINVAL};
+  }
+  timespec now = Now();
+  timespec at = times == nullptr || times[0].tv_nsec == UTIME_NOW ? now : times[0];
+  timespec mt = times == nullptr || times[1].tv_nsec == UTIME_NOW ? now : times[1];
+  bool set_a = times == nullptr || times[0].tv_nsec != UTIME_OMIT;
+  bool set_m = times == nullptr || times[1].tv_nsec != UTIME_OMIT;
+  if (node.IsUpperFile()) {
+    SYS_ASSIGN_OR_RETURN(UniqueFd fd, store_->Open(node.store_name, O_RDONLY));
+    timespec ts[2] = {at, mt};
+    if (!set_a) ts[0].tv_nsec = UTIME_OMIT;
+    if (!set_m) ts[1].tv_nsec = UTIME_OMIT;
+    if (futimens(fd.get(), ts) < 0) return Errno{errno};
+  }
+  if (set_a) node.attr().atime = at;
+  if (set_m) node.attr().mtime = mt;
+  node.attr().ctime = now;
+  return {};
+}
+
+SysStatus Vfs::CopyUp(Node& node) {
+  if (!node.IsLowerFile()) return {};
+  SYS_ASSIGN_OR_RETURN(std::string name, store_->Create());
+  auto fail = [&](int err) {
+    store_->Remove(name);
+    return Errno{err};
+  };
+  int src = openat(node.lower_parent->fd.get(), node.lower_name.c_str(),
+                   O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (src < 0) return fail(errno);
+  UniqueFd src_fd(src);
+  auto dst = store_->Open(name, O_WRONLY);
+  if (!dst.ok()) return fail(dst.error());
+  while (true) {
+    ssize_t n = sendfile(dst->get(), src, nullptr, 1 << 20);
+    if (n < 0) return fail(errno);
+    if (n == 0) break;
+  }
+  timespec ts[2] = {node.attr().atime, node.attr().mtime};
+  futimens(dst->get(), ts);
+  node.store_name = name;
+  node.lower_parent.reset();
+  node.lower_name.clear();
+  node.host_dev = 0;
+  node.host_ino = 0;
+  return {};
+}
+
+SysStatus Vfs::Truncate(Node& node, off_t len, const Creds& creds) {
+  if (node.IsDir()) return Errno{EISDIR};
+  if (node.kind() != NodeKind::kFile) return Errno{EINVAL};
+  if (len < 0) return Errno{EINVAL};
+  SYS_TRY(CopyUp(node));
+  SYS_TRY(store_->Truncate(node.store_name, len));
+  node.attr().ctime = Now();
+  return {};
+}
+
+SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags) {
+  int acc = flags & O_ACCMODE;
+  int keep = flags & (O_APPEND | O_NONBLOCK | O_SYNC | O_DSYNC | O_DIRECT | O_PATH);
+  switch (node.kind()) {
+    case NodeKind::kFile: {
+      if (node.IsLowerFile() && (flags & O_PATH) == 0 && acc == O_RDONLY) {
+        int fd = openat(node.lower_parent->fd.get(), node.lower_name.c_str(),
+                        O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (keep & ~O_APPEND));
+        if (fd < 0) return Errno{errno};
+        return UniqueFd(fd);
+      }
+      if (node.IsLowerFile() && (flags & O_PATH)) {
+        int fd = openat(node.lower_parent->fd.get(), node.lower_name.c_str(),
+                        O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return Errno{errno};
+        return UniqueFd(fd);
+      }
+      SYS_TRY(CopyUp(node));
+      return store_->Open(node.store_name, (flags & O_PATH) ? O_PATH : (acc | keep));
+    }
+    case NodeKind::kDevice: {
+      int fd = open(node.device_path.c_str(),
+                    (flags & O_PATH) ? O_PATH : (acc | keep | O_NOCTTY) | O_CLOEXEC);
+      if (fd < 0) return Errno{errno};
+      return UniqueFd(fd);
+    }
+    case NodeKind::kSynthetic:
+      if (acc != O_RDONLY) return Errno{EACCES};
+      return MemfdWith(node.generate ? node.generate() : std::string());
+    case NodeKind::kFifo: {
+      if (node.store_name.empty()) return Errno{ENXIO};
+      // Opened non-blocking so the sentry never waits for the other end; the
+      // guest's own O_NONBLOCK choice is restored on the open file description.
+      int fd = openat(store_->dir_fd(), node.store_name.c_str(),
+                      acc | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+      if (fd < 0) return Errno{errno};
+      if (!(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      return UniqueFd(fd);
+    }
+    default:
+      return Errno{ELOOP};
+  }
+}
+
+}  // namespace sentry::vfs

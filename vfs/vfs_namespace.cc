@@ -1,0 +1,182 @@
+// Creating, linking, removing and renaming names, with Linux's rules.
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "vfs/vfs.h"
+
+namespace sentry::vfs {
+namespace {
+
+// The errno for a Resolved that names no creatable entry ("/", ".", "..").
+int NotCreatable(const Resolved& at) { return at.node ? EEXIST : ENOENT; }
+
+bool IsAncestor(const NodeRef& maybe_ancestor, NodeRef node) {
+  while (node) {
+    if (node == maybe_ancestor) return true;
+    node = node->parent.lock();
+  }
+  return false;
+}
+
+}  // namespace
+
+SysStatus Vfs::MayDelete(const Node& dir, const Node& victim, const Creds& creds) const {
+  SYS_TRY(Permission(dir, W_OK | X_OK, creds));
+  // The sticky bit (/tmp): only the owner of the entry or of the dir may remove it.
+  if ((dir.attr().mode & S_ISVTX) && !creds.IsRoot() && creds.uid != dir.attr().uid &&
+      creds.uid != victim.attr().uid) {
+    return Errno{EPERM};
+  }
+  return {};
+}
+
+void Vfs::Detach(const NodeRef& dir, const std::string& name) {
+  dir->children.erase(name);
+  if (dir->host_dir) dir->whiteouts.insert(name);
+  Touch(*dir);
+}
+
+void Vfs::ReleaseFile(Node& node) {
+  if (node.nlink > 0) --node.nlink;
+  node.attr().ctime = Now();
+  if (node.nlink == 0 && !node.store_name.empty()) {
+    // Guest fds still open keep the data alive, as an unlinked file's do.
+    store_->Remove(node.store_name);
+  }
+}
+
+SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode,
+                               const Creds& creds) {
+  if (!at.Creatable()) return Errno{NotCreatable(at)};
+  if (at.node) return Errno{EEXIST};
+  if (at.trailing_slash && kind != NodeKind::kDir) return Errno{ENOENT};
+  SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
+  mode_t type = kind == NodeKind::kDir    ? S_IFDIR
+                : kind == NodeKind::kFifo ? S_IFIFO
+                                          : S_IFREG;
+  gid_t gid = creds.gid;
+  // A setgid directory hands its group (and, to subdirectories, the bit) down.
+  if (at.parent->attr().mode & S_ISGID) {
+    gid = at.parent->attr().gid;
+    if (kind == NodeKind::kDir) mode |= S_ISGID;
+  }
+  NodeRef node = NewNode(kind, type | (mode & 07777), creds.uid, gid);
+  if (kind == NodeKind::kFile || kind == NodeKind::kFifo) {
+    SYS_ASSIGN_OR_RETURN(std::string name, store_->Create());
+    if (kind == NodeKind::kFifo) {
+      store_->Remove(name);
+      SYS_TRY(store_->MakeFifo(name));
+    }
+    node->store_name = name;
+  }
+  AddChild(at.parent, at.name, node);
+  Touch(*at.parent);
+  return node;
+}
+
+SysResult<NodeRef> Vfs::Symlink(const Resolved& at, std::string_view target, const Creds& creds) {
+  if (target.empty()) return Errno{ENOENT};
+  if (!at.Creatable()) return Errno{NotCreatable(at)};
+  if (at.node) return Errno{EEXIST};
+  if (at.trailing_slash) return Errno{ENOENT};
+  SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
+  NodeRef node = NewNode(NodeKind::kSymlink, S_IFLNK | 0777, creds.uid, creds.gid);
+  node->target = std::string(target);
+  AddChild(at.parent, at.name, node);
+  Touch(*at.parent);
+  return node;
+}
+
+SysStatus Vfs::Link(const NodeRef& node, const Resolved& at, const Creds& creds) {
+  if (node->IsDir()) return Errno{EPERM};
+  if (!at.Creatable()) return Errno{NotCreatable(at)};
+  if (at.node) return Errno{EEXIST};
+  if (at.trailing_slash) return Errno{ENOENT};
+  SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
+  if (node->nlink == 0 && node->kind() == NodeKind::kFile) return Errno{ENOENT};
+  AddChild(at.parent, at.name, node);
+  ++node->nlink;
+  node->attr().ctime = Now();
+  Touch(*at.parent);
+  return {};
+}
+
+SysStatus Vfs::Unlink(const Resolved& at, const Creds& creds) {
+  if (!at.node) return Errno{ENOENT};
+  if (at.node->IsDir()) return Errno{EISDIR};
+  if (!at.Creatable()) return Errno{EISDIR};
+  if (at.trailing_slash) return Errno{ENOTDIR};
+  SYS_TRY(MayDelete(*at.parent, *at.node, creds));
+  Detach(at.parent, at.name);
+  ReleaseFile(*at.node);
+  return {};
+}
+
+SysStatus Vfs::Rmdir(const Resolved& at, const Creds& creds) {
+  if (!at.node) return Errno{ENOENT};
+  if (at.name == ".") return Errno{EINVAL};
+  if (at.name == ".." || at.name == "/") return Errno{at.name == "/" ? EBUSY : ENOTEMPTY};
+  if (!at.node->IsDir()) return Errno{ENOTDIR};
+  SYS_TRY(MayDelete(*at.parent, *at.node, creds));
+  if (!List(at.node).empty()) return Errno{ENOTEMPTY};
+  Detach(at.parent, at.name);
+  at.node->removed = true;
+  at.node->attr().ctime = Now();
+  return {};
+}
+
+SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
+                      const Creds& creds) {
+  if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE)) return Errno{EINVAL};
+  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return Errno{EINVAL};
+  if (!from.node) return Errno{ENOENT};
+  if (!from.Creatable() || !to.Creatable()) {
+    return Errno{from.name == "/" || to.name == "/" ? EBUSY : EINVAL};
+  }
+  const NodeRef& src = from.node;
+  const NodeRef& dst = to.node;
+  if ((from.trailing_slash || to.trailing_slash) && !src->IsDir()) return Errno{ENOTDIR};
+  if (flags & RENAME_EXCHANGE) {
+    if (!dst) return Errno{ENOENT};
+  } else if (dst && (flags & RENAME_NOREPLACE)) {
+    return Errno{EEXIST};
+  }
+  SYS_TRY(MayDelete(*from.parent, *src, creds));
+  if (dst) {
+    SYS_TRY(MayDelete(*to.parent, *dst, creds));
+  } else {
+    SYS_TRY(Permission(*to.parent, W_OK | X_OK, creds));
+  }
+  if (src == dst) return {};  // same inode: nothing to do, as vfs_rename
+  if (src->IsDir() && IsAncestor(src, to.parent)) return Errno{EINVAL};
+  if (dst && dst->IsDir() && IsAncestor(dst, from.parent)) return Errno{ENOTEMPTY};
+  if (flags & RENAME_EXCHANGE) {
+    AddChild(from.parent, from.name, dst);
+    AddChild(to.parent, to.name, src);
+    Touch(*from.parent);
+    Touch(*to.parent);
+    src->attr().ctime = dst->attr().ctime = Now();
+    return {};
+  }
+  if (dst) {
+    if (src->IsDir() && !dst->IsDir()) return Errno{ENOTDIR};
+    if (!src->IsDir() && dst->IsDir()) return Errno{EISDIR};
+    if (dst->IsDir()) {
+      if (!List(dst).empty()) return Errno{ENOTEMPTY};
+      dst->removed = true;
+    } else {
+      ReleaseFile(*dst);
+    }
+  }
+  Detach(from.parent, from.name);
+  AddChild(to.parent, to.name, src);
+  Touch(*to.parent);
+  src->attr().ctime = Now();
+  return {};
+}
+
+}  // namespace sentry::vfs

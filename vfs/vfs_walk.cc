@@ -1,0 +1,254 @@
+// Path resolution and lazy population of host-backed directories.
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <deque>
+
+#include "vfs/vfs.h"
+
+namespace sentry::vfs {
+namespace {
+
+std::deque<std::string> SplitPath(std::string_view path) {
+  std::deque<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    size_t j = i;
+    while (j < path.size() && path[j] != '/') ++j;
+    if (j > i) out.emplace_back(path.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+// Opens a host directory beneath its parent. One plain name, no symlinks, no
+// magic links: nothing here can lead outside the lower layer.
+int OpenHostChildDir(int parent_fd, const std::string& name) {
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(syscall(SYS_openat2, parent_fd, name.c_str(), &how, sizeof(how)));
+}
+
+}  // namespace
+
+timespec Now() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts;
+}
+
+bool Creds::InGroup(gid_t g) const {
+  if (g == gid) return true;
+  for (gid_t x : groups)
+    if (x == g) return true;
+  return false;
+}
+
+Vfs::Vfs(NodeRef root, std::unique_ptr<Store> store)
+    : root_(std::move(root)), store_(std::move(store)) {}
+
+NodeRef Vfs::NewNode(NodeKind kind, mode_t mode, uid_t uid, gid_t gid) {
+  Attr a;
+  a.mode = mode;
+  a.uid = uid;
+  a.gid = gid;
+  a.ino = next_ino_++;
+  a.atime = a.mtime = a.ctime = Now();
+  return std::make_shared<Node>(kind, a);
+}
+
+void Vfs::AddChild(const NodeRef& dir, const std::string& name, const NodeRef& child) {
+  dir->children[name] = child;
+  if (child->IsDir()) {
+    child->parent = dir;
+    child->name = name;
+  }
+}
+
+NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const std::string& name,
+                           const struct stat& st) {
+  Attr a;
+  a.mode = st.st_mode;
+  a.uid = st.st_uid;
+  a.gid = st.st_gid;
+  a.ino = st.st_ino;
+  a.atime = st.st_atim;
+  a.mtime = st.st_mtim;
+  a.ctime = st.st_ctim;
+  NodeRef node;
+  switch (st.st_mode & S_IFMT) {
+    case S_IFDIR: {
+      int fd = OpenHostChildDir(host_parent->fd.get(), name);
+      if (fd < 0) return nullptr;
+      node = std::make_shared<Node>(NodeKind::kDir, a);
+      node->host_dir = std::make_shared<HostDir>(
+          HostDir{UniqueFd(fd), host_parent->path == "/" ? "/" + name
+                                                         : host_parent->path + "/" + name});
+      node->nlink = st.st_nlink;
+      break;
+    }
+    case S_IFREG:
+      node = std::make_shared<Node>(NodeKind::kFile, a);
+      node->lower_parent = host_parent;
+      node->lower_name = name;
+      node->host_dev = st.st_dev;
+      node->host_ino = st.st_ino;
+      node->lower_size = st.st_size;
+      node->nlink = st.st_nlink;
+      break;
+    case S_IFLNK: {
+      char buf[kPathMax];
+      ssize_t n = readlinkat(host_parent->fd.get(), name.c_str(), buf, sizeof(buf));
+      if (n < 0 || n >= static_cast<ssize_t>(sizeof(buf))) return nullptr;
+      node = std::make_shared<Node>(NodeKind::kSymlink, a);
+      node->target.assign(buf, n);
+      break;
+    }
+    default:
+      return nullptr;  // host fifos, sockets and devices are not shown
+  }
+  return node;
+}
+
+NodeRef Vfs::Child(const NodeRef& dir, const std::string& name) {
+  if (auto it = dir->children.find(name); it != dir->children.end()) return it->second;
+  if (!dir->host_dir || dir->host_listed || dir->whiteouts.count(name) ||
+      dir->host_absent.count(name)) {
+    return nullptr;
+  }
+  struct stat st;
+  if (fstatat(dir->host_dir->fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    dir->host_absent.insert(name);
+    return nullptr;
+  }
+  NodeRef node = MakeLowerNode(dir->host_dir, name, st);
+  if (!node) {
+    dir->host_absent.insert(name);
+    return nullptr;
+  }
+  AddChild(dir, name, node);
+  return node;
+}
+
+std::vector<std::pair<std::string, NodeRef>> Vfs::List(const NodeRef& dir) {
+  if (dir->host_dir && !dir->host_listed) {
+    int fd = openat(dir->host_dir->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
+      while (dirent* e = readdir(d)) {
+        std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        Child(dir, name);
+      }
+      closedir(d);
+    } else if (fd >= 0) {
+      close(fd);
+    }
+    dir->host_listed = true;
+    dir->host_absent.clear();
+  }
+  return {dir->children.begin(), dir->children.end()};
+}
+
+SysResult<std::string> Vfs::PathOf(const NodeRef& dir) {
+  std::string path;
+  NodeRef cur = dir;
+  while (cur != root_) {
+    if (cur->removed) return Errno{ENOENT};
+    NodeRef up = cur->parent.lock();
+    if (!up) return Errno{ENOENT};
+    path = "/" + cur->name + path;
+    cur = up;
+  }
+  return path.empty() ? "/" : path;
+}
+
+SysResult<Resolved> Vfs::Walk(const NodeRef& start, std::string_view path,
+                              const ResolveOpts& opts, const Creds& creds) {
+  if (path.empty()) return Errno{ENOENT};
+  if (path.size() >= kPathMax) return Errno{ENAMETOOLONG};
+  const NodeRef& top = opts.in_root ? start : root_;
+  NodeRef cur = start;
+  if (path[0] == '/') {
+    if (opts.beneath) return Errno{EXDEV};
+    cur = top;
+  }
+  std::deque<std::string> comps = SplitPath(path);
+  bool trailing = path.back() == '/';
+  int links = 0;
+  Resolved out;
+  out.trailing_slash = trailing;
+  while (!comps.empty()) {
+    std::string name = std::move(comps.front());
+    comps.pop_front();
+    bool last = comps.empty();
+    if (name.size() > kNameMax) return Errno{ENAMETOOLONG};
+    if (!cur->IsDir()) return Errno{ENOTDIR};
+    SYS_TRY(Permission(*cur, X_OK, creds));
+    if (name == "." || name == "..") {
+      if (name == "..") {
+        if (opts.beneath && cur == start) return Errno{EXDEV};
+        if (cur != top) {
+          NodeRef up = cur->parent.lock();
+          if (up) cur = up;
+        }
+      }
+      if (last) {
+        out.name = name;
+        out.node = cur;
+        return out;
+      }
+      continue;
+    }
+    NodeRef child = Child(cur, name);
+    if (!child) {
+      if (!last) return Errno{ENOENT};
+      out.parent = cur->removed ? nullptr : cur;
+      out.name = name;
+      if (cur->removed) return Errno{ENOENT};
+      return out;
+    }
+    if (child->kind() == NodeKind::kSymlink && (!last || opts.follow_final || trailing)) {
+      if (opts.no_symlinks) return Errno{ELOOP};
+      if (++links > kMaxSymlinks) return Errno{ELOOP};
+      if (child->target.empty()) return Errno{ENOENT};
+      std::deque<std::string> more = SplitPath(child->target);
+      comps.insert(comps.begin(), more.begin(), more.end());
+      if (child->target[0] == '/') {
+        if (opts.beneath) return Errno{EXDEV};
+        cur = top;
+      }
+      if (comps.empty()) {  // the link pointed at "/"
+        out.name = "/";
+        out.node = cur;
+        return out;
+      }
+      continue;
+    }
+    if (last) {
+      out.parent = cur;
+      out.name = name;
+      out.node = child;
+      return out;
+    }
+    cur = child;
+  }
+  out.name = "/";
+  out.node = cur;
+  return out;
+}
+
+SysResult<NodeRef> Vfs::Lookup(const NodeRef& start, std::string_view path,
+                               const ResolveOpts& opts, const Creds& creds) {
+  SYS_ASSIGN_OR_RETURN(Resolved r, Walk(start, path, opts, creds));
+  if (!r.node) return Errno{ENOENT};
+  if (r.trailing_slash && !r.node->IsDir()) return Errno{ENOTDIR};
+  return r.node;
+}
+
+}  // namespace sentry::vfs
