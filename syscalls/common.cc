@@ -58,10 +58,10 @@ SysResult<vfs::NodeRef> NodeAt(SyscallContext& ctx, int dirfd, GuestAddr path_ad
 }
 
 SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
-                           bool dir_token, bool cloexec) {
+                           bool dir_token, bool cloexec, std::string path) {
   struct stat st;
   if (fstat(host_fd.get(), &st) < 0) return Errno{errno};
-  ctx.kernel.fds().Register(st, OpenObject{node, dir_token});
+  ctx.kernel.fds().Register(st, OpenObject{node, dir_token, std::move(path)});
   SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(host_fd.get(), cloexec));
   return static_cast<uint64_t>(guest_fd);
 }

@@ -43,9 +43,10 @@ SysResult<vfs::NodeRef> NodeAt(SyscallContext& ctx, int dirfd, GuestAddr path, b
 // not_ours if it is open but not a VFS object (a pipe, a socket...).
 SysResult<vfs::NodeRef> NodeOfFd(SyscallContext& ctx, int fd, int not_ours);
 
-// Installs host_fd in the guest, remembering it as node's; returns the guest fd.
+// Installs host_fd in the guest, remembering it as node's (opened by the
+// sandbox path `path`, for /proc/PID/fd); returns the guest fd.
 SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
-                           bool dir_token, bool cloexec);
+                           bool dir_token, bool cloexec, std::string path = "");
 
 // The mode a new file gets: mode masked by the caller's umask.
 mode_t ApplyUmask(SyscallContext& ctx, mode_t mode);

@@ -42,10 +42,13 @@ SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int
   if (node->IsLowerFile()) {
     plan.view_path = node->lower_parent->path + "/" + node->lower_name;
     if (!UnderRoot(plan.view_path, view_roots)) return Errno{EACCES};
+    plan.guest_path = plan.view_path;  // the lower layer is shown where the host has it
     fd = openat(node->lower_parent->fd.get(), node->lower_name.c_str(),
                 O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   } else {
     plan.view_path = std::string(vfs::Store::kGuestPath) + "/" + node->store_name;
+    auto name = ctx.mem.CopyInString(path, vfs::kPathMax - 1);  // for display only
+    if (name.ok() && !name->empty() && (*name)[0] == '/') plan.guest_path = *name;
     fd = openat(ctx.vfs().store().dir_fd(), node->store_name.c_str(),
                 O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   }

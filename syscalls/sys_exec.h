@@ -20,6 +20,7 @@ struct ExecPlan {
   dev_t dev = 0;          // the file's host identity, to check at the exec event
   ino_t ino = 0;
   bool is_script = false;  // starts with "#!": the kernel runs an interpreter
+  std::string guest_path;  // the file's sandbox path (/proc/PID/exe)
 };
 
 // dirfd/flags as execveat's (AT_FDCWD and 0 for execve). view_roots: the host

@@ -69,7 +69,12 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
     return Donate(ctx, std::move(token), node, true, cloexec);
   }
   SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags));
-  return Donate(ctx, std::move(fd), node, false, cloexec);
+  std::string where;
+  if (r.parent) {
+    auto dir = ctx.vfs().PathOf(r.parent);
+    if (dir.ok()) where = (dir.value() == "/" ? "" : dir.value()) + "/" + r.name;
+  }
+  return Donate(ctx, std::move(fd), node, false, cloexec, std::move(where));
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "sentry/base/unique_fd.h"
 
@@ -76,6 +77,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::shared_ptr<HostDir> host_dir;        // set for dirs backed by the host
   bool host_listed = false;                 // every host entry is in children
   std::weak_ptr<Node> parent;               // ".." (directories only)
+  NodeRef pinned_parent;                    // dynamic dirs: keeps ".." alive
   std::string name;                         // name in parent (directories only)
   bool removed = false;                     // rmdir'ed while still referenced
 
@@ -95,6 +97,10 @@ class Node : public std::enable_shared_from_this<Node> {
 
   // --- devices ---
   std::string device_path;  // host path of the device node
+
+  // --- dynamic directories (/proc): children made on demand, never cached ---
+  std::function<NodeRef(const std::string&)> lookup;  // the child named so, or null
+  std::function<std::vector<std::string>()> names;    // every child's name
 
   // --- synthetic ---
   Generator generate;

@@ -25,6 +25,7 @@ bool IsAncestor(const NodeRef& maybe_ancestor, NodeRef node) {
 }  // namespace
 
 SysStatus Vfs::MayDelete(const Node& dir, const Node& victim, const Creds& creds) const {
+  if (dir.lookup) return Errno{EACCES};  // /proc and its like are read-only
   SYS_TRY(Permission(dir, W_OK | X_OK, creds));
   // The sticky bit (/tmp): only the owner of the entry or of the dir may remove it.
   if ((dir.attr().mode & S_ISVTX) && !creds.IsRoot() && creds.uid != dir.attr().uid &&
@@ -54,6 +55,7 @@ SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode,
   if (!at.Creatable()) return Errno{NotCreatable(at)};
   if (at.node) return Errno{EEXIST};
   if (at.trailing_slash && kind != NodeKind::kDir) return Errno{ENOENT};
+  if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
   mode_t type = kind == NodeKind::kDir    ? S_IFDIR
                 : kind == NodeKind::kFifo ? S_IFIFO
@@ -83,6 +85,7 @@ SysResult<NodeRef> Vfs::Symlink(const Resolved& at, std::string_view target, con
   if (!at.Creatable()) return Errno{NotCreatable(at)};
   if (at.node) return Errno{EEXIST};
   if (at.trailing_slash) return Errno{ENOENT};
+  if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
   NodeRef node = NewNode(NodeKind::kSymlink, S_IFLNK | 0777, creds.uid, creds.gid);
   node->target = std::string(target);
@@ -96,6 +99,7 @@ SysStatus Vfs::Link(const NodeRef& node, const Resolved& at, const Creds& creds)
   if (!at.Creatable()) return Errno{NotCreatable(at)};
   if (at.node) return Errno{EEXIST};
   if (at.trailing_slash) return Errno{ENOENT};
+  if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
   if (node->nlink == 0 && node->kind() == NodeKind::kFile) return Errno{ENOENT};
   AddChild(at.parent, at.name, node);
@@ -149,6 +153,7 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
   if (dst) {
     SYS_TRY(MayDelete(*to.parent, *dst, creds));
   } else {
+    if (to.parent->lookup) return Errno{EACCES};
     SYS_TRY(Permission(*to.parent, W_OK | X_OK, creds));
   }
   if (src == dst) return {};  // same inode: nothing to do, as vfs_rename

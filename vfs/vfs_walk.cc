@@ -117,6 +117,15 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
 }
 
 NodeRef Vfs::Child(const NodeRef& dir, const std::string& name) {
+  if (dir->lookup) {
+    NodeRef child = dir->lookup(name);
+    if (child && child->IsDir()) {
+      child->parent = dir;
+      child->pinned_parent = dir;  // generated on demand: nothing else holds it
+      child->name = name;
+    }
+    return child;
+  }
   if (auto it = dir->children.find(name); it != dir->children.end()) return it->second;
   if (!dir->host_dir || dir->host_listed || dir->whiteouts.count(name) ||
       dir->host_absent.count(name)) {
@@ -137,6 +146,13 @@ NodeRef Vfs::Child(const NodeRef& dir, const std::string& name) {
 }
 
 std::vector<std::pair<std::string, NodeRef>> Vfs::List(const NodeRef& dir) {
+  if (dir->names) {
+    std::vector<std::pair<std::string, NodeRef>> out;
+    for (const std::string& name : dir->names()) {
+      if (NodeRef child = Child(dir, name)) out.emplace_back(name, child);
+    }
+    return out;
+  }
   if (dir->host_dir && !dir->host_listed) {
     int fd = openat(dir->host_dir->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <map>
+#include <string>
 #include <utility>
 
 #include "vfs/node.h"
@@ -19,6 +20,7 @@ namespace sentry {
 struct OpenObject {
   vfs::NodeRef node;
   bool dir_token = false;  // a directory token: getdents64 position is its f_pos
+  std::string path;        // the sandbox path it was opened by (/proc/PID/fd)
 };
 
 class FdIdentity final {

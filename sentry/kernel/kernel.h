@@ -32,6 +32,10 @@ class Kernel final {
   FdIdentity& fds() { return fds_; }
   const KernelConfig& config() const { return config_; }
 
+  // The task whose syscall or event is being handled (under mu); /proc's "self".
+  Task* current = nullptr;
+  pid_t init_host_pid = 0;  // the sandbox's pid 1
+
  private:
   std::mutex mu_;
   std::unique_ptr<vfs::Vfs> vfs_;

@@ -10,6 +10,8 @@
 
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "sentry/base/unique_fd.h"
 #include "vfs/node.h"
@@ -25,19 +27,23 @@ struct FsContext {
 
 // Per thread group.
 struct Process {
-  pid_t tgid = 0;    // host pid
-  vfs::Creds creds;  // emulated identity for the VFS
+  pid_t tgid = 0;       // host pid
+  pid_t ns_pid = 0;     // the pid the sandbox sees
+  vfs::Creds creds;     // emulated identity for the VFS
+  std::string exe;      // the guest path of what it last executed (/proc/PID/exe)
 };
 
 // What the sentry allowed a task's pending execve to run, checked at the exec event.
 struct ExecCheck {
   bool active = false;
+  std::string guest_path;
   dev_t dev = 0;
   ino_t ino = 0;
 };
 
 struct Task {
-  pid_t tid = 0;  // host tid
+  pid_t tid = 0;     // host tid
+  pid_t ns_tid = 0;  // the tid the sandbox sees
   UniqueFd pidfd;  // a thread pidfd for pidfd_getfd, opened while the task was stopped
   std::shared_ptr<FsContext> fs;
   std::shared_ptr<Process> process;
@@ -65,10 +71,19 @@ class TaskTable final {
   size_t size() const { return tasks_.size(); }
   // Processes are counted by distinct thread groups.
   size_t ProcessCount() const;
+  // The live processes, by host tgid.
+  std::map<pid_t, std::shared_ptr<Process>> Processes() const;
+  // Every task of a process.
+  std::vector<const Task*> TasksOf(const Process* p) const;
+  // The task or process the sandbox calls ns_pid, or null.
+  const Task* FindByNsTid(pid_t ns_tid) const;
+  pid_t NsPidOfHost(pid_t host_pid) const;
 
  private:
   std::map<pid_t, Task> tasks_;
 };
+
+pid_t ReadNsPid(pid_t host_tid);
 
 }  // namespace sentry
 

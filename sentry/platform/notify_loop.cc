@@ -102,6 +102,7 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
     if (!task) {
       res.value = -ENOSYS;
     } else {
+      kernel_.current = task;
       NotifMemoryBackend backend(static_cast<pid_t>(req.pid), unotify_, req.id);
       GuestMemory mem(backend);
       NotifFds fds(unotify_, req.id, task->pidfd.get());

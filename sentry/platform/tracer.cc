@@ -127,6 +127,7 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   }
   Task t;
   t.tid = child;
+  t.ns_tid = ReadNsPid(child);
   t.pidfd = OpenTaskPidfd(child);
   t.fs = share_fs ? p->fs : std::make_shared<FsContext>(*p->fs);
   if (thread) {
@@ -134,6 +135,7 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   } else {
     t.process = std::make_shared<Process>(*p->process);
     t.process->tgid = child;
+    t.process->ns_pid = t.ns_tid;
   }
   Task& added = kernel_.tasks().Add(std::move(t));
   if (early_stops_.erase(child)) {
@@ -151,6 +153,7 @@ void Tracer::OnExecStop(pid_t pid) {
   Task* task = kernel_.tasks().Find(pid);
   int err = ESRCH;
   if (task) {
+    kernel_.current = task;
     ProcessMemoryBackend backend(pid);
     GuestMemory mem(backend);
     StopFds fds(task->pidfd.get());
@@ -178,7 +181,7 @@ void Tracer::OnExecStop(pid_t pid) {
         } else {
           regs.rdi = addr;
         }
-        task->exec_check = {!plan->is_script, plan->dev, plan->ino};
+        task->exec_check = {!plan->is_script, plan->guest_path, plan->dev, plan->ino};
         ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
         return;
       }
@@ -201,6 +204,7 @@ void Tracer::OnExecEvent(pid_t pid) {
   if (!task) return;
   ExecCheck check = task->exec_check;
   task->exec_check = {};
+  task->process->exe = check.guest_path;
   if (!check.active) return;
   struct stat st;
   std::string exe = "/proc/" + std::to_string(pid) + "/exe";

@@ -16,6 +16,7 @@
 #include "loader/filter.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/procfs.h"
 #include "sentry/platform/notify_loop.h"
 #include "sentry/platform/tracer.h"
 #include "sentry/platform/unotify.h"
@@ -60,8 +61,8 @@ void CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& cred
     struct stat st;
     if (stat(a.c_str(), &st) == 0 && S_ISREG(st.st_mode) && a.find("..") == std::string::npos) {
       std::string guest = a[0] == '/' ? a : tree.home + "/" + a;
-      auto r = v.Walk(v.root(), guest, {}, creds);
-      if (r.ok() && !r->node) (void)CopyIntoSandbox(v, creds, a, guest);
+      auto r = v.Lookup(v.root(), guest, {}, creds);
+      if (!r.ok()) (void)CopyIntoSandbox(v, creds, a, guest);  // unless the sandbox has it
     }
     return;
   }
@@ -158,6 +159,8 @@ int RunSandbox(const RunOptions& o) {
   KernelConfig kc;
   kc.hostname = tree.hostname;
   Kernel kernel(std::move(v), kc);
+  kernel.init_host_pid = sp.init_pid();
+  MountProcfs(kernel, kernel.vfs().Lookup(kernel.vfs().root(), "/proc", {}, creds).value());
   FILE* trace = o.trace ? stderr : nullptr;
   Tracer tracer(kernel, tree.lower_roots, trace);
 
@@ -174,11 +177,13 @@ int RunSandbox(const RunOptions& o) {
     std::lock_guard<std::mutex> lock(kernel.mu());
     Task t;
     t.tid = sp.guest_pid();
+    t.ns_tid = ReadNsPid(t.tid);
     t.pidfd = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, t.tid, 0)));
     t.fs = std::make_shared<FsContext>();
     t.fs->cwd = home;
     t.process = std::make_shared<Process>();
     t.process->tgid = t.tid;
+    t.process->ns_pid = t.ns_tid;
     t.process->creds = creds;
     t.started = true;
     kernel.tasks().Add(std::move(t));

@@ -1,0 +1,373 @@
+#include "sentry/kernel/procfs.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
+
+namespace sentry {
+namespace {
+
+using vfs::NodeKind;
+using vfs::NodeRef;
+
+std::string ReadHostFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Stable inode numbers for generated nodes, so two stats of one path agree.
+uint64_t InoFor(const std::string& key) {
+  return (std::hash<std::string>{}(key) & 0xffffffffull) | (1ull << 34);
+}
+
+class Procfs {
+ public:
+  explicit Procfs(Kernel& k) : k_(k) {}
+
+  NodeRef Dir(const std::string& key, std::function<NodeRef(const std::string&)> lookup,
+              std::function<std::vector<std::string>()> names) {
+    NodeRef d = k_.vfs().NewNode(NodeKind::kDir, S_IFDIR | 0555, 0, 0);
+    d->attr().ino = InoFor(key);
+    d->lookup = std::move(lookup);
+    d->names = std::move(names);
+    return d;
+  }
+  NodeRef File(const std::string& key, std::function<std::string()> gen, mode_t mode = 0444) {
+    NodeRef f = k_.vfs().NewNode(NodeKind::kSynthetic, S_IFREG | mode, 0, 0);
+    f->attr().ino = InoFor(key);
+    f->generate = std::move(gen);
+    f->sized = false;
+    return f;
+  }
+  NodeRef Link(const std::string& key, std::string target) {
+    NodeRef l = k_.vfs().NewNode(NodeKind::kSymlink, S_IFLNK | 0777, 0, 0);
+    l->attr().ino = InoFor(key);
+    l->target = std::move(target);
+    return l;
+  }
+
+  pid_t SelfPid() const { return k_.current ? k_.current->process->ns_pid : 1; }
+  pid_t SelfTid() const { return k_.current ? k_.current->ns_tid : 1; }
+
+  // The process the sandbox calls ns_pid, if it is alive.
+  std::shared_ptr<Process> ProcessByNs(pid_t ns_pid) {
+    for (auto& [tgid, p] : k_.tasks().Processes())
+      if (p->ns_pid == ns_pid) return p;
+    return nullptr;
+  }
+
+  std::string MapPid(const std::string& host) {
+    int h = 0;
+    if (!absl::SimpleAtoi(host, &h) || h == 0) return "0";
+    if (h == k_.init_host_pid) return "1";
+    return std::to_string(k_.tasks().NsPidOfHost(h));
+  }
+
+  NodeRef Root() {
+    return Dir("/proc", [this](const std::string& n) { return RootChild(n); },
+               [this] {
+                 std::vector<std::string> names = {"self",   "thread-self", "cpuinfo",
+                                                   "meminfo", "stat",        "uptime",
+                                                   "loadavg", "version",     "mounts",
+                                                   "filesystems", "sys"};
+                 for (auto& [tgid, p] : k_.tasks().Processes()) {
+                   names.push_back(std::to_string(p->ns_pid));
+                 }
+                 return names;
+               });
+  }
+
+  NodeRef RootChild(const std::string& n) {
+    if (n == "self") return Link("/proc/self", std::to_string(SelfPid()));
+    if (n == "thread-self") {
+      return Link("/proc/thread-self", absl::StrCat(SelfPid(), "/task/", SelfTid()));
+    }
+    if (n == "mounts") return Link("/proc/mounts", "self/mounts");
+    if (n == "cpuinfo") return File(n, [] { return ReadHostFile("/proc/cpuinfo"); });
+    if (n == "meminfo") return File(n, [this] { return Meminfo(); });
+    if (n == "stat") return File(n, [] { return Stat(); });
+    if (n == "uptime") return File(n, [] { return Uptime(); });
+    if (n == "loadavg") {
+      return File(n, [this] {
+        return absl::StrCat("0.00 0.00 0.00 1/", k_.tasks().size(), " ", SelfPid(), "\n");
+      });
+    }
+    if (n == "version") {
+      return File(n, [] {
+        utsname u;
+        uname(&u);
+        return absl::StrCat("Linux version ", u.release, " (sandbox) #1 SMP\n");
+      });
+    }
+    if (n == "filesystems") return File(n, [] { return "nodev\ttmpfs\nnodev\tproc\n"; });
+    if (n == "sys") return Sys();
+    pid_t pid = 0;
+    if (absl::SimpleAtoi(n, &pid) && pid > 0) {
+      if (auto p = ProcessByNs(pid)) return PidDir(p, pid);
+    }
+    return nullptr;
+  }
+
+  std::string Meminfo() {
+    uint64_t total = k_.config().memory_bytes ? k_.config().memory_bytes : 1ull << 30;
+    uint64_t kb = total >> 10;
+    return absl::StrCat("MemTotal:       ", kb, " kB\nMemFree:        ", kb / 2,
+                        " kB\nMemAvailable:   ", kb / 2,
+                        " kB\nBuffers:               0 kB\nCached:                0 kB\n"
+                        "SwapTotal:             0 kB\nSwapFree:              0 kB\n");
+  }
+
+  static std::string Stat() {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    std::string out = "cpu  0 0 0 0 0 0 0 0 0 0\n";
+    for (long i = 0; i < n; ++i) absl::StrAppend(&out, "cpu", i, " 0 0 0 0 0 0 0 0 0 0\n");
+    absl::StrAppend(&out, "intr 0\nctxt 0\nbtime ", time(nullptr),
+                    "\nprocesses 0\nprocs_running 1\nprocs_blocked 0\n");
+    return out;
+  }
+
+  static std::string Uptime() {
+    static const timespec start = [] {
+      timespec t;
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      return t;
+    }();
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double up = (now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%.2f %.2f\n", up, up);
+    return buf;
+  }
+
+  NodeRef Sys() {
+    auto file = [this](const std::string& key, std::string text) {
+      return File(key, [text] { return text; });
+    };
+    utsname u;
+    uname(&u);
+    std::string release = u.release;
+    auto kernel = [this, file, release](const std::string& n) -> NodeRef {
+      if (n == "osrelease") return file("sys/kernel/osrelease", release + "\n");
+      if (n == "ostype") return file("sys/kernel/ostype", "Linux\n");
+      if (n == "hostname") return file("sys/kernel/hostname", k_.config().hostname + "\n");
+      if (n == "pid_max") return file("sys/kernel/pid_max", "4194304\n");
+      if (n == "ngroups_max") return file("sys/kernel/ngroups_max", "65536\n");
+      return nullptr;
+    };
+    auto kernel_dir = [this, kernel] {
+      return Dir("/proc/sys/kernel", kernel, [] {
+        return std::vector<std::string>{"hostname", "ngroups_max", "osrelease", "ostype",
+                                        "pid_max"};
+      });
+    };
+    auto vm = [this, file] {
+      return Dir("/proc/sys/vm",
+                 [file](const std::string& n) -> NodeRef {
+                   if (n == "overcommit_memory") return file("sys/vm/overcommit", "0\n");
+                   return nullptr;
+                 },
+                 [] { return std::vector<std::string>{"overcommit_memory"}; });
+    };
+    return Dir("/proc/sys",
+               [kernel_dir, vm](const std::string& n) -> NodeRef {
+                 if (n == "kernel") return kernel_dir();
+                 if (n == "vm") return vm();
+                 return nullptr;
+               },
+               [] { return std::vector<std::string>{"kernel", "vm"}; });
+  }
+
+  NodeRef PidDir(std::shared_ptr<Process> p, pid_t ns_pid) {
+    std::string key = absl::StrCat("/proc/", ns_pid);
+    return Dir(key, [this, p, key](const std::string& n) { return PidChild(p, key, n); },
+               [] {
+                 return std::vector<std::string>{"cmdline", "comm",   "cwd",    "environ",
+                                                  "exe",     "fd",     "maps",   "mounts",
+                                                  "root",    "stat",   "status", "task"};
+               });
+  }
+
+  std::string HostProc(const Process& p, const char* file) {
+    return ReadHostFile(absl::StrCat("/proc/", p.tgid, "/", file));
+  }
+
+  NodeRef PidChild(std::shared_ptr<Process> p, const std::string& key, const std::string& n) {
+    std::string k = key + "/" + n;
+    if (n == "cmdline") return File(k, [this, p] { return HostProc(*p, "cmdline"); });
+    if (n == "environ") return File(k, [this, p] { return HostProc(*p, "environ"); }, 0400);
+    if (n == "comm") return File(k, [this, p] { return HostProc(*p, "comm"); });
+    if (n == "maps") return File(k, [this, p] { return HostProc(*p, "maps"); });
+    if (n == "stat") return File(k, [this, p] { return StatOf(*p); });
+    if (n == "status") return File(k, [this, p] { return StatusOf(*p); });
+    if (n == "mounts") {
+      return File(k, [] {
+        return std::string(
+            "sandbox / tmpfs ro,nosuid,nodev 0 0\nproc /proc proc rw,nosuid,nodev,noexec 0 0\n"
+            "tmpfs /tmp tmpfs rw,nosuid,nodev 0 0\n");
+      });
+    }
+    if (n == "root") return Link(k, "/");
+    if (n == "exe") return p->exe.empty() ? nullptr : Link(k, p->exe);
+    if (n == "cwd") {
+      for (const Task* t : k_.tasks().TasksOf(p.get())) {
+        auto path = k_.vfs().PathOf(t->fs->cwd);
+        return Link(k, path.ok() ? path.value() : "/");
+      }
+      return nullptr;
+    }
+    if (n == "fd") return FdDir(p, k);
+    if (n == "task") return TaskDir(p, k);
+    return nullptr;
+  }
+
+  // Rewrites the pid fields of a host stat line (pid, ppid, pgrp, session, tpgid).
+  std::string StatOf(const Process& p) {
+    std::string s = HostProc(p, "stat");
+    size_t close = s.rfind(')');
+    if (close == std::string::npos) return s;
+    std::vector<std::string> f = absl::StrSplit(s.substr(close + 2), ' ');
+    // f[0] state, f[1] ppid, f[2] pgrp, f[3] session, f[4] tty, f[5] tpgid
+    for (int i : {1, 2, 3, 5})
+      if (i < static_cast<int>(f.size())) f[i] = MapPid(f[i]);
+    return absl::StrCat(p.ns_pid, " ", s.substr(s.find('('), close - s.find('(') + 1), " ",
+                        absl::StrJoin(f, " "));
+  }
+
+  std::string StatusOf(const Process& p) {
+    std::string out;
+    const vfs::Creds& c = p.creds;
+    for (absl::string_view line : absl::StrSplit(HostProc(p, "status"), '\n')) {
+      if (line.empty()) continue;
+      std::string l(line);
+      auto field = [&](const char* name) { return l.rfind(name, 0) == 0; };
+      auto value = [&](absl::string_view v) {
+        return absl::StrCat(l.substr(0, l.find(':') + 1), "\t", v);
+      };
+      if (field("Pid:") || field("Tgid:") || field("NStgid:") || field("NSpid:")) {
+        l = value(std::to_string(p.ns_pid));
+      } else if (field("PPid:")) {
+        l = value(MapPid(std::string(absl::StripAsciiWhitespace(l.substr(5)))));
+      } else if (field("Umask:")) {
+        for (const Task* t : k_.tasks().TasksOf(&p)) {
+          char buf[8];
+          snprintf(buf, sizeof(buf), "%04o", t->fs->umask);
+          l = value(buf);
+          break;
+        }
+      } else if (field("TracerPid:")) {
+        l = value("0");
+      } else if (field("Uid:")) {
+        l = value(absl::StrCat(c.uid, "\t", c.uid, "\t", c.uid, "\t", c.uid));
+      } else if (field("Gid:")) {
+        l = value(absl::StrCat(c.gid, "\t", c.gid, "\t", c.gid, "\t", c.gid));
+      } else if (field("Groups:")) {
+        l = value("");
+      } else if (field("NSpgid:") || field("NSsid:")) {
+        continue;
+      }
+      absl::StrAppend(&out, l, "\n");
+    }
+    return out;
+  }
+
+  NodeRef FdDir(std::shared_ptr<Process> p, const std::string& key) {
+    std::string k = key + "/fd";
+    auto fds = [p] {
+      std::vector<std::string> names;
+      std::string dir = absl::StrCat("/proc/", p->tgid, "/fd");
+      if (DIR* d = opendir(dir.c_str())) {
+        while (dirent* e = readdir(d))
+          if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+        closedir(d);
+      }
+      return names;
+    };
+    return Dir(k,
+               [this, p, k](const std::string& n) -> NodeRef {
+                 int fd;
+                 if (!absl::SimpleAtoi(n, &fd)) return nullptr;
+                 auto target = FdTarget(*p, fd);
+                 if (target.empty()) return nullptr;
+                 NodeRef l = Link(k + "/" + n, target);
+                 l->attr().mode = S_IFLNK | 0700;
+                 return l;
+               },
+               fds);
+  }
+
+  // What /proc/PID/fd/N points at: the sandbox path for donated objects, the
+  // kernel's name for anonymous ones, and never a host path.
+  std::string FdTarget(const Process& p, int fd) {
+    std::string link = absl::StrCat("/proc/", p.tgid, "/fd/", fd);
+    char buf[4096];
+    ssize_t n = readlink(link.c_str(), buf, sizeof(buf) - 1);
+    if (n < 0) return "";
+    std::string host(buf, n);
+    struct stat st;
+    if (stat(link.c_str(), &st) == 0) {
+      if (const OpenObject* o = k_.fds().Find(st)) {
+        if (!o->path.empty()) return o->path;
+        if (o->node->IsDir()) {
+          auto path = k_.vfs().PathOf(o->node);
+          if (path.ok()) return path.value();
+        }
+      }
+    }
+    for (const char* anon : {"pipe:", "socket:", "anon_inode:", "/dev/pts/", "/dev/null"}) {
+      if (host.rfind(anon, 0) == 0) return host;
+    }
+    return "/dev/null";
+  }
+
+  NodeRef TaskDir(std::shared_ptr<Process> p, const std::string& key) {
+    std::string k = key + "/task";
+    return Dir(k,
+               [this, p, k](const std::string& n) -> NodeRef {
+                 pid_t tid;
+                 if (!absl::SimpleAtoi(n, &tid)) return nullptr;
+                 for (const Task* t : k_.tasks().TasksOf(p.get())) {
+                   if (t->ns_tid == tid) return PidDir(p, p->ns_pid);
+                 }
+                 return nullptr;
+               },
+               [this, p] {
+                 std::vector<std::string> names;
+                 for (const Task* t : k_.tasks().TasksOf(p.get())) {
+                   names.push_back(std::to_string(t->ns_tid));
+                 }
+                 return names;
+               });
+  }
+
+ private:
+  Kernel& k_;
+};
+
+}  // namespace
+
+void MountProcfs(Kernel& kernel, const vfs::NodeRef& proc_dir) {
+  // The Procfs object lives as long as the lambdas that capture it.
+  static Procfs* procfs = nullptr;
+  delete procfs;
+  procfs = new Procfs(kernel);
+  NodeRef root = procfs->Root();
+  proc_dir->lookup = root->lookup;
+  proc_dir->names = root->names;
+}
+
+}  // namespace sentry

@@ -1,0 +1,19 @@
+// /proc, generated from the task table: sandbox pids only, nothing of the host.
+//
+// Directories are dynamic (vfs::Node::lookup/names): /proc/<pid> exists for each
+// sandbox process, "self" names the caller. Files are generated when opened;
+// what comes from the host's /proc/<host pid> (cmdline, stat, status, maps) is
+// the guest's own data, with host pids, ids and the tracer rewritten.
+#ifndef SENTRY_KERNEL_PROCFS_H_
+#define SENTRY_KERNEL_PROCFS_H_
+
+#include "sentry/kernel/kernel.h"
+
+namespace sentry {
+
+// Makes proc_dir (an empty directory of kernel's VFS) the sandbox's /proc.
+void MountProcfs(Kernel& kernel, const vfs::NodeRef& proc_dir);
+
+}  // namespace sentry
+
+#endif  // SENTRY_KERNEL_PROCFS_H_
