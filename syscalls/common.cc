@@ -46,6 +46,11 @@ SysResult<vfs::Resolved> WalkAt(SyscallContext& ctx, int dirfd, const std::strin
 SysResult<vfs::NodeRef> NodeAt(SyscallContext& ctx, int dirfd, GuestAddr path_addr, bool follow,
                                bool empty_ok) {
   SYS_ASSIGN_OR_RETURN(std::string path, ReadPath(ctx, path_addr));
+  return NodeAtPath(ctx, dirfd, path, follow, empty_ok);
+}
+
+SysResult<vfs::NodeRef> NodeAtPath(SyscallContext& ctx, int dirfd, const std::string& path,
+                                   bool follow, bool empty_ok) {
   if (path.empty()) {
     if (!empty_ok) return Errno{ENOENT};
     if (dirfd == AT_FDCWD) return ctx.task.fs->cwd;

@@ -38,6 +38,9 @@ SysResult<vfs::Resolved> WalkAt(SyscallContext& ctx, int dirfd, const std::strin
 // AT_EMPTY_PATH semantics (empty_ok) an empty path names dirfd itself.
 SysResult<vfs::NodeRef> NodeAt(SyscallContext& ctx, int dirfd, GuestAddr path, bool follow,
                                bool empty_ok);
+// The same for a path already read from the guest.
+SysResult<vfs::NodeRef> NodeAtPath(SyscallContext& ctx, int dirfd, const std::string& path,
+                                   bool follow, bool empty_ok);
 
 // The node behind an fd the sentry donated; EBADF if fd is not open, and
 // not_ours if it is open but not a VFS object (a pipe, a socket...).

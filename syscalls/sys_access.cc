@@ -24,8 +24,10 @@ SysResult<uint64_t> DoAccess(SyscallContext& ctx, int dirfd, GuestAddr path, int
 SysResult<uint64_t> DoReadlink(SyscallContext& ctx, int dirfd, GuestAddr path, GuestAddr buf,
                                int64_t size) {
   if (size <= 0) return Errno{EINVAL};
-  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, NodeAt(ctx, dirfd, path, false, false));
-  if (node->kind() != vfs::NodeKind::kSymlink) return Errno{EINVAL};
+  // An empty path reads the link an O_PATH|O_NOFOLLOW fd names (Linux 2.6.39).
+  SYS_ASSIGN_OR_RETURN(std::string name, ReadPath(ctx, path));
+  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, NodeAtPath(ctx, dirfd, name, false, true));
+  if (node->kind() != vfs::NodeKind::kSymlink) return Errno{name.empty() ? ENOENT : EINVAL};
   size_t n = std::min<size_t>(node->target.size(), static_cast<size_t>(size));
   SYS_TRY(ctx.mem.CopyOut(buf, node->target.data(), n));
   return n;

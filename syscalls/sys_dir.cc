@@ -41,7 +41,8 @@ static_assert(sizeof(linux_dirent64_header) == 19);
 // natively on the token, move it as they would on a real directory.
 SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, ctx.args.Int(0)));
-  if (!ref.object || !ref.object->dir_token) return Errno{ENOTDIR};
+  if (!ref.object) return Errno{ENOTDIR};
+  if (!ref.object->dir_token) return Errno{ref.node()->IsDir() ? EBADF : ENOTDIR};  // O_PATH
   size_t count = ctx.args.Uint(2);
   const vfs::NodeRef& dir = ref.node();
   off_t pos = lseek(ref.host.get(), 0, SEEK_CUR);

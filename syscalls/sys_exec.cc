@@ -21,12 +21,32 @@ bool UnderRoot(const std::string& path, const std::vector<std::string>& roots) {
   return false;
 }
 
-bool StartsWithShebang(int fd) {
-  char magic[2];
-  return pread(fd, magic, 2, 0) == 2 && magic[0] == '#' && magic[1] == '!';
+// The first bytes of the file, as much as binfmt_script reads.
+std::string Head(int fd) {
+  char buf[256];
+  ssize_t n = pread(fd, buf, sizeof(buf), 0);
+  return n > 0 ? std::string(buf, n) : std::string();
 }
 
 }  // namespace
+
+SysResult<std::vector<std::string>> ParseShebang(std::string_view head) {
+  if (head.size() < 2 || head[0] != '#' || head[1] != '!') return Errno{ENOEXEC};
+  head.remove_prefix(2);
+  size_t nl = head.find('\n');
+  if (nl != std::string_view::npos) head = head.substr(0, nl);
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  while (!head.empty() && blank(head.front())) head.remove_prefix(1);
+  while (!head.empty() && (blank(head.back()) || head.back() == '\r')) head.remove_suffix(1);
+  if (head.empty()) return Errno{ENOEXEC};
+  size_t end = 0;
+  while (end < head.size() && !blank(head[end])) ++end;
+  std::vector<std::string> words = {std::string(head.substr(0, end))};
+  std::string_view rest = head.substr(end);
+  while (!rest.empty() && blank(rest.front())) rest.remove_prefix(1);
+  if (!rest.empty()) words.emplace_back(rest);
+  return words;
+}
 
 SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int flags,
                              const std::vector<std::string>& view_roots) {
@@ -34,6 +54,22 @@ SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int
   SYS_ASSIGN_OR_RETURN(vfs::NodeRef node,
                        NodeAt(ctx, dirfd, path, !(flags & AT_SYMLINK_NOFOLLOW),
                               flags & AT_EMPTY_PATH));
+  SYS_ASSIGN_OR_RETURN(ExecPlan plan, PlanExecNode(ctx, node, view_roots));
+  if (plan.in_memory) {
+    auto name = ctx.mem.CopyInString(path, vfs::kPathMax - 1);
+    if (name.ok() && !name->empty()) {
+      plan.given_path = plan.guest_path = *name;
+      if ((*name)[0] != '/') {
+        auto cwd = ctx.vfs().PathOf(ctx.task.fs->cwd);
+        if (cwd.ok()) plan.guest_path = (*cwd == "/" ? "" : *cwd) + "/" + *name;
+      }
+    }
+  }
+  return plan;
+}
+
+SysResult<ExecPlan> PlanExecNode(SyscallContext& ctx, const vfs::NodeRef& node,
+                                 const std::vector<std::string>& view_roots) {
   if (node->kind() == vfs::NodeKind::kSymlink) return Errno{ELOOP};
   if (node->kind() != vfs::NodeKind::kFile) return Errno{EACCES};
   SYS_TRY(ctx.vfs().Permission(*node, X_OK, ctx.creds()));
@@ -47,8 +83,7 @@ SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int
                 O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   } else {
     plan.view_path = std::string(vfs::Store::kGuestPath) + "/" + node->store_name;
-    auto name = ctx.mem.CopyInString(path, vfs::kPathMax - 1);  // for display only
-    if (name.ok() && !name->empty() && (*name)[0] == '/') plan.guest_path = *name;
+    plan.in_memory = true;
     fd = openat(ctx.vfs().store().dir_fd(), node->store_name.c_str(),
                 O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   }
@@ -58,7 +93,13 @@ SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int
   if (fstat(fd, &st) < 0) return Errno{EACCES};
   plan.dev = st.st_dev;
   plan.ino = st.st_ino;
-  plan.is_script = StartsWithShebang(fd);
+  std::string head = Head(fd);
+  plan.is_script = head.size() >= 2 && head[0] == '#' && head[1] == '!';
+  if (plan.is_script && plan.in_memory) {
+    // The kernel would pass the interpreter the store's name for the script;
+    // the tracer runs the interpreter itself with the sandbox's name instead.
+    SYS_ASSIGN_OR_RETURN(plan.script_words, ParseShebang(head));
+  }
   return plan;
 }
 

@@ -9,9 +9,11 @@
 #define SENTRY_SYSCALLS_SYS_EXEC_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sentry/kernel/syscall_context.h"
+#include "vfs/node.h"
 
 namespace sentry::sys {
 
@@ -21,12 +23,25 @@ struct ExecPlan {
   ino_t ino = 0;
   bool is_script = false;  // starts with "#!": the kernel runs an interpreter
   std::string guest_path;  // the file's sandbox path (/proc/PID/exe)
+  std::string given_path;  // the path as the caller named it (a script's argv[1], as Linux)
+  bool in_memory = false;  // an upper-layer file, seen by the kernel only in the store
+  // For an in-memory script, what binfmt_script would run: the interpreter's
+  // plan and the words the new argv starts with (interpreter, optional arg).
+  std::vector<std::string> script_words;
 };
+
+// Parses a "#!" line as fs/binfmt_script.c does: the interpreter and at most one
+// argument (the rest of the line, trimmed). ENOEXEC if there is no interpreter.
+SysResult<std::vector<std::string>> ParseShebang(std::string_view head);
 
 // dirfd/flags as execveat's (AT_FDCWD and 0 for execve). view_roots: the host
 // directories the mount view shows ("/usr", ...).
 SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int flags,
                              const std::vector<std::string>& view_roots);
+
+// The plan for a node already resolved (an interpreter named by a "#!" line).
+SysResult<ExecPlan> PlanExecNode(SyscallContext& ctx, const vfs::NodeRef& node,
+                                 const std::vector<std::string>& view_roots);
 
 }  // namespace sentry::sys
 

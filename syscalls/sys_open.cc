@@ -15,6 +15,18 @@ constexpr int kValidOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUN
                                 O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | O_PATH |
                                 O_TMPFILE | FASYNC;
 
+// What the guest gets for O_PATH: seccomp's ADDFD cannot install a real O_PATH
+// file (it takes fds with fget(), which skips them), so a fresh store file
+// opened with access mode 3 (neither read nor write) stands in: reads and
+// writes fail with EBADF as on an O_PATH fd, while fstat and *at calls find
+// the node through fd identity.
+SysResult<UniqueFd> PathToken(SyscallContext& ctx) {
+  SYS_ASSIGN_OR_RETURN(std::string name, ctx.vfs().store().Create());
+  auto fd = ctx.vfs().store().Open(name, O_ACCMODE);
+  ctx.vfs().store().Remove(name);
+  return fd;
+}
+
 SysResult<uint64_t> OpenTmpfile(SyscallContext& ctx, const vfs::NodeRef& dir, int flags,
                                 mode_t mode) {
   if ((flags & O_ACCMODE) == O_RDONLY) return Errno{EINVAL};
@@ -51,7 +63,12 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
                                                 ctx.creds()));
   } else {
     if (creat && (flags & O_EXCL)) return Errno{EEXIST};
-    if (node->kind() == vfs::NodeKind::kSymlink) return Errno{ELOOP};
+    if (node->kind() == vfs::NodeKind::kSymlink) {
+      if (!(flags & O_PATH)) return Errno{ELOOP};
+      // O_PATH|O_NOFOLLOW names the link itself: a bare store file stands for it.
+      SYS_ASSIGN_OR_RETURN(UniqueFd fd, PathToken(ctx));
+      return Donate(ctx, std::move(fd), node, false, flags & O_CLOEXEC);
+    }
     if (r.trailing_slash && !node->IsDir()) return Errno{ENOTDIR};
     if (node->IsDir() && (creat || acc != O_RDONLY)) return Errno{EISDIR};
     if ((flags & O_DIRECTORY) && !node->IsDir()) return Errno{ENOTDIR};
@@ -64,9 +81,13 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
     }
   }
   bool cloexec = flags & O_CLOEXEC;
-  if (node->IsDir()) {
+  if (node->IsDir() && !(flags & O_PATH)) {
     SYS_ASSIGN_OR_RETURN(UniqueFd token, ctx.vfs().store().NewDirToken());
     return Donate(ctx, std::move(token), node, true, cloexec);
+  }
+  if (flags & O_PATH) {
+    SYS_ASSIGN_OR_RETURN(UniqueFd token, PathToken(ctx));
+    return Donate(ctx, std::move(token), node, false, cloexec);
   }
   SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags));
   std::string where;
@@ -125,6 +146,7 @@ SysResult<uint64_t> Openat2(SyscallContext& ctx) {
   opts.beneath = how.resolve & RESOLVE_BENEATH;
   opts.in_root = how.resolve & RESOLVE_IN_ROOT;
   opts.no_symlinks = how.resolve & RESOLVE_NO_SYMLINKS;
+  opts.no_magiclinks = how.resolve & RESOLVE_NO_MAGICLINKS;
   int dirfd = ctx.args.Int(0);
   return DoOpen(ctx, dirfd, ctx.args.Ptr(1), static_cast<int>(how.flags),
                 static_cast<mode_t>(how.mode), opts);

@@ -19,8 +19,11 @@ namespace {
 // for what the guest made natively (pipes, sockets, eventfds, memfds).
 SysResult<struct stat> StatFd(SyscallContext& ctx, int fd) {
   SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, fd));
-  if (ref.object) return ctx.vfs().Stat(*ref.node());
-  return ref.host_st;
+  if (!ref.object) return ref.host_st;
+  const vfs::Node& node = *ref.node();
+  if (!node.IsUpperFile()) return ctx.vfs().Stat(node);
+  // The fd's own data stat: still right after the last name is gone.
+  return ctx.vfs().StatWithData(node, ref.host_st);
 }
 
 SysResult<struct stat> StatAt(SyscallContext& ctx, int dirfd, GuestAddr path, int flags) {

@@ -94,6 +94,7 @@ class Node : public std::enable_shared_from_this<Node> {
 
   // --- symlinks ---
   std::string target;
+  bool magic = false;  // a /proc link to an object, refused by RESOLVE_NO_MAGICLINKS
 
   // --- devices ---
   std::string device_path;  // host path of the device node

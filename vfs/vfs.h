@@ -37,6 +37,7 @@ struct ResolveOpts {
   bool beneath = false;      // RESOLVE_BENEATH: never leave the start directory
   bool in_root = false;      // RESOLVE_IN_ROOT: the start directory is "/"
   bool no_symlinks = false;  // RESOLVE_NO_SYMLINKS
+  bool no_magiclinks = false;  // RESOLVE_NO_MAGICLINKS: no /proc/PID/{fd/N,exe,cwd,root}
 };
 
 // Where a path led: the directory holding its last name, the name, and the node
@@ -82,6 +83,8 @@ class Vfs final {
 
   // --- metadata ---
   struct stat Stat(const Node& node);
+  // Stat of an upper file whose data stat the caller already has.
+  struct stat StatWithData(const Node& node, const struct stat& data);
   SysStatus Chmod(Node& node, mode_t mode, const Creds& creds);
   SysStatus Chown(Node& node, uid_t uid, gid_t gid, const Creds& creds);  // -1 keeps
   // times[0] atime, times[1] mtime; tv_nsec may be UTIME_NOW / UTIME_OMIT; null = now.

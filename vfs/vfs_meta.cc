@@ -81,13 +81,7 @@ struct stat Vfs::Stat(const Node& node) {
     case NodeKind::kFile:
       if (node.IsUpperFile()) {
         struct stat data;
-        if (store_->Stat(node.store_name, &data).ok()) {
-          st.st_size = data.st_size;
-          st.st_blocks = data.st_blocks;
-          st.st_atim = data.st_atim;
-          st.st_mtim = data.st_mtim;
-          if (Later(data.st_ctim, a.ctime)) st.st_ctim = data.st_ctim;
-        }
+        if (store_->Stat(node.store_name, &data).ok()) return StatWithData(node, data);
       } else {
         st.st_size = node.lower_size;
         st.st_blocks = (node.lower_size + 511) / 512;
@@ -103,6 +97,24 @@ struct stat Vfs::Stat(const Node& node) {
     default:
       break;
   }
+  return st;
+}
+
+struct stat Vfs::StatWithData(const Node& node, const struct stat& data) {
+  struct stat st {};
+  const Attr& a = node.attr();
+  st.st_dev = kVfsDev;
+  st.st_ino = a.ino;
+  st.st_mode = a.mode;
+  st.st_uid = a.uid;
+  st.st_gid = a.gid;
+  st.st_nlink = node.nlink;
+  st.st_blksize = 4096;
+  st.st_size = data.st_size;
+  st.st_blocks = data.st_blocks;
+  st.st_atim = data.st_atim;
+  st.st_mtim = data.st_mtim;
+  st.st_ctim = Later(data.st_ctim, a.ctime) ? data.st_ctim : a.ctime;
   return st;
 }
 
@@ -207,27 +219,20 @@ SysStatus Vfs::Truncate(Node& node, off_t len, const Creds& creds) {
 
 SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags) {
   int acc = flags & O_ACCMODE;
-  int keep = flags & (O_APPEND | O_NONBLOCK | O_SYNC | O_DSYNC | O_DIRECT | O_PATH);
+  int keep = flags & (O_APPEND | O_NONBLOCK | O_SYNC | O_DSYNC | O_DIRECT);
   switch (node.kind()) {
     case NodeKind::kFile: {
-      if (node.IsLowerFile() && (flags & O_PATH) == 0 && acc == O_RDONLY) {
+      if (node.IsLowerFile() && acc == O_RDONLY) {
         int fd = openat(node.lower_parent->fd.get(), node.lower_name.c_str(),
                         O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (keep & ~O_APPEND));
         if (fd < 0) return Errno{errno};
         return UniqueFd(fd);
       }
-      if (node.IsLowerFile() && (flags & O_PATH)) {
-        int fd = openat(node.lower_parent->fd.get(), node.lower_name.c_str(),
-                        O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) return Errno{errno};
-        return UniqueFd(fd);
-      }
       SYS_TRY(CopyUp(node));
-      return store_->Open(node.store_name, (flags & O_PATH) ? O_PATH : (acc | keep));
+      return store_->Open(node.store_name, acc | keep);
     }
     case NodeKind::kDevice: {
-      int fd = open(node.device_path.c_str(),
-                    (flags & O_PATH) ? O_PATH : (acc | keep | O_NOCTTY) | O_CLOEXEC);
+      int fd = open(node.device_path.c_str(), acc | keep | O_NOCTTY | O_CLOEXEC);
       if (fd < 0) return Errno{errno};
       return UniqueFd(fd);
     }

@@ -137,10 +137,9 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
                       const Creds& creds) {
   if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE)) return Errno{EINVAL};
   if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return Errno{EINVAL};
+  // ".", ".." and "/" name no entry that could move: EBUSY, checked first.
+  if (!from.Creatable() || !to.Creatable()) return Errno{EBUSY};
   if (!from.node) return Errno{ENOENT};
-  if (!from.Creatable() || !to.Creatable()) {
-    return Errno{from.name == "/" || to.name == "/" ? EBUSY : EINVAL};
-  }
   const NodeRef& src = from.node;
   const NodeRef& dst = to.node;
   if ((from.trailing_slash || to.trailing_slash) && !src->IsDir()) return Errno{ENOTDIR};

@@ -230,7 +230,7 @@ SysResult<Resolved> Vfs::Walk(const NodeRef& start, std::string_view path,
       return out;
     }
     if (child->kind() == NodeKind::kSymlink && (!last || opts.follow_final || trailing)) {
-      if (opts.no_symlinks) return Errno{ELOOP};
+      if (opts.no_symlinks || (opts.no_magiclinks && child->magic)) return Errno{ELOOP};
       if (++links > kMaxSymlinks) return Errno{ELOOP};
       if (child->target.empty()) return Errno{ENOENT};
       std::deque<std::string> more = SplitPath(child->target);

@@ -60,6 +60,11 @@ class Procfs {
     return l;
   }
 
+  static NodeRef Magic(NodeRef link) {
+    link->magic = true;
+    return link;
+  }
+
   pid_t SelfPid() const { return k_.current ? k_.current->process->ns_pid : 1; }
   pid_t SelfTid() const { return k_.current ? k_.current->ns_tid : 1; }
 
@@ -221,12 +226,12 @@ class Procfs {
             "tmpfs /tmp tmpfs rw,nosuid,nodev 0 0\n");
       });
     }
-    if (n == "root") return Link(k, "/");
-    if (n == "exe") return p->exe.empty() ? nullptr : Link(k, p->exe);
+    if (n == "root") return Magic(Link(k, "/"));
+    if (n == "exe") return p->exe.empty() ? nullptr : Magic(Link(k, p->exe));
     if (n == "cwd") {
       for (const Task* t : k_.tasks().TasksOf(p.get())) {
         auto path = k_.vfs().PathOf(t->fs->cwd);
-        return Link(k, path.ok() ? path.value() : "/");
+        return Magic(Link(k, path.ok() ? path.value() : "/"));
       }
       return nullptr;
     }
@@ -305,6 +310,7 @@ class Procfs {
                  if (target.empty()) return nullptr;
                  NodeRef l = Link(k + "/" + n, target);
                  l->attr().mode = S_IFLNK | 0700;
+                 l->magic = true;
                  return l;
                },
                fds);

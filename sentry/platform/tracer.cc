@@ -44,6 +44,72 @@ class StopFds final : public GuestFds {
   int pidfd_;
 };
 
+// Writes s (with its NUL) just below `below`, 16-byte aligned; *addr is where.
+bool PushString(GuestMemory& mem, uint64_t below, const std::string& s, uint64_t* addr) {
+  *addr = (below - s.size() - 1) & ~uint64_t{15};
+  return mem.CopyOut(GuestAddr(*addr), s.c_str(), s.size() + 1).ok();
+}
+
+void SetExecPath(user_regs_struct& regs, bool at, uint64_t addr) {
+  if (at) {
+    regs.rdi = static_cast<uint64_t>(AT_FDCWD);
+    regs.rsi = addr;
+    regs.r8 = 0;
+  } else {
+    regs.rdi = addr;
+  }
+}
+
+// The interpreter of an in-memory script, resolved in the sandbox as the
+// kernel would resolve it (it may not itself be an in-memory script).
+SysResult<sys::ExecPlan> PlanInterpreter(SyscallContext& ctx, const sys::ExecPlan& script,
+                                         const std::vector<std::string>& view_roots) {
+  vfs::ResolveOpts opts;
+  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node,
+                       ctx.vfs().Lookup(ctx.task.fs->cwd, script.script_words[0], opts,
+                                        ctx.creds()));
+  SYS_ASSIGN_OR_RETURN(sys::ExecPlan interp, sys::PlanExecNode(ctx, node, view_roots));
+  if (!interp.script_words.empty()) return Errno{ELOOP};
+  if (interp.guest_path.empty()) interp.guest_path = script.script_words[0];
+  return interp;
+}
+
+// binfmt_script in the sentry: execve(interpreter, [interp, arg?, script's
+// sandbox path, argv[1]...], envp). The old argv's strings are reused in place;
+// the new strings and pointer array go below the guest's stack red zone.
+bool RewriteScriptExec(GuestMemory& mem, user_regs_struct& regs, bool at,
+                       const sys::ExecPlan& script, const sys::ExecPlan& interp) {
+  constexpr size_t kMaxArgs = 1 << 16;
+  uint64_t argv_addr = at ? regs.rdx : regs.rsi;
+  std::vector<uint64_t> old_args;
+  for (size_t i = 0; i < kMaxArgs; ++i) {
+    auto p = mem.CopyIn<uint64_t>(GuestAddr(argv_addr + 8 * i));
+    if (!p.ok()) return false;
+    if (*p == 0) break;
+    old_args.push_back(*p);
+  }
+  std::vector<std::string> words = script.script_words;
+  words.push_back(script.given_path);
+  uint64_t cursor = regs.rsp - 256;
+  uint64_t path_addr;
+  if (!PushString(mem, cursor, interp.view_path, &path_addr)) return false;
+  cursor = path_addr;
+  std::vector<uint64_t> new_args;
+  for (const std::string& w : words) {
+    uint64_t a;
+    if (!PushString(mem, cursor, w, &a)) return false;
+    new_args.push_back(a);
+    cursor = a;
+  }
+  for (size_t i = 1; i < old_args.size(); ++i) new_args.push_back(old_args[i]);
+  new_args.push_back(0);
+  uint64_t array = (cursor - 8 * new_args.size()) & ~uint64_t{15};
+  if (!mem.CopyOut(GuestAddr(array), new_args.data(), 8 * new_args.size()).ok()) return false;
+  SetExecPath(regs, at, path_addr);
+  (at ? regs.rdx : regs.rsi) = array;
+  return true;
+}
+
 }  // namespace
 
 int Tracer::Seize(pid_t pid) {
@@ -167,20 +233,24 @@ void Tracer::OnExecStop(pid_t pid) {
       std::fprintf(trace_, "[%d] %s = %s\n", pid, Dispatcher::Describe(ctx, nr).c_str(),
                    plan.ok() ? plan->view_path.c_str() : strerrorname_np(plan.error()));
     }
-    if (plan.ok()) {
+    if (plan.ok() && !plan->script_words.empty()) {
+      auto interp = PlanInterpreter(ctx, *plan, view_roots_);
+      if (!interp.ok()) {
+        err = interp.error();
+      } else if (RewriteScriptExec(mem, regs, at, *plan, *interp)) {
+        task->exec_check = {true, interp->guest_path, interp->dev, interp->ino};
+        ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
+        return;
+      } else {
+        err = ENOMEM;
+      }
+    } else if (plan.ok()) {
       // The path the kernel will read goes below the red zone of the guest's
       // stack. A racing thread may change it, but only to another file of the
       // mount view, and the exec event checks what actually ran.
-      const std::string& p = plan->view_path;
-      uint64_t addr = (regs.rsp - 256 - p.size() - 1) & ~uint64_t{15};
-      if (mem.CopyOut(GuestAddr(addr), p.c_str(), p.size() + 1).ok()) {
-        if (at) {
-          regs.rdi = static_cast<uint64_t>(AT_FDCWD);
-          regs.rsi = addr;
-          regs.r8 = 0;
-        } else {
-          regs.rdi = addr;
-        }
+      uint64_t addr;
+      if (PushString(mem, regs.rsp - 256, plan->view_path, &addr)) {
+        SetExecPath(regs, at, addr);
         task->exec_check = {!plan->is_script, plan->guest_path, plan->dev, plan->ino};
         ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
         return;
