@@ -23,7 +23,7 @@ using enum ArgFilter;
 constexpr SyscallRow kTable[] = {
     NATIVE(0, read, "fpl"),
     NATIVE(1, write, "fpl"),
-    TRAP(2, open, Open, "sxo"),
+    TRAP(2, open, Open, "sFo"),
     NATIVE(3, close, "f"),
     TRAP(4, stat, Stat, "sp"),
     TRAP(5, fstat, Fstat, "fp"),
@@ -278,7 +278,7 @@ constexpr SyscallRow kTable[] = {
     DENY(254, inotify_add_watch, EACCES, "fsx"),
     NATIVE(255, inotify_rm_watch, "fd"),
     DENY(256, migrate_pages, EPERM, "dlpp"),
-    TRAP(257, openat, Openat, "fsxo"),
+    TRAP(257, openat, Openat, "fsFo"),
     TRAP(258, mkdirat, Mkdirat, "fso"),
     TRAP(259, mknodat, Mknodat, "fsox"),
     TRAP(260, fchownat, Fchownat, "fsddx"),

@@ -37,7 +37,7 @@ struct SyscallRow {
   SyscallHandler handler;  // kTrap rows
   ArgFilter filter;
   // One letter an argument, for --trace: d int, u unsigned, x hex, o octal mode,
-  // f fd (AT_FDCWD aware), s path string, p pointer, l size/length.
+  // f fd (AT_FDCWD aware), s path string, p pointer, l size/length, F open flags.
   const char* args;
 };
 

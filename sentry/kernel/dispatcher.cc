@@ -28,6 +28,26 @@ std::string Quote(const std::string& s) {
   return out;
 }
 
+std::string OpenFlags(uint64_t v) {
+  static constexpr std::pair<int, const char*> kFlags[] = {
+      {O_CREAT, "O_CREAT"},         {O_EXCL, "O_EXCL"},         {O_NOCTTY, "O_NOCTTY"},
+      {O_TRUNC, "O_TRUNC"},         {O_APPEND, "O_APPEND"},     {O_NONBLOCK, "O_NONBLOCK"},
+      {O_DSYNC, "O_DSYNC"},         {O_DIRECT, "O_DIRECT"},     {O_DIRECTORY, "O_DIRECTORY"},
+      {O_NOFOLLOW, "O_NOFOLLOW"},   {O_NOATIME, "O_NOATIME"},   {O_CLOEXEC, "O_CLOEXEC"},
+      {O_PATH, "O_PATH"},           {__O_TMPFILE, "O_TMPFILE"}, {O_SYNC & ~O_DSYNC, "O_SYNC"}};
+  const char* acc[] = {"O_RDONLY", "O_WRONLY", "O_RDWR", "O_ACCMODE"};
+  std::string out = acc[v & O_ACCMODE];
+  uint64_t rest = v & ~static_cast<uint64_t>(O_ACCMODE | O_LARGEFILE);
+  for (auto [bit, name] : kFlags) {
+    if (rest & bit) {
+      absl::StrAppend(&out, "|", name);
+      rest &= ~static_cast<uint64_t>(bit);
+    }
+  }
+  if (rest) absl::StrAppend(&out, absl::StrFormat("|0x%x", rest));
+  return out;
+}
+
 }  // namespace
 
 std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {
@@ -46,6 +66,7 @@ std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {
       case 'u':
       case 'l': absl::StrAppend(&out, v); break;
       case 'o': absl::StrAppend(&out, absl::StrFormat("0%o", v)); break;
+      case 'F': out += OpenFlags(v); break;
       case 's': {
         auto s = ctx.mem.CopyInString(GuestAddr(v), 4095);
         out += s.ok() ? Quote(s.value()) : absl::StrFormat("0x%x", v);
@@ -70,7 +91,7 @@ DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
     r.value = res.ok() ? static_cast<int64_t>(res.value()) : -res.error();
   }
   if (trace_) {
-    pid_t tid = ctx.task.tid;
+    pid_t tid = ctx.task.ns_tid;
     if (r.value < 0 && r.value > -4096) {
       std::fprintf(trace_, "[%d] %s = -1 %s (%s)\n", tid, described.c_str(),
                    strerrorname_np(static_cast<int>(-r.value)) ?: "E?",

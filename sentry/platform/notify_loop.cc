@@ -66,12 +66,12 @@ void NotifyLoop::Start() {
 void NotifyLoop::Stop() {
   if (!thread_.joinable()) return;
   stop_ = true;
-  while (true) {
+  // The thread may be between its check and the blocking receive: keep
+  // nudging until it has left.
+  while (!done_) {
     pthread_kill(thread_.native_handle(), kWakeSignal);
-    // The thread may be between checks; keep nudging until it has left.
-    struct timespec ts {0, 1000000};
+    struct timespec ts {0, 50000};
     nanosleep(&ts, nullptr);
-    if (stop_.load() && done_) break;
   }
   thread_.join();
 }

@@ -224,13 +224,15 @@ void Tracer::OnExecStop(pid_t pid) {
     GuestMemory mem(backend);
     StopFds fds(task->pidfd.get());
     SyscallContext ctx{kernel_, *task, mem, fds, {}};
+    uint64_t raw[6] = {regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9};
+    for (int i = 0; i < 6; ++i) ctx.args.raw[i] = raw[i];
     bool at = nr == SYS_execveat;
     int dirfd = at ? static_cast<int>(regs.rdi) : AT_FDCWD;
     GuestAddr path(at ? regs.rsi : regs.rdi);
     int flags = at ? static_cast<int>(regs.r8) : 0;
     auto plan = sys::PlanExec(ctx, dirfd, path, flags, view_roots_);
     if (trace_) {
-      std::fprintf(trace_, "[%d] %s = %s\n", pid, Dispatcher::Describe(ctx, nr).c_str(),
+      std::fprintf(trace_, "[%d] %s = %s\n", task->ns_tid, Dispatcher::Describe(ctx, nr).c_str(),
                    plan.ok() ? plan->view_path.c_str() : strerrorname_np(plan.error()));
     }
     if (plan.ok() && !plan->script_words.empty()) {
