@@ -184,6 +184,12 @@ class FilterBuilder {
       case ArgFilter::kPersonality:
         AllowIfOneOf(0, kSafePersonalities, deny);
         break;
+      case ArgFilter::kSeccompNoListener:
+        a_.Load(ArgLow(1));
+        a_.Jump(BPF_JSET, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0, 1);
+        a_.Goto(RetLabel(deny));
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        break;
       case ArgFilter::kPrioNotUser: {
         uint32_t who_user = std::string(row.name) == "ioprio_set" ? kIoprioWhoUser : kPrioUser;
         a_.Load(ArgLow(0));

@@ -338,7 +338,10 @@ constexpr SyscallRow kTable[] = {
     NATIVE(314, sched_setattr, "dpx"),
     NATIVE(315, sched_getattr, "dpux"),
     TRAP(316, renameat2, Renameat2, "fsfsx"),
-    NATIVE(317, seccomp, "dxp"),  // a guest may only narrow its own syscalls
+    // A guest may narrow its own syscalls, but not take a listener: for equal
+    // actions the newest filter wins, so its own listener would see (and could
+    // SECCOMP_USER_NOTIF_FLAG_CONTINUE) the calls the sentry must answer.
+    FILTERED(317, seccomp, kSeccompNoListener, EPERM, "dxp"),
     NATIVE(318, getrandom, "plx"),
     NATIVE(319, memfd_create, "sx"),
     DENY(320, kexec_file_load, EPERM, "ffls"),

@@ -26,7 +26,8 @@ enum class ArgFilter : uint8_t {
   kSocketFamily, // socket(): AF_UNIX, AF_INET, AF_INET6
   kPrctlSafe,    // prctl(): a small set of options that touch only the caller
   kPersonality,  // personality(): queries and PER_LINUX only
-  kPrioNotUser,  // setpriority(), ioprio_set(): not by user id (that could reach host tasks)
+  kPrioNotUser,
+  kSeccompNoListener,  // seccomp(): no SECCOMP_FILTER_FLAG_NEW_LISTENER (see table.cc)  // setpriority(), ioprio_set(): not by user id (that could reach host tasks)
 };
 
 struct SyscallRow {

@@ -157,7 +157,11 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
   }
   if (src == dst) return {};  // same inode: nothing to do, as vfs_rename
   if (src->IsDir() && IsAncestor(src, to.parent)) return Errno{EINVAL};
-  if (dst && dst->IsDir() && IsAncestor(dst, from.parent)) return Errno{ENOTEMPTY};
+  // The target an ancestor of the source: fs/namei.c says ENOTEMPTY, or EINVAL
+  // for an exchange (which would make a directory its own ancestor).
+  if (dst && dst->IsDir() && IsAncestor(dst, from.parent)) {
+    return Errno{(flags & RENAME_EXCHANGE) ? EINVAL : ENOTEMPTY};
+  }
   if (flags & RENAME_EXCHANGE) {
     AddChild(from.parent, from.name, dst);
     AddChild(to.parent, to.name, src);
