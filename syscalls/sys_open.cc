@@ -75,7 +75,8 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
     if (!(flags & O_PATH)) {
       int may = (acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK);
       SYS_TRY(ctx.vfs().Permission(*node, may, ctx.creds()));
-      if ((flags & O_TRUNC) && acc != O_RDONLY && node->kind() == vfs::NodeKind::kFile) {
+      if ((flags & O_TRUNC) && acc != O_RDONLY &&
+          (node->kind() == vfs::NodeKind::kFile || node->kind() == vfs::NodeKind::kSynthetic)) {
         SYS_TRY(ctx.vfs().Truncate(*node, 0, ctx.creds()));
       }
     }

@@ -65,10 +65,21 @@ class Node : public std::enable_shared_from_this<Node> {
   Node& operator=(const Node&) = delete;
 
   NodeKind kind() const { return kind_; }
+  // A generated /etc file the guest writes becomes an ordinary upper file.
+  void BecomeUpperFile(std::string name) {
+    kind_ = NodeKind::kFile;
+    store_name = std::move(name);
+    generate = nullptr;
+  }
   bool IsDir() const { return kind_ == NodeKind::kDir; }
   Attr& attr() { return attr_; }
   const Attr& attr() const { return attr_; }
   uint32_t nlink = 1;  // names that point at a non-directory node
+  // Lower nodes: the host's mode. The sentry reaches the host as an
+  // unprivileged "other" user, so the host's other-bits bound what any guest,
+  // even its root, may read or search there.
+  mode_t host_mode = 0;
+  bool IsLower() const { return host_dir != nullptr || IsLowerFile(); }
 
   // --- directories ---
   std::map<std::string, NodeRef> children;  // looked-up or created entries

@@ -32,11 +32,8 @@ SysResult<std::string> Store::Create() {
   std::string name = "f" + std::to_string(next_++);
   // 0777 on the host: the guest's own mode bits are kept in the node; the host's
   // only have to let the kernel exec the file for the guest's unprivileged uid.
-  int fd;
-  {
-    AsOwner as(uid_, gid_);
-    fd = openat(dir_fd_.get(), name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0777);
-  }
+  AsOwner as(uid_, gid_);
+  int fd = openat(dir_fd_.get(), name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0777);
   if (fd < 0) return Errno{errno};
   fchmod(fd, 0777);  // not narrowed by the sentry's umask
   close(fd);
@@ -68,9 +65,16 @@ SysResult<UniqueFd> Store::NewDirToken() {
   }
   int fd = openat(dir_fd_.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   int err = errno;
+  AsOwner as(uid_, gid_);
   unlinkat(dir_fd_.get(), name.c_str(), AT_REMOVEDIR);
   if (fd < 0) return Errno{err};
   return UniqueFd(fd);
+}
+
+SysStatus Store::SetTimes(int fd, const timespec times[2]) {
+  AsOwner as(uid_, gid_);
+  if (futimens(fd, times) < 0) return Errno{errno};
+  return {};
 }
 
 SysStatus Store::MakeFifo(const std::string& name) {
@@ -80,6 +84,9 @@ SysStatus Store::MakeFifo(const std::string& name) {
   return {};
 }
 
-void Store::Remove(const std::string& name) { unlinkat(dir_fd_.get(), name.c_str(), 0); }
+void Store::Remove(const std::string& name) {
+  AsOwner as(uid_, gid_);
+  unlinkat(dir_fd_.get(), name.c_str(), 0);
+}
 
 }  // namespace sentry::vfs

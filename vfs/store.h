@@ -38,6 +38,8 @@ class Store final {
   // of its own, reads fail with EISDIR, and lookups in it find nothing.
   SysResult<UniqueFd> NewDirToken();
   int dir_fd() const { return dir_fd_.get(); }
+  // Sets a store file's times (as its owner: explicit times need ownership).
+  SysStatus SetTimes(int fd, const timespec times[2]);
   // Makes a FIFO named name in the store.
   SysStatus MakeFifo(const std::string& name);
 

@@ -35,6 +35,12 @@ SysResult<UniqueFd> MemfdWith(const std::string& data) {
 // As fs/namei.c's generic_permission: owner, then group, then other bits; root
 // passes read/write always and exec when any x bit is set (or on directories).
 SysStatus Vfs::Permission(const Node& node, int may, const Creds& creds) const {
+  if (node.IsLower()) {
+    // Reading or searching (and reading to copy up before a write) happens on
+    // the host as "other": its other-bits must allow it, whoever the guest is.
+    int host = (may & (R_OK | X_OK)) | ((may & W_OK) && !node.IsDir() ? R_OK : 0);
+    if ((node.host_mode & host & 7) != (host & 7)) return Errno{EACCES};
+  }
   mode_t mode = node.attr().mode;
   if (creds.IsRoot()) {
     if ((may & X_OK) && !node.IsDir() && !(mode & 0111)) return Errno{EACCES};
@@ -171,7 +177,7 @@ SysStatus Vfs::Utimens(Node& node, const timespec* times, const Creds& creds) {
     timespec ts[2] = {at, mt};
     if (!set_a) ts[0].tv_nsec = UTIME_OMIT;
     if (!set_m) ts[1].tv_nsec = UTIME_OMIT;
-    if (futimens(fd.get(), ts) < 0) return Errno{errno};
+    SYS_TRY(store_->SetTimes(fd.get(), ts));
   }
   if (set_a) node.attr().atime = at;
   if (set_m) node.attr().mtime = mt;
@@ -180,6 +186,17 @@ SysStatus Vfs::Utimens(Node& node, const timespec* times, const Creds& creds) {
 }
 
 SysStatus Vfs::CopyUp(Node& node) {
+  if (node.kind() == NodeKind::kSynthetic && node.sized && node.generate) {
+    SYS_ASSIGN_OR_RETURN(std::string name, store_->Create());
+    SYS_ASSIGN_OR_RETURN(UniqueFd fd, store_->Open(name, O_WRONLY));
+    std::string data = node.generate();
+    if (write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
+      store_->Remove(name);
+      return Errno{ENOSPC};
+    }
+    node.BecomeUpperFile(name);
+    return {};
+  }
   if (!node.IsLowerFile()) return {};
   SYS_ASSIGN_OR_RETURN(std::string name, store_->Create());
   auto fail = [&](int err) {
@@ -198,7 +215,7 @@ SysStatus Vfs::CopyUp(Node& node) {
     if (n == 0) break;
   }
   timespec ts[2] = {node.attr().atime, node.attr().mtime};
-  futimens(dst->get(), ts);
+  (void)store_->SetTimes(dst->get(), ts);
   node.store_name = name;
   node.lower_parent.reset();
   node.lower_name.clear();
@@ -209,6 +226,7 @@ SysStatus Vfs::CopyUp(Node& node) {
 
 SysStatus Vfs::Truncate(Node& node, off_t len, const Creds& creds) {
   if (node.IsDir()) return Errno{EISDIR};
+  if (node.kind() == NodeKind::kSynthetic && node.sized) SYS_TRY(CopyUp(node));
   if (node.kind() != NodeKind::kFile) return Errno{EINVAL};
   if (len < 0) return Errno{EINVAL};
   SYS_TRY(CopyUp(node));
@@ -237,6 +255,10 @@ SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags) {
       return UniqueFd(fd);
     }
     case NodeKind::kSynthetic:
+      if (acc != O_RDONLY && node.sized) {  // /etc: copied up; /proc: read-only
+        SYS_TRY(CopyUp(node));
+        return store_->Open(node.store_name, acc | keep);
+      }
       if (acc != O_RDONLY) return Errno{EACCES};
       return MemfdWith(node.generate ? node.generate() : std::string());
     case NodeKind::kFifo: {

@@ -102,6 +102,13 @@ SysStatus Vfs::Link(const NodeRef& node, const Resolved& at, const Creds& creds)
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
   if (node->nlink == 0 && node->kind() == NodeKind::kFile) return Errno{ENOENT};
+  // protected_hardlinks, as fs/namei.c may_linkat: the owner, or a plain file
+  // the caller may read and write.
+  if (!creds.IsRoot() && creds.uid != node->attr().uid) {
+    mode_t m = node->attr().mode;
+    bool plain = S_ISREG(m) && !(m & S_ISUID) && !((m & S_ISGID) && (m & S_IXGRP));
+    if (!plain || !Permission(*node, R_OK | W_OK, creds).ok()) return Errno{EPERM};
+  }
   AddChild(at.parent, at.name, node);
   ++node->nlink;
   node->attr().ctime = Now();

@@ -82,6 +82,10 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
   a.mtime = st.st_mtim;
   a.ctime = st.st_ctim;
   NodeRef node;
+  auto lower = [&st](NodeRef n) {
+    n->host_mode = st.st_mode;
+    return n;
+  };
   switch (st.st_mode & S_IFMT) {
     case S_IFDIR: {
       int fd = OpenHostChildDir(host_parent->fd.get(), name);
@@ -91,6 +95,7 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
           HostDir{UniqueFd(fd), host_parent->path == "/" ? "/" + name
                                                          : host_parent->path + "/" + name});
       node->nlink = st.st_nlink;
+      lower(node);
       break;
     }
     case S_IFREG:
@@ -101,6 +106,7 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
       node->host_ino = st.st_ino;
       node->lower_size = st.st_size;
       node->nlink = st.st_nlink;
+      lower(node);
       break;
     case S_IFLNK: {
       char buf[kPathMax];

@@ -19,6 +19,7 @@ struct KernelConfig {
   std::string hostname = "sandbox";
   uint64_t memory_bytes = 0;  // what sysinfo and /proc/meminfo report; 0 = 1 GiB
   int ncpus = 1;
+  ino_t net_ns_ino = 0;  // the sandbox's network namespace (its inode in nsfs)
 };
 
 class Kernel final {

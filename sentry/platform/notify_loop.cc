@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "sentry/base/fs_identity.h"
+
 namespace sentry {
 namespace {
 
@@ -77,6 +79,11 @@ void NotifyLoop::Stop() {
 }
 
 void NotifyLoop::Run() {
+  if (!DropFsIdentity(fs_id_, fs_id_)) {
+    std::fprintf(stderr, "sentry: cannot take an unprivileged file identity; stopping\n");
+    done_ = true;
+    return;
+  }
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, kWakeSignal);

@@ -21,8 +21,9 @@ namespace sentry {
 
 class NotifyLoop final {
  public:
-  NotifyLoop(Kernel& kernel, Unotify& unotify, Dispatcher& dispatcher)
-      : kernel_(kernel), unotify_(unotify), dispatcher_(dispatcher) {}
+  // The loop thread answers with fsuid/fsgid fs_id (see base/fs_identity.h).
+  NotifyLoop(Kernel& kernel, Unotify& unotify, Dispatcher& dispatcher, uid_t fs_id)
+      : kernel_(kernel), unotify_(unotify), dispatcher_(dispatcher), fs_id_(fs_id) {}
   NotifyLoop(const NotifyLoop&) = delete;
   NotifyLoop& operator=(const NotifyLoop&) = delete;
   ~NotifyLoop() { Stop(); }
@@ -39,6 +40,7 @@ class NotifyLoop final {
   Kernel& kernel_;
   Unotify& unotify_;
   Dispatcher& dispatcher_;
+  uid_t fs_id_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> handled_{0};

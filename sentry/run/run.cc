@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "loader/filter.h"
+#include "sentry/base/fs_identity.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/procfs.h"
@@ -59,7 +60,8 @@ void CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& cred
     const std::string& a = argv[i];
     if (a.empty() || a[0] == '-') continue;
     struct stat st;
-    if (stat(a.c_str(), &st) == 0 && S_ISREG(st.st_mode) && a.find("..") == std::string::npos) {
+    // A plain file only: never a symlink that could name something else.
+    if (lstat(a.c_str(), &st) == 0 && S_ISREG(st.st_mode) && a.find("..") == std::string::npos) {
       std::string guest = a[0] == '/' ? a : tree.home + "/" + a;
       auto r = v.Lookup(v.root(), guest, {}, creds);
       if (!r.ok()) (void)CopyIntoSandbox(v, creds, a, guest);  // unless the sandbox has it
@@ -158,6 +160,10 @@ int RunSandbox(const RunOptions& o) {
 
   KernelConfig kc;
   kc.hostname = tree.hostname;
+  struct stat netns;
+  if (stat(absl::StrCat("/proc/", sp.init_pid(), "/ns/net").c_str(), &netns) == 0) {
+    kc.net_ns_ino = netns.st_ino;
+  }
   Kernel kernel(std::move(v), kc);
   kernel.init_host_pid = sp.init_pid();
   MountProcfs(kernel, kernel.vfs().Lookup(kernel.vfs().root(), "/proc", {}, creds).value());
@@ -194,8 +200,15 @@ int RunSandbox(const RunOptions& o) {
   }
   tracer.set_leader(sp.guest_pid());
   Dispatcher dispatcher(trace);
-  NotifyLoop loop(kernel, unotify, dispatcher);
+  // Both guest-facing threads (this one answers execve) reach host files as an
+  // unprivileged user from here on.
+  constexpr uid_t kFsId = kHostIdBase + 1;
+  NotifyLoop loop(kernel, unotify, dispatcher, kFsId);
   loop.Start();
+  if (!DropFsIdentity(kFsId, kFsId)) {
+    cleanup_init();
+    return Fail("cannot take an unprivileged file identity");
+  }
   // The guest's first execve names the program as found above; the sentry
   // answers it like any other.
   st = sp.Go(program);

@@ -98,7 +98,7 @@ void BuildDev(vfs::Vfs& v) {
 
 absl::Status CopyFile(vfs::Vfs& v, const vfs::Resolved& at, const vfs::Creds& creds,
                       const std::string& host_path, mode_t mode) {
-  int src = open(host_path.c_str(), O_RDONLY | O_CLOEXEC);
+  int src = open(host_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (src < 0) return ErrnoStatus(absl::StrCat("cannot read ", host_path));
   UniqueFd src_fd(src);
   auto node = v.Create(at, NodeKind::kFile, mode & 07777, creds);
@@ -156,13 +156,15 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
 }
 
 absl::Status CopyIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::string& host_path,
-                             const std::string& guest_path) {
+                             const std::string& guest_path, bool top) {
   if (guest_path.empty() || guest_path[0] != '/') {
     return absl::InvalidArgumentError(
         absl::StrCat("the sandbox path must be absolute: ", guest_path));
   }
   struct stat st;
-  if (stat(host_path.c_str(), &st) < 0) return ErrnoStatus(absl::StrCat("cannot copy ", host_path));
+  if ((top ? stat(host_path.c_str(), &st) : lstat(host_path.c_str(), &st)) < 0) {
+    return ErrnoStatus(absl::StrCat("cannot copy ", host_path));
+  }
   // Parents, made as the guest would with mkdir -p.
   vfs::Creds root_creds;
   root_creds.uid = 0;
@@ -190,6 +192,14 @@ absl::Status CopyIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::st
     return absl::AlreadyExistsError(absl::StrCat(guest_path, " already exists in the sandbox"));
   }
   if (S_ISREG(st.st_mode)) return CopyFile(v, *at, creds, host_path, st.st_mode);
+  if (S_ISLNK(st.st_mode)) {
+    char target[4096];
+    ssize_t n = readlink(host_path.c_str(), target, sizeof(target) - 1);
+    if (n < 0) return ErrnoStatus(absl::StrCat("cannot read link ", host_path));
+    auto made = v.Symlink(*at, std::string(target, n), creds);
+    if (!made.ok()) return absl::InternalError(absl::StrCat("cannot make link ", guest_path));
+    return absl::OkStatus();
+  }
   if (!S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(host_path, " is not a file or directory"));
   }
@@ -201,7 +211,7 @@ absl::Status CopyIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::st
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    status = CopyIntoSandbox(v, creds, host_path + "/" + name, guest_path + "/" + name);
+    status = CopyIntoSandbox(v, creds, host_path + "/" + name, guest_path + "/" + name, false);
     if (!status.ok()) break;
   }
   closedir(d);

@@ -32,9 +32,11 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& con
                                                            std::unique_ptr<vfs::Store> store);
 
 // Makes every missing directory of guest_path's parent (owned by the guest),
-// then copies the host file or directory at host_path to guest_path.
+// then copies the host file or directory at host_path to guest_path. host_path
+// itself may be a symlink (the caller named it); links inside a copied
+// directory are copied as links, never followed out of it.
 absl::Status CopyIntoSandbox(vfs::Vfs& vfs, const vfs::Creds& creds, const std::string& host_path,
-                             const std::string& guest_path);
+                             const std::string& guest_path, bool top = true);
 
 }  // namespace sentry
 

@@ -1,0 +1,28 @@
+// The file-system identity of a sentry thread that works for the guest.
+//
+// The sentry runs as root, but what it opens on the guest's behalf must be
+// what an unprivileged host user could open: a thread that answers guest
+// syscalls takes an unprivileged fsuid/fsgid (per thread on Linux), which also
+// drops its file capabilities (CAP_DAC_OVERRIDE, CAP_FOWNER...), so the host
+// kernel enforces the host's permission bits on every lower-layer file and on
+// any host object the guest names through an fd. ptrace and pidfd_getfd use
+// the real credentials and keep working.
+#ifndef SENTRY_BASE_FS_IDENTITY_H_
+#define SENTRY_BASE_FS_IDENTITY_H_
+
+#include <sys/fsuid.h>
+#include <sys/types.h>
+
+namespace sentry {
+
+// Returns false if the kernel did not take the identity.
+inline bool DropFsIdentity(uid_t uid, gid_t gid) {
+  setfsgid(gid);
+  setfsuid(uid);
+  return setfsuid(static_cast<uid_t>(-1)) == static_cast<int>(uid) &&
+         setfsgid(static_cast<gid_t>(-1)) == static_cast<int>(gid);
+}
+
+}  // namespace sentry
+
+#endif  // SENTRY_BASE_FS_IDENTITY_H_

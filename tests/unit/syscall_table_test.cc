@@ -1,0 +1,193 @@
+// The syscall table: complete, consistent with libseccomp's view of x86-64, and
+// never running the dangerous syscalls natively.
+#include <gtest/gtest.h>
+#include <seccomp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "syscalls/table.h"
+
+namespace sentry {
+namespace {
+
+std::string SeccompName(int nr) {
+  char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr);
+  std::string out = name ? name : "";
+  free(name);
+  return out;
+}
+
+const SyscallRow* RowNamed(const std::string& name) {
+  for (const SyscallRow& row : SyscallTable())
+    if (name == row.name) return &row;
+  return nullptr;
+}
+
+const char* ActionName(Action a) {
+  switch (a) {
+    case Action::kNative:
+      return "native";
+    case Action::kTrap:
+      return "trap";
+    case Action::kTrace:
+      return "trace";
+    case Action::kErrno:
+      return "errno";
+  }
+  return "?";
+}
+
+TEST(SyscallTableTest, NumbersAreUniqueAndSorted) {
+  auto table = SyscallTable();
+  ASSERT_FALSE(table.empty());
+  for (size_t i = 1; i < table.size(); ++i) {
+    EXPECT_LT(table[i - 1].nr, table[i].nr) << table[i - 1].name << " then " << table[i].name;
+  }
+}
+
+TEST(SyscallTableTest, NamesAreUnique) {
+  std::set<std::string> names;
+  for (const SyscallRow& row : SyscallTable()) {
+    ASSERT_NE(row.name, nullptr);
+    EXPECT_TRUE(names.insert(row.name).second) << "duplicate " << row.name;
+  }
+}
+
+TEST(SyscallTableTest, NamesAndNumbersMatchLibseccomp) {
+  for (const SyscallRow& row : SyscallTable()) {
+    EXPECT_EQ(SeccompName(row.nr), row.name) << "nr " << row.nr;
+    EXPECT_EQ(seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, row.name), row.nr) << row.name;
+  }
+}
+
+TEST(SyscallTableTest, EveryNumberLibseccompKnowsHasARow) {
+  int known = 0;
+  for (int nr = 0; nr < 1024; ++nr) {
+    std::string name = SeccompName(nr);
+    if (name.empty()) continue;
+    ++known;
+    EXPECT_NE(FindSyscall(nr), nullptr) << nr << " " << name << " has no row";
+  }
+  EXPECT_GT(known, 350);
+  EXPECT_EQ(static_cast<int>(SyscallTable().size()), known);
+}
+
+TEST(SyscallTableTest, FindSyscallAgreesWithTheTable) {
+  for (const SyscallRow& row : SyscallTable()) EXPECT_EQ(FindSyscall(row.nr), &row);
+  EXPECT_EQ(FindSyscall(-1), nullptr);
+  EXPECT_EQ(FindSyscall(335), nullptr);  // the gap before 424
+  EXPECT_EQ(FindSyscall(1000), nullptr);
+  EXPECT_EQ(FindSyscall(1 << 30), nullptr);
+}
+
+TEST(SyscallTableTest, HandlersOnlyOnTrapRows) {
+  for (const SyscallRow& row : SyscallTable()) {
+    if (row.action == Action::kTrap) {
+      EXPECT_NE(row.handler, nullptr) << row.name << " traps without a handler";
+    } else {
+      EXPECT_EQ(row.handler, nullptr)
+          << row.name << " is " << ActionName(row.action) << " yet has a handler";
+    }
+  }
+}
+
+TEST(SyscallTableTest, ErrnosAndFiltersAreWellFormed) {
+  for (const SyscallRow& row : SyscallTable()) {
+    if (row.action == Action::kErrno || row.filter != ArgFilter::kNone) {
+      EXPECT_GT(row.err, 0) << row.name;
+      EXPECT_LT(row.err, 4096) << row.name;
+    }
+    if (row.filter != ArgFilter::kNone) {
+      EXPECT_EQ(row.action, Action::kNative) << row.name << ": filters guard native rows";
+    }
+    ASSERT_NE(row.args, nullptr) << row.name;
+    EXPECT_LE(std::strlen(row.args), 6u) << row.name;
+    for (const char* c = row.args; *c; ++c) {
+      EXPECT_NE(std::strchr("duxofsplF", *c), nullptr) << row.name << " has arg kind " << *c;
+    }
+  }
+}
+
+TEST(SyscallTableTest, OnlyExecIsTraced) {
+  std::set<std::string> traced;
+  for (const SyscallRow& row : SyscallTable())
+    if (row.action == Action::kTrace) traced.insert(row.name);
+  EXPECT_EQ(traced, (std::set<std::string>{"execve", "execveat"}));
+}
+
+TEST(SyscallTableTest, PathSyscallsAreTrapped) {
+  for (const char* name :
+       {"open",      "openat",    "openat2",    "stat",      "lstat",      "newfstatat", "statx",
+        "access",    "faccessat", "faccessat2", "mkdir",     "mkdirat",    "rmdir",      "unlink",
+        "unlinkat",  "rename",    "renameat",   "renameat2", "link",       "linkat",     "symlink",
+        "symlinkat", "readlink",  "readlinkat", "chdir",     "chmod",      "fchmodat",   "chown",
+        "fchownat",  "truncate",  "connect",    "bind",      "getdents64", "statfs",     "creat",
+        "mknod",     "mknodat"}) {
+    const SyscallRow* row = RowNamed(name);
+    ASSERT_NE(row, nullptr) << name;
+    EXPECT_EQ(row->action, Action::kTrap) << name << " is " << ActionName(row->action);
+  }
+}
+
+TEST(SyscallTableTest, DangerousSyscallsAreNeverNative) {
+  for (const char* name : {"io_uring_setup",
+                           "io_uring_enter",
+                           "io_uring_register",
+                           "ptrace",
+                           "process_vm_readv",
+                           "process_vm_writev",
+                           "bpf",
+                           "perf_event_open",
+                           "userfaultfd",
+                           "mount",
+                           "umount2",
+                           "fsopen",
+                           "fsmount",
+                           "move_mount",
+                           "open_tree",
+                           "fspick",
+                           "fsconfig",
+                           "mount_setattr",
+                           "pivot_root",
+                           "chroot",
+                           "unshare",
+                           "setns",
+                           "keyctl",
+                           "add_key",
+                           "request_key",
+                           "open_by_handle_at",
+                           "name_to_handle_at",
+                           "kexec_load",
+                           "kexec_file_load",
+                           "init_module",
+                           "finit_module",
+                           "delete_module",
+                           "reboot",
+                           "swapon",
+                           "swapoff",
+                           "acct",
+                           "quotactl",
+                           "quotactl_fd",
+                           "pidfd_getfd",
+                           "kcmp",
+                           "clone3"}) {
+    const SyscallRow* row = RowNamed(name);
+    ASSERT_NE(row, nullptr) << name << " has no row";
+    EXPECT_NE(row->action, Action::kNative) << name << " runs natively";
+    EXPECT_EQ(row->action, Action::kErrno) << name << " is " << ActionName(row->action);
+  }
+}
+
+TEST(SyscallTableTest, RiskyNativeRowsAreFiltered) {
+  EXPECT_EQ(RowNamed("ioctl")->filter, ArgFilter::kIoctlSafe);
+  EXPECT_EQ(RowNamed("socket")->filter, ArgFilter::kSocketFamily);
+  EXPECT_EQ(RowNamed("prctl")->filter, ArgFilter::kPrctlSafe);
+  EXPECT_EQ(RowNamed("clone")->filter, ArgFilter::kCloneFlags);
+  EXPECT_EQ(RowNamed("personality")->filter, ArgFilter::kPersonality);
+}
+
+}  // namespace
+}  // namespace sentry
