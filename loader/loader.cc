@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -125,6 +126,13 @@ void DropCapabilities(const Prepared& p) {
 
 [[noreturn]] void RunGuest(const Prepared& p) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  for (int i = 0; i < 3; ++i) {
+    if (p.spec->stdio[i] >= 0 && dup2(p.spec->stdio[i], i) < 0) Fail(p, LoaderStep::kStdio);
+  }
+  for (const LoaderSpec::Rlimit& r : p.spec->rlimits) {
+    rlimit lim{r.value, r.value};
+    if (setrlimit(r.resource, &lim) < 0) Fail(p, LoaderStep::kRlimits);
+  }
   // Nothing of the sentry's but the pipes to it survives exec.
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
   DropCapabilities(p);
@@ -241,6 +249,8 @@ const char* LoaderStepName(LoaderStep step) {
     case LoaderStep::kSeccomp: return "install the seccomp filter";
     case LoaderStep::kWaitGo: return "wait for the sentry";
     case LoaderStep::kExec: return "execve";
+    case LoaderStep::kStdio: return "set up stdin/stdout/stderr";
+    case LoaderStep::kRlimits: return "set resource limits";
     case LoaderStep::kReady: return "ready";
     case LoaderStep::kListener: return "listener";
   }

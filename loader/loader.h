@@ -17,6 +17,8 @@
 #include <linux/filter.h>
 #include <sys/types.h>
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,8 @@ enum class LoaderStep : int {
   kSeccomp,
   kWaitGo,
   kExec,
+  kStdio,
+  kRlimits,
   kReady = 100,     // mount view built (value: 0)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };
@@ -62,6 +66,12 @@ struct LoaderSpec {
   std::vector<sock_filter> filter;
   std::vector<std::string> argv;
   std::vector<std::string> envp;
+  std::array<int, 3> stdio = {-1, -1, -1};  // sentry fds the guest gets as 0, 1, 2
+  struct Rlimit {
+    int resource;
+    uint64_t value;  // soft and hard
+  };
+  std::vector<Rlimit> rlimits;
 };
 
 struct LoaderPipes {

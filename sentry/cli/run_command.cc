@@ -19,11 +19,21 @@ and is gone when the run ends. Its environment is clean (PATH, HOME, LANG,
 LC_ALL, TERM if stdout is a terminal, and --env). A first argument that names
 a host file (the script) is copied in at the same relative path.
 
-Flags:
+Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
+  --json              print one JSON result object (stdout, stderr, exitCode,
+                      timedOut, limit, usage...) instead of streaming the output
+  --timeout SECONDS   kill the whole sandbox after this wall-clock time
+                      (default 30; 0 for none)
+  --memory SIZE       memory cap for the whole sandbox (default 1g)
+  --pids-limit N      cap on the sandbox's processes and threads (default 128)
+  --cpus N            CPU quota, fractional (default: none)
+  --disk SIZE         cap on what the guest may store in memory (default 512m)
+  --max-output BYTES  with --json, keep this much of each stream (default 65536):
+                      its first and last halves, with a count of what was dropped
+  --stdin FILE        the guest's stdin ("-": sentry's own; default with --json: empty)
+  --log FILE          append one JSON line per run (argv, code, limits, result)
   --copy HOST:GUEST   copy a host file or directory into the sandbox before the run
   --env K=V           add a variable to the guest's environment (repeatable)
-  --timeout SECONDS   kill the whole sandbox after this wall-clock time
-  --disk MIB          cap on what the guest may store in memory (default 512)
   --root              the guest is uid 0 inside the sandbox (no host privilege)
   --no-copy-script    do not copy the script argument in
   --trace             log every trapped syscall to stderr, strace-style
@@ -37,6 +47,23 @@ Exit codes:
   127                 CMD is not in the sandbox
   128+N               the guest was killed by signal N (or sentry got signal N)
 )";
+
+// "256" (MiB), "256m", "1g", "512k".
+bool ParseSize(const std::string& v, uint64_t* out) {
+  if (v.empty()) return false;
+  uint64_t unit = 1 << 20;
+  std::string digits = v;
+  switch (v.back()) {
+    case 'k': case 'K': unit = 1 << 10; digits.pop_back(); break;
+    case 'm': case 'M': unit = 1 << 20; digits.pop_back(); break;
+    case 'g': case 'G': unit = 1 << 30; digits.pop_back(); break;
+    default: break;
+  }
+  uint64_t n;
+  if (!absl::SimpleAtoi(digits, &n) || n == 0 || n > (1ull << 44) / unit) return false;
+  *out = n * unit;
+  return true;
+}
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "sentry run: %s\n(see 'sentry run --help')\n", problem.c_str());
@@ -81,16 +108,38 @@ int RunCommand(const std::vector<std::string>& args) {
         return Usage("--env needs K=V");
       }
       o.env.push_back(v);
+    } else if (a == "--json") {
+      o.json = true;
     } else if (a == "--timeout") {
-      if (!value(a, &v) || !absl::SimpleAtod(v, &o.timeout_sec) || o.timeout_sec <= 0) {
-        return Usage("--timeout needs a positive number of seconds");
+      if (!value(a, &v) || !absl::SimpleAtod(v, &o.timeout_sec) || o.timeout_sec < 0) {
+        return Usage("--timeout needs a number of seconds (0 for none)");
       }
     } else if (a == "--disk") {
-      uint64_t mib;
-      if (!value(a, &v) || !absl::SimpleAtoi(v, &mib) || mib == 0 || mib > (1u << 20)) {
-        return Usage("--disk needs a size in MiB (1 to 1048576)");
+      if (!value(a, &v) || !ParseSize(v, &o.disk_bytes)) {
+        return Usage("--disk needs a size, e.g. 512m or 2g");
       }
-      o.disk_bytes = mib << 20;
+    } else if (a == "--memory") {
+      if (!value(a, &v) || !ParseSize(v, &o.memory_bytes) || o.memory_bytes < (8 << 20)) {
+        return Usage("--memory needs a size of at least 8m, e.g. 256m or 1g");
+      }
+    } else if (a == "--pids-limit") {
+      if (!value(a, &v) || !absl::SimpleAtoi(v, &o.pids) || o.pids < 1) {
+        return Usage("--pids-limit needs a positive number");
+      }
+    } else if (a == "--cpus") {
+      if (!value(a, &v) || !absl::SimpleAtod(v, &o.cpus) || o.cpus <= 0 || o.cpus > 1024) {
+        return Usage("--cpus needs a positive number, e.g. 0.5 or 2");
+      }
+    } else if (a == "--max-output") {
+      if (!value(a, &v) || !absl::SimpleAtoi(v, &o.max_output) || o.max_output < 16) {
+        return Usage("--max-output needs a number of bytes (at least 16)");
+      }
+    } else if (a == "--stdin") {
+      if (!value(a, &v)) return Usage("--stdin needs a file (or - for sentry's own stdin)");
+      o.stdin_path = v;
+    } else if (a == "--log") {
+      if (!value(a, &v) || v.empty()) return Usage("--log needs a file");
+      o.log_path = v;
     } else if (!a.empty() && a[0] == '-') {
       return Usage("unknown flag " + a);
     } else {

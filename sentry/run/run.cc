@@ -2,35 +2,54 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "loader/filter.h"
 #include "sentry/base/fs_identity.h"
+#include "sentry/base/sha256.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/procfs.h"
 #include "sentry/platform/notify_loop.h"
 #include "sentry/platform/tracer.h"
 #include "sentry/platform/unotify.h"
+#include "sentry/run/audit_log.h"
+#include "sentry/run/cgroups.h"
+#include "sentry/run/result.h"
 #include "sentry/run/sandbox_tree.h"
 #include "sentry/run/spawn.h"
+#include "sentry/run/stdio.h"
 #include "syscalls/table.h"
 
 namespace sentry {
 namespace {
 
-int Fail(const std::string& message, int code = kExitSentryError) {
-  std::fprintf(stderr, "sentry: %s\n", message.c_str());
-  return code;
+// A failure that ends the run before the guest starts, with its exit code.
+struct RunError {
+  int code;
+  std::string message;
+};
+
+double MonotonicMs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
 std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree) {
@@ -44,7 +63,7 @@ std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree) {
       "HOSTNAME=" + tree.hostname,
       "TMPDIR=/tmp",
   };
-  if (isatty(STDOUT_FILENO)) {
+  if (!o.json && isatty(STDOUT_FILENO)) {
     const char* term = getenv("TERM");
     env.push_back(absl::StrCat("TERM=", term && *term ? term : "xterm"));
   }
@@ -52,224 +71,364 @@ std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree) {
   return env;
 }
 
-// The first argument that names a host file is the script: it is copied in at
-// the same relative path under the guest's cwd (or the same absolute path).
-void CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& creds,
-                        const TreeConfig& tree, std::vector<std::string>& argv) {
-  for (size_t i = 1; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
+// The first argument that names a plain host file is the script: it is copied
+// in at the same relative path under the guest's cwd (or the same absolute
+// path). Returns its host path, for the audit log.
+std::string CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& creds,
+                               const std::string& cwd) {
+  for (size_t i = 1; i < o.argv.size(); ++i) {
+    const std::string& a = o.argv[i];
     if (a.empty() || a[0] == '-') continue;
     struct stat st;
     // A plain file only: never a symlink that could name something else.
     if (lstat(a.c_str(), &st) == 0 && S_ISREG(st.st_mode) && a.find("..") == std::string::npos) {
-      std::string guest = a[0] == '/' ? a : tree.home + "/" + a;
-      auto r = v.Lookup(v.root(), guest, {}, creds);
-      if (!r.ok()) (void)CopyIntoSandbox(v, creds, a, guest);  // unless the sandbox has it
+      std::string guest = a[0] == '/' ? a : cwd + "/" + a;
+      if (!v.Lookup(v.root(), guest, {}, creds).ok()) {
+        if (o.copy_script) (void)CopyIntoSandbox(v, creds, a, guest);
+        return a;
+      }
     }
-    return;
+    return "";
   }
+  return "";
 }
 
-struct SignalFds {
-  UniqueFd sig, timer;
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? absl::StrCat("SIG", abbrev) : absl::StrCat("SIG", sig);
+}
+
+class Run {
+ public:
+  explicit Run(const RunOptions& o) : o_(o), start_ms_(MonotonicMs()) {}
+  int Execute();
+
+ private:
+  std::optional<RunError> Prepare();
+  std::optional<RunError> BuildWorld();
+  std::optional<RunError> StartGuest();
+  void Supervise();
+  int Conclude(std::optional<RunError> error);
+  void KillSandbox() {
+    if (spawned_) kill(spawned_->init_pid(), SIGKILL);
+  }
+
+  const RunOptions& o_;
+  double start_ms_;
+  TreeConfig tree_;
+  LoaderSpec spec_;
+  GuestStdio stdio_;
+  Cgroups cgroups_;
+  std::optional<Spawned> spawned_;
+  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<Tracer> tracer_;
+  std::unique_ptr<Unotify> unotify_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<NotifyLoop> loop_;
+  vfs::Creds creds_;
+  vfs::NodeRef cwd_;
+  std::string program_;
+  std::string script_;
+  sigset_t mask_;
+  bool timed_out_ = false;
+  int user_signal_ = 0;
 };
 
-}  // namespace
-
-int RunSandbox(const RunOptions& o) {
-  if (o.argv.empty()) return Fail("no command given; usage: sentry run [flags] -- CMD [ARGS...]");
-  TreeConfig tree;
-  if (o.root) {
-    tree.uid = 0;
-    tree.gid = 0;
+std::optional<RunError> Run::Prepare() {
+  if (o_.root) {
+    tree_.uid = 0;
+    tree_.gid = 0;
   }
-  LoaderSpec spec;
-  spec.lower_roots = tree.lower_roots;
-  spec.store_options = absl::StrCat("mode=0755,size=", o.disk_bytes);
-  spec.uid = tree.uid;
-  spec.gid = tree.gid;
-  spec.hostname = tree.hostname;
-  spec.filter = BuildSeccompFilter(SyscallTable());
-  spec.argv = o.argv;
-  spec.envp = GuestEnv(o, tree);
+  creds_.uid = tree_.uid;
+  creds_.gid = tree_.gid;
+  spec_.lower_roots = tree_.lower_roots;
+  spec_.store_options = absl::StrCat("mode=0755,size=", o_.disk_bytes);
+  spec_.uid = tree_.uid;
+  spec_.gid = tree_.gid;
+  spec_.hostname = tree_.hostname;
+  spec_.filter = BuildSeccompFilter(SyscallTable());
+  spec_.argv = o_.argv;
+  spec_.envp = GuestEnv(o_, tree_);
 
+  GuestStdio::Options so;
+  so.capture = o_.json;
+  so.stdin_path = o_.stdin_path;
+  so.max_output = o_.max_output;
+  if (absl::Status s = stdio_.Setup(so); !s.ok()) {
+    return RunError{kExitSentryError, std::string(s.message())};
+  }
+  spec_.stdio = stdio_.child_fds();
+  CgroupLimits limits{o_.memory_bytes, o_.pids, o_.cpus};
+  cgroups_.Create(absl::StrCat("sentry-", getpid()), limits);
+  // Where no cgroup holds, rlimits in the guest still do (per process).
+  if (o_.memory_bytes && !cgroups_.has_memory()) {
+    spec_.rlimits.push_back({RLIMIT_AS, o_.memory_bytes});
+  }
+  return std::nullopt;
+}
+
+std::optional<RunError> Run::BuildWorld() {
   // SIGCHLD and the user's signals are read from a signalfd by this thread;
-  // every thread (the notification loop included) inherits the mask.
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, s);
-  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  // every thread made from here on inherits the mask.
+  sigemptyset(&mask_);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask_, s);
+  pthread_sigmask(SIG_BLOCK, &mask_, nullptr);
 
-  auto spawned = Spawned::Start(spec);
-  if (!spawned.ok()) return Fail(std::string(spawned.status().message()));
-  Spawned& sp = *spawned;
-  auto cleanup_init = [&] {
-    kill(sp.init_pid(), SIGKILL);
-  };
+  auto spawned = Spawned::Start(spec_, [this](pid_t init) { cgroups_.Add(init); });
+  if (!spawned.ok()) return RunError{kExitSentryError, std::string(spawned.status().message())};
+  spawned_.emplace(std::move(*spawned));
+  stdio_.Start();
 
-  uid_t store_owner = kHostIdBase;
-  auto store = std::make_unique<vfs::Store>(sp.TakeStoreDir(), store_owner, store_owner);
-  auto vfs_or = BuildSandboxTree(tree, std::move(store));
-  if (!vfs_or.ok()) {
-    cleanup_init();
-    return Fail(std::string(vfs_or.status().message()));
-  }
+  auto store = std::make_unique<vfs::Store>(spawned_->TakeStoreDir(), kHostIdBase, kHostIdBase);
+  auto vfs_or = BuildSandboxTree(tree_, std::move(store));
+  if (!vfs_or.ok()) return RunError{kExitSentryError, std::string(vfs_or.status().message())};
   std::unique_ptr<vfs::Vfs> v = std::move(*vfs_or);
-  vfs::Creds creds;
-  creds.uid = tree.uid;
-  creds.gid = tree.gid;
-  for (const auto& [host, guest] : o.copies) {
-    absl::Status s = CopyIntoSandbox(*v, creds, host, guest);
-    if (!s.ok()) {
-      cleanup_init();
-      return Fail(absl::StrCat("--copy ", host, ":", guest, ": ", s.message()));
+  for (const auto& [host, guest] : o_.copies) {
+    if (absl::Status s = CopyIntoSandbox(*v, creds_, host, guest); !s.ok()) {
+      return RunError{kExitSentryError, absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
     }
   }
-  std::vector<std::string> argv = o.argv;
-  if (o.copy_script) CopyScriptArgument(o, *v, creds, tree, argv);
+  std::string home = o_.root ? "/root" : tree_.home;
+  script_ = CopyScriptArgument(o_, *v, creds_, home);
+  cwd_ = v->Lookup(v->root(), home, {}, creds_).value();
 
-  vfs::NodeRef home = v->Lookup(v->root(), o.root ? "/root" : tree.home, {}, creds).value();
   // Find the program as execvp would, to fail early with a clear message.
-  std::string program = o.argv[0];
-  if (program.find('/') == std::string::npos) {
+  program_ = o_.argv[0];
+  if (program_.find('/') == std::string::npos) {
     std::string found;
     for (const char* dir : {"/usr/local/bin/", "/usr/bin/", "/bin/", "/usr/local/sbin/",
                             "/usr/sbin/", "/sbin/"}) {
-      auto n = v->Lookup(v->root(), dir + program, {}, creds);
+      auto n = v->Lookup(v->root(), dir + program_, {}, creds_);
       if (n.ok() && (*n)->kind() == vfs::NodeKind::kFile) {
-        found = dir + program;
+        found = dir + program_;
         break;
       }
     }
     if (found.empty()) {
-      cleanup_init();
-      return Fail(absl::StrCat(program,
-                               ": command not found in the sandbox (it shows /usr, /bin, /sbin "
-                               "and /lib of the host; copy other programs in with --copy)"),
-                  kExitNotFound);
+      return RunError{kExitNotFound,
+                      absl::StrCat(program_,
+                                   ": command not found in the sandbox (it shows the host's /usr, "
+                                   "/bin, /sbin and /lib; copy other programs in with --copy)")};
     }
-    program = found;
+    program_ = found;
   } else {
-    auto n = v->Lookup(home, program, {}, creds);
+    auto n = v->Lookup(cwd_, program_, {}, creds_);
     if (!n.ok()) {
-      cleanup_init();
-      return Fail(absl::StrCat(program, ": ", std::strerror(n.error()), " in the sandbox"),
-                  n.error() == ENOENT ? kExitNotFound : kExitCannotExec);
+      return RunError{n.error() == ENOENT ? kExitNotFound : kExitCannotExec,
+                      absl::StrCat(program_, ": ", std::strerror(n.error()), " in the sandbox")};
+    }
+    if ((*n)->kind() != vfs::NodeKind::kFile) {
+      return RunError{kExitCannotExec, absl::StrCat(program_, ": not a regular file")};
     }
   }
 
   KernelConfig kc;
-  kc.hostname = tree.hostname;
+  kc.hostname = tree_.hostname;
+  kc.memory_bytes = o_.memory_bytes;
   struct stat netns;
-  if (stat(absl::StrCat("/proc/", sp.init_pid(), "/ns/net").c_str(), &netns) == 0) {
+  if (stat(absl::StrCat("/proc/", spawned_->init_pid(), "/ns/net").c_str(), &netns) == 0) {
     kc.net_ns_ino = netns.st_ino;
   }
-  Kernel kernel(std::move(v), kc);
-  kernel.init_host_pid = sp.init_pid();
-  MountProcfs(kernel, kernel.vfs().Lookup(kernel.vfs().root(), "/proc", {}, creds).value());
-  FILE* trace = o.trace ? stderr : nullptr;
-  Tracer tracer(kernel, tree.lower_roots, trace);
+  kernel_ = std::make_unique<Kernel>(std::move(v), kc);
+  kernel_->init_host_pid = spawned_->init_pid();
+  MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
+  return std::nullopt;
+}
 
-  absl::Status st = sp.AwaitGuest();
-  if (!st.ok()) {
-    cleanup_init();
-    return Fail(std::string(st.message()));
+std::optional<RunError> Run::StartGuest() {
+  FILE* trace = o_.trace ? stderr : nullptr;
+  tracer_ = std::make_unique<Tracer>(*kernel_, tree_.lower_roots, trace);
+  if (absl::Status st = spawned_->AwaitGuest(); !st.ok()) {
+    return RunError{kExitSentryError, std::string(st.message())};
   }
-  Unotify unotify(sp.TakeListener());
-  if (!unotify.SetSyncWakeup() && trace) {
+  unotify_ = std::make_unique<Unotify>(spawned_->TakeListener());
+  if (!unotify_->SetSyncWakeup() && trace) {
     std::fprintf(stderr, "sentry: notice: no synchronous wake-up (Linux < 6.6): slower traps\n");
   }
   {
-    std::lock_guard<std::mutex> lock(kernel.mu());
+    std::lock_guard<std::mutex> lock(kernel_->mu());
     Task t;
-    t.tid = sp.guest_pid();
+    t.tid = spawned_->guest_pid();
     t.ns_tid = ReadNsPid(t.tid);
     t.pidfd = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, t.tid, 0)));
     t.fs = std::make_shared<FsContext>();
-    t.fs->cwd = home;
+    t.fs->cwd = cwd_;
     t.process = std::make_shared<Process>();
     t.process->tgid = t.tid;
     t.process->ns_pid = t.ns_tid;
-    t.process->creds = creds;
+    t.process->creds = creds_;
     t.started = true;
-    kernel.tasks().Add(std::move(t));
+    kernel_->tasks().Add(std::move(t));
   }
-  if (int r = tracer.Seize(sp.guest_pid()); r < 0) {
-    cleanup_init();
-    return Fail(absl::StrCat("cannot trace the guest: ", std::strerror(-r)));
+  if (int r = tracer_->Seize(spawned_->guest_pid()); r < 0) {
+    return RunError{kExitSentryError, absl::StrCat("cannot trace the guest: ", std::strerror(-r))};
   }
-  tracer.set_leader(sp.guest_pid());
-  Dispatcher dispatcher(trace);
+  tracer_->set_leader(spawned_->guest_pid());
+  dispatcher_ = std::make_unique<Dispatcher>(trace);
   // Both guest-facing threads (this one answers execve) reach host files as an
   // unprivileged user from here on.
   constexpr uid_t kFsId = kHostIdBase + 1;
-  NotifyLoop loop(kernel, unotify, dispatcher, kFsId);
-  loop.Start();
+  loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, kFsId);
+  loop_->Start();
   if (!DropFsIdentity(kFsId, kFsId)) {
-    cleanup_init();
-    return Fail("cannot take an unprivileged file identity");
+    return RunError{kExitSentryError, "cannot take an unprivileged file identity"};
   }
   // The guest's first execve names the program as found above; the sentry
   // answers it like any other.
-  st = sp.Go(program);
-  if (!st.ok()) {
-    cleanup_init();
-    return Fail(std::string(st.message()));
+  if (absl::Status st = spawned_->Go(program_); !st.ok()) {
+    return RunError{kExitSentryError, std::string(st.message())};
   }
+  return std::nullopt;
+}
 
-  SignalFds fds;
-  fds.sig = UniqueFd(signalfd(-1, &mask, SFD_CLOEXEC));
-  fds.timer = UniqueFd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
-  if (o.timeout_sec > 0) {
+void Run::Supervise() {
+  UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC));
+  UniqueFd timer(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+  if (o_.timeout_sec > 0) {
     itimerspec its{};
-    its.it_value.tv_sec = static_cast<time_t>(o.timeout_sec);
-    its.it_value.tv_nsec = static_cast<long>((o.timeout_sec - its.it_value.tv_sec) * 1e9);
+    its.it_value.tv_sec = static_cast<time_t>(o_.timeout_sec);
+    its.it_value.tv_nsec = static_cast<long>((o_.timeout_sec - its.it_value.tv_sec) * 1e9);
     if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
-    timerfd_settime(fds.timer.get(), 0, &its, nullptr);
+    timerfd_settime(timer.get(), 0, &its, nullptr);
   }
-  bool timed_out = false;
-  int user_signal = 0;
   bool init_reaped = false;
   while (!init_reaped) {
-    pollfd pfd[2] = {{fds.sig.get(), POLLIN, 0}, {fds.timer.get(), POLLIN, 0}};
+    pollfd pfd[2] = {{sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
     if (poll(pfd, 2, -1) < 0 && errno != EINTR) break;
     if (pfd[1].revents & POLLIN) {
-      timed_out = true;
-      cleanup_init();
       uint64_t ticks;
-      (void)!read(fds.timer.get(), &ticks, sizeof(ticks));
+      (void)!read(timer.get(), &ticks, sizeof(ticks));
+      if (!tracer_->leader_done()) timed_out_ = true;
+      KillSandbox();
     }
-    if (pfd[0].revents & POLLIN) {
-      signalfd_siginfo si;
-      while (read(fds.sig.get(), &si, sizeof(si)) == sizeof(si)) {
-        if (si.ssi_signo != SIGCHLD) {
-          user_signal = static_cast<int>(si.ssi_signo);
-          cleanup_init();
-        }
-        break;
+    if (!(pfd[0].revents & POLLIN)) continue;
+    signalfd_siginfo si;
+    while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
+      if (si.ssi_signo != SIGCHLD) {
+        user_signal_ = static_cast<int>(si.ssi_signo);
+        KillSandbox();
       }
+      break;
+    }
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
+      if (pid == spawned_->init_pid()) {
+        if (WIFEXITED(status) || WIFSIGNALED(status)) init_reaped = true;
+        continue;
+      }
+      tracer_->OnWaitStatus(pid, status);
+      if (tracer_->leader_done()) KillSandbox();
+    }
+  }
+}
+
+int Run::Conclude(std::optional<RunError> error) {
+  RunResult r;
+  if (error) {
+    KillSandbox();
+    if (spawned_) {
       int status;
-      pid_t pid;
-      while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
-        if (pid == sp.init_pid()) {
-          if (WIFEXITED(status) || WIFSIGNALED(status)) init_reaped = true;
-          continue;
-        }
-        tracer.OnWaitStatus(pid, status);
-        if (tracer.leader_done()) cleanup_init();
+      while (waitpid(spawned_->init_pid(), &status, __WALL) < 0 && errno == EINTR) {
       }
     }
   }
-  loop.Stop();
-  if (!tracer.violation().empty()) return Fail(tracer.violation(), kExitSentryError);
-  if (timed_out) return Fail(absl::StrCat("timed out after ", o.timeout_sec, "s"), kExitTimeout);
-  if (user_signal) return 128 + user_signal;
-  if (tracer.leader_done()) {
-    int s = tracer.leader_status();
-    if (WIFEXITED(s)) return WEXITSTATUS(s);
-    if (WIFSIGNALED(s)) return 128 + WTERMSIG(s);
+  if (loop_) loop_->Stop();
+  stdio_.Finish();
+  r.duration_ms = static_cast<uint64_t>(MonotonicMs() - start_ms_);
+  r.stdout_text = stdio_.out().Text();
+  r.stderr_text = stdio_.err().Text();
+  r.stdout_dropped = stdio_.out().dropped();
+  r.stderr_dropped = stdio_.err().dropped();
+  r.cpu_ms = cgroups_.CpuNanos() / 1000000;
+  r.peak_memory_bytes = cgroups_.PeakMemoryBytes();
+  r.walls = {"seccomp", "namespaces"};
+  for (const std::string& w : cgroups_.enforced()) r.walls.push_back(w);
+  if (!cgroups_.has_memory() && o_.memory_bytes) r.walls.push_back("rlimit-as");
+
+  int code;
+  if (error) {
+    code = error->code;
+    r.error = error->message;
+  } else if (tracer_ && !tracer_->violation().empty()) {
+    code = kExitSentryError;
+    r.error = tracer_->violation();
+  } else if (timed_out_) {
+    code = kExitTimeout;
+    r.timed_out = true;
+    r.limit = "timeout";
+    r.signal = "SIGKILL";
+  } else if (user_signal_) {
+    code = 128 + user_signal_;
+    r.signal = SignalName(user_signal_);
+    r.error = absl::StrCat("sentry received ", SignalName(user_signal_));
+  } else if (tracer_ && tracer_->leader_done()) {
+    int s = tracer_->leader_status();
+    if (WIFEXITED(s)) {
+      code = WEXITSTATUS(s);
+    } else {
+      code = 128 + WTERMSIG(s);
+      r.signal = SignalName(WTERMSIG(s));
+      if (WTERMSIG(s) == SIGKILL && cgroups_.MemoryLimitHit()) r.limit = "memory";
+    }
+  } else {
+    code = kExitSentryError;
+    r.error = "the guest ended without an exit status";
   }
-  return Fail("the guest ended without an exit status");
+  r.exit_code = code;
+  if (!r.limit && cgroups_.PidsLimitHit()) r.limit = "pids";
+  cgroups_.Remove();
+
+  if (!o_.log_path.empty()) {
+    AuditRecord rec;
+    rec.run_id = absl::StrFormat("%d-%d", getpid(), static_cast<int>(start_ms_));
+    rec.argv = o_.argv;
+    if (!script_.empty()) {
+      std::ifstream f(script_, std::ios::binary);
+      std::stringstream ss;
+      ss << f.rdbuf();
+      rec.code_hash = Sha256Hex(ss.str());
+      rec.code = ss.str().substr(0, 64 << 10);
+    }
+    rec.limits = absl::StrFormat(
+        "{\"timeoutSec\":%g,\"memoryBytes\":%d,\"pids\":%d,\"cpus\":%g,\"diskBytes\":%d,"
+        "\"maxOutputBytes\":%d}",
+        o_.timeout_sec, o_.memory_bytes, o_.pids, o_.cpus, o_.disk_bytes, o_.max_output);
+    rec.result = &r;
+    if (absl::Status s = AppendAuditRecord(o_.log_path, rec); !s.ok()) {
+      std::fprintf(stderr, "sentry: %s\n", std::string(s.message()).c_str());
+    }
+  }
+  if (o_.json) {
+    std::string json = ResultJson(r) + "\n";
+    fwrite(json.data(), 1, json.size(), stdout);
+    fflush(stdout);
+  } else if (r.error) {
+    std::fprintf(stderr, "sentry: %s\n", r.error->c_str());
+  } else if (r.timed_out) {
+    std::fprintf(stderr, "sentry: timed out after %gs\n", o_.timeout_sec);
+  } else if (r.limit == "memory") {
+    std::fprintf(stderr, "sentry: the guest was killed at its memory limit\n");
+  }
+  return code;
+}
+
+int Run::Execute() {
+  if (auto e = Prepare()) return Conclude(e);
+  if (auto e = BuildWorld()) return Conclude(e);
+  if (auto e = StartGuest()) return Conclude(e);
+  Supervise();
+  return Conclude(std::nullopt);
+}
+
+}  // namespace
+
+int RunSandbox(const RunOptions& options) {
+  if (options.argv.empty()) {
+    std::fprintf(stderr, "sentry: no command given; usage: sentry run [flags] -- CMD [ARGS...]\n");
+    return kExitSentryError;
+  }
+  return Run(options).Execute();
 }
 
 }  // namespace sentry

@@ -22,8 +22,15 @@ struct RunOptions {
   bool copy_script = true;  // copy a first argument that names a host file
   bool trace = false;
   bool root = false;  // the guest is uid 0 inside (still no host privilege)
-  double timeout_sec = 0;
+  bool json = false;  // print one result object instead of streaming output
+  std::string log_path;    // --log: append one JSON line per run
+  std::string stdin_path;  // --stdin FILE or "-"
+  double timeout_sec = 30;  // 0: none
+  uint64_t memory_bytes = 1ull << 30;
+  uint64_t pids = 128;
+  double cpus = 0;  // 0: no quota
   uint64_t disk_bytes = 512ull << 20;
+  uint64_t max_output = 64 << 10;  // per stream, with --json
 };
 
 int RunSandbox(const RunOptions& options);

@@ -36,7 +36,8 @@ absl::Status StepError(const LoaderMessage& m) {
 
 }  // namespace
 
-absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
+absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
+                                       const std::function<void(pid_t)>& on_cloned) {
   int maps[2], report[2], go[2];
   if (pipe2(maps, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
     return ErrnoStatus("pipe");
@@ -56,6 +57,7 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
         "unprivileged user namespaces)"));
   }
   s.init_pid_ = pid;
+  on_cloned(pid);
   maps_r.Reset();
   report_w.Reset();
   go_r.Reset();

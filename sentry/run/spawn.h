@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "loader/loader.h"
 #include "sentry/base/unique_fd.h"
@@ -18,8 +20,10 @@ inline constexpr uid_t kHostIdBase = 2000000000;
 
 class Spawned final {
  public:
-  // Clones the loader and waits until the mount view is built.
-  static absl::StatusOr<Spawned> Start(const LoaderSpec& spec);
+  // Clones the loader and waits until the mount view is built. on_cloned runs
+  // with the loader's pid before the loader does anything (to put it in cgroups).
+  static absl::StatusOr<Spawned> Start(const LoaderSpec& spec,
+                                       const std::function<void(pid_t)>& on_cloned);
 
   // Waits for the guest's filter; returns its host pid and takes its listener.
   absl::Status AwaitGuest();

@@ -98,10 +98,9 @@ int UdpSocket(sockaddr_in* bound) {
   return s;
 }
 
-// stdin is a host socket (inetd style, or a caller's socketpair): the guest may
-// use it as it was given, connected to its one peer. It must not re-aim it at
-// other host addresses: the sentry's connect() works on whatever socket the
-// guest names, and sendto() is native.
+// stdin is a host socket (inetd style, or a caller's socketpair). The sentry
+// relays a non-terminal stdin through a pipe, so the guest never holds the host
+// socket; whatever it does, it must not reach other host addresses.
 TEST(Stdio, HostSocketOnStdinReachesNoOtherHostAddress) {
   sockaddr_in peer{}, other{};
   int peer_fd = UdpSocket(&peer);
@@ -111,9 +110,12 @@ TEST(Stdio, HostSocketOnStdinReachesNoOtherHostAddress) {
   int other_port = ntohs(other.sin_port);
   ProcessResult r = RunSentryWithStdin({},
                                        {"/usr/bin/python3", "-c",
-                                        "import socket, errno\n"
+                                        "import socket, errno, os, stat, sys\n"
                                         "port = " +
                                             std::to_string(other_port) + R"PY(
+if not stat.S_ISSOCK(os.fstat(0).st_mode):
+    print("stdin is relayed, not the host socket")
+    sys.exit(0)
 s = socket.socket(fileno=0)
 def t(name, f):
     try:

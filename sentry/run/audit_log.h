@@ -1,0 +1,27 @@
+// The audit log (--log FILE): one JSON line per run, appended with a single
+// write on an O_APPEND file, so concurrent runs never interleave their lines.
+#ifndef SENTRY_RUN_AUDIT_LOG_H_
+#define SENTRY_RUN_AUDIT_LOG_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "sentry/run/result.h"
+
+namespace sentry {
+
+struct AuditRecord {
+  std::string run_id;
+  std::vector<std::string> argv;
+  std::string code;       // the script's text, capped
+  std::string code_hash;  // sha-256... of the whole script (hex), or ""
+  std::string limits;     // a JSON object
+  const RunResult* result = nullptr;
+};
+
+absl::Status AppendAuditRecord(const std::string& path, const AuditRecord& record);
+
+}  // namespace sentry
+
+#endif  // SENTRY_RUN_AUDIT_LOG_H_

@@ -1,0 +1,50 @@
+// Cgroups: the sandbox's resource caps, enforced by the host kernel from
+// outside the guest (cgroup v1 here: memory, pids, cpu, cpuacct controllers;
+// each made under the sentry's own cgroup and removed after the run).
+#ifndef SENTRY_RUN_CGROUPS_H_
+#define SENTRY_RUN_CGROUPS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sentry {
+
+struct CgroupLimits {
+  uint64_t memory_bytes = 0;  // 0: none
+  uint64_t pids = 0;          // 0: none
+  double cpus = 0;            // 0: none
+};
+
+class Cgroups final {
+ public:
+  Cgroups() = default;
+  Cgroups(const Cgroups&) = delete;
+  Cgroups& operator=(const Cgroups&) = delete;
+  ~Cgroups();
+
+  // Makes one cgroup per controller that has a limit (and cpuacct for usage).
+  // What cannot be made is left out; enforced() says what holds.
+  void Create(const std::string& name, const CgroupLimits& limits);
+  // Moves pid (the sandbox's pid 1, before anything else starts) into them.
+  void Add(pid_t pid);
+  // Removes the cgroups (once their processes are gone).
+  void Remove();
+
+  std::vector<std::string> enforced() const;  // "cgroup-memory", "cgroup-pids", ...
+  bool has_memory() const { return !memory_.empty(); }
+  bool has_pids() const { return !pids_.empty(); }
+  uint64_t PeakMemoryBytes() const;
+  uint64_t CpuNanos() const;
+  bool MemoryLimitHit() const;  // the OOM killer acted in the sandbox
+  bool PidsLimitHit() const;    // a fork was refused
+
+ private:
+  std::string memory_, pids_, cpu_, cpuacct_;  // the directories made
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_RUN_CGROUPS_H_

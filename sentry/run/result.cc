@@ -1,0 +1,95 @@
+#include "sentry/run/result.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace sentry {
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], or 0.
+size_t Utf8Len(const std::string& s, size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  size_t n;
+  uint32_t min;
+  if (c < 0x80) return 1;
+  if ((c & 0xe0) == 0xc0) {
+    n = 2;
+    min = 0x80;
+  } else if ((c & 0xf0) == 0xe0) {
+    n = 3;
+    min = 0x800;
+  } else if ((c & 0xf8) == 0xf0) {
+    n = 4;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  uint32_t cp = c & (0xff >> (n + 1));
+  for (size_t k = 1; k < n; ++k) {
+    auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3f);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n;
+}
+
+std::string Opt(const std::optional<std::string>& v) { return v ? JsonString(*v) : "null"; }
+
+}  // namespace
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = Utf8Len(s, i);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      out.append(s, i, n);
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += absl::StrFormat("\\u%04x", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+    i += n;
+  }
+  return out + "\"";
+}
+
+std::string ResultJson(const RunResult& r) {
+  std::vector<std::string> walls, denied;
+  for (const std::string& w : r.walls) walls.push_back(JsonString(w));
+  for (const DeniedOperation& d : r.denied) {
+    denied.push_back(absl::StrCat("{\"syscall\":", JsonString(d.syscall),
+                                  ",\"argument\":", JsonString(d.argument),
+                                  ",\"error\":", JsonString(d.error), ",\"hint\":",
+                                  JsonString(d.hint), "}"));
+  }
+  return absl::StrCat(
+      "{\"stdout\":", JsonString(r.stdout_text), ",\"stderr\":", JsonString(r.stderr_text),
+      ",\"exitCode\":", r.exit_code, ",\"signal\":", Opt(r.signal),
+      ",\"timedOut\":", r.timed_out ? "true" : "false", ",\"limit\":", Opt(r.limit),
+      ",\"durationMs\":", r.duration_ms, ",\"cpuMs\":", r.cpu_ms,
+      ",\"peakMemoryBytes\":", r.peak_memory_bytes, ",\"stdoutDroppedBytes\":", r.stdout_dropped,
+      ",\"stderrDroppedBytes\":", r.stderr_dropped, ",\"walls\":[", absl::StrJoin(walls, ","),
+      "],\"denied\":[", absl::StrJoin(denied, ","), "],\"error\":", Opt(r.error),
+      ",\"version\":\"", SENTRY_VERSION, "\"}");
+}
+
+}  // namespace sentry

@@ -1,0 +1,42 @@
+// RunResult: what one run returns, and its JSON form (the --json object and the
+// --log line). Field names are stable; the README documents the schema.
+#ifndef SENTRY_RUN_RESULT_H_
+#define SENTRY_RUN_RESULT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sentry {
+
+struct DeniedOperation {
+  std::string syscall;
+  std::string argument;  // a path or an address
+  std::string error;     // "EACCES"
+  std::string hint;      // one line for the model
+};
+
+struct RunResult {
+  std::string stdout_text, stderr_text;
+  uint64_t stdout_dropped = 0, stderr_dropped = 0;
+  int exit_code = 0;                  // the guest's, or 128+signal
+  std::optional<std::string> signal;  // "SIGKILL"
+  bool timed_out = false;
+  std::optional<std::string> limit;  // "timeout", "memory", "pids", "output"
+  std::optional<std::string> error;  // sentry's own failure, if any
+  uint64_t duration_ms = 0;
+  uint64_t cpu_ms = 0;
+  uint64_t peak_memory_bytes = 0;
+  std::vector<std::string> walls;  // "seccomp", "namespaces", "cgroup-memory"...
+  std::vector<DeniedOperation> denied;
+};
+
+// Quotes s as a JSON string; bytes that are not valid UTF-8 become U+FFFD.
+std::string JsonString(const std::string& s);
+
+std::string ResultJson(const RunResult& r);
+
+}  // namespace sentry
+
+#endif  // SENTRY_RUN_RESULT_H_

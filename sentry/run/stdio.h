@@ -1,0 +1,57 @@
+// GuestStdio: what the guest gets as fds 0, 1 and 2.
+//
+// The guest never holds a host file or socket of the caller's: a terminal is
+// passed through (interactive use: isatty, job control), anything else is
+// relayed through pipes by sentry threads. With capture (--json) stdout and
+// stderr go into bounded OutputBuffers and stdin comes from a file or nothing.
+#ifndef SENTRY_RUN_STDIO_H_
+#define SENTRY_RUN_STDIO_H_
+
+#include <array>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "sentry/base/unique_fd.h"
+#include "sentry/run/output_buffer.h"
+
+namespace sentry {
+
+class GuestStdio final {
+ public:
+  struct Options {
+    bool capture = false;     // --json: keep stdout/stderr instead of streaming them
+    std::string stdin_path;   // --stdin FILE ("-" is the sentry's own stdin)
+    size_t max_output = 64 << 10;
+  };
+
+  GuestStdio() = default;
+  GuestStdio(const GuestStdio&) = delete;
+  GuestStdio& operator=(const GuestStdio&) = delete;
+  ~GuestStdio();
+
+  absl::Status Setup(const Options& options);
+  // The sentry's fds the guest is to receive as 0, 1, 2.
+  std::array<int, 3> child_fds() const;
+  // Once the loader holds its copies: closes the sentry's, starts the relays.
+  void Start();
+  // Waits until the guest's ends are all closed and the relays are done.
+  void Finish();
+
+  const OutputBuffer& out() const { return *out_; }
+  const OutputBuffer& err() const { return *err_; }
+
+ private:
+  Options options_;
+  std::array<UniqueFd, 3> child_;  // the guest's ends
+  std::array<UniqueFd, 3> ours_;   // the sentry's ends of relayed streams
+  std::array<int, 3> passthrough_ = {-1, -1, -1};
+  std::unique_ptr<OutputBuffer> out_, err_;
+  std::vector<std::thread> outputs_;
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_RUN_STDIO_H_
