@@ -63,14 +63,14 @@ constexpr SyscallRow kTable[] = {
     NATIVE(39, getpid, ""),
     NATIVE(40, sendfile, "ffpl"),
     FILTERED(41, socket, kSocketFamily, EAFNOSUPPORT, "ddd"),
-    TRAP(42, connect, Connect, "fpl"),
+    TRAP(42, connect, Connect, "fAl"),
     NATIVE(43, accept, "fpp"),
     NATIVE(44, sendto, "fplxpl"),  // wall 2: the guest's net namespace has only lo
     NATIVE(45, recvfrom, "fplxpp"),
     NATIVE(46, sendmsg, "fpx"),  // wall 2, as sendto
     NATIVE(47, recvmsg, "fpx"),
     NATIVE(48, shutdown, "fd"),
-    TRAP(49, bind, Bind, "fpl"),
+    TRAP(49, bind, Bind, "fAl"),
     NATIVE(50, listen, "fd"),
     NATIVE(51, getsockname, "fpp"),
     NATIVE(52, getpeername, "fpp"),

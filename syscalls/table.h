@@ -38,7 +38,8 @@ struct SyscallRow {
   SyscallHandler handler;  // kTrap rows
   ArgFilter filter;
   // One letter an argument, for --trace: d int, u unsigned, x hex, o octal mode,
-  // f fd (AT_FDCWD aware), s path string, p pointer, l size/length, F open flags.
+  // f fd (AT_FDCWD aware), s path string, p pointer, l size/length, F open flags,
+  // A sockaddr (its length is the next argument).
   const char* args;
 };
 

@@ -1,6 +1,10 @@
 #include "sentry/kernel/dispatcher.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <cerrno>
 #include <cstring>
@@ -48,7 +52,52 @@ std::string OpenFlags(uint64_t v) {
   return out;
 }
 
+// "{AF_INET, 8.8.8.8:53}": a sockaddr, read again for display only.
+std::string SockAddr(SyscallContext& ctx, GuestAddr addr, uint64_t len) {
+  sockaddr_storage ss{};
+  if (len < sizeof(sa_family_t) || len > sizeof(ss) || !ctx.mem.CopyIn(addr, &ss, len).ok()) {
+    return absl::StrFormat("0x%x", addr.raw());
+  }
+  char ip[INET6_ADDRSTRLEN] = "?";
+  switch (ss.ss_family) {
+    case AF_INET: {
+      const auto& in = reinterpret_cast<const sockaddr_in&>(ss);
+      inet_ntop(AF_INET, &in.sin_addr, ip, sizeof(ip));
+      return absl::StrCat("{AF_INET, ", ip, ":", ntohs(in.sin_port), "}");
+    }
+    case AF_INET6: {
+      const auto& in6 = reinterpret_cast<const sockaddr_in6&>(ss);
+      inet_ntop(AF_INET6, &in6.sin6_addr, ip, sizeof(ip));
+      return absl::StrCat("{AF_INET6, [", ip, "]:", ntohs(in6.sin6_port), "}");
+    }
+    case AF_UNIX: {
+      const auto& un = reinterpret_cast<const sockaddr_un&>(ss);
+      size_t n = len - offsetof(sockaddr_un, sun_path);
+      std::string path(un.sun_path, strnlen(un.sun_path, n));
+      return absl::StrCat("{AF_UNIX, ", n > 0 && un.sun_path[0] == 0 ? "@" : "", Quote(path), "}");
+    }
+    default:
+      return absl::StrCat("{family ", ss.ss_family, "}");
+  }
+}
+
+// Refusals worth telling the model about: permissions, the network, the
+// read-only system. (ENOENT and friends are ordinary program behaviour.)
+bool IsDenial(int err) {
+  return err == EACCES || err == EPERM || err == ENETUNREACH || err == EROFS ||
+         err == EAFNOSUPPORT || err == ECONNREFUSED;
+}
+
 }  // namespace
+
+void Dispatcher::RecordDenial(SyscallContext& ctx, int nr, const SyscallRow& row, int err,
+                              const std::string& described) {
+  if (!IsDenial(err)) return;
+  Kernel& k = ctx.kernel;
+  ++k.denial_count;
+  if (k.denials.size() >= Kernel::kMaxDenials) return;
+  k.denials.push_back({described.empty() ? Describe(ctx, nr) : described, row.name, err});
+}
 
 std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {
   const SyscallRow* row = FindSyscall(nr);
@@ -67,6 +116,7 @@ std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {
       case 'l': absl::StrAppend(&out, v); break;
       case 'o': absl::StrAppend(&out, absl::StrFormat("0%o", v)); break;
       case 'F': out += OpenFlags(v); break;
+      case 'A': out += SockAddr(ctx, GuestAddr(v), i + 1 < 6 ? ctx.args.raw[i + 1] : 0); break;
       case 's': {
         auto s = ctx.mem.CopyInString(GuestAddr(v), 4095);
         out += s.ok() ? Quote(s.value()) : absl::StrFormat("0x%x", v);
@@ -89,6 +139,7 @@ DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
   } else {
     SysResult<uint64_t> res = row->handler(ctx);
     r.value = res.ok() ? static_cast<int64_t>(res.value()) : -res.error();
+    if (!res.ok()) RecordDenial(ctx, nr, *row, res.error(), described);
   }
   if (trace_) {
     pid_t tid = ctx.task.ns_tid;

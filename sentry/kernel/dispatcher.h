@@ -11,6 +11,8 @@
 
 namespace sentry {
 
+struct SyscallRow;
+
 struct DispatchResult {
   int64_t value = 0;  // the return value, or -errno
 };
@@ -26,6 +28,9 @@ class Dispatcher final {
   static std::string Describe(SyscallContext& ctx, int nr);
 
  private:
+  static void RecordDenial(SyscallContext& ctx, int nr, const struct SyscallRow& row, int err,
+                           const std::string& described);
+
   FILE* trace_;
 };
 

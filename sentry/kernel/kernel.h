@@ -8,12 +8,21 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "sentry/kernel/fd_identity.h"
 #include "sentry/kernel/task.h"
 #include "vfs/vfs.h"
 
 namespace sentry {
+
+// A guest operation the sentry refused, for the run's result (the model reads
+// these to learn what the sandbox does not allow).
+struct Denial {
+  std::string call;  // "connect(3, {AF_INET, 8.8.8.8:53}, 16)"
+  std::string syscall;
+  int err = 0;
+};
 
 struct KernelConfig {
   std::string hostname = "sandbox";
@@ -32,6 +41,11 @@ class Kernel final {
   TaskTable& tasks() { return tasks_; }
   FdIdentity& fds() { return fds_; }
   const KernelConfig& config() const { return config_; }
+
+  // The first denials of the run (see Denial), and how many there were.
+  static constexpr size_t kMaxDenials = 20;
+  std::vector<Denial> denials;
+  uint64_t denial_count = 0;
 
   // The task whose syscall or event is being handled (under mu); /proc's "self".
   Task* current = nullptr;

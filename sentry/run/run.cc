@@ -98,6 +98,26 @@ std::string SignalName(int sig) {
   return abbrev ? absl::StrCat("SIG", abbrev) : absl::StrCat("SIG", sig);
 }
 
+// A denial as the model reads it: what was refused and what to do instead.
+DeniedOperation ExplainDenial(const Denial& d) {
+  DeniedOperation out;
+  out.syscall = d.syscall;
+  out.argument = d.call;
+  out.error = strerrorname_np(d.err) ?: "E?";
+  bool net = d.syscall == "connect" || d.syscall == "bind" || d.syscall == "sendto";
+  if (d.err == ENETUNREACH || (net && d.err == EACCES)) {
+    out.hint = "network access is disabled in this sandbox; only its own loopback works";
+  } else if (d.err == ECONNREFUSED) {
+    out.hint = "nothing listens there inside the sandbox; the host's services are not reachable";
+  } else if (d.err == EAFNOSUPPORT) {
+    out.hint = "this kind of socket is not available in the sandbox";
+  } else if (d.err == EROFS || d.err == EACCES || d.err == EPERM) {
+    out.hint = "the sandbox's system files are read-only for this user; write under /tmp or the "
+               "home directory";
+  }
+  return out;
+}
+
 class Run {
  public:
   explicit Run(const RunOptions& o) : o_(o), start_ms_(MonotonicMs()) {}
@@ -376,6 +396,10 @@ int Run::Conclude(std::optional<RunError> error) {
     r.error = "the guest ended without an exit status";
   }
   r.exit_code = code;
+  if (kernel_) {
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    for (const Denial& d : kernel_->denials) r.denied.push_back(ExplainDenial(d));
+  }
   if (!r.limit && cgroups_.PidsLimitHit()) r.limit = "pids";
   cgroups_.Remove();
 
