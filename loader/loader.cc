@@ -124,7 +124,19 @@ void DropCapabilities(const Prepared& p) {
   prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 }
 
+// The guest starts as a fresh process would: no signal blocked (the sentry
+// blocks the ones it reads from a signalfd) and none ignored.
+void ResetSignals() {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
 [[noreturn]] void RunGuest(const Prepared& p) {
+  ResetSignals();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   for (int i = 0; i < 3; ++i) {
     if (p.spec->stdio[i] >= 0 && dup2(p.spec->stdio[i], i) < 0) Fail(p, LoaderStep::kStdio);

@@ -302,7 +302,7 @@ std::optional<RunError> Run::StartGuest() {
 }
 
 void Run::Supervise() {
-  UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC));
+  UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
   UniqueFd timer(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
   if (o_.timeout_sec > 0) {
     itimerspec its{};
@@ -311,24 +311,38 @@ void Run::Supervise() {
     if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
     timerfd_settime(timer.get(), 0, &its, nullptr);
   }
+  // A signal the user sends sentry goes to the guest first; the sandbox ends
+  // when the guest does, or after this grace, or at a second signal.
+  UniqueFd grace(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+  constexpr time_t kGraceSec = 2;
   bool init_reaped = false;
   while (!init_reaped) {
-    pollfd pfd[2] = {{sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
-    if (poll(pfd, 2, -1) < 0 && errno != EINTR) break;
+    pollfd pfd[3] = {
+        {sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}, {grace.get(), POLLIN, 0}};
+    if (poll(pfd, 3, -1) < 0 && errno != EINTR) break;
+    uint64_t ticks;
     if (pfd[1].revents & POLLIN) {
-      uint64_t ticks;
       (void)!read(timer.get(), &ticks, sizeof(ticks));
       if (!tracer_->leader_done()) timed_out_ = true;
+      KillSandbox();
+    }
+    if (pfd[2].revents & POLLIN) {
+      (void)!read(grace.get(), &ticks, sizeof(ticks));
       KillSandbox();
     }
     if (!(pfd[0].revents & POLLIN)) continue;
     signalfd_siginfo si;
     while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
-      if (si.ssi_signo != SIGCHLD) {
+      if (si.ssi_signo == SIGCHLD) continue;
+      if (user_signal_ == 0) {
         user_signal_ = static_cast<int>(si.ssi_signo);
+        kill(spawned_->guest_pid(), user_signal_);
+        itimerspec its{};
+        its.it_value.tv_sec = kGraceSec;
+        timerfd_settime(grace.get(), 0, &its, nullptr);
+      } else {
         KillSandbox();
       }
-      break;
     }
     int status;
     pid_t pid;
