@@ -30,6 +30,9 @@ enum class ArgFilter : uint8_t {
   kSeccompNoListener,  // seccomp(): no SECCOMP_FILTER_FLAG_NEW_LISTENER (see table.cc)  // setpriority(), ioprio_set(): not by user id (that could reach host tasks)
 };
 
+// Every argument letter the --trace decoder knows (see SyscallRow::args).
+inline constexpr const char kArgKinds[] = "duxofsplFA";
+
 struct SyscallRow {
   int nr;
   const char* name;

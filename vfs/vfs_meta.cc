@@ -81,6 +81,9 @@ struct stat Vfs::Stat(const Node& node) {
         for (const auto& [name, child] : node.children)
           if (child->IsDir()) ++n;
         st.st_nlink = n;
+      } else {
+        // The host's count, corrected by what the upper layer changed.
+        st.st_nlink = static_cast<nlink_t>(static_cast<int>(node.nlink) + node.subdir_delta);
       }
       break;
     }

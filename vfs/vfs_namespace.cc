@@ -36,6 +36,8 @@ SysStatus Vfs::MayDelete(const Node& dir, const Node& victim, const Creds& creds
 }
 
 void Vfs::Detach(const NodeRef& dir, const std::string& name) {
+  auto it = dir->children.find(name);
+  if (it != dir->children.end() && it->second->IsDir()) --dir->subdir_delta;
   dir->children.erase(name);
   if (dir->host_dir) dir->whiteouts.insert(name);
   Touch(*dir);
@@ -76,6 +78,7 @@ SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode,
     node->store_name = name;
   }
   AddChild(at.parent, at.name, node);
+  if (kind == NodeKind::kDir) ++at.parent->subdir_delta;
   Touch(*at.parent);
   return node;
 }
@@ -170,6 +173,9 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
     return Errno{(flags & RENAME_EXCHANGE) ? EINVAL : ENOTEMPTY};
   }
   if (flags & RENAME_EXCHANGE) {
+    int moved = (src->IsDir() ? 1 : 0) - (dst->IsDir() ? 1 : 0);
+    from.parent->subdir_delta -= moved;
+    to.parent->subdir_delta += moved;
     AddChild(from.parent, from.name, dst);
     AddChild(to.parent, to.name, src);
     Touch(*from.parent);
@@ -183,12 +189,14 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
     if (dst->IsDir()) {
       if (!List(dst).empty()) return Errno{ENOTEMPTY};
       dst->removed = true;
+      --to.parent->subdir_delta;  // replaced below by src, counted again
     } else {
       ReleaseFile(*dst);
     }
   }
   Detach(from.parent, from.name);
   AddChild(to.parent, to.name, src);
+  if (src->IsDir()) ++to.parent->subdir_delta;
   Touch(*to.parent);
   src->attr().ctime = Now();
   return {};
