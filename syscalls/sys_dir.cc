@@ -47,28 +47,50 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   const vfs::NodeRef& dir = ref.node();
   off_t pos = lseek(ref.host.get(), 0, SEEK_CUR);
   if (pos < 0) pos = 0;
-  std::vector<std::pair<std::string, vfs::NodeRef>> entries;
-  if (!dir->removed) {
-    vfs::NodeRef up = dir->parent.lock();
-    entries.emplace_back(".", dir);
-    entries.emplace_back("..", up ? up : dir);
-    for (auto& e : ctx.vfs().List(dir)) entries.push_back(std::move(e));
-  }
   std::vector<char> out;
   out.reserve(std::min<size_t>(count, 1 << 16));
-  size_t i = static_cast<size_t>(pos);
-  for (; i < entries.size(); ++i) {
-    const auto& [name, node] = entries[i];
+  // Appends one record; false when the buffer is full.
+  auto emit = [&](size_t index, const std::string& name, const vfs::Node& node) {
     size_t reclen = (sizeof(linux_dirent64_header) + name.size() + 1 + 7) & ~size_t{7};
-    if (out.size() + reclen > count) break;
+    if (out.size() + reclen > count) return false;
     size_t at = out.size();
     out.resize(at + reclen, 0);
-    linux_dirent64_header h{node->attr().ino, static_cast<int64_t>(i + 1),
-                            static_cast<uint16_t>(reclen), DirentType(*node)};
+    linux_dirent64_header h{node.attr().ino, static_cast<int64_t>(index + 1),
+                            static_cast<uint16_t>(reclen), DirentType(node)};
     std::memcpy(out.data() + at, &h, sizeof(h));
     std::memcpy(out.data() + at + sizeof(h), name.data(), name.size());
+    return true;
+  };
+  size_t i = static_cast<size_t>(pos);
+  size_t total = 0;
+  bool full = false;
+  if (!dir->removed) {
+    vfs::NodeRef up = dir->parent.lock();
+    if (i == 0 && !(full = !emit(0, ".", *dir))) ++i;
+    if (!full && i == 1 && !(full = !emit(1, "..", up ? *up : *dir))) ++i;
+    // Entries 2.. are the children in name order; dynamic dirs (/proc) are
+    // generated, the rest walked in place without copying.
+    auto walk = [&](auto begin, auto end, size_t size) {
+      total = size + 2;
+      if (full || i >= total) return;
+      auto it = begin;
+      std::advance(it, i - 2);
+      for (; it != end; ++it, ++i) {
+        if (!emit(i, it->first, *it->second)) {
+          full = true;
+          return;
+        }
+      }
+    };
+    if (dir->names) {
+      auto entries = ctx.vfs().List(dir);
+      walk(entries.begin(), entries.end(), entries.size());
+    } else {
+      const auto& entries = ctx.vfs().Entries(dir);
+      walk(entries.begin(), entries.end(), entries.size());
+    }
   }
-  if (out.empty() && i < entries.size()) return Errno{EINVAL};  // buffer too small
+  if (out.empty() && full) return Errno{EINVAL};  // not even one entry fits
   SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(1), out.data(), out.size()));
   lseek(ref.host.get(), static_cast<off_t>(i), SEEK_SET);
   return out.size();

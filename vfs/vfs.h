@@ -12,6 +12,7 @@
 
 #include <sys/stat.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -75,6 +76,9 @@ class Vfs final {
   NodeRef Child(const NodeRef& dir, const std::string& name);
   // Every entry of dir (host entries included), in name order.
   std::vector<std::pair<std::string, NodeRef>> List(const NodeRef& dir);
+  // The same without copying, for a directory that is not dynamic (no
+  // Node::names): its children once every host entry is in.
+  const std::map<std::string, NodeRef>& Entries(const NodeRef& dir);
   // The absolute path of a directory, or ENOENT if it was removed.
   SysResult<std::string> PathOf(const NodeRef& dir);
 

@@ -159,6 +159,11 @@ std::vector<std::pair<std::string, NodeRef>> Vfs::List(const NodeRef& dir) {
     }
     return out;
   }
+  const auto& entries = Entries(dir);
+  return {entries.begin(), entries.end()};
+}
+
+const std::map<std::string, NodeRef>& Vfs::Entries(const NodeRef& dir) {
   if (dir->host_dir && !dir->host_listed) {
     int fd = openat(dir->host_dir->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
@@ -174,7 +179,7 @@ std::vector<std::pair<std::string, NodeRef>> Vfs::List(const NodeRef& dir) {
     dir->host_listed = true;
     dir->host_absent.clear();
   }
-  return {dir->children.begin(), dir->children.end()};
+  return dir->children;
 }
 
 SysResult<std::string> Vfs::PathOf(const NodeRef& dir) {
