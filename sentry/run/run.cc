@@ -84,7 +84,11 @@ std::string CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Cred
     if (lstat(a.c_str(), &st) == 0 && S_ISREG(st.st_mode) && a.find("..") == std::string::npos) {
       std::string guest = a[0] == '/' ? a : cwd + "/" + a;
       if (!v.Lookup(v.root(), guest, {}, creds).ok()) {
-        if (o.copy_script) (void)CopyIntoSandbox(v, creds, a, guest);
+        if (!o.copy_script) return a;
+        if (absl::Status s = CopyIntoSandbox(v, creds, a, guest); !s.ok()) {
+          std::fprintf(stderr, "sentry: could not copy the script %s in: %s\n", a.c_str(),
+                       std::string(s.message()).c_str());
+        }
         return a;
       }
     }
@@ -237,9 +241,14 @@ std::optional<RunError> Run::BuildWorld() {
       return RunError{n.error() == ENOENT ? kExitNotFound : kExitCannotExec,
                       absl::StrCat(program_, ": ", std::strerror(n.error()), " in the sandbox")};
     }
-    if ((*n)->kind() != vfs::NodeKind::kFile) {
-      return RunError{kExitCannotExec, absl::StrCat(program_, ": not a regular file")};
-    }
+  }
+  auto node = v->Lookup(cwd_, program_, {}, creds_);
+  if (node.ok() && (*node)->kind() != vfs::NodeKind::kFile) {
+    return RunError{kExitCannotExec, absl::StrCat(program_, ": not a regular file")};
+  }
+  if (node.ok() && !v->Permission(**node, X_OK, creds_).ok()) {
+    return RunError{kExitCannotExec,
+                    absl::StrCat(program_, ": permission denied (not executable in the sandbox)")};
   }
 
   KernelConfig kc;

@@ -96,12 +96,27 @@ void BuildDev(vfs::Vfs& v) {
   AddDir(v, dev, "pts", 0755);
 }
 
+// What a copy makes belongs to the guest, wherever the operator put it.
+NodeRef GiveTo(NodeRef node, const vfs::Creds& owner) {
+  node->attr().uid = owner.uid;
+  node->attr().gid = owner.gid;
+  return node;
+}
+
+vfs::Creds Operator() {
+  vfs::Creds root;
+  root.uid = 0;
+  root.gid = 0;
+  return root;
+}
+
 absl::Status CopyFile(vfs::Vfs& v, const vfs::Resolved& at, const vfs::Creds& creds,
                       const std::string& host_path, mode_t mode) {
   int src = open(host_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (src < 0) return ErrnoStatus(absl::StrCat("cannot read ", host_path));
   UniqueFd src_fd(src);
-  auto node = v.Create(at, NodeKind::kFile, mode & 07777, creds);
+  auto node = v.Create(at, NodeKind::kFile, mode & 07777, Operator());
+  if (node.ok()) GiveTo(*node, creds);
   if (!node.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot create ", at.name, " in the sandbox: ", strerror(node.error())));
@@ -166,9 +181,7 @@ absl::Status CopyIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::st
     return ErrnoStatus(absl::StrCat("cannot copy ", host_path));
   }
   // Parents, made as the guest would with mkdir -p.
-  vfs::Creds root_creds;
-  root_creds.uid = 0;
-  root_creds.gid = 0;
+  vfs::Creds root_creds = Operator();
   NodeRef dir = v.root();
   std::vector<std::string> parts = absl::StrSplit(guest_path, '/', absl::SkipEmpty());
   if (parts.empty()) return absl::InvalidArgumentError("cannot copy over /");
@@ -178,9 +191,9 @@ absl::Status CopyIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::st
     auto r = v.Walk(dir, part, {}, root_creds);
     if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat("bad sandbox path ", guest_path));
     if (!r->node) {
-      auto made = v.Create(*r, NodeKind::kDir, 0755, creds);
+      auto made = v.Create(*r, NodeKind::kDir, 0755, root_creds);
       if (!made.ok()) return absl::InternalError(absl::StrCat("cannot make ", part));
-      dir = *made;
+      dir = GiveTo(*made, creds);
     } else if (!r->node->IsDir()) {
       return absl::InvalidArgumentError(absl::StrCat(part, " is not a directory in the sandbox"));
     } else {
@@ -196,15 +209,17 @@ absl::Status CopyIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::st
     char target[4096];
     ssize_t n = readlink(host_path.c_str(), target, sizeof(target) - 1);
     if (n < 0) return ErrnoStatus(absl::StrCat("cannot read link ", host_path));
-    auto made = v.Symlink(*at, std::string(target, n), creds);
+    auto made = v.Symlink(*at, std::string(target, n), root_creds);
     if (!made.ok()) return absl::InternalError(absl::StrCat("cannot make link ", guest_path));
+    GiveTo(*made, creds);
     return absl::OkStatus();
   }
   if (!S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(host_path, " is not a file or directory"));
   }
-  auto made = v.Create(*at, NodeKind::kDir, st.st_mode & 07777, creds);
+  auto made = v.Create(*at, NodeKind::kDir, st.st_mode & 07777, root_creds);
   if (!made.ok()) return absl::InternalError(absl::StrCat("cannot make ", guest_path));
+  GiveTo(*made, creds);
   DIR* d = opendir(host_path.c_str());
   if (!d) return ErrnoStatus(absl::StrCat("cannot list ", host_path));
   absl::Status status;

@@ -2,6 +2,7 @@
 // and the standard library, each compared with a native run of the same script.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 #include "tests/e2e/e2e_util.h"
@@ -30,10 +31,13 @@ TEST(PythonTest, LargeOutputArrivesWhole) {
 }
 
 TEST(PythonTest, Multiprocessing) {
+  // close() and join(): the pool's workers exit on their own. (`with Pool()`
+  // terminates them with SIGTERM instead: see SignalTest.)
   ProcessResult r = RunSentry({"--timeout", "20"}, {"/usr/bin/python3", "-c",
                                                     "import multiprocessing as mp\n"
-                                                    "with mp.Pool(2) as p:\n"
-                                                    "    print(p.map(abs, [-1, -2, -3]))\n"
+                                                    "p = mp.Pool(2)\n"
+                                                    "print(p.map(abs, [-1, -2, -3]))\n"
+                                                    "p.close(); p.join()\n"
                                                     "q = mp.Queue()\n"
                                                     "pr = mp.Process(target=q.put, args=(5,))\n"
                                                     "pr.start(); print(q.get()); pr.join()\n"
@@ -97,6 +101,8 @@ struct StdlibCase {
   const char* name;
   const char* script;
 };
+
+void PrintTo(const StdlibCase& c, std::ostream* os) { *os << c.name; }
 
 const StdlibCase kStdlibCases[] = {
     {"Files", R"py(import os, sys, pathlib, shutil, tempfile, glob

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -24,6 +26,27 @@ const SyscallRow* RowNamed(const std::string& name) {
   for (const SyscallRow& row : SyscallTable())
     if (name == row.name) return &row;
   return nullptr;
+}
+
+// The argument kinds table.h documents: the letters in its "One letter an
+// argument" comment ("d int, u unsigned, ...").
+std::string DocumentedArgKinds() {
+  std::ifstream in(std::string(SENTRY_SOURCE_DIR) + "/syscalls/table.h");
+  std::string line, comment;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line.find("One letter an argument") != std::string::npos) inside = true;
+    if (!inside) continue;
+    if (line.find("//") == std::string::npos) break;
+    comment += line.substr(line.find("//") + 2);
+  }
+  std::string letters;
+  std::regex kind_re(R"((?:: |, )([A-Za-z]) )");
+  for (auto it = std::sregex_iterator(comment.begin(), comment.end(), kind_re);
+       it != std::sregex_iterator(); ++it) {
+    letters += (*it)[1].str();
+  }
+  return letters;
 }
 
 const char* ActionName(Action a) {
@@ -95,6 +118,7 @@ TEST(SyscallTableTest, HandlersOnlyOnTrapRows) {
 }
 
 TEST(SyscallTableTest, ErrnosAndFiltersAreWellFormed) {
+  const std::string kinds = kArgKinds;
   for (const SyscallRow& row : SyscallTable()) {
     if (row.action == Action::kErrno || row.filter != ArgFilter::kNone) {
       EXPECT_GT(row.err, 0) << row.name;
@@ -108,6 +132,15 @@ TEST(SyscallTableTest, ErrnosAndFiltersAreWellFormed) {
     for (const char* c = row.args; *c; ++c) {
       EXPECT_NE(std::strchr(kArgKinds, *c), nullptr) << row.name << " has arg kind " << *c;
     }
+  }
+}
+
+TEST(SyscallTableTest, EveryArgumentKindIsDocumented) {
+  std::string documented = DocumentedArgKinds();
+  ASSERT_GE(documented.size(), 8u) << "cannot read the argument kinds from syscalls/table.h";
+  for (const char* c = kArgKinds; *c; ++c) {
+    EXPECT_NE(documented.find(*c), std::string::npos)
+        << "kind " << *c << " is not described in SyscallRow::args's comment";
   }
 }
 
