@@ -58,7 +58,8 @@ SysStatus Vfs::Permission(const Node& node, int may, const Creds& creds) const {
   return {};
 }
 
-struct stat Vfs::Stat(const Node& node) {
+// What every stat says from the node's own attributes.
+static struct stat NodeStat(const Node& node) {
   struct stat st {};
   const Attr& a = node.attr();
   st.st_dev = kVfsDev;
@@ -72,6 +73,11 @@ struct stat Vfs::Stat(const Node& node) {
   st.st_mtim = a.mtime;
   st.st_ctim = a.ctime;
   st.st_nlink = node.nlink;
+  return st;
+}
+
+struct stat Vfs::Stat(const Node& node) {
+  struct stat st = NodeStat(node);
   switch (node.kind()) {
     case NodeKind::kDir: {
       st.st_size = 4096;
@@ -110,15 +116,8 @@ struct stat Vfs::Stat(const Node& node) {
 }
 
 struct stat Vfs::StatWithData(const Node& node, const struct stat& data) {
-  struct stat st {};
+  struct stat st = NodeStat(node);
   const Attr& a = node.attr();
-  st.st_dev = kVfsDev;
-  st.st_ino = a.ino;
-  st.st_mode = a.mode;
-  st.st_uid = a.uid;
-  st.st_gid = a.gid;
-  st.st_nlink = node.nlink;
-  st.st_blksize = 4096;
   st.st_size = data.st_size;
   st.st_blocks = data.st_blocks;
   st.st_atim = data.st_atim;
