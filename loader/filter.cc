@@ -26,19 +26,35 @@ constexpr uint32_t kCloneNsFlags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | C
 // Terminal queries and settings on the guest's own tty, and fd flag requests.
 // Not TIOCSTI (typing into the caller's terminal) nor TIOCSCTTY/TIOCLINUX.
 constexpr uint32_t kSafeIoctls[] = {
-    TCGETS,  TCSETS,  TCSETSW,  TCSETSF,   TIOCGWINSZ, TIOCSWINSZ, TIOCGPGRP, TIOCSPGRP,
-    TCFLSH,  TCXONC,  TCSBRK,   TIOCOUTQ,  FIONREAD,   FIONBIO,    FIOCLEX,   FIONCLEX,
-    FIOASYNC, TIOCGPTN, TIOCSPTLCK, TIOCGSID, TCGETS2, TIOCGPTPEER};
+    TCGETS,   TCSETS,   TCSETSW,    TCSETSF,  TIOCGWINSZ, TIOCSWINSZ, TIOCGPGRP, TIOCSPGRP,
+    TCFLSH,   TCXONC,   TCSBRK,     TIOCOUTQ, FIONREAD,   FIONBIO,    FIOCLEX,   FIONCLEX,
+    FIOASYNC, TIOCGPTN, TIOCSPTLCK, TIOCGSID, TCGETS2,    TIOCGPTPEER};
 
 // prctl options that only read or narrow the calling process.
-constexpr uint32_t kSafePrctls[] = {
-    PR_SET_PDEATHSIG,  PR_GET_PDEATHSIG,     PR_GET_DUMPABLE,      PR_SET_DUMPABLE,
-    PR_GET_KEEPCAPS,   PR_SET_NAME,          PR_GET_NAME,          PR_GET_SECCOMP,
-    PR_SET_SECCOMP,    PR_CAPBSET_READ,      PR_GET_TIMERSLACK,    PR_SET_TIMERSLACK,
-    PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_GET_NO_NEW_PRIVS,
-    PR_GET_TID_ADDRESS, PR_SET_THP_DISABLE,  PR_GET_THP_DISABLE,   PR_CAP_AMBIENT,
-    PR_GET_SPECULATION_CTRL, PR_SET_SPECULATION_CTRL, 0x53564d41 /* PR_SET_VMA */,
-    0x59616d61 /* PR_SET_PTRACER */};
+constexpr uint32_t kSafePrctls[] = {PR_SET_PDEATHSIG,
+                                    PR_GET_PDEATHSIG,
+                                    PR_GET_DUMPABLE,
+                                    PR_SET_DUMPABLE,
+                                    PR_GET_KEEPCAPS,
+                                    PR_SET_NAME,
+                                    PR_GET_NAME,
+                                    PR_GET_SECCOMP,
+                                    PR_SET_SECCOMP,
+                                    PR_CAPBSET_READ,
+                                    PR_GET_TIMERSLACK,
+                                    PR_SET_TIMERSLACK,
+                                    PR_SET_CHILD_SUBREAPER,
+                                    PR_GET_CHILD_SUBREAPER,
+                                    PR_SET_NO_NEW_PRIVS,
+                                    PR_GET_NO_NEW_PRIVS,
+                                    PR_GET_TID_ADDRESS,
+                                    PR_SET_THP_DISABLE,
+                                    PR_GET_THP_DISABLE,
+                                    PR_CAP_AMBIENT,
+                                    PR_GET_SPECULATION_CTRL,
+                                    PR_SET_SPECULATION_CTRL,
+                                    0x53564d41 /* PR_SET_VMA */,
+                                    0x59616d61 /* PR_SET_PTRACER */};
 
 constexpr uint32_t kSafeSocketFamilies[] = {AF_UNIX, AF_INET, AF_INET6};
 constexpr uint32_t kSafePersonalities[] = {0xffffffff /* query */, 0 /* PER_LINUX */};
@@ -115,10 +131,14 @@ class FilterBuilder {
 
   static uint32_t ActionValue(const SyscallRow& row) {
     switch (row.action) {
-      case Action::kNative: return SECCOMP_RET_ALLOW;
-      case Action::kTrap: return SECCOMP_RET_USER_NOTIF;
-      case Action::kTrace: return SECCOMP_RET_TRACE;
-      case Action::kErrno: return SECCOMP_RET_ERRNO | (row.err & SECCOMP_RET_DATA);
+      case Action::kNative:
+        return SECCOMP_RET_ALLOW;
+      case Action::kTrap:
+        return SECCOMP_RET_USER_NOTIF;
+      case Action::kTrace:
+        return SECCOMP_RET_TRACE;
+      case Action::kErrno:
+        return SECCOMP_RET_ERRNO | (row.err & SECCOMP_RET_DATA);
     }
     return SECCOMP_RET_KILL_PROCESS;
   }

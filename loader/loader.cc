@@ -34,10 +34,10 @@ constexpr const char* kNewRoot = "/tmp";
 struct Prepared {
   const LoaderSpec* spec;
   LoaderPipes pipes;
-  std::vector<std::string> host_paths;   // "/usr"
-  std::vector<std::string> view_paths;   // "/tmp/usr"
-  std::vector<std::string> link_targets; // "" for directories
-  std::string store_path;                // "/tmp/.sentry-store"
+  std::vector<std::string> host_paths;    // "/usr"
+  std::vector<std::string> view_paths;    // "/tmp/usr"
+  std::vector<std::string> link_targets;  // "" for directories
+  std::string store_path;                 // "/tmp/.sentry-store"
   std::vector<char*> argv, envp;
   sock_fprog prog;
 };
@@ -156,8 +156,8 @@ void ResetSignals() {
   __user_cap_data_struct data[2] = {};
   if (syscall(SYS_capset, &hdr, data) < 0) Fail(p, LoaderStep::kDropCaps);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) Fail(p, LoaderStep::kNoNewPrivs);
-  int listener = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                                          SECCOMP_FILTER_FLAG_NEW_LISTENER, &p.prog));
+  int listener = static_cast<int>(
+      syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &p.prog));
   if (listener < 0) Fail(p, LoaderStep::kSeccomp);
   // From here every syscall goes through the filter: only read, write, close
   // and execve (traced) follow.
@@ -245,26 +245,46 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
 
 const char* LoaderStepName(LoaderStep step) {
   switch (step) {
-    case LoaderStep::kWaitMaps: return "wait for id maps";
-    case LoaderStep::kMountPrivate: return "make mounts private";
-    case LoaderStep::kMountRoot: return "mount the new root";
-    case LoaderStep::kBindLower: return "bind the lower layer";
-    case LoaderStep::kMountStore: return "mount the backing store";
-    case LoaderStep::kPivotRoot: return "pivot_root";
-    case LoaderStep::kRemountRoot: return "make the root read-only";
-    case LoaderStep::kHostname: return "set the hostname";
-    case LoaderStep::kLoopback: return "bring up loopback";
-    case LoaderStep::kFork: return "fork the guest";
-    case LoaderStep::kDropCaps: return "drop capabilities";
-    case LoaderStep::kSetIds: return "set the sandbox uid/gid";
-    case LoaderStep::kNoNewPrivs: return "set no_new_privs";
-    case LoaderStep::kSeccomp: return "install the seccomp filter";
-    case LoaderStep::kWaitGo: return "wait for the sentry";
-    case LoaderStep::kExec: return "execve";
-    case LoaderStep::kStdio: return "set up stdin/stdout/stderr";
-    case LoaderStep::kRlimits: return "set resource limits";
-    case LoaderStep::kReady: return "ready";
-    case LoaderStep::kListener: return "listener";
+    case LoaderStep::kWaitMaps:
+      return "wait for id maps";
+    case LoaderStep::kMountPrivate:
+      return "make mounts private";
+    case LoaderStep::kMountRoot:
+      return "mount the new root";
+    case LoaderStep::kBindLower:
+      return "bind the lower layer";
+    case LoaderStep::kMountStore:
+      return "mount the backing store";
+    case LoaderStep::kPivotRoot:
+      return "pivot_root";
+    case LoaderStep::kRemountRoot:
+      return "make the root read-only";
+    case LoaderStep::kHostname:
+      return "set the hostname";
+    case LoaderStep::kLoopback:
+      return "bring up loopback";
+    case LoaderStep::kFork:
+      return "fork the guest";
+    case LoaderStep::kDropCaps:
+      return "drop capabilities";
+    case LoaderStep::kSetIds:
+      return "set the sandbox uid/gid";
+    case LoaderStep::kNoNewPrivs:
+      return "set no_new_privs";
+    case LoaderStep::kSeccomp:
+      return "install the seccomp filter";
+    case LoaderStep::kWaitGo:
+      return "wait for the sentry";
+    case LoaderStep::kExec:
+      return "execve";
+    case LoaderStep::kStdio:
+      return "set up stdin/stdout/stderr";
+    case LoaderStep::kRlimits:
+      return "set resource limits";
+    case LoaderStep::kReady:
+      return "ready";
+    case LoaderStep::kListener:
+      return "listener";
   }
   return "?";
 }

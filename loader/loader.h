@@ -75,9 +75,9 @@ struct LoaderSpec {
 };
 
 struct LoaderPipes {
-  int maps_read = -1;    // sentry → loader: the id maps are written
-  int report_write = -1; // loader → sentry: LoaderMessage
-  int go_read = -1;      // sentry → guest: start
+  int maps_read = -1;     // sentry → loader: the id maps are written
+  int report_write = -1;  // loader → sentry: LoaderMessage
+  int go_read = -1;       // sentry → guest: start
 };
 
 // Clones the loader; returns its host pid, or -errno.

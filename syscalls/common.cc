@@ -71,8 +71,6 @@ SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::Nod
   return static_cast<uint64_t>(guest_fd);
 }
 
-mode_t ApplyUmask(SyscallContext& ctx, mode_t mode) {
-  return mode & ~ctx.task.fs->umask & 07777;
-}
+mode_t ApplyUmask(SyscallContext& ctx, mode_t mode) { return mode & ~ctx.task.fs->umask & 07777; }
 
 }  // namespace sentry::sys

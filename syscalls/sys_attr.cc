@@ -43,8 +43,8 @@ SysResult<uint64_t> Fchmodat2(SyscallContext& ctx) {
   int flags = ctx.args.Int(3);
   if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) return Errno{EINVAL};
   SYS_ASSIGN_OR_RETURN(vfs::NodeRef node,
-                       NodeAt(ctx, ctx.args.Int(0), ctx.args.Ptr(1),
-                              !(flags & AT_SYMLINK_NOFOLLOW), flags & AT_EMPTY_PATH));
+                       NodeAt(ctx, ctx.args.Int(0), ctx.args.Ptr(1), !(flags & AT_SYMLINK_NOFOLLOW),
+                              flags & AT_EMPTY_PATH));
   if (node->kind() == vfs::NodeKind::kSymlink) return Errno{EOPNOTSUPP};
   return DoChmod(ctx, node, ctx.args.Uint(2));
 }
@@ -68,8 +68,8 @@ SysResult<uint64_t> Fchownat(SyscallContext& ctx) {
   int flags = ctx.args.Int(4);
   if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) return Errno{EINVAL};
   SYS_ASSIGN_OR_RETURN(vfs::NodeRef node,
-                       NodeAt(ctx, ctx.args.Int(0), ctx.args.Ptr(1),
-                              !(flags & AT_SYMLINK_NOFOLLOW), flags & AT_EMPTY_PATH));
+                       NodeAt(ctx, ctx.args.Int(0), ctx.args.Ptr(1), !(flags & AT_SYMLINK_NOFOLLOW),
+                              flags & AT_EMPTY_PATH));
   return DoChown(ctx, node, ctx.args.Uint(2), ctx.args.Uint(3));
 }
 

@@ -15,13 +15,20 @@ namespace {
 
 unsigned char DirentType(const vfs::Node& node) {
   switch (node.attr().mode & S_IFMT) {
-    case S_IFDIR: return DT_DIR;
-    case S_IFREG: return DT_REG;
-    case S_IFLNK: return DT_LNK;
-    case S_IFIFO: return DT_FIFO;
-    case S_IFCHR: return DT_CHR;
-    case S_IFSOCK: return DT_SOCK;
-    default: return DT_UNKNOWN;
+    case S_IFDIR:
+      return DT_DIR;
+    case S_IFREG:
+      return DT_REG;
+    case S_IFLNK:
+      return DT_LNK;
+    case S_IFIFO:
+      return DT_FIFO;
+    case S_IFCHR:
+      return DT_CHR;
+    case S_IFSOCK:
+      return DT_SOCK;
+    default:
+      return DT_UNKNOWN;
   }
 }
 

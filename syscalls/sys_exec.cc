@@ -51,9 +51,8 @@ SysResult<std::vector<std::string>> ParseShebang(std::string_view head) {
 SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int flags,
                              const std::vector<std::string>& view_roots) {
   if (flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) return Errno{EINVAL};
-  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node,
-                       NodeAt(ctx, dirfd, path, !(flags & AT_SYMLINK_NOFOLLOW),
-                              flags & AT_EMPTY_PATH));
+  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, NodeAt(ctx, dirfd, path, !(flags & AT_SYMLINK_NOFOLLOW),
+                                                 flags & AT_EMPTY_PATH));
   SYS_ASSIGN_OR_RETURN(ExecPlan plan, PlanExecNode(ctx, node, view_roots));
   if (plan.in_memory) {
     auto name = ctx.mem.CopyInString(path, vfs::kPathMax - 1);

@@ -63,13 +63,20 @@ SysResult<uint64_t> DoMknod(SyscallContext& ctx, int dirfd, GuestAddr path, mode
   vfs::NodeKind kind;
   switch (mode & S_IFMT) {
     case 0:
-    case S_IFREG: kind = vfs::NodeKind::kFile; break;
-    case S_IFIFO: kind = vfs::NodeKind::kFifo; break;
+    case S_IFREG:
+      kind = vfs::NodeKind::kFile;
+      break;
+    case S_IFIFO:
+      kind = vfs::NodeKind::kFifo;
+      break;
     case S_IFCHR:
     case S_IFBLK:
-    case S_IFSOCK: return Errno{EPERM};
-    case S_IFDIR: return Errno{EPERM};
-    default: return Errno{EINVAL};
+    case S_IFSOCK:
+      return Errno{EPERM};
+    case S_IFDIR:
+      return Errno{EPERM};
+    default:
+      return Errno{EINVAL};
   }
   SYS_ASSIGN_OR_RETURN(vfs::Resolved at, WalkName(ctx, dirfd, path));
   SYS_TRY(ctx.vfs().Create(at, kind, ApplyUmask(ctx, mode), ctx.creds()));

@@ -59,8 +59,8 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
   if (!node) {
     if (!creat) return Errno{ENOENT};
     if (r.trailing_slash) return Errno{EISDIR};
-    SYS_ASSIGN_OR_RETURN(node, ctx.vfs().Create(r, vfs::NodeKind::kFile, ApplyUmask(ctx, mode),
-                                                ctx.creds()));
+    SYS_ASSIGN_OR_RETURN(
+        node, ctx.vfs().Create(r, vfs::NodeKind::kFile, ApplyUmask(ctx, mode), ctx.creds()));
   } else {
     if (creat && (flags & O_EXCL)) return Errno{EEXIST};
     if (node->kind() == vfs::NodeKind::kSymlink) {
@@ -110,8 +110,7 @@ SysResult<uint64_t> Openat(SyscallContext& ctx) {
 }
 
 SysResult<uint64_t> Creat(SyscallContext& ctx) {
-  return DoOpen(ctx, AT_FDCWD, ctx.args.Ptr(0), O_CREAT | O_WRONLY | O_TRUNC, ctx.args.Uint(1),
-                {});
+  return DoOpen(ctx, AT_FDCWD, ctx.args.Ptr(0), O_CREAT | O_WRONLY | O_TRUNC, ctx.args.Uint(1), {});
 }
 
 // openat2 is strict where openat is lenient: unknown flags, a mode without
@@ -134,13 +133,12 @@ SysResult<uint64_t> Openat2(SyscallContext& ctx) {
   bool wants_mode = (how.flags & O_CREAT) || (how.flags & O_TMPFILE) == O_TMPFILE;
   if (!wants_mode && how.mode) return Errno{EINVAL};
   if (how.mode & ~07777ull) return Errno{EINVAL};
-  constexpr uint64_t kResolveAll = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS |
-                                   RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_IN_ROOT |
-                                   RESOLVE_CACHED;
+  constexpr uint64_t kResolveAll = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS |
+                                   RESOLVE_BENEATH | RESOLVE_IN_ROOT | RESOLVE_CACHED;
   if (how.resolve & ~kResolveAll) return Errno{EINVAL};
   if ((how.resolve & RESOLVE_BENEATH) && (how.resolve & RESOLVE_IN_ROOT)) return Errno{EINVAL};
-  if ((how.flags & O_PATH) && (how.flags & ~static_cast<uint64_t>(O_PATH | O_DIRECTORY |
-                                                                   O_NOFOLLOW | O_CLOEXEC))) {
+  if ((how.flags & O_PATH) &&
+      (how.flags & ~static_cast<uint64_t>(O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))) {
     return Errno{EINVAL};
   }
   vfs::ResolveOpts opts;

@@ -7,8 +7,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <cerrno>
 

@@ -68,8 +68,7 @@ SysResult<uint64_t> Stat(SyscallContext& ctx) {
 }
 
 SysResult<uint64_t> Lstat(SyscallContext& ctx) {
-  SYS_ASSIGN_OR_RETURN(struct stat st,
-                       StatAt(ctx, AT_FDCWD, ctx.args.Ptr(0), AT_SYMLINK_NOFOLLOW));
+  SYS_ASSIGN_OR_RETURN(struct stat st, StatAt(ctx, AT_FDCWD, ctx.args.Ptr(0), AT_SYMLINK_NOFOLLOW));
   return CopyOutStat(ctx, ctx.args.Ptr(1), st);
 }
 

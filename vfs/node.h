@@ -33,10 +33,10 @@ using NodeRef = std::shared_ptr<Node>;
 
 enum class NodeKind {
   kDir,
-  kFile,     // regular file, lower or upper
+  kFile,  // regular file, lower or upper
   kSymlink,
   kFifo,
-  kDevice,   // a host character device shown as is (/dev/null, ...)
+  kDevice,     // a host character device shown as is (/dev/null, ...)
   kSynthetic,  // a read-only generated file (/proc, /etc/passwd)
 };
 
@@ -87,7 +87,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::set<std::string> host_absent;        // negative cache of host lookups
   std::shared_ptr<HostDir> host_dir;        // set for dirs backed by the host
   bool host_listed = false;                 // every host entry is in children
-  int subdir_delta = 0;  // subdirectories made minus removed before host_listed
+  int subdir_delta = 0;                     // subdirectories made minus removed before host_listed
   std::weak_ptr<Node> parent;               // ".." (directories only)
   NodeRef pinned_parent;                    // dynamic dirs: keeps ".." alive
   std::string name;                         // name in parent (directories only)

@@ -1,8 +1,8 @@
 #include "vfs/store.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/fsuid.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>

@@ -35,9 +35,9 @@ struct Creds {
 
 struct ResolveOpts {
   bool follow_final = true;
-  bool beneath = false;      // RESOLVE_BENEATH: never leave the start directory
-  bool in_root = false;      // RESOLVE_IN_ROOT: the start directory is "/"
-  bool no_symlinks = false;  // RESOLVE_NO_SYMLINKS
+  bool beneath = false;        // RESOLVE_BENEATH: never leave the start directory
+  bool in_root = false;        // RESOLVE_IN_ROOT: the start directory is "/"
+  bool no_symlinks = false;    // RESOLVE_NO_SYMLINKS
   bool no_magiclinks = false;  // RESOLVE_NO_MAGICLINKS: no /proc/PID/{fd/N,exe,cwd,root}
 };
 

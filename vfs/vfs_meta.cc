@@ -157,8 +157,8 @@ SysStatus Vfs::Chown(Node& node, uid_t uid, gid_t gid, const Creds& creds) {
 }
 
 SysStatus Vfs::Utimens(Node& node, const timespec* times, const Creds& creds) {
-  bool set_both_now = times == nullptr ||
-                      (times[0].tv_nsec == UTIME_NOW && times[1].tv_nsec == UTIME_NOW);
+  bool set_both_now =
+      times == nullptr || (times[0].tv_nsec == UTIME_NOW && times[1].tv_nsec == UTIME_NOW);
   bool owner = creds.IsRoot() || creds.uid == node.attr().uid;
   if (set_both_now) {
     if (!owner && !Permission(node, W_OK, creds).ok()) return Errno{EACCES};

@@ -52,16 +52,13 @@ void Vfs::ReleaseFile(Node& node) {
   }
 }
 
-SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode,
-                               const Creds& creds) {
+SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, const Creds& creds) {
   if (!at.Creatable()) return Errno{NotCreatable(at)};
   if (at.node) return Errno{EEXIST};
   if (at.trailing_slash && kind != NodeKind::kDir) return Errno{ENOENT};
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
-  mode_t type = kind == NodeKind::kDir    ? S_IFDIR
-                : kind == NodeKind::kFifo ? S_IFIFO
-                                          : S_IFREG;
+  mode_t type = kind == NodeKind::kDir ? S_IFDIR : kind == NodeKind::kFifo ? S_IFIFO : S_IFREG;
   gid_t gid = creds.gid;
   // A setgid directory hands its group (and, to subdirectories, the bit) down.
   if (at.parent->attr().mode & S_ISGID) {

@@ -91,9 +91,8 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
       int fd = OpenHostChildDir(host_parent->fd.get(), name);
       if (fd < 0) return nullptr;
       node = std::make_shared<Node>(NodeKind::kDir, a);
-      node->host_dir = std::make_shared<HostDir>(
-          HostDir{UniqueFd(fd), host_parent->path == "/" ? "/" + name
-                                                         : host_parent->path + "/" + name});
+      node->host_dir = std::make_shared<HostDir>(HostDir{
+          UniqueFd(fd), host_parent->path == "/" ? "/" + name : host_parent->path + "/" + name});
       node->nlink = st.st_nlink;
       lower(node);
       break;
@@ -195,8 +194,8 @@ SysResult<std::string> Vfs::PathOf(const NodeRef& dir) {
   return path.empty() ? "/" : path;
 }
 
-SysResult<Resolved> Vfs::Walk(const NodeRef& start, std::string_view path,
-                              const ResolveOpts& opts, const Creds& creds) {
+SysResult<Resolved> Vfs::Walk(const NodeRef& start, std::string_view path, const ResolveOpts& opts,
+                              const Creds& creds) {
   if (path.empty()) return Errno{ENOENT};
   if (path.size() >= kPathMax) return Errno{ENAMETOOLONG};
   const NodeRef& top = opts.in_root ? start : root_;
@@ -270,8 +269,8 @@ SysResult<Resolved> Vfs::Walk(const NodeRef& start, std::string_view path,
   return out;
 }
 
-SysResult<NodeRef> Vfs::Lookup(const NodeRef& start, std::string_view path,
-                               const ResolveOpts& opts, const Creds& creds) {
+SysResult<NodeRef> Vfs::Lookup(const NodeRef& start, std::string_view path, const ResolveOpts& opts,
+                               const Creds& creds) {
   SYS_ASSIGN_OR_RETURN(Resolved r, Walk(start, path, opts, creds));
   if (!r.node) return Errno{ENOENT};
   if (r.trailing_slash && !r.node->IsDir()) return Errno{ENOTDIR};

@@ -11,9 +11,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 
-#define RETURN_IF_ERROR(expr)                      \
-  do {                                             \
-    ::absl::Status status_macro_s = (expr);        \
+#define RETURN_IF_ERROR(expr)                        \
+  do {                                               \
+    ::absl::Status status_macro_s = (expr);          \
     if (!status_macro_s.ok()) return status_macro_s; \
   } while (0)
 

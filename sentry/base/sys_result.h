@@ -55,18 +55,18 @@ using SysStatus = SysResult<void>;
 #define SENTRY_CONCAT(a, b) SENTRY_CONCAT_INNER(a, b)
 
 // SYS_TRY(expr): returns the errno of a failed SysResult from the caller.
-#define SYS_TRY(expr)                                           \
-  do {                                                          \
-    auto&& sys_try_r = (expr);                                  \
+#define SYS_TRY(expr)                                               \
+  do {                                                              \
+    auto&& sys_try_r = (expr);                                      \
     if (!sys_try_r.ok()) return ::sentry::Errno{sys_try_r.error()}; \
   } while (0)
 
 // SYS_ASSIGN_OR_RETURN(lhs, expr): unwraps a SysResult or returns its errno.
 #define SYS_ASSIGN_OR_RETURN(lhs, expr) \
   SYS_ASSIGN_OR_RETURN_IMPL(SENTRY_CONCAT(sys_r_, __LINE__), lhs, expr)
-#define SYS_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)      \
-  auto tmp = (expr);                                   \
-  if (!tmp.ok()) return ::sentry::Errno{tmp.error()};  \
+#define SYS_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)     \
+  auto tmp = (expr);                                  \
+  if (!tmp.ok()) return ::sentry::Errno{tmp.error()}; \
   lhs = std::move(tmp).value()
 
 #endif  // SENTRY_BASE_SYS_RESULT_H_

@@ -54,10 +54,23 @@ bool ParseSize(const std::string& v, uint64_t* out) {
   uint64_t unit = 1 << 20;
   std::string digits = v;
   switch (v.back()) {
-    case 'k': case 'K': unit = 1 << 10; digits.pop_back(); break;
-    case 'm': case 'M': unit = 1 << 20; digits.pop_back(); break;
-    case 'g': case 'G': unit = 1 << 30; digits.pop_back(); break;
-    default: break;
+    case 'k':
+    case 'K':
+      unit = 1 << 10;
+      digits.pop_back();
+      break;
+    case 'm':
+    case 'M':
+      unit = 1 << 20;
+      digits.pop_back();
+      break;
+    case 'g':
+    case 'G':
+      unit = 1 << 30;
+      digits.pop_back();
+      break;
+    default:
+      break;
   }
   uint64_t n;
   if (!absl::SimpleAtoi(digits, &n) || n == 0 || n > (1ull << 44) / unit) return false;

@@ -15,10 +15,18 @@ namespace {
 std::string ActionText(const SyscallRow& row) {
   std::string out;
   switch (row.action) {
-    case Action::kNative: out = "native"; break;
-    case Action::kTrap: out = "trap"; break;
-    case Action::kTrace: out = "trace"; break;
-    case Action::kErrno: out = std::string("errno ") + strerrorname_np(row.err); break;
+    case Action::kNative:
+      out = "native";
+      break;
+    case Action::kTrap:
+      out = "trap";
+      break;
+    case Action::kTrace:
+      out = "trace";
+      break;
+    case Action::kErrno:
+      out = std::string("errno ") + strerrorname_np(row.err);
+      break;
   }
   if (row.filter != ArgFilter::kNone) {
     out += std::string(" (filtered; else ") + strerrorname_np(row.err) + ")";

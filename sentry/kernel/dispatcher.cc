@@ -34,11 +34,11 @@ std::string Quote(const std::string& s) {
 
 std::string OpenFlags(uint64_t v) {
   static constexpr std::pair<int, const char*> kFlags[] = {
-      {O_CREAT, "O_CREAT"},         {O_EXCL, "O_EXCL"},         {O_NOCTTY, "O_NOCTTY"},
-      {O_TRUNC, "O_TRUNC"},         {O_APPEND, "O_APPEND"},     {O_NONBLOCK, "O_NONBLOCK"},
-      {O_DSYNC, "O_DSYNC"},         {O_DIRECT, "O_DIRECT"},     {O_DIRECTORY, "O_DIRECTORY"},
-      {O_NOFOLLOW, "O_NOFOLLOW"},   {O_NOATIME, "O_NOATIME"},   {O_CLOEXEC, "O_CLOEXEC"},
-      {O_PATH, "O_PATH"},           {__O_TMPFILE, "O_TMPFILE"}, {O_SYNC & ~O_DSYNC, "O_SYNC"}};
+      {O_CREAT, "O_CREAT"},       {O_EXCL, "O_EXCL"},         {O_NOCTTY, "O_NOCTTY"},
+      {O_TRUNC, "O_TRUNC"},       {O_APPEND, "O_APPEND"},     {O_NONBLOCK, "O_NONBLOCK"},
+      {O_DSYNC, "O_DSYNC"},       {O_DIRECT, "O_DIRECT"},     {O_DIRECTORY, "O_DIRECTORY"},
+      {O_NOFOLLOW, "O_NOFOLLOW"}, {O_NOATIME, "O_NOATIME"},   {O_CLOEXEC, "O_CLOEXEC"},
+      {O_PATH, "O_PATH"},         {__O_TMPFILE, "O_TMPFILE"}, {O_SYNC & ~O_DSYNC, "O_SYNC"}};
   const char* acc[] = {"O_RDONLY", "O_WRONLY", "O_RDWR", "O_ACCMODE"};
   std::string out = acc[v & O_ACCMODE];
   uint64_t rest = v & ~static_cast<uint64_t>(O_ACCMODE | O_LARGEFILE);
@@ -111,18 +111,30 @@ std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {
       case 'f':
         out += static_cast<int>(v) == AT_FDCWD ? "AT_FDCWD" : absl::StrCat(static_cast<int>(v));
         break;
-      case 'd': absl::StrAppend(&out, static_cast<int64_t>(v)); break;
+      case 'd':
+        absl::StrAppend(&out, static_cast<int64_t>(v));
+        break;
       case 'u':
-      case 'l': absl::StrAppend(&out, v); break;
-      case 'o': absl::StrAppend(&out, absl::StrFormat("0%o", v)); break;
-      case 'F': out += OpenFlags(v); break;
-      case 'A': out += SockAddr(ctx, GuestAddr(v), i + 1 < 6 ? ctx.args.raw[i + 1] : 0); break;
+      case 'l':
+        absl::StrAppend(&out, v);
+        break;
+      case 'o':
+        absl::StrAppend(&out, absl::StrFormat("0%o", v));
+        break;
+      case 'F':
+        out += OpenFlags(v);
+        break;
+      case 'A':
+        out += SockAddr(ctx, GuestAddr(v), i + 1 < 6 ? ctx.args.raw[i + 1] : 0);
+        break;
       case 's': {
         auto s = ctx.mem.CopyInString(GuestAddr(v), 4095);
         out += s.ok() ? Quote(s.value()) : absl::StrFormat("0x%x", v);
         break;
       }
-      default: absl::StrAppend(&out, absl::StrFormat("0x%x", v)); break;
+      default:
+        absl::StrAppend(&out, absl::StrFormat("0x%x", v));
+        break;
     }
   }
   out += ")";

@@ -9,12 +9,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
 
 namespace sentry {
 namespace {
@@ -31,7 +31,7 @@ std::string ReadHostFile(const std::string& path) {
 
 // Stable inode numbers for generated nodes, so two stats of one path agree.
 uint64_t InoFor(const std::string& key) {
-  return (std::hash<std::string>{}(key) & 0xffffffffull) | (1ull << 34);
+  return (std::hash<std::string>{}(key)&0xffffffffull) | (1ull << 34);
 }
 
 class Procfs {
@@ -83,17 +83,17 @@ class Procfs {
   }
 
   NodeRef Root() {
-    return Dir("/proc", [this](const std::string& n) { return RootChild(n); },
-               [this] {
-                 std::vector<std::string> names = {"self",   "thread-self", "cpuinfo",
-                                                   "meminfo", "stat",        "uptime",
-                                                   "loadavg", "version",     "mounts",
-                                                   "filesystems", "sys"};
-                 for (auto& [tgid, p] : k_.tasks().Processes()) {
-                   names.push_back(std::to_string(p->ns_pid));
-                 }
-                 return names;
-               });
+    return Dir(
+        "/proc", [this](const std::string& n) { return RootChild(n); },
+        [this] {
+          std::vector<std::string> names = {"self",   "thread-self", "cpuinfo", "meminfo",
+                                            "stat",   "uptime",      "loadavg", "version",
+                                            "mounts", "filesystems", "sys"};
+          for (auto& [tgid, p] : k_.tasks().Processes()) {
+            names.push_back(std::to_string(p->ns_pid));
+          }
+          return names;
+        });
   }
 
   NodeRef RootChild(const std::string& n) {
@@ -181,30 +181,34 @@ class Procfs {
       });
     };
     auto vm = [this, file] {
-      return Dir("/proc/sys/vm",
-                 [file](const std::string& n) -> NodeRef {
-                   if (n == "overcommit_memory") return file("sys/vm/overcommit", "0\n");
-                   return nullptr;
-                 },
-                 [] { return std::vector<std::string>{"overcommit_memory"}; });
+      return Dir(
+          "/proc/sys/vm",
+          [file](const std::string& n) -> NodeRef {
+            if (n == "overcommit_memory") return file("sys/vm/overcommit", "0\n");
+            return nullptr;
+          },
+          [] { return std::vector<std::string>{"overcommit_memory"}; });
     };
-    return Dir("/proc/sys",
-               [kernel_dir, vm](const std::string& n) -> NodeRef {
-                 if (n == "kernel") return kernel_dir();
-                 if (n == "vm") return vm();
-                 return nullptr;
-               },
-               [] { return std::vector<std::string>{"kernel", "vm"}; });
+    return Dir(
+        "/proc/sys",
+        [kernel_dir, vm](const std::string& n) -> NodeRef {
+          if (n == "kernel") return kernel_dir();
+          if (n == "vm") return vm();
+          return nullptr;
+        },
+        [] {
+          return std::vector<std::string>{"kernel", "vm"};
+        });
   }
 
   NodeRef PidDir(std::shared_ptr<Process> p, pid_t ns_pid) {
     std::string key = absl::StrCat("/proc/", ns_pid);
-    return Dir(key, [this, p, key](const std::string& n) { return PidChild(p, key, n); },
-               [] {
-                 return std::vector<std::string>{"cmdline", "comm",   "cwd",    "environ",
-                                                  "exe",     "fd",     "maps",   "mounts",
-                                                  "root",    "stat",   "status", "task"};
-               });
+    return Dir(
+        key, [this, p, key](const std::string& n) { return PidChild(p, key, n); },
+        [] {
+          return std::vector<std::string>{"cmdline", "comm",   "cwd",  "environ", "exe",    "fd",
+                                          "maps",    "mounts", "root", "stat",    "status", "task"};
+        });
   }
 
   std::string HostProc(const Process& p, const char* file) {
@@ -214,7 +218,9 @@ class Procfs {
   NodeRef PidChild(std::shared_ptr<Process> p, const std::string& key, const std::string& n) {
     std::string k = key + "/" + n;
     if (n == "cmdline") return File(k, [this, p] { return HostProc(*p, "cmdline"); });
-    if (n == "environ") return File(k, [this, p] { return HostProc(*p, "environ"); }, 0400);
+    if (n == "environ")
+      return File(
+          k, [this, p] { return HostProc(*p, "environ"); }, 0400);
     if (n == "comm") return File(k, [this, p] { return HostProc(*p, "comm"); });
     if (n == "maps") return File(k, [this, p] { return HostProc(*p, "maps"); });
     if (n == "stat") return File(k, [this, p] { return StatOf(*p); });
@@ -302,18 +308,19 @@ class Procfs {
       }
       return names;
     };
-    return Dir(k,
-               [this, p, k](const std::string& n) -> NodeRef {
-                 int fd;
-                 if (!absl::SimpleAtoi(n, &fd)) return nullptr;
-                 auto target = FdTarget(*p, fd);
-                 if (target.empty()) return nullptr;
-                 NodeRef l = Link(k + "/" + n, target);
-                 l->attr().mode = S_IFLNK | 0700;
-                 l->magic = true;
-                 return l;
-               },
-               fds);
+    return Dir(
+        k,
+        [this, p, k](const std::string& n) -> NodeRef {
+          int fd;
+          if (!absl::SimpleAtoi(n, &fd)) return nullptr;
+          auto target = FdTarget(*p, fd);
+          if (target.empty()) return nullptr;
+          NodeRef l = Link(k + "/" + n, target);
+          l->attr().mode = S_IFLNK | 0700;
+          l->magic = true;
+          return l;
+        },
+        fds);
   }
 
   // What /proc/PID/fd/N points at: the sandbox path for donated objects, the
@@ -342,22 +349,23 @@ class Procfs {
 
   NodeRef TaskDir(std::shared_ptr<Process> p, const std::string& key) {
     std::string k = key + "/task";
-    return Dir(k,
-               [this, p, k](const std::string& n) -> NodeRef {
-                 pid_t tid;
-                 if (!absl::SimpleAtoi(n, &tid)) return nullptr;
-                 for (const Task* t : k_.tasks().TasksOf(p.get())) {
-                   if (t->ns_tid == tid) return PidDir(p, p->ns_pid);
-                 }
-                 return nullptr;
-               },
-               [this, p] {
-                 std::vector<std::string> names;
-                 for (const Task* t : k_.tasks().TasksOf(p.get())) {
-                   names.push_back(std::to_string(t->ns_tid));
-                 }
-                 return names;
-               });
+    return Dir(
+        k,
+        [this, p, k](const std::string& n) -> NodeRef {
+          pid_t tid;
+          if (!absl::SimpleAtoi(n, &tid)) return nullptr;
+          for (const Task* t : k_.tasks().TasksOf(p.get())) {
+            if (t->ns_tid == tid) return PidDir(p, p->ns_pid);
+          }
+          return nullptr;
+        },
+        [this, p] {
+          std::vector<std::string> names;
+          for (const Task* t : k_.tasks().TasksOf(p.get())) {
+            names.push_back(std::to_string(t->ns_tid));
+          }
+          return names;
+        });
   }
 
  private:

@@ -27,10 +27,10 @@ struct FsContext {
 
 // Per thread group.
 struct Process {
-  pid_t tgid = 0;       // host pid
-  pid_t ns_pid = 0;     // the pid the sandbox sees
-  vfs::Creds creds;     // emulated identity for the VFS
-  std::string exe;      // the guest path of what it last executed (/proc/PID/exe)
+  pid_t tgid = 0;    // host pid
+  pid_t ns_pid = 0;  // the pid the sandbox sees
+  vfs::Creds creds;  // emulated identity for the VFS
+  std::string exe;   // the guest path of what it last executed (/proc/PID/exe)
 };
 
 // What the sentry allowed a task's pending execve to run, checked at the exec event.
@@ -44,7 +44,7 @@ struct ExecCheck {
 struct Task {
   pid_t tid = 0;     // host tid
   pid_t ns_tid = 0;  // the tid the sandbox sees
-  UniqueFd pidfd;  // a thread pidfd for pidfd_getfd, opened while the task was stopped
+  UniqueFd pidfd;    // a thread pidfd for pidfd_getfd, opened while the task was stopped
   std::shared_ptr<FsContext> fs;
   std::shared_ptr<Process> process;
   bool started = false;  // its first ptrace stop was seen and resumed

@@ -72,7 +72,9 @@ void NotifyLoop::Stop() {
   // nudging until it has left.
   while (!done_) {
     pthread_kill(thread_.native_handle(), kWakeSignal);
-    struct timespec ts {0, 50000};
+    struct timespec ts {
+      0, 50000
+    };
     nanosleep(&ts, nullptr);
   }
   thread_.join();

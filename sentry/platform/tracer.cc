@@ -65,9 +65,8 @@ void SetExecPath(user_regs_struct& regs, bool at, uint64_t addr) {
 SysResult<sys::ExecPlan> PlanInterpreter(SyscallContext& ctx, const sys::ExecPlan& script,
                                          const std::vector<std::string>& view_roots) {
   vfs::ResolveOpts opts;
-  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node,
-                       ctx.vfs().Lookup(ctx.task.fs->cwd, script.script_words[0], opts,
-                                        ctx.creds()));
+  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, ctx.vfs().Lookup(ctx.task.fs->cwd, script.script_words[0],
+                                                           opts, ctx.creds()));
   SYS_ASSIGN_OR_RETURN(sys::ExecPlan interp, sys::PlanExecNode(ctx, node, view_roots));
   if (!interp.script_words.empty()) return Errno{ELOOP};
   if (interp.guest_path.empty()) interp.guest_path = script.script_words[0];
@@ -113,8 +112,8 @@ bool RewriteScriptExec(GuestMemory& mem, user_regs_struct& regs, bool at,
 }  // namespace
 
 int Tracer::Seize(pid_t pid) {
-  long opts = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |
-              PTRACE_O_TRACEEXEC | PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL;
+  long opts = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC |
+              PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL;
   if (ptrace(PTRACE_SEIZE, pid, nullptr, reinterpret_cast<void*>(opts)) < 0) return -errno;
   return 0;
 }

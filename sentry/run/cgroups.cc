@@ -90,10 +90,9 @@ void Cgroups::Create(const std::string& name, const CgroupLimits& l) {
   if (l.cpus > 0) {
     cpu_ = MakeDir("cpu", name);
     constexpr uint64_t kPeriod = 100000;
-    if (!cpu_.empty() &&
-        (!WriteValue(cpu_ + "/cpu.cfs_period_us", std::to_string(kPeriod)) ||
-         !WriteValue(cpu_ + "/cpu.cfs_quota_us",
-                     std::to_string(static_cast<uint64_t>(l.cpus * kPeriod))))) {
+    if (!cpu_.empty() && (!WriteValue(cpu_ + "/cpu.cfs_period_us", std::to_string(kPeriod)) ||
+                          !WriteValue(cpu_ + "/cpu.cfs_quota_us",
+                                      std::to_string(static_cast<uint64_t>(l.cpus * kPeriod))))) {
       rmdir(cpu_.c_str());
       cpu_.clear();
     }

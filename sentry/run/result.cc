@@ -76,10 +76,9 @@ std::string ResultJson(const RunResult& r) {
   std::vector<std::string> walls, denied;
   for (const std::string& w : r.walls) walls.push_back(JsonString(w));
   for (const DeniedOperation& d : r.denied) {
-    denied.push_back(absl::StrCat("{\"syscall\":", JsonString(d.syscall),
-                                  ",\"argument\":", JsonString(d.argument),
-                                  ",\"error\":", JsonString(d.error), ",\"hint\":",
-                                  JsonString(d.hint), "}"));
+    denied.push_back(absl::StrCat(
+        "{\"syscall\":", JsonString(d.syscall), ",\"argument\":", JsonString(d.argument),
+        ",\"error\":", JsonString(d.error), ",\"hint\":", JsonString(d.hint), "}"));
   }
   return absl::StrCat(
       "{\"stdout\":", JsonString(r.stdout_text), ",\"stderr\":", JsonString(r.stderr_text),
@@ -88,8 +87,8 @@ std::string ResultJson(const RunResult& r) {
       ",\"durationMs\":", r.duration_ms, ",\"cpuMs\":", r.cpu_ms,
       ",\"peakMemoryBytes\":", r.peak_memory_bytes, ",\"stdoutDroppedBytes\":", r.stdout_dropped,
       ",\"stderrDroppedBytes\":", r.stderr_dropped, ",\"walls\":[", absl::StrJoin(walls, ","),
-      "],\"denied\":[", absl::StrJoin(denied, ","), "],\"error\":", Opt(r.error),
-      ",\"version\":\"", SENTRY_VERSION, "\"}");
+      "],\"denied\":[", absl::StrJoin(denied, ","), "],\"error\":", Opt(r.error), ",\"version\":\"",
+      SENTRY_VERSION, "\"}");
 }
 
 }  // namespace sentry

@@ -116,8 +116,9 @@ DeniedOperation ExplainDenial(const Denial& d) {
   } else if (d.err == EAFNOSUPPORT) {
     out.hint = "this kind of socket is not available in the sandbox";
   } else if (d.err == EROFS || d.err == EACCES || d.err == EPERM) {
-    out.hint = "the sandbox's system files are read-only for this user; write under /tmp or the "
-               "home directory";
+    out.hint =
+        "the sandbox's system files are read-only for this user; write under /tmp or the "
+        "home directory";
   }
   return out;
 }
@@ -209,7 +210,8 @@ std::optional<RunError> Run::BuildWorld() {
   std::unique_ptr<vfs::Vfs> v = std::move(*vfs_or);
   for (const auto& [host, guest] : o_.copies) {
     if (absl::Status s = CopyIntoSandbox(*v, creds_, host, guest); !s.ok()) {
-      return RunError{kExitSentryError, absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
+      return RunError{kExitSentryError,
+                      absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
     }
   }
   std::string home = o_.root ? "/root" : tree_.home;
@@ -220,8 +222,8 @@ std::optional<RunError> Run::BuildWorld() {
   program_ = o_.argv[0];
   if (program_.find('/') == std::string::npos) {
     std::string found;
-    for (const char* dir : {"/usr/local/bin/", "/usr/bin/", "/bin/", "/usr/local/sbin/",
-                            "/usr/sbin/", "/sbin/"}) {
+    for (const char* dir :
+         {"/usr/local/bin/", "/usr/bin/", "/bin/", "/usr/local/sbin/", "/usr/sbin/", "/sbin/"}) {
       auto n = v->Lookup(v->root(), dir + program_, {}, creds_);
       if (n.ok() && (*n)->kind() == vfs::NodeKind::kFile) {
         found = dir + program_;
@@ -326,8 +328,7 @@ void Run::Supervise() {
   constexpr time_t kGraceSec = 2;
   bool init_reaped = false;
   while (!init_reaped) {
-    pollfd pfd[3] = {
-        {sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}, {grace.get(), POLLIN, 0}};
+    pollfd pfd[3] = {{sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}, {grace.get(), POLLIN, 0}};
     if (poll(pfd, 3, -1) < 0 && errno != EINTR) break;
     uint64_t ticks;
     if (pfd[1].revents & POLLIN) {

@@ -16,15 +16,15 @@ inline constexpr int kExitCannotExec = 126;   // the program exists but cannot b
 inline constexpr int kExitNotFound = 127;     // the program is not in the sandbox
 
 struct RunOptions {
-  std::vector<std::string> argv;  // the guest command
-  std::vector<std::string> env;   // extra K=V
+  std::vector<std::string> argv;                            // the guest command
+  std::vector<std::string> env;                             // extra K=V
   std::vector<std::pair<std::string, std::string>> copies;  // host → guest
   bool copy_script = true;  // copy a first argument that names a host file
   bool trace = false;
-  bool root = false;  // the guest is uid 0 inside (still no host privilege)
-  bool json = false;  // print one result object instead of streaming output
-  std::string log_path;    // --log: append one JSON line per run
-  std::string stdin_path;  // --stdin FILE or "-"
+  bool root = false;        // the guest is uid 0 inside (still no host privilege)
+  bool json = false;        // print one result object instead of streaming output
+  std::string log_path;     // --log: append one JSON line per run
+  std::string stdin_path;   // --stdin FILE or "-"
   double timeout_sec = 30;  // 0: none
   uint64_t memory_bytes = 1ull << 30;
   uint64_t pids = 128;

@@ -16,11 +16,12 @@ struct TreeConfig {
   std::vector<std::string> lower_roots = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"};
   // The /etc entries a program needs, shown read-only from the host.
   std::vector<std::string> etc_entries = {
-      "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "localtime", "timezone",
-      "alternatives", "ssl", "ca-certificates", "ca-certificates.conf", "python3", "python3.11",
-      "mime.types", "protocols", "services", "host.conf", "gai.conf", "os-release",
-      "debian_version", "shells", "magic", "magic.mime", "inputrc", "bash.bashrc", "profile",
-      "terminfo", "fonts", "locale.alias", "mailcap"};
+      "ld.so.cache", "ld.so.conf",   "ld.so.conf.d", "nsswitch.conf",   "localtime",
+      "timezone",    "alternatives", "ssl",          "ca-certificates", "ca-certificates.conf",
+      "python3",     "python3.11",   "mime.types",   "protocols",       "services",
+      "host.conf",   "gai.conf",     "os-release",   "debian_version",  "shells",
+      "magic",       "magic.mime",   "inputrc",      "bash.bashrc",     "profile",
+      "terminfo",    "fonts",        "locale.alias", "mailcap"};
   uid_t uid = 1000;  // the guest's own uid and gid (owner of its home)
   gid_t gid = 1000;
   std::string user = "sandbox";

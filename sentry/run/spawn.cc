@@ -30,8 +30,8 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
 }
 
 absl::Status StepError(const LoaderMessage& m) {
-  return absl::InternalError(absl::StrCat("the sandbox could not start: ",
-                                          LoaderStepName(m.step), ": ", std::strerror(m.err)));
+  return absl::InternalError(absl::StrCat("the sandbox could not start: ", LoaderStepName(m.step),
+                                          ": ", std::strerror(m.err)));
 }
 
 }  // namespace
@@ -51,10 +51,10 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
               CLONE_NEWUTS | CLONE_NEWCGROUP;
   pid_t pid = StartLoader(spec, pipes, flags);
   if (pid < 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot create the sandbox's namespaces: ", std::strerror(-pid),
-        " (sentry needs user, mount, pid and net namespaces; run as root or enable "
-        "unprivileged user namespaces)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create the sandbox's namespaces: ", std::strerror(-pid),
+                     " (sentry needs user, mount, pid and net namespaces; run as root or enable "
+                     "unprivileged user namespaces)"));
   }
   s.init_pid_ = pid;
   on_cloned(pid);
@@ -73,8 +73,8 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
   if (write(maps_w.get(), "m", 1) != 1) return ErrnoStatus("signal the loader");
   ASSIGN_OR_RETURN(LoaderMessage m, s.ReadMessage());
   if (m.step != LoaderStep::kReady) return StepError(m);
-  int store = open((proc + "/root" + vfs::Store::kGuestPath).c_str(),
-                   O_PATH | O_DIRECTORY | O_CLOEXEC);
+  int store =
+      open((proc + "/root" + vfs::Store::kGuestPath).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (store < 0) return ErrnoStatus("open the backing store");
   s.store_dir_ = UniqueFd(store);
   return s;

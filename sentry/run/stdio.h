@@ -22,8 +22,8 @@ namespace sentry {
 class GuestStdio final {
  public:
   struct Options {
-    bool capture = false;     // --json: keep stdout/stderr instead of streaming them
-    std::string stdin_path;   // --stdin FILE ("-" is the sentry's own stdin)
+    bool capture = false;    // --json: keep stdout/stderr instead of streaming them
+    std::string stdin_path;  // --stdin FILE ("-" is the sentry's own stdin)
     size_t max_output = 64 << 10;
   };
 

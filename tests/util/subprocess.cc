@@ -99,9 +99,8 @@ std::string SentryBinary() {
 #endif
 }
 
-ProcessResult RunSentry(const std::vector<std::string>& flags,
-                        const std::vector<std::string>& cmd, const std::string& input,
-                        double timeout_sec) {
+ProcessResult RunSentry(const std::vector<std::string>& flags, const std::vector<std::string>& cmd,
+                        const std::string& input, double timeout_sec) {
   std::vector<std::string> argv = {SentryBinary(), "run"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.push_back("--");

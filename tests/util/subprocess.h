@@ -23,9 +23,8 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
 std::string SentryBinary();
 
 // `sentry run [flags...] -- cmd...`
-ProcessResult RunSentry(const std::vector<std::string>& flags,
-                        const std::vector<std::string>& cmd, const std::string& input = "",
-                        double timeout_sec = 60);
+ProcessResult RunSentry(const std::vector<std::string>& flags, const std::vector<std::string>& cmd,
+                        const std::string& input = "", double timeout_sec = 60);
 
 // `sentry run -- /usr/bin/python3 -c code`
 ProcessResult RunPython(const std::string& code, const std::vector<std::string>& flags = {});
