@@ -112,19 +112,13 @@ SysResult<uint64_t> Statx(SyscallContext& ctx) {
 
 namespace {
 
-// Every path reports one tmpfs-like filesystem sized like the sandbox's disk.
-struct statfs SandboxStatfs() {
+// Every path reports the sandbox's one writable filesystem: the backing store,
+// whose size is the run's --disk.
+struct statfs SandboxStatfs(SyscallContext& ctx) {
   struct statfs sf {};
-  sf.f_type = TMPFS_MAGIC;
-  sf.f_bsize = 4096;
-  sf.f_frsize = 4096;
-  sf.f_blocks = (1ull << 30) / 4096;
-  sf.f_bfree = sf.f_blocks / 2;
-  sf.f_bavail = sf.f_bfree;
-  sf.f_files = 1 << 20;
-  sf.f_ffree = sf.f_files / 2;
-  sf.f_namelen = 255;
+  if (fstatfs(ctx.vfs().store().dir_fd(), &sf) < 0) sf.f_type = TMPFS_MAGIC;
   sf.f_flags = ST_NOSUID | ST_NODEV | ST_RELATIME;
+  sf.f_fsid = {};
   return sf;
 }
 
@@ -133,13 +127,13 @@ struct statfs SandboxStatfs() {
 SysResult<uint64_t> Statfs(SyscallContext& ctx) {
   SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, NodeAt(ctx, AT_FDCWD, ctx.args.Ptr(0), true, false));
   (void)node;
-  SYS_TRY(ctx.mem.CopyOutValue(ctx.args.Ptr(1), SandboxStatfs()));
+  SYS_TRY(ctx.mem.CopyOutValue(ctx.args.Ptr(1), SandboxStatfs(ctx)));
   return 0;
 }
 
 SysResult<uint64_t> Fstatfs(SyscallContext& ctx) {
   SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, ctx.args.Int(0)));
-  struct statfs sf = SandboxStatfs();
+  struct statfs sf = SandboxStatfs(ctx);
   if (!ref.object && fstatfs(ref.host.get(), &sf) < 0) return Errno{errno};
   SYS_TRY(ctx.mem.CopyOutValue(ctx.args.Ptr(1), sf));
   return 0;

@@ -12,6 +12,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -61,6 +62,12 @@ inline constexpr dev_t kVfsDev = 0x53;  // the st_dev every node reports
 class Vfs final {
  public:
   Vfs(NodeRef root, std::unique_ptr<Store> store);
+
+  // Names, links and nodes the guest makes live in the sentry's memory, not in
+  // the store: they are charged against this budget (ENOSPC past it), so a
+  // guest cannot grow the sentry without bound. 0: no budget.
+  void set_metadata_limit(uint64_t bytes) { meta_limit_ = bytes; }
+  uint64_t metadata_bytes() const { return meta_bytes_; }
 
   const NodeRef& root() const { return root_; }
   Store& store() { return *store_; }
@@ -123,10 +130,15 @@ class Vfs final {
   void ReleaseFile(Node& node);                              // after the last name goes
   SysStatus MayDelete(const Node& dir, const Node& victim, const Creds& creds) const;
   void Touch(Node& dir);
+  SysStatus Charge(uint64_t bytes);
+  void Refund(uint64_t bytes) { meta_bytes_ -= std::min(meta_bytes_, bytes); }
+  static uint64_t EntryCost(const std::string& name, const Node* node);
 
   NodeRef root_;
   std::unique_ptr<Store> store_;
   uint64_t next_ino_ = 1ull << 33;  // above any host (ext4) inode number
+  uint64_t meta_limit_ = 0;
+  uint64_t meta_bytes_ = 0;
 };
 
 }  // namespace sentry::vfs

@@ -24,6 +24,19 @@ bool IsAncestor(const NodeRef& maybe_ancestor, NodeRef node) {
 
 }  // namespace
 
+// What the sentry's memory holds for a name (its string and map slot) and for
+// a node (its bookkeeping and a symlink's target): rough, fixed figures.
+uint64_t Vfs::EntryCost(const std::string& name, const Node* node) {
+  if (!node) return 64 + name.size();
+  return 448 + node->target.size();
+}
+
+SysStatus Vfs::Charge(uint64_t bytes) {
+  if (meta_limit_ && meta_bytes_ + bytes > meta_limit_) return Errno{ENOSPC};
+  meta_bytes_ += bytes;
+  return {};
+}
+
 SysStatus Vfs::MayDelete(const Node& dir, const Node& victim, const Creds& creds) const {
   if (dir.lookup) return Errno{EACCES};  // /proc and its like are read-only
   SYS_TRY(Permission(dir, W_OK | X_OK, creds));
@@ -36,6 +49,7 @@ SysStatus Vfs::MayDelete(const Node& dir, const Node& victim, const Creds& creds
 }
 
 void Vfs::Detach(const NodeRef& dir, const std::string& name) {
+  Refund(EntryCost(name, nullptr));
   auto it = dir->children.find(name);
   if (it != dir->children.end() && it->second->IsDir()) --dir->subdir_delta;
   dir->children.erase(name);
@@ -45,6 +59,7 @@ void Vfs::Detach(const NodeRef& dir, const std::string& name) {
 
 void Vfs::ReleaseFile(Node& node) {
   if (node.nlink > 0) --node.nlink;
+  if (node.nlink == 0) Refund(EntryCost("", &node));
   node.attr().ctime = Now();
   if (node.nlink == 0 && !node.store_name.empty()) {
     // Guest fds still open keep the data alive, as an unlinked file's do.
@@ -58,6 +73,7 @@ SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, c
   if (at.trailing_slash && kind != NodeKind::kDir) return Errno{ENOENT};
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
+  SYS_TRY(Charge(EntryCost(at.name, nullptr) + 448));
   mode_t type = kind == NodeKind::kDir ? S_IFDIR : kind == NodeKind::kFifo ? S_IFIFO : S_IFREG;
   gid_t gid = creds.gid;
   // A setgid directory hands its group (and, to subdirectories, the bit) down.
@@ -87,6 +103,7 @@ SysResult<NodeRef> Vfs::Symlink(const Resolved& at, std::string_view target, con
   if (at.trailing_slash) return Errno{ENOENT};
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
+  SYS_TRY(Charge(EntryCost(at.name, nullptr) + 448 + target.size()));
   NodeRef node = NewNode(NodeKind::kSymlink, S_IFLNK | 0777, creds.uid, creds.gid);
   node->target = std::string(target);
   AddChild(at.parent, at.name, node);
@@ -102,6 +119,7 @@ SysStatus Vfs::Link(const NodeRef& node, const Resolved& at, const Creds& creds)
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
   if (node->nlink == 0 && node->kind() == NodeKind::kFile) return Errno{ENOENT};
+  SYS_TRY(Charge(EntryCost(at.name, nullptr)));
   // protected_hardlinks, as fs/namei.c may_linkat: the owner, or a plain file
   // the caller may read and write.
   if (!creds.IsRoot() && creds.uid != node->attr().uid) {
@@ -135,6 +153,7 @@ SysStatus Vfs::Rmdir(const Resolved& at, const Creds& creds) {
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
   if (!List(at.node).empty()) return Errno{ENOTEMPTY};
   Detach(at.parent, at.name);
+  Refund(EntryCost("", at.node.get()));
   at.node->removed = true;
   at.node->attr().ctime = Now();
   return {};
@@ -164,6 +183,8 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
   }
   if (src == dst) return {};  // same inode: nothing to do, as vfs_rename
   if (src->IsDir() && IsAncestor(src, to.parent)) return Errno{EINVAL};
+  // A rename onto a new name adds a name (the old one is refunded by Detach).
+  if (!dst && !(flags & RENAME_EXCHANGE)) SYS_TRY(Charge(EntryCost(to.name, nullptr)));
   // The target an ancestor of the source: fs/namei.c says ENOTEMPTY, or EINVAL
   // for an exchange (which would make a directory its own ancestor).
   if (dst && dst->IsDir() && IsAncestor(dst, from.parent)) {
@@ -185,6 +206,7 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
     if (!src->IsDir() && dst->IsDir()) return Errno{EISDIR};
     if (dst->IsDir()) {
       if (!List(dst).empty()) return Errno{ENOTEMPTY};
+      Refund(EntryCost("", dst.get()));
       dst->removed = true;
       --to.parent->subdir_delta;  // replaced below by src, counted again
     } else {

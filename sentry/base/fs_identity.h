@@ -15,7 +15,8 @@
 
 namespace sentry {
 
-// Returns false if the kernel did not take the identity.
+// Returns false if the kernel did not take the identity. (0, 0) gives a root
+// thread its own identity back.
 inline bool DropFsIdentity(uid_t uid, gid_t gid) {
   setfsgid(gid);
   setfsuid(uid);

@@ -1,5 +1,6 @@
 #include "sentry/run/cgroups.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,6 +66,23 @@ std::string MakeDir(const std::string& controller, const std::string& name) {
 }  // namespace
 
 Cgroups::~Cgroups() { Remove(); }
+
+void Cgroups::SweepStale() {
+  for (const char* controller : {"memory", "pids", "cpu", "cpuacct"}) {
+    std::string parent = absl::StrCat(kRoot, "/", controller, OwnCgroup(controller));
+    DIR* d = opendir(parent.c_str());
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      absl::string_view name = e->d_name;
+      int pid;
+      if (!absl::ConsumePrefix(&name, "sentry-") || !absl::SimpleAtoi(name, &pid)) continue;
+      // A live sentry's (its pid may also have been reused by another program).
+      if (ReadValue(absl::StrCat("/proc/", pid, "/comm")) == "sentry\n") continue;
+      rmdir(absl::StrCat(parent, "/", e->d_name).c_str());  // fails (EBUSY) if still in use
+    }
+    closedir(d);
+  }
+}
 
 void Cgroups::Create(const std::string& name, const CgroupLimits& l) {
   if (l.memory_bytes) {

@@ -32,6 +32,9 @@ class Cgroups final {
   void Add(pid_t pid);
   // Removes the cgroups (once their processes are gone).
   void Remove();
+  // Removes what runs whose sentry died (SIGKILL) left: "sentry-PID" cgroups
+  // of PIDs that no longer exist.
+  static void SweepStale();
 
   std::vector<std::string> enforced() const;  // "cgroup-memory", "cgroup-pids", ...
   bool has_memory() const { return !memory_.empty(); }

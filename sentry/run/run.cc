@@ -183,6 +183,7 @@ std::optional<RunError> Run::Prepare() {
     return RunError{kExitSentryError, std::string(s.message())};
   }
   spec_.stdio = stdio_.child_fds();
+  Cgroups::SweepStale();
   CgroupLimits limits{o_.memory_bytes, o_.pids, o_.cpus};
   cgroups_.Create(absl::StrCat("sentry-", getpid()), limits);
   // Where no cgroup holds, rlimits in the guest still do (per process).
@@ -208,6 +209,8 @@ std::optional<RunError> Run::BuildWorld() {
   auto vfs_or = BuildSandboxTree(tree_, std::move(store));
   if (!vfs_or.ok()) return RunError{kExitSentryError, std::string(vfs_or.status().message())};
   std::unique_ptr<vfs::Vfs> v = std::move(*vfs_or);
+  // The guest's names and links cost the sentry memory: an eighth of --disk.
+  v->set_metadata_limit(std::max<uint64_t>(o_.disk_bytes / 8, 1 << 20));
   for (const auto& [host, guest] : o_.copies) {
     if (absl::Status s = CopyIntoSandbox(*v, creds_, host, guest); !s.ok()) {
       return RunError{kExitSentryError,
@@ -369,6 +372,9 @@ void Run::Supervise() {
 
 int Run::Conclude(std::optional<RunError> error) {
   RunResult r;
+  // The guest is gone or going: this thread works for the operator again
+  // (cgroups to remove, the log to write).
+  DropFsIdentity(0, 0);
   if (error) {
     KillSandbox();
     if (spawned_) {
