@@ -1,0 +1,4 @@
+# expect: timeout
+# Never returns.
+while True:
+    pass
