@@ -4,11 +4,17 @@
 // host (st_dev, st_ino). To answer an fd-based call it takes a copy of the guest's
 // fd (pidfd_getfd), fstats it and looks the pair up here. Identity travels with
 // the kernel object, so dup, fork and fd passing need no bookkeeping.
+//
+// The sentry cannot see a guest close an fd, and some objects are fresh on
+// every open (directory tokens, /proc memfds): the table keeps the most recent
+// kMaxEntries objects, so its memory stays bounded whatever the guest does. The
+// guest cannot hold more fds than that at once under its default limits.
 #ifndef SENTRY_KERNEL_FD_IDENTITY_H_
 #define SENTRY_KERNEL_FD_IDENTITY_H_
 
 #include <sys/stat.h>
 
+#include <deque>
 #include <map>
 #include <string>
 #include <utility>
@@ -25,17 +31,28 @@ struct OpenObject {
 
 class FdIdentity final {
  public:
+  static constexpr size_t kMaxEntries = 1 << 16;
+
   void Register(const struct stat& host, OpenObject obj) {
-    map_[{host.st_dev, host.st_ino}] = std::move(obj);
+    Key key{host.st_dev, host.st_ino};
+    auto [it, fresh] = map_.insert_or_assign(key, std::move(obj));
+    if (!fresh) return;
+    order_.push_back(key);
+    if (order_.size() > kMaxEntries) {
+      map_.erase(order_.front());
+      order_.pop_front();
+    }
   }
   const OpenObject* Find(const struct stat& host) const {
     auto it = map_.find({host.st_dev, host.st_ino});
     return it == map_.end() ? nullptr : &it->second;
   }
-  void Forget(const struct stat& host) { map_.erase({host.st_dev, host.st_ino}); }
+  size_t size() const { return map_.size(); }
 
  private:
-  std::map<std::pair<dev_t, ino_t>, OpenObject> map_;
+  using Key = std::pair<dev_t, ino_t>;
+  std::map<Key, OpenObject> map_;
+  std::deque<Key> order_;  // keys in the order they were first registered
 };
 
 }  // namespace sentry
