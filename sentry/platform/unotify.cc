@@ -39,10 +39,10 @@ bool Unotify::IdValid(uint64_t id) {
   return ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
 }
 
-int Unotify::AddFd(uint64_t id, int src_fd, bool cloexec) {
+int Unotify::AddFd(uint64_t id, int src_fd, bool cloexec, bool send) {
   seccomp_notif_addfd add{};
   add.id = id;
-  add.flags = 0;
+  add.flags = send ? SECCOMP_ADDFD_FLAG_SEND : 0;
   add.srcfd = static_cast<uint32_t>(src_fd);
   add.newfd = 0;
   add.newfd_flags = cloexec ? O_CLOEXEC : 0;
