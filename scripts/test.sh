@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # Installs, builds and runs every test (unit, conformance natively and under
-# sentry, security, e2e) through ctest.
+# sentry, security, e2e, limits, hostile corpus) through ctest.
+#
+# With SENTRY_SANITIZERS=1 it then builds again with ASan + UBSan (build-asan/)
+# and runs the suites that do not measure time (limits and the hostile corpus
+# check wall-clock bounds, which a sanitized sentry is too slow for).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh
 ctest --test-dir build --output-on-failure --timeout 600 "$@"
+if [ "${SENTRY_SANITIZERS:-0}" = 1 ]; then
+  cmake -S . -B build-asan -G Ninja -DSENTRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+    -DSENTRY_SKIP_DIRS="bench;tests/limits" >/dev/null
+  ninja -C build-asan
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure --timeout 900
+fi
