@@ -27,6 +27,7 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
   --memory SIZE       memory cap for the whole sandbox (default 1g)
   --pids-limit N      cap on the sandbox's processes and threads (default 128)
   --cpus N            CPU quota, fractional (default: none)
+  --nofile N          open files per process (default 1024)
   --disk SIZE         cap on what the guest may store in memory (default 512m)
   --max-output BYTES  with --json, keep this much of each stream (default 65536):
                       its first and last halves, with a count of what was dropped
@@ -142,6 +143,11 @@ int RunCommand(const std::vector<std::string>& args) {
     } else if (a == "--cpus") {
       if (!value(a, &v) || !absl::SimpleAtod(v, &o.cpus) || o.cpus <= 0 || o.cpus > 1024) {
         return Usage("--cpus needs a positive number, e.g. 0.5 or 2");
+      }
+    } else if (a == "--nofile") {
+      if (!value(a, &v) || !absl::SimpleAtoi(v, &o.nofile) || o.nofile < 16 ||
+          o.nofile > (1 << 20)) {
+        return Usage("--nofile needs a number of open files (16 to 1048576)");
       }
     } else if (a == "--max-output") {
       if (!value(a, &v) || !absl::SimpleAtoi(v, &o.max_output) || o.max_output < 16) {

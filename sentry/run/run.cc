@@ -190,6 +190,7 @@ std::optional<RunError> Run::Prepare() {
   if (o_.memory_bytes && !cgroups_.has_memory()) {
     spec_.rlimits.push_back({RLIMIT_AS, o_.memory_bytes});
   }
+  spec_.rlimits.push_back({RLIMIT_NOFILE, o_.nofile});
   return std::nullopt;
 }
 
@@ -446,8 +447,8 @@ int Run::Conclude(std::optional<RunError> error) {
     }
     rec.limits = absl::StrFormat(
         "{\"timeoutSec\":%g,\"memoryBytes\":%d,\"pids\":%d,\"cpus\":%g,\"diskBytes\":%d,"
-        "\"maxOutputBytes\":%d}",
-        o_.timeout_sec, o_.memory_bytes, o_.pids, o_.cpus, o_.disk_bytes, o_.max_output);
+        "\"maxOutputBytes\":%d,\"nofile\":%d}",
+        o_.timeout_sec, o_.memory_bytes, o_.pids, o_.cpus, o_.disk_bytes, o_.max_output, o_.nofile);
     rec.result = &r;
     if (absl::Status s = AppendAuditRecord(o_.log_path, rec); !s.ok()) {
       std::fprintf(stderr, "sentry: %s\n", std::string(s.message()).c_str());

@@ -31,6 +31,7 @@ struct RunOptions {
   double cpus = 0;  // 0: no quota
   uint64_t disk_bytes = 512ull << 20;
   uint64_t max_output = 64 << 10;  // per stream, with --json
+  uint64_t nofile = 1024;          // open files per process (RLIMIT_NOFILE)
 };
 
 int RunSandbox(const RunOptions& options);

@@ -17,6 +17,19 @@ TEST(PythonTest, PrintsAProduct) {
   EXPECT_EQ(r.err, "");
 }
 
+// --nofile caps each process's open files: the donated fds count too, so the
+// guest gets EMFILE (24) from open() once it holds that many.
+TEST(PythonTest, NofileCapsOpenFiles) {
+  ProcessResult r = RunPython(
+      "fs = []\n"
+      "try:\n"
+      "    for i in range(100): fs.append(open('/usr/lib/os-release'))\n"
+      "except OSError as e: print(len(fs), e.errno)\n",
+      {"--nofile", "32"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "29 24\n");  // 32 minus stdin, stdout, stderr
+}
+
 TEST(PythonTest, ReadsStdin) {
   ProcessResult r = RunSentry(
       {}, {"/usr/bin/python3", "-c", "import sys; print(sys.stdin.read()[::-1])"}, "olleh");
