@@ -51,17 +51,17 @@ SysResult<std::vector<std::string>> ParseShebang(std::string_view head) {
 SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int flags,
                              const std::vector<std::string>& view_roots) {
   if (flags & ~(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) return Errno{EINVAL};
-  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, NodeAt(ctx, dirfd, path, !(flags & AT_SYMLINK_NOFOLLOW),
-                                                 flags & AT_EMPTY_PATH));
+  // Read once: the name resolved is the name a script's interpreter is given.
+  SYS_ASSIGN_OR_RETURN(std::string name, ReadPath(ctx, path));
+  SYS_ASSIGN_OR_RETURN(
+      vfs::NodeRef node,
+      NodeAtPath(ctx, dirfd, name, !(flags & AT_SYMLINK_NOFOLLOW), flags & AT_EMPTY_PATH));
   SYS_ASSIGN_OR_RETURN(ExecPlan plan, PlanExecNode(ctx, node, view_roots));
-  if (plan.in_memory) {
-    auto name = ctx.mem.CopyInString(path, vfs::kPathMax - 1);
-    if (name.ok() && !name->empty()) {
-      plan.given_path = plan.guest_path = *name;
-      if ((*name)[0] != '/') {
-        auto cwd = ctx.vfs().PathOf(ctx.task.fs->cwd);
-        if (cwd.ok()) plan.guest_path = (*cwd == "/" ? "" : *cwd) + "/" + *name;
-      }
+  if (plan.in_memory && !name.empty()) {
+    plan.given_path = plan.guest_path = name;
+    if (name[0] != '/') {
+      auto cwd = ctx.vfs().PathOf(ctx.task.fs->cwd);
+      if (cwd.ok()) plan.guest_path = (*cwd == "/" ? "" : *cwd) + "/" + name;
     }
   }
   return plan;

@@ -49,7 +49,7 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
   if (flags & O_PATH) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   int acc = flags & O_ACCMODE;
   if ((flags & O_TMPFILE) == O_TMPFILE) {
-    SYS_ASSIGN_OR_RETURN(vfs::NodeRef dir, NodeAt(ctx, dirfd, path_addr, true, false));
+    SYS_ASSIGN_OR_RETURN(vfs::NodeRef dir, NodeAtPath(ctx, dirfd, path, true, false));
     return OpenTmpfile(ctx, dir, flags, mode);
   }
   bool creat = flags & O_CREAT;

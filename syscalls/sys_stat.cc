@@ -30,21 +30,12 @@ SysResult<struct stat> StatAt(SyscallContext& ctx, int dirfd, GuestAddr path, in
   if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE)) {
     return Errno{EINVAL};
   }
-  if (flags & AT_EMPTY_PATH) {
-    // Peek at the first byte: an empty path means the fd itself.
-    SYS_ASSIGN_OR_RETURN(std::string p, ReadPath(ctx, path));
-    if (p.empty()) {
-      if (dirfd == AT_FDCWD) return ctx.vfs().Stat(*ctx.task.fs->cwd);
-      return StatFd(ctx, dirfd);
-    }
-    SYS_ASSIGN_OR_RETURN(vfs::NodeRef start, StartDir(ctx, dirfd, p));
-    vfs::ResolveOpts opts;
-    opts.follow_final = !(flags & AT_SYMLINK_NOFOLLOW);
-    SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, ctx.vfs().Lookup(start, p, opts, ctx.creds()));
-    return ctx.vfs().Stat(*node);
-  }
-  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node,
-                       NodeAt(ctx, dirfd, path, !(flags & AT_SYMLINK_NOFOLLOW), false));
+  SYS_ASSIGN_OR_RETURN(std::string p, ReadPath(ctx, path));
+  // An empty path with AT_EMPTY_PATH is the fd itself, which may be a pipe or
+  // socket the VFS does not know: StatFd answers for those too.
+  if (p.empty() && (flags & AT_EMPTY_PATH) && dirfd != AT_FDCWD) return StatFd(ctx, dirfd);
+  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, NodeAtPath(ctx, dirfd, p, !(flags & AT_SYMLINK_NOFOLLOW),
+                                                     flags & AT_EMPTY_PATH));
   return ctx.vfs().Stat(*node);
 }
 
