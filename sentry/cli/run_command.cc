@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "sentry/cli/commands.h"
+#include "sentry/cli/limits_file.h"
 #include "sentry/run/run.h"
 
 namespace sentry::cli {
@@ -33,6 +34,10 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
                       its first and last halves, with a count of what was dropped
   --stdin FILE        the guest's stdin ("-": sentry's own; default with --json: empty)
   --log FILE          append one JSON line per run (argv, code, limits, result)
+  --limits-file FILE  limits as JSON: {"timeoutMs": 5000, "memoryMb": 256,
+                      "maxProcesses": 64, "cpus": 1, "diskMb": 100,
+                      "maxOutputBytes": 65536, "nofile": 256, "network": "none"};
+                      flags on the command line win over the file
   --copy HOST:GUEST   copy a host file or directory into the sandbox before the run
   --env K=V           add a variable to the guest's environment (repeatable)
   --root              the guest is uid 0 inside the sandbox (no host privilege)
@@ -84,10 +89,10 @@ int Usage(const std::string& problem) {
   return kExitSentryError;
 }
 
-}  // namespace
-
-int RunCommand(const std::vector<std::string>& args) {
-  RunOptions o;
+// Parses the flags into *o; returns -1 to go on, else the exit code (after
+// --help or a usage error). *limits_file gets --limits-file's value.
+int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::string* limits_file) {
+  RunOptions& o = *out;
   size_t i = 0;
   auto value = [&](const std::string& flag, std::string* out) {
     if (i + 1 >= args.size()) return false;
@@ -159,6 +164,9 @@ int RunCommand(const std::vector<std::string>& args) {
     } else if (a == "--log") {
       if (!value(a, &v) || v.empty()) return Usage("--log needs a file");
       o.log_path = v;
+    } else if (a == "--limits-file") {
+      if (!value(a, &v) || v.empty()) return Usage("--limits-file needs a JSON file");
+      *limits_file = v;
     } else if (!a.empty() && a[0] == '-') {
       return Usage("unknown flag " + a);
     } else {
@@ -167,6 +175,22 @@ int RunCommand(const std::vector<std::string>& args) {
   }
   o.argv.assign(args.begin() + static_cast<long>(i), args.end());
   if (o.argv.empty()) return Usage("no command given");
+  return -1;
+}
+
+}  // namespace
+
+int RunCommand(const std::vector<std::string>& args) {
+  RunOptions o;
+  std::string limits_file;
+  if (int rc = ParseFlags(args, &o, &limits_file); rc >= 0) return rc;
+  if (!limits_file.empty()) {
+    // The file sets the limits; flags given on the command line win over it,
+    // wherever they stand, so the flags are parsed again on top of the file.
+    o = RunOptions();
+    if (std::string why = ApplyLimitsFile(limits_file, &o); !why.empty()) return Usage(why);
+    if (int rc = ParseFlags(args, &o, &limits_file); rc >= 0) return rc;
+  }
   return RunSandbox(o);
 }
 

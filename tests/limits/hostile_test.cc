@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/limits/json_lite.h"
+#include "sentry/base/json_lite.h"
 #include "tests/limits/limits_util.h"
 #include "tests/util/subprocess.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/limits/json_lite.h"
+#include "sentry/base/json_lite.h"
 
 namespace sentry::limits {
 

@@ -1,8 +1,8 @@
-// A tiny JSON reader for the tests: enough to read `sentry run --json` results
-// and `--log` lines (objects, arrays, strings with \u escapes, numbers, true,
+// A tiny strict JSON reader: the limits file, and in the tests `sentry run --json`
+// results and `--log` lines (objects, arrays, strings with \u escapes, numbers, true,
 // false, null). Strict: trailing garbage or a malformed value is an error.
-#ifndef SENTRY_TESTS_LIMITS_JSON_LITE_H_
-#define SENTRY_TESTS_LIMITS_JSON_LITE_H_
+#ifndef SENTRY_BASE_JSON_LITE_H_
+#define SENTRY_BASE_JSON_LITE_H_
 
 #include <cstdint>
 #include <cstdlib>
@@ -289,4 +289,4 @@ inline std::optional<Value> Parse(const std::string& text, std::string* why = nu
 
 }  // namespace sentry::json_lite
 
-#endif  // SENTRY_TESTS_LIMITS_JSON_LITE_H_
+#endif  // SENTRY_BASE_JSON_LITE_H_
