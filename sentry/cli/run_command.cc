@@ -40,6 +40,9 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
                       flags on the command line win over the file
   --copy HOST:GUEST   copy a host file or directory into the sandbox before the run
   --env K=V           add a variable to the guest's environment (repeatable)
+  --no-cgroups        make no cgroups (where the caller's own cgroup caps the
+                      run): per-sandbox rlimits alone hold memory (RLIMIT_AS,
+                      per process), processes (RLIMIT_NPROC) and CPU time
   --root              the guest is uid 0 inside the sandbox (no host privilege)
   --no-copy-script    do not copy the script argument in
   --trace             log every trapped syscall to stderr, strace-style
@@ -111,6 +114,8 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
       return 0;
     } else if (a == "--trace") {
       o.trace = true;
+    } else if (a == "--no-cgroups") {
+      o.cgroups = false;
     } else if (a == "--root") {
       o.root = true;
     } else if (a == "--no-copy-script") {

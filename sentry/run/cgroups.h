@@ -39,6 +39,7 @@ class Cgroups final {
   std::vector<std::string> enforced() const;  // "cgroup-memory", "cgroup-pids", ...
   bool has_memory() const { return !memory_.empty(); }
   bool has_pids() const { return !pids_.empty(); }
+  bool has_cpu() const { return !cpu_.empty(); }
   uint64_t PeakMemoryBytes() const;
   uint64_t CpuNanos() const;
   bool MemoryLimitHit() const;  // the OOM killer acted in the sandbox

@@ -184,12 +184,21 @@ std::optional<RunError> Run::Prepare() {
   }
   spec_.stdio = stdio_.child_fds();
   Cgroups::SweepStale();
-  CgroupLimits limits{o_.memory_bytes, o_.pids, o_.cpus};
-  cgroups_.Create(absl::StrCat("sentry-", getpid()), limits);
+  if (o_.cgroups) {
+    CgroupLimits limits{o_.memory_bytes, o_.pids, o_.cpus};
+    cgroups_.Create(absl::StrCat("sentry-", getpid()), limits);
+  }
   // Where no cgroup holds, rlimits in the guest still do (per process).
   if (o_.memory_bytes && !cgroups_.has_memory()) {
     spec_.rlimits.push_back({RLIMIT_AS, o_.memory_bytes});
   }
+  if (o_.cpus > 0 && !cgroups_.has_cpu() && o_.timeout_sec > 0) {
+    spec_.rlimits.push_back({RLIMIT_CPU, static_cast<uint64_t>(o_.timeout_sec * o_.cpus) + 1});
+  }
+  // RLIMIT_NPROC is counted per user namespace and uid (the kernel's ucounts),
+  // so it is this sandbox's own task count, threads included: the pids cap
+  // holds without the pids cgroup too (which also counts the sandbox's init).
+  if (o_.pids) spec_.rlimits.push_back({RLIMIT_NPROC, o_.pids});
   spec_.rlimits.push_back({RLIMIT_NOFILE, o_.nofile});
   return std::nullopt;
 }
@@ -396,6 +405,8 @@ int Run::Conclude(std::optional<RunError> error) {
   r.walls = {"seccomp", "namespaces"};
   for (const std::string& w : cgroups_.enforced()) r.walls.push_back(w);
   if (!cgroups_.has_memory() && o_.memory_bytes) r.walls.push_back("rlimit-as");
+  if (o_.pids) r.walls.push_back("rlimit-nproc");
+  if (o_.cpus > 0 && !cgroups_.has_cpu() && o_.timeout_sec > 0) r.walls.push_back("rlimit-cpu");
 
   int code;
   if (error) {

@@ -32,6 +32,7 @@ struct RunOptions {
   uint64_t disk_bytes = 512ull << 20;
   uint64_t max_output = 64 << 10;  // per stream, with --json
   uint64_t nofile = 1024;          // open files per process (RLIMIT_NOFILE)
+  bool cgroups = true;             // false: rlimits only (--no-cgroups)
 };
 
 int RunSandbox(const RunOptions& options);

@@ -140,6 +140,16 @@ TEST(Memory, SlowLeakOfOneMiBChunksFailsOrIsKilledAtTheCap) {
   ExpectMemoryContained(o);
 }
 
+TEST(Memory, WithoutCgroupsRlimitAsHolds) {
+  Outcome o = RunPy("x = bytearray(10**10)", {"--memory", "256m", "--no-cgroups"});
+  ASSERT_TRUE(o.result) << o.Describe();
+  EXPECT_NE(o.r()["stderr"].str().find("MemoryError"), std::string::npos) << o.Describe();
+  bool rlimit_as = false;
+  for (const Value& w : o.r()["walls"].array) rlimit_as |= w.str() == "rlimit-as";
+  EXPECT_TRUE(rlimit_as) << o.Describe();
+  ExpectNoLeftovers(o);
+}
+
 TEST(Memory, GuestMeminfoShowsTheCap) {
   Outcome o = RunPy(
       "for line in open('/proc/meminfo'):\n"
@@ -201,6 +211,45 @@ TEST(Pids, ForkLoopGetsEagainAndTheHostCountStaysBounded) {
   EXPECT_GE(pr.max_processes, kPidsCap - 2) << "the sampler should have seen the peak";
   EXPECT_LE(pr.max_processes, kPidsCap + kPidsSlack) << "host processes of the run";
   ExpectNoLeftovers(o);
+}
+
+// Without cgroups (--no-cgroups, or a host where none can be made) the cap
+// still holds: RLIMIT_NPROC is counted per user namespace, so per sandbox.
+TEST(Pids, WithoutCgroupsTheRlimitHoldsPerSandbox) {
+  const std::string loop =
+      "import errno, os, time\n"
+      "n = 0\n"
+      "while True:\n"
+      "    try:\n"
+      "        pid = os.fork()\n"
+      "    except OSError as e:\n"
+      "        print('fork failed after', n, errno.errorcode[e.errno])\n"
+      "        break\n"
+      "    if pid == 0:\n"
+      "        time.sleep(60)\n"
+      "        os._exit(0)\n"
+      "    n += 1\n";
+  // Two at once: one sandbox's count is not the other's.
+  PidsRun first, second;
+  std::thread other([&] {
+    second = RunSampled({kPython, "-c", loop},
+                        {"--json", "--no-cgroups", "--pids-limit", "20", "--timeout", "10"});
+  });
+  first = RunSampled({kPython, "-c", loop},
+                     {"--json", "--no-cgroups", "--pids-limit", "20", "--timeout", "10"});
+  other.join();
+  for (const PidsRun* pr : {&first, &second}) {
+    const Outcome& o = pr->o;
+    ASSERT_TRUE(o.result) << o.Describe();
+    EXPECT_EQ(o.r()["stdout"].str(), "fork failed after 19 EAGAIN\n") << o.Describe();
+    std::string walls;
+    for (const Value& w : o.r()["walls"].array) walls += w.str() + " ";
+    EXPECT_NE(walls.find("rlimit-nproc"), std::string::npos) << walls;
+    EXPECT_EQ(walls.find("cgroup"), std::string::npos) << walls;
+    EXPECT_TRUE(o.leaked_cgroups.empty() && SentryCgroupDirs(o.sentry_pid).empty());
+    EXPECT_LE(pr->max_processes, 20 + kPidsSlack) << "host processes of the run";
+    ExpectNoLeftovers(o);
+  }
 }
 
 TEST(Pids, ShellForkBombIsCappedAndEndsAtItsTimeout) {
