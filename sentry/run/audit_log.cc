@@ -23,7 +23,8 @@ absl::Status AppendAuditRecord(const std::string& path, const AuditRecord& r) {
       absl::StrCat("{\"runId\":", JsonString(r.run_id), ",\"time\":\"", when, "\",\"argv\":[",
                    absl::StrJoin(argv, ","), "],\"code\":", JsonString(r.code),
                    ",\"codeSha256\":", JsonString(r.code_hash), ",\"limits\":", r.limits,
-                   ",\"result\":", r.result ? ResultJson(*r.result) : "null", "}\n");
+                   ",\"result\":", r.result ? ResultJson(*r.result) : "null",
+                   ",\"sentryMaxRssBytes\":", r.sentry_max_rss_bytes, "}\n");
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoStatus(absl::StrCat("--log ", path));
   ssize_t n = write(fd, line.data(), line.size());

@@ -3,6 +3,7 @@
 #ifndef SENTRY_RUN_AUDIT_LOG_H_
 #define SENTRY_RUN_AUDIT_LOG_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct AuditRecord {
   std::string code_hash;  // sha-256... of the whole script (hex), or ""
   std::string limits;     // a JSON object
   const RunResult* result = nullptr;
+  uint64_t sentry_max_rss_bytes = 0;  // the sentry process's own peak RSS
 };
 
 absl::Status AppendAuditRecord(const std::string& path, const AuditRecord& record);

@@ -461,6 +461,10 @@ int Run::Conclude(std::optional<RunError> error) {
         "\"maxOutputBytes\":%d,\"nofile\":%d}",
         o_.timeout_sec, o_.memory_bytes, o_.pids, o_.cpus, o_.disk_bytes, o_.max_output, o_.nofile);
     rec.result = &r;
+    rusage self;
+    if (getrusage(RUSAGE_SELF, &self) == 0) {
+      rec.sentry_max_rss_bytes = static_cast<uint64_t>(self.ru_maxrss) * 1024;
+    }
     if (absl::Status s = AppendAuditRecord(o_.log_path, rec); !s.ok()) {
       std::fprintf(stderr, "sentry: %s\n", std::string(s.message()).c_str());
     }

@@ -200,6 +200,7 @@ TEST(AuditLog, OneLineWithArgvCodeHashLimitsAndResult) {
   EXPECT_TRUE(rec["limits"].has("pids")) << ReadFile(log);
   EXPECT_TRUE(rec["limits"].has("diskBytes")) << ReadFile(log);
   EXPECT_EQ(rec["result"]["exitCode"].integer(), 3) << ReadFile(log);
+  EXPECT_GT(rec["sentryMaxRssBytes"].num(), 0) << ReadFile(log);
 }
 
 TEST(AuditLog, TwentyParallelRunsWriteTwentyIntactLines) {
