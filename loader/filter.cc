@@ -210,6 +210,16 @@ class FilterBuilder {
         a_.Goto(RetLabel(deny));
         a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
         break;
+      case ArgFilter::kNativeWithoutAddr:
+        // A 64-bit pointer: both halves must be zero for the native path.
+        a_.Load(ArgLow(4));
+        a_.Jump(BPF_JEQ, 0, 1, 0);
+        a_.Goto(RetLabel(ActionValue(row)));
+        a_.Load(ArgLow(4) + 4);
+        a_.Jump(BPF_JEQ, 0, 0, 1);
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        a_.Goto(RetLabel(ActionValue(row)));
+        break;
       case ArgFilter::kPrioNotUser: {
         uint32_t who_user = std::string(row.name) == "ioprio_set" ? kIoprioWhoUser : kPrioUser;
         a_.Load(ArgLow(0));

@@ -73,6 +73,7 @@ SENTRY_HANDLER(Sysinfo);
 // sys_socket.cc
 SENTRY_HANDLER(Connect);
 SENTRY_HANDLER(Bind);
+SENTRY_HANDLER(Sendto);
 
 #undef SENTRY_HANDLER
 

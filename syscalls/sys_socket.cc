@@ -1,16 +1,29 @@
-// connect, bind: the address is read once by the sentry and the operation done
-// on a copy of the guest's socket, which lives in the sandbox's network namespace
-// (loopback only). Pathname AF_UNIX addresses would be resolved by the host
-// kernel in the sentry's mount namespace, so they are refused until the VFS
-// serves them (the network issue).
+// connect, bind, sendto with an address: the address is read once by the
+// sentry and the operation done on a copy of the guest's socket, which lives
+// in the sandbox's network namespace (loopback only; abstract unix names are
+// scoped to it too).
+//
+// A pathname AF_UNIX address names a VFS path, never a host one. bind makes
+// a socket node whose inode lives in the store (Store::BindSocket keeps the
+// guest's own path as the name the kernel reports); connect and sendto
+// resolve the path in the VFS, check it is a socket the caller may write, and
+// reach its inode through the store.
+#include <fcntl.h>
 #include <linux/sockios.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "syscalls/common.h"
 #include "syscalls/handlers.h"
@@ -18,9 +31,13 @@
 namespace sentry::sys {
 namespace {
 
+// The most a trapped sendto carries: more than a unix or UDP datagram can be
+// by default (EMSGSIZE for a datagram past it); a stream send may be partial.
+constexpr size_t kMaxSendBytes = 256 << 10;
+
 // Whether a socket lives in the sandbox's network namespace. A socket the
 // guest did not make (one the caller handed it as stdio) may live in the
-// host's, where the sentry must not connect or bind it.
+// host's, where the sentry must not connect, bind or send on it.
 bool InSandboxNetns(SyscallContext& ctx, int sock) {
   int ns = ioctl(sock, SIOCGSKNS);
   if (ns < 0) return false;
@@ -30,22 +47,92 @@ bool InSandboxNetns(SyscallContext& ctx, int sock) {
   return same;
 }
 
-SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
-  size_t len = ctx.args.Uint(2);
-  if (len > sizeof(sockaddr_storage)) return Errno{EINVAL};
+struct SockAddr {
   sockaddr_storage addr{};
-  if (len > 0) SYS_TRY(ctx.mem.CopyIn(ctx.args.Ptr(1), &addr, len));
-  SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, ctx.args.Int(0)));
+  socklen_t len = 0;
+  const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&addr); }
+  const sockaddr_un& un() const { return reinterpret_cast<const sockaddr_un&>(addr); }
+  // The path of a pathname AF_UNIX address (not abstract, not autobind).
+  std::optional<std::string> UnixPath() const {
+    if (len <= offsetof(sockaddr_un, sun_path) || addr.ss_family != AF_UNIX) return std::nullopt;
+    if (un().sun_path[0] == '\0') return std::nullopt;
+    size_t max = std::min<size_t>(len - offsetof(sockaddr_un, sun_path), sizeof(un().sun_path));
+    return std::string(un().sun_path, strnlen(un().sun_path, max));
+  }
+};
+
+SysResult<SockAddr> ReadSockAddr(SyscallContext& ctx, GuestAddr at, uint64_t len) {
+  if (len > sizeof(sockaddr_storage)) return Errno{EINVAL};
+  SockAddr a;
+  a.len = static_cast<socklen_t>(len);
+  if (len > 0) SYS_TRY(ctx.mem.CopyIn(at, &a.addr, len));
+  return a;
+}
+
+// The guest's socket, checked to be one and to be the sandbox's.
+SysResult<FdRef> GuestSocket(SyscallContext& ctx, int fd) {
+  SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, fd));
   if (!S_ISSOCK(ref.host_st.st_mode)) return Errno{ENOTSOCK};
   if (!InSandboxNetns(ctx, ref.host.get())) return Errno{EACCES};
-  if (len >= sizeof(sa_family_t) && addr.ss_family == AF_UNIX &&
-      len > offsetof(sockaddr_un, sun_path)) {
-    const auto& un = reinterpret_cast<const sockaddr_un&>(addr);
-    if (un.sun_path[0] != '\0') return Errno{is_connect ? ENOENT : EACCES};
+  return ref;
+}
+
+int SocketDomain(int sock) {
+  int domain = -1;
+  socklen_t n = sizeof(domain);
+  getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &n);
+  return domain;
+}
+
+// Where the sentry reaches the socket node a guest path names: its inode in
+// the store. ENOENT when nothing is there, ECONNREFUSED for a name that is
+// not a bound socket (a file, a lower-layer socket of the host), EACCES
+// without write permission (checked first, as Linux does), as connect(2) says.
+SysResult<SockAddr> StoreAddrOf(SyscallContext& ctx, const std::string& path) {
+  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, NodeAtPath(ctx, AT_FDCWD, path, true, false));
+  SYS_TRY(ctx.vfs().Permission(*node, W_OK, ctx.creds()));
+  if (node->kind() != vfs::NodeKind::kSocket || node->store_name.empty()) {
+    return Errno{ECONNREFUSED};
   }
-  auto* sa = reinterpret_cast<const sockaddr*>(&addr);
-  int rc = is_connect ? connect(ref.host.get(), sa, static_cast<socklen_t>(len))
-                      : bind(ref.host.get(), sa, static_cast<socklen_t>(len));
+  SockAddr a;
+  auto& un = reinterpret_cast<sockaddr_un&>(a.addr);
+  un.sun_family = AF_UNIX;
+  int n = std::snprintf(un.sun_path, sizeof(un.sun_path), "/proc/self/fd/%d/%s",
+                        ctx.vfs().store().dir_fd(), node->store_name.c_str());
+  if (n < 0 || static_cast<size_t>(n) >= sizeof(un.sun_path)) return Errno{ENAMETOOLONG};
+  a.len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n + 1);
+  return a;
+}
+
+SysResult<uint64_t> BindUnixPath(SyscallContext& ctx, int sock, const SockAddr& a,
+                                 const std::string& path) {
+  vfs::ResolveOpts opts;
+  opts.follow_final = false;  // bind(2) makes the name; an existing symlink is EADDRINUSE
+  SYS_ASSIGN_OR_RETURN(vfs::Resolved at, WalkAt(ctx, AT_FDCWD, path, opts));
+  auto bind_in_store = [&]() -> SysResult<std::string> {
+    return ctx.vfs().store().BindSocket(sock, a.un(), a.len);
+  };
+  SYS_TRY(ctx.vfs().CreateSocket(at, ApplyUmask(ctx, 0777), ctx.creds(), bind_in_store));
+  return 0;
+}
+
+SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
+  SYS_ASSIGN_OR_RETURN(SockAddr a, ReadSockAddr(ctx, ctx.args.Ptr(1), ctx.args.Uint(2)));
+  SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocket(ctx, ctx.args.Int(0)));
+  int sock = ref.host.get();
+  std::optional<std::string> path = a.UnixPath();
+  if (path && SocketDomain(sock) == AF_UNIX) {
+    if (!is_connect) return BindUnixPath(ctx, sock, a, *path);
+    SYS_ASSIGN_OR_RETURN(SockAddr target, StoreAddrOf(ctx, *path));
+    if (connect(sock, target.sa(), target.len) < 0) return Errno{errno};
+    return 0;
+  }
+  if (path) {
+    // A pathname address on another family's socket: the kernel's own error
+    // (EINVAL, EAFNOSUPPORT), without letting it resolve the path.
+    a.len = offsetof(sockaddr_un, sun_path);
+  }
+  int rc = is_connect ? connect(sock, a.sa(), a.len) : bind(sock, a.sa(), a.len);
   if (rc < 0) return Errno{errno};
   return 0;
 }
@@ -54,5 +141,49 @@ SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
 
 SysResult<uint64_t> Connect(SyscallContext& ctx) { return SocketAddrOp(ctx, true); }
 SysResult<uint64_t> Bind(SyscallContext& ctx) { return SocketAddrOp(ctx, false); }
+
+// sendto(fd, buf, len, flags, dest_addr, addrlen) with a non-NULL dest_addr
+// (without one the call is native). The data is read once and sent from the
+// sentry's copy of the socket.
+SysResult<uint64_t> Sendto(SyscallContext& ctx) {
+  SYS_ASSIGN_OR_RETURN(SockAddr a, ReadSockAddr(ctx, ctx.args.Ptr(4), ctx.args.Uint(5)));
+  SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocket(ctx, ctx.args.Int(0)));
+  int sock = ref.host.get();
+  int flags = ctx.args.Int(3);
+  size_t len = ctx.args.Ulong(2);
+  int type = 0;
+  socklen_t type_len = sizeof(type);
+  getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &type_len);
+  if (len > kMaxSendBytes) {
+    if (type != SOCK_STREAM) return Errno{EMSGSIZE};
+    len = kMaxSendBytes;
+  }
+  std::vector<char> data(len);
+  if (len > 0) SYS_TRY(ctx.mem.CopyIn(ctx.args.Ptr(1), data.data(), len));
+  SockAddr dest = a;
+  std::optional<std::string> path = a.UnixPath();
+  if (path && SocketDomain(sock) == AF_UNIX) {
+    // Only a datagram socket goes to the address; stream and seqpacket
+    // sockets refuse or ignore it without resolving the path.
+    if (type == SOCK_DGRAM) {
+      SYS_ASSIGN_OR_RETURN(dest, StoreAddrOf(ctx, *path));
+    } else {
+      dest.len = offsetof(sockaddr_un, sun_path) + 1;
+    }
+  } else if (path) {
+    dest.len = offsetof(sockaddr_un, sun_path);
+  }
+  // The sentry must not take a SIGPIPE meant for the guest: it sends with
+  // MSG_NOSIGNAL and raises the signal in the guest thread itself.
+  ssize_t n = sendto(sock, data.data(), len, flags | MSG_NOSIGNAL, dest.sa(), dest.len);
+  if (n < 0) {
+    int err = errno;
+    if (err == EPIPE && !(flags & MSG_NOSIGNAL)) {
+      syscall(SYS_tgkill, ctx.task.process->tgid, ctx.task.tid, SIGPIPE);
+    }
+    return Errno{err};
+  }
+  return static_cast<uint64_t>(n);
+}
 
 }  // namespace sentry::sys

@@ -16,6 +16,9 @@ using enum ArgFilter;
   { nr, #name, kNative, err, nullptr, filter, args }
 #define TRAP(nr, name, handler, args) \
   { nr, #name, kTrap, 0, &sys::handler, kNone, args }
+// A trap only when the filter's argument test fails; native otherwise.
+#define TRAP_UNLESS(nr, name, handler, filter, args) \
+  { nr, #name, kTrap, 0, &sys::handler, filter, args }
 #define TRACE(nr, name, args) \
   { nr, #name, kTrace, 0, nullptr, kNone, args }
 #define DENY(nr, name, err, args) \
@@ -70,7 +73,9 @@ constexpr SyscallRow kTable[] = {
     FILTERED(41, socket, kSocketFamily, EAFNOSUPPORT, "ddd"),
     TRAP(42, connect, Connect, "fAl"),
     NATIVE(43, accept, "fpp"),
-    NATIVE(44, sendto, "fplxpl"),  // wall 2: the guest's net namespace has only lo
+    // With an address, the sentry reads it (a unix path names a VFS socket);
+    // without one (send() on a connected socket) it is native.
+    TRAP_UNLESS(44, sendto, Sendto, kNativeWithoutAddr, "fplxAl"),
     NATIVE(45, recvfrom, "fplxpp"),
     NATIVE(46, sendmsg, "fpx"),  // wall 2, as sendto
     NATIVE(47, recvmsg, "fpx"),

@@ -21,14 +21,14 @@ enum class Action : uint8_t {
 // Argument conditions for native rows; what fails them gets the row's errno.
 enum class ArgFilter : uint8_t {
   kNone,
-  kCloneFlags,    // clone(): no namespace flags
-  kIoctlSafe,     // ioctl(): only terminal queries and fd flag requests
-  kSocketFamily,  // socket(): AF_UNIX, AF_INET, AF_INET6
-  kPrctlSafe,     // prctl(): a small set of options that touch only the caller
-  kPersonality,   // personality(): queries and PER_LINUX only
-  kPrioNotUser,
-  kSeccompNoListener,  // seccomp(): no SECCOMP_FILTER_FLAG_NEW_LISTENER (see table.cc)  //
-                       // setpriority(), ioprio_set(): not by user id (that could reach host tasks)
+  kCloneFlags,         // clone(): no namespace flags
+  kIoctlSafe,          // ioctl(): only terminal queries and fd flag requests
+  kSocketFamily,       // socket(): AF_UNIX, AF_INET, AF_INET6
+  kPrctlSafe,          // prctl(): a small set of options that touch only the caller
+  kPersonality,        // personality(): queries and PER_LINUX only
+  kPrioNotUser,        // setpriority(), ioprio_set(): not by user id (that could reach host tasks)
+  kSeccompNoListener,  // seccomp(): no SECCOMP_FILTER_FLAG_NEW_LISTENER (see table.cc)
+  kNativeWithoutAddr,  // sendto(): native when dest_addr (arg 4) is NULL, else the trap
 };
 
 // Every argument letter the --trace decoder knows (see SyscallRow::args).
@@ -38,7 +38,7 @@ struct SyscallRow {
   int nr;
   const char* name;
   Action action;
-  int err;                 // kErrno rows, and what a failed ArgFilter returns
+  int err;                 // kErrno rows, and what a failed ArgFilter returns (native rows)
   SyscallHandler handler;  // kTrap rows
   ArgFilter filter;
   // One letter an argument, for --trace: d int, u unsigned, x hex, o octal mode,

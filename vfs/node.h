@@ -36,6 +36,7 @@ enum class NodeKind {
   kFile,  // regular file, lower or upper
   kSymlink,
   kFifo,
+  kSocket,     // a unix socket's inode in the store, bound by the guest
   kDevice,     // a host character device shown as is (/dev/null, ...)
   kSynthetic,  // a read-only generated file (/proc, /etc/passwd)
 };

@@ -9,6 +9,7 @@
 #define SENTRY_VFS_STORE_H_
 
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <string>
 
@@ -42,6 +43,10 @@ class Store final {
   SysStatus SetTimes(int fd, const timespec times[2]);
   // Makes a FIFO named name in the store.
   SysStatus MakeFifo(const std::string& name);
+  // Binds the unix socket sock to addr (a pathname address, exactly as the
+  // guest gave it, so the kernel keeps the guest's name) and returns the
+  // store name of the socket inode. See store_socket.cc.
+  SysResult<std::string> BindSocket(int sock, const sockaddr_un& addr, socklen_t len);
 
  private:
   UniqueFd dir_fd_;

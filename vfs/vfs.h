@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -105,6 +106,11 @@ class Vfs final {
 
   // --- namespace changes (parent/name from Walk) ---
   SysResult<NodeRef> Create(const Resolved& at, NodeKind kind, mode_t mode, const Creds& creds);
+  // A unix socket's name: the checks of Create, then bind(store name) makes
+  // the inode in the store (Store::BindSocket); the name appears only if it
+  // succeeded. EADDRINUSE if the name exists, as bind(2) says.
+  SysResult<NodeRef> CreateSocket(const Resolved& at, mode_t mode, const Creds& creds,
+                                  const std::function<SysResult<std::string>()>& bind);
   SysResult<NodeRef> Symlink(const Resolved& at, std::string_view target, const Creds& creds);
   SysStatus Link(const NodeRef& node, const Resolved& at, const Creds& creds);
   SysStatus Unlink(const Resolved& at, const Creds& creds);  // files, symlinks, fifos

@@ -273,6 +273,8 @@ SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags) {
       if (!(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
       return UniqueFd(fd);
     }
+    case NodeKind::kSocket:
+      return Errno{ENXIO};
     default:
       return Errno{ELOOP};
   }

@@ -96,6 +96,26 @@ SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, c
   return node;
 }
 
+SysResult<NodeRef> Vfs::CreateSocket(const Resolved& at, mode_t mode, const Creds& creds,
+                                     const std::function<SysResult<std::string>()>& bind) {
+  if (at.node) return Errno{EADDRINUSE};
+  if (!at.Creatable()) return Errno{NotCreatable(at)};
+  if (at.trailing_slash) return Errno{ENOENT};
+  if (at.parent->lookup) return Errno{EACCES};
+  SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
+  SYS_TRY(Charge(EntryCost(at.name, nullptr) + 448));
+  SysResult<std::string> name = bind();
+  if (!name.ok()) {
+    Refund(EntryCost(at.name, nullptr) + 448);
+    return Errno{name.error()};
+  }
+  NodeRef node = NewNode(NodeKind::kSocket, S_IFSOCK | (mode & 07777), creds.uid, creds.gid);
+  node->store_name = *name;
+  AddChild(at.parent, at.name, node);
+  Touch(*at.parent);
+  return node;
+}
+
 SysResult<NodeRef> Vfs::Symlink(const Resolved& at, std::string_view target, const Creds& creds) {
   if (target.empty()) return Errno{ENOENT};
   if (!at.Creatable()) return Errno{NotCreatable(at)};

@@ -28,7 +28,9 @@ std::string ActionText(const SyscallRow& row) {
       out = std::string("errno ") + strerrorname_np(row.err);
       break;
   }
-  if (row.filter != ArgFilter::kNone) {
+  if (row.filter == ArgFilter::kNativeWithoutAddr) {
+    out = "native; trap with an address";
+  } else if (row.filter != ArgFilter::kNone) {
     out += std::string(" (filtered; else ") + strerrorname_np(row.err) + ")";
   }
   return out;

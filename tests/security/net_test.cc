@@ -166,5 +166,48 @@ print("port=" + str(port), flush=True)
   EXPECT_EQ(res["inside"], "hello");
 }
 
+// Unix socket names the guest binds are VFS names: the socket inode lives in
+// the run's store and the name is made inside an empty chroot, so no name,
+// however it climbs, lands on the host; the store's own names cannot be
+// reached; and a symlink cannot point a bind elsewhere.
+TEST(NetworkWall, UnixSocketNamesStayInTheSandbox) {
+  std::string token = RandomToken(12);
+  std::string host_target = "/tmp/sec-bind-" + token;
+  ProcessResult r = RunPy("token = " + PyQuote(token) + R"PY(
+import errno, os, socket, sys
+def bind(name):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        s.bind(name); return "ok " + s.getsockname()
+    except OSError as e: return errno.errorcode[e.errno]
+os.chdir("/tmp")
+print("climb=" + bind("../../../../../../tmp/sec-bind-" + token))
+print("abs_climb=" + bind("/../../../tmp/sec-bind-" + token + "-abs"))
+print("proc_root=" + bind("/proc/1/root/tmp/sec-bind-" + token + "-proc"))
+os.symlink("/etc/sec-bind-" + token, "/tmp/link")
+print("symlink=" + bind("/tmp/link"))
+print("store=" + bind("/.sentry-store/x"))
+c = socket.socket(socket.AF_UNIX)
+for name in ["/.sentry-store/s1", "/proc/self/fd/0", "/proc/self/root/.sentry-store/s1"]:
+    try: c.connect(name); print("connect=reached " + name)
+    except OSError as e: print("connect_" + name.replace("/", "_") + "=" + errno.errorcode[e.errno])
+)PY");
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  // Inside, the names exist where the guest's own path walk puts them...
+  EXPECT_EQ(res["climb"], "ok ../../../../../../tmp/sec-bind-" + token) << r.out;
+  EXPECT_EQ(res["abs_climb"], "ok /../../../tmp/sec-bind-" + token + "-abs") << r.out;
+  EXPECT_EQ(res["symlink"], "EADDRINUSE") << r.out;
+  EXPECT_NE(res["store"].rfind("ok", 0), 0u) << r.out;
+  EXPECT_EQ(res["connect__.sentry-store_s1"], "ENOENT") << r.out;
+  EXPECT_NE(res["connect__proc_self_fd_0"], "") << r.out;
+  EXPECT_EQ(r.out.find("connect=reached"), std::string::npos) << r.out;
+  // ...and never on the host.
+  for (const std::string& p :
+       {host_target, host_target + "-abs", host_target + "-proc", "/etc/sec-bind-" + token}) {
+    EXPECT_NE(access(p.c_str(), F_OK), 0) << p << " appeared on the host";
+  }
+}
+
 }  // namespace
 }  // namespace sentry::security
