@@ -21,10 +21,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sentry/net/egress.h"
 #include "syscalls/common.h"
 #include "syscalls/handlers.h"
 
@@ -116,6 +118,58 @@ SysResult<uint64_t> BindUnixPath(SyscallContext& ctx, int sock, const SockAddr& 
   return 0;
 }
 
+// Addresses that stay in the sandbox: its own loopback (and the unspecified
+// address, which connect takes as loopback).
+bool SandboxLocal(const net::IpAddr& a) {
+  static const net::IpAddr kV6Loopback = *net::IpAddr::Parse("::1");
+  static const net::IpAddr kV6Any = *net::IpAddr::Parse("::");
+  if (a.family == AF_INET)
+    return a.bytes[0] == 127 || (a.bytes[0] | a.bytes[1] | a.bytes[2] | a.bytes[3]) == 0;
+  return a == kV6Loopback || a == kV6Any;
+}
+
+// Whether the guest's fd has FD_CLOEXEC: its fdinfo's flags (octal) hold O_CLOEXEC.
+bool GuestFdCloexec(pid_t tid, int fd) {
+  std::ifstream in("/proc/" + std::to_string(tid) + "/fdinfo/" + std::to_string(fd));
+  std::string key;
+  while (in >> key) {
+    if (key != "flags:") continue;
+    unsigned long flags = 0;
+    in >> std::oct >> flags;
+    return (flags & O_CLOEXEC) != 0;
+  }
+  return false;
+}
+
+// A connect to an address outside the sandbox, with --allow-net: refused
+// with the policy's reason, or made by the sentry on a socket of its own
+// that then takes the guest socket's place (see net/egress.h).
+SysResult<uint64_t> ConnectOut(SyscallContext& ctx, int sock, const SockAddr& a,
+                               const net::IpAddr& ip, uint16_t port) {
+  net::Verdict v = ctx.kernel.egress->policy().MayConnect(ip, port);
+  if (!v.allowed) {
+    ctx.hint = v.why;
+    return Errno{ENETUNREACH};
+  }
+  net::SocketShape shape = net::SocketShape::Of(sock);
+  if (shape.type != SOCK_STREAM) {
+    ctx.hint = "only TCP connections leave the sandbox; UDP stays on its loopback";
+    return Errno{ENETUNREACH};
+  }
+  int guest_fd = ctx.args.Int(0);
+  bool cloexec = GuestFdCloexec(ctx.task.tid, guest_fd);
+  ctx.later = [egress = ctx.kernel.egress, shape, a, guest_fd, cloexec](LateAnswer& answer) {
+    constexpr int kConnectTimeoutMs = 20000;
+    SysResult<UniqueFd> fd = egress->Connect(shape, a.sa(), a.len, kConnectTimeoutMs);
+    if (!fd.ok()) return answer.Answer(Errno{fd.error()});
+    if (SysStatus st = answer.InstallAt(fd->get(), guest_fd, cloexec); !st.ok()) {
+      return answer.Answer(Errno{st.error()});
+    }
+    answer.Answer(0);
+  };
+  return 0;
+}
+
 SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
   SYS_ASSIGN_OR_RETURN(SockAddr a, ReadSockAddr(ctx, ctx.args.Ptr(1), ctx.args.Uint(2)));
   SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocket(ctx, ctx.args.Int(0)));
@@ -126,6 +180,16 @@ SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
     SYS_ASSIGN_OR_RETURN(SockAddr target, StoreAddrOf(ctx, *path));
     if (connect(sock, target.sa(), target.len) < 0) return Errno{errno};
     return 0;
+  }
+  if (is_connect && ctx.kernel.egress && ctx.kernel.egress->policy().egress_enabled() &&
+      (a.addr.ss_family == AF_INET || a.addr.ss_family == AF_INET6)) {
+    uint16_t port = 0;
+    std::optional<net::IpAddr> ip = net::IpAddr::FromSockaddr(a.sa(), a.len, &port);
+    // The sandbox's own loopback stays inside, unless the operator let this
+    // very address out (a host service, with --unsafe-allow-private-address).
+    if (ip && (!SandboxLocal(*ip) || ctx.kernel.egress->policy().MayConnect(*ip, port).allowed)) {
+      return ConnectOut(ctx, sock, a, *ip, port);
+    }
   }
   if (path) {
     // A pathname address on another family's socket: the kernel's own error

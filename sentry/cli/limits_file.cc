@@ -40,7 +40,7 @@ std::string ApplyLimitsFile(const std::string& path, RunOptions* o) {
 
   for (const auto& [key, v] : doc->object) {
     double n = 0;
-    auto bad = [&](const char* want) { return "limits file: \"" + key + "\" must be " + want; };
+    auto bad = [&](const std::string& want) { return "limits file: \"" + key + "\" must be " + want; };
     if (key == "timeoutMs") {
       if (!Number(v, 0, 1e12, false, &n)) return bad("a number of milliseconds (0: none)");
       o->timeout_sec = n / 1000;
@@ -63,7 +63,23 @@ std::string ApplyLimitsFile(const std::string& path, RunOptions* o) {
       if (!Number(v, 16, 1 << 20, false, &n)) return bad("a number from 16 to 1048576");
       o->nofile = static_cast<uint64_t>(n);
     } else if (key == "network") {
-      if (v.str() != "none") return bad("\"none\" (the only network mode in this version)");
+      // "none", or {"allow": ["api.example.com:443", ...]}.
+      if (v.is_object()) {
+        const Value& list = v["allow"];
+        if (list.kind != Value::Kind::kArray || list.array.empty() || v.object.size() != 1) {
+          return bad("\"none\" or {\"allow\": [\"HOST[:PORT]\", ...]}");
+        }
+        for (const Value& item : list.array) {
+          net::AllowRule rule;
+          std::string why;
+          if (!item.is_string() || !net::ParseAllowRule(item.string, &rule, &why)) {
+            return bad("a list of HOST[:PORT] (" + why + ")");
+          }
+          o->net.allow.push_back(rule);
+        }
+      } else if (v.str() != "none") {
+        return bad("\"none\" or {\"allow\": [\"HOST[:PORT]\", ...]}");
+      }
     } else {
       return "limits file: unknown key \"" + key + "\" (known: " + kKnownKeys + ")";
     }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "sentry/cli/commands.h"
 #include "sentry/cli/limits_file.h"
@@ -43,6 +44,18 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
   --no-cgroups        make no cgroups (where the caller's own cgroup caps the
                       run): per-sandbox rlimits alone hold memory (RLIMIT_AS,
                       per process), processes (RLIMIT_NPROC) and CPU time
+  --allow-net HOST[:PORT]
+                      let connections out to HOST (a name, *.domain, or an IP),
+                      on PORT or any (repeatable); the sentry resolves names
+                      and never connects to loopback, private or link-local
+                      addresses, whatever a name resolves to
+  --add-host NAME:IP  resolve NAME to IP for the allowlist (not a way around it)
+  --unsafe-allow-private-address
+                      let allowlisted IP literals and --add-host entries be
+                      private or loopback addresses (for tests; never in production)
+  --net-bytes SIZE    cap on the bytes that cross the sandbox's edge; past it
+                      every connection out is cut
+  --network MODE      none (the default: loopback only) or allow (--allow-net)
   --root              the guest is uid 0 inside the sandbox (no host privilege)
   --no-copy-script    do not copy the script argument in
   --trace             log every trapped syscall to stderr, strace-style
@@ -96,6 +109,8 @@ int Usage(const std::string& problem) {
 // --help or a usage error). *limits_file gets --limits-file's value.
 int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::string* limits_file) {
   RunOptions& o = *out;
+  std::string mode;
+  std::string* network_mode = &mode;
   size_t i = 0;
   auto value = [&](const std::string& flag, std::string* out) {
     if (i + 1 >= args.size()) return false;
@@ -114,6 +129,33 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
       return 0;
     } else if (a == "--trace") {
       o.trace = true;
+    } else if (a == "--allow-net") {
+      net::AllowRule rule;
+      std::string why;
+      if (!value(a, &v) || !net::ParseAllowRule(v, &rule, &why)) {
+        return Usage("--allow-net needs HOST[:PORT], e.g. api.example.com:443 (" + why + ")");
+      }
+      o.net.allow.push_back(rule);
+    } else if (a == "--add-host") {
+      size_t colon = value(a, &v) ? v.find(':') : std::string::npos;
+      std::optional<net::IpAddr> ip;
+      if (colon != std::string::npos) ip = net::IpAddr::Parse(v.substr(colon + 1));
+      if (colon == std::string::npos || colon == 0 || !ip) {
+        return Usage("--add-host needs NAME:IP, e.g. api.internal:203.0.113.7");
+      }
+      std::string name = absl::AsciiStrToLower(v.substr(0, colon));
+      o.net.static_hosts[name] = *ip;
+    } else if (a == "--unsafe-allow-private-address") {
+      o.net.allow_private = true;
+    } else if (a == "--net-bytes") {
+      if (!value(a, &v) || !ParseSize(v, &o.net_bytes)) {
+        return Usage("--net-bytes needs a size, e.g. 10m");
+      }
+    } else if (a == "--network") {
+      if (!value(a, &v) || (v != "none" && v != "allow")) {
+        return Usage("--network needs none (the default) or allow (with --allow-net)");
+      }
+      *network_mode = v;
     } else if (a == "--no-cgroups") {
       o.cgroups = false;
     } else if (a == "--root") {
@@ -180,6 +222,12 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
   }
   o.argv.assign(args.begin() + static_cast<long>(i), args.end());
   if (o.argv.empty()) return Usage("no command given");
+  if (mode == "none" && !o.net.allow.empty()) {
+    return Usage("--network none and --allow-net contradict each other");
+  }
+  if (mode == "allow" && o.net.allow.empty()) {
+    return Usage("--network allow needs the hosts: --allow-net HOST[:PORT]");
+  }
   return -1;
 }
 

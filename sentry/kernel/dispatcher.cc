@@ -92,11 +92,11 @@ bool IsDenial(int err) {
 
 void Dispatcher::RecordDenial(SyscallContext& ctx, int nr, const SyscallRow& row, int err,
                               const std::string& described) {
-  if (!IsDenial(err)) return;
+  if (!IsDenial(err) && ctx.hint.empty()) return;
   Kernel& k = ctx.kernel;
   ++k.denial_count;
   if (k.denials.size() >= Kernel::kMaxDenials) return;
-  k.denials.push_back({described.empty() ? Describe(ctx, nr) : described, row.name, err});
+  k.denials.push_back({described.empty() ? Describe(ctx, nr) : described, row.name, err, ctx.hint});
 }
 
 std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {

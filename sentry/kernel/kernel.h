@@ -12,6 +12,7 @@
 
 #include "sentry/kernel/fd_identity.h"
 #include "sentry/kernel/task.h"
+#include "sentry/net/egress.h"
 #include "vfs/vfs.h"
 
 namespace sentry {
@@ -22,6 +23,7 @@ struct Denial {
   std::string call;  // "connect(3, {AF_INET, 8.8.8.8:53}, 16)"
   std::string syscall;
   int err = 0;
+  std::string hint;  // a handler's own explanation; else one is chosen by errno
 };
 
 struct KernelConfig {
@@ -50,6 +52,8 @@ class Kernel final {
   // The task whose syscall or event is being handled (under mu); /proc's "self".
   Task* current = nullptr;
   pid_t init_host_pid = 0;  // the sandbox's pid 1
+  // Connections out of the sandbox (--allow-net); null: none may leave.
+  std::shared_ptr<net::Egress> egress;
 
  private:
   std::mutex mu_;

@@ -7,6 +7,8 @@
 #define SENTRY_KERNEL_SYSCALL_CONTEXT_H_
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "sentry/abi/guest_memory.h"
 #include "sentry/base/sys_result.h"
@@ -34,12 +36,31 @@ struct SyscallArgs {
   GuestAddr Ptr(int i) const { return GuestAddr(raw[i]); }
 };
 
+// The answer to a call finished later by another thread (one that waits on
+// the world outside, such as a connect out of the sandbox), so the loop that
+// answers every other call is never held up.
+class LateAnswer {
+ public:
+  virtual ~LateAnswer() = default;
+  // Installs host_fd in the guest as exactly guest_fd (replacing that fd).
+  virtual SysStatus InstallAt(int host_fd, int guest_fd, bool cloexec) = 0;
+  // Answers the call; at most once.
+  virtual void Answer(SysResult<uint64_t> result) = 0;
+};
+// Set by a handler in SyscallContext::later: run on a thread of its own, with
+// no lock held. It must own everything it uses (the run may end meanwhile).
+using LateWork = std::function<void(LateAnswer&)>;
+
 struct SyscallContext {
   Kernel& kernel;
   Task& task;
   GuestMemory& mem;
   GuestFds& fds;
   SyscallArgs args;
+  // A handler that sets this answers later: what it returns is ignored.
+  LateWork later;
+  // A handler's explanation of a refusal, for the run's denied list.
+  std::string hint;
 
   vfs::Vfs& vfs() { return kernel.vfs(); }
   const vfs::Creds& creds() const { return task.process->creds; }

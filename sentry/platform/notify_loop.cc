@@ -4,8 +4,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <memory>
+#include <thread>
 
 #include "sentry/base/fs_identity.h"
 
@@ -63,6 +66,50 @@ class NotifFds final : public GuestFds {
   bool answered_ = false;
 };
 
+// The late answerer owns a duplicate of the listener: it may outlive the loop.
+class OwnedLateAnswer final : public LateAnswer {
+ public:
+  OwnedLateAnswer(int listener, uint64_t id) : u_(UniqueFd(dup(listener))), id_(id) {}
+  SysStatus InstallAt(int host_fd, int guest_fd, bool cloexec) override {
+    int r = u_.AddFdAt(id_, host_fd, guest_fd, cloexec);
+    if (r < 0) return Errno{-r};
+    return {};
+  }
+  void Answer(SysResult<uint64_t> result) override {
+    if (answered_) return;
+    answered_ = true;
+    if (result.ok()) {
+      u_.Respond(id_, static_cast<int64_t>(*result), 0);
+    } else {
+      u_.Respond(id_, 0, result.error());
+    }
+  }
+  ~OwnedLateAnswer() override { Answer(Errno{EINTR}); }
+
+ private:
+  Unotify u_;
+  uint64_t id_;
+  bool answered_ = false;
+};
+
+// Calls waiting on the outside world at once; past this, EAGAIN.
+constexpr int kMaxLate = 64;
+std::atomic<int> g_late_in_flight{0};
+
+void RunLate(LateWork work, int listener, uint64_t id) {
+  if (g_late_in_flight.fetch_add(1) >= kMaxLate) {
+    g_late_in_flight.fetch_sub(1);
+    OwnedLateAnswer(listener, id).Answer(Errno{EAGAIN});
+    return;
+  }
+  auto answer = std::make_unique<OwnedLateAnswer>(listener, id);
+  std::thread([work = std::move(work), answer = std::move(answer)]() mutable {
+    work(*answer);
+    answer.reset();
+    g_late_in_flight.fetch_sub(1);
+  }).detach();
+}
+
 }  // namespace
 
 void NotifyLoop::Start() {
@@ -113,6 +160,7 @@ void NotifyLoop::Run() {
 void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
   DispatchResult res;
   bool answered = false;
+  LateWork later;
   {
     std::lock_guard<std::mutex> lock(kernel_.mu());
     Task* task = kernel_.tasks().Find(static_cast<pid_t>(req.pid));
@@ -127,10 +175,15 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
       for (int i = 0; i < 6; ++i) ctx.args.raw[i] = req.data.args[i];
       res = dispatcher_.Dispatch(ctx, req.data.nr);
       answered = fds.answered();
+      later = std::move(ctx.later);
     }
   }
   handled_.fetch_add(1, std::memory_order_relaxed);
   if (answered) return;
+  if (later) {
+    RunLate(std::move(later), unotify_.fd(), req.id);
+    return;
+  }
   if (res.value < 0 && res.value > -4096) {
     unotify_.Respond(req.id, 0, static_cast<int>(res.value));
   } else {

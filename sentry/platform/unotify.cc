@@ -39,6 +39,17 @@ bool Unotify::IdValid(uint64_t id) {
   return ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
 }
 
+int Unotify::AddFdAt(uint64_t id, int src_fd, int target_fd, bool cloexec) {
+  seccomp_notif_addfd add{};
+  add.id = id;
+  add.flags = SECCOMP_ADDFD_FLAG_SETFD;
+  add.srcfd = static_cast<uint32_t>(src_fd);
+  add.newfd = static_cast<uint32_t>(target_fd);
+  add.newfd_flags = cloexec ? O_CLOEXEC : 0;
+  int r = ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+  return r < 0 ? -errno : r;
+}
+
 int Unotify::AddFd(uint64_t id, int src_fd, bool cloexec, bool send) {
   seccomp_notif_addfd add{};
   add.id = id;

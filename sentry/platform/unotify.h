@@ -31,6 +31,9 @@ class Unotify final {
   // send, the same ioctl also answers the notification with that fd number
   // (SECCOMP_ADDFD_FLAG_SEND): one wake-up of the guest instead of two.
   int AddFd(uint64_t id, int src_fd, bool cloexec, bool send);
+  // Installs src_fd in the notifying process as exactly target_fd, replacing
+  // what is there (as dup2 does).
+  int AddFdAt(uint64_t id, int src_fd, int target_fd, bool cloexec);
   int fd() const { return fd_.get(); }
 
  private:

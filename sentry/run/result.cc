@@ -87,7 +87,9 @@ std::string ResultJson(const RunResult& r) {
       ",\"durationMs\":", r.duration_ms, ",\"cpuMs\":", r.cpu_ms,
       ",\"peakMemoryBytes\":", r.peak_memory_bytes, ",\"stdoutDroppedBytes\":", r.stdout_dropped,
       ",\"stderrDroppedBytes\":", r.stderr_dropped, ",\"walls\":[", absl::StrJoin(walls, ","),
-      "],\"denied\":[", absl::StrJoin(denied, ","), "],\"error\":", Opt(r.error), ",\"version\":\"",
+      "],\"denied\":[", absl::StrJoin(denied, ","),
+      "],\"network\":{\"connections\":", r.net_connections, ",\"bytesOut\":", r.net_bytes_out,
+      ",\"bytesIn\":", r.net_bytes_in, "},\"error\":", Opt(r.error), ",\"version\":\"",
       SENTRY_VERSION, "\"}");
 }
 

@@ -23,13 +23,15 @@ struct RunResult {
   int exit_code = 0;                  // the guest's, or 128+signal
   std::optional<std::string> signal;  // "SIGKILL"
   bool timed_out = false;
-  std::optional<std::string> limit;  // "timeout", "memory", "pids", "output"
+  std::optional<std::string> limit;  // "timeout", "memory", "pids", "network"
   std::optional<std::string> error;  // sentry's own failure, if any
   uint64_t duration_ms = 0;
   uint64_t cpu_ms = 0;
   uint64_t peak_memory_bytes = 0;
   std::vector<std::string> walls;  // "seccomp", "namespaces", "cgroup-memory"...
   std::vector<DeniedOperation> denied;
+  // Connections out of the sandbox (--allow-net), and their bytes.
+  uint64_t net_connections = 0, net_bytes_out = 0, net_bytes_in = 0;
 };
 
 // Quotes s as a JSON string; bytes that are not valid UTF-8 become U+FFFD.

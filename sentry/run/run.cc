@@ -32,6 +32,7 @@
 #include "sentry/run/audit_log.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/result.h"
+#include "sentry/run/sandbox_net.h"
 #include "sentry/run/sandbox_tree.h"
 #include "sentry/run/spawn.h"
 #include "sentry/run/stdio.h"
@@ -109,7 +110,9 @@ DeniedOperation ExplainDenial(const Denial& d) {
   out.argument = d.call;
   out.error = strerrorname_np(d.err) ?: "E?";
   bool net = d.syscall == "connect" || d.syscall == "bind" || d.syscall == "sendto";
-  if (d.err == ENETUNREACH || (net && d.err == EACCES)) {
+  if (!d.hint.empty()) {
+    out.hint = d.hint;
+  } else if (d.err == ENETUNREACH || (net && d.err == EACCES)) {
     out.hint = "network access is disabled in this sandbox; only its own loopback works";
   } else if (d.err == ECONNREFUSED) {
     out.hint = "nothing listens there inside the sandbox; the host's services are not reachable";
@@ -146,6 +149,7 @@ class Run {
   Cgroups cgroups_;
   std::optional<Spawned> spawned_;
   std::unique_ptr<Kernel> kernel_;
+  SandboxNet net_;  // after kernel_: stopped before the kernel goes
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<Unotify> unotify_;
   std::unique_ptr<Dispatcher> dispatcher_;
@@ -276,6 +280,7 @@ std::optional<RunError> Run::BuildWorld() {
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
+  net_.Start(*kernel_, spawned_->init_pid(), o_);
   return std::nullopt;
 }
 
@@ -443,6 +448,8 @@ int Run::Conclude(std::optional<RunError> error) {
     for (const Denial& d : kernel_->denials) r.denied.push_back(ExplainDenial(d));
   }
   if (!r.limit && cgroups_.PidsLimitHit()) r.limit = "pids";
+  net_.Conclude(&r);
+  net_.Stop();
   cgroups_.Remove();
 
   if (!o_.log_path.empty()) {

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "sentry/net/net_policy.h"
+
 namespace sentry {
 
 // sentry's own exit codes, beside the guest's (0-255, 128+N for signal N).
@@ -33,6 +35,8 @@ struct RunOptions {
   uint64_t max_output = 64 << 10;  // per stream, with --json
   uint64_t nofile = 1024;          // open files per process (RLIMIT_NOFILE)
   bool cgroups = true;             // false: rlimits only (--no-cgroups)
+  net::NetPolicyOptions net;       // --allow-net, --add-host, --unsafe-allow-private-address
+  uint64_t net_bytes = 0;          // --net-bytes: cap on bytes in + out (0: none)
 };
 
 int RunSandbox(const RunOptions& options);

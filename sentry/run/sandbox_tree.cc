@@ -82,7 +82,8 @@ void BuildEtc(vfs::Vfs& v, const TreeConfig& c, int host_root) {
   AddText(v, etc, "hosts",
           absl::StrCat("127.0.0.1\tlocalhost\n127.0.1.1\t", c.hostname,
                        "\n::1\tlocalhost ip6-localhost ip6-loopback\n"));
-  AddText(v, etc, "resolv.conf", "# sentry: the sandbox has no network\n");
+  // The sentry's DNS server, on the sandbox's own loopback (sandbox_net.h).
+  AddText(v, etc, "resolv.conf", "nameserver 127.0.0.1\noptions timeout:2 attempts:1\n");
 }
 
 void BuildDev(vfs::Vfs& v) {

@@ -1,0 +1,142 @@
+#include "sentry/net/egress.h"
+
+#include <fcntl.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+
+namespace sentry::net {
+namespace {
+
+constexpr auto kMeterPeriod = std::chrono::milliseconds(100);
+
+void ReadCounters(int fd, uint64_t* out, uint64_t* in) {
+  tcp_info ti{};
+  socklen_t len = sizeof(ti);
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0) return;
+  *out = ti.tcpi_bytes_acked;
+  *in = ti.tcpi_bytes_received;
+}
+
+}  // namespace
+
+SocketShape SocketShape::Of(int sock) {
+  SocketShape s;
+  socklen_t n = sizeof(int);
+  getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &s.domain, &n);
+  n = sizeof(int);
+  getsockopt(sock, SOL_SOCKET, SO_TYPE, &s.type, &n);
+  n = sizeof(int);
+  getsockopt(sock, SOL_SOCKET, SO_PROTOCOL, &s.protocol, &n);
+  s.nonblock = (fcntl(sock, F_GETFL) & O_NONBLOCK) != 0;
+  n = sizeof(int);
+  getsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &s.nodelay, &n);
+  n = sizeof(int);
+  getsockopt(sock, SOL_SOCKET, SO_KEEPALIVE, &s.keepalive, &n);
+  n = sizeof(timeval);
+  getsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &s.rcvtimeo, &n);
+  n = sizeof(timeval);
+  getsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &s.sndtimeo, &n);
+  return s;
+}
+
+Egress::Egress(NetPolicyOptions options, uint64_t byte_cap)
+    : policy_(std::move(options)), byte_cap_(byte_cap) {
+  meter_ = std::thread([this] { Meter(); });
+}
+
+Egress::~Egress() { Shutdown(); }
+
+SysResult<UniqueFd> Egress::Connect(const SocketShape& shape, const sockaddr* addr, socklen_t len,
+                                    int timeout_ms) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ || stats_.cap_hit) return Errno{ENETUNREACH};
+  }
+  UniqueFd fd(socket(shape.domain, shape.type | SOCK_CLOEXEC | SOCK_NONBLOCK, shape.protocol));
+  if (fd.get() < 0) return Errno{errno};
+  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &shape.nodelay, sizeof(int));
+  setsockopt(fd.get(), SOL_SOCKET, SO_KEEPALIVE, &shape.keepalive, sizeof(int));
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &shape.rcvtimeo, sizeof(timeval));
+  setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &shape.sndtimeo, sizeof(timeval));
+  if (connect(fd.get(), addr, len) < 0) {
+    if (errno != EINPROGRESS) return Errno{errno};
+    pollfd pfd{fd.get(), POLLOUT, 0};
+    int r;
+    while ((r = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR) {
+    }
+    if (r == 0) return Errno{ETIMEDOUT};
+    int err = 0;
+    socklen_t n = sizeof(err);
+    getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &n);
+    if (err) return Errno{err};
+  }
+  if (!shape.nonblock) fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  Conn c;
+  c.fd = UniqueFd(fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+  struct stat st;
+  if (fstat(fd.get(), &st) == 0) c.ino = st.st_ino;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.connections;
+  conns_.push_back(std::move(c));
+  return fd;
+}
+
+void Egress::SampleLocked() {
+  std::set<ino_t> held;
+  if (guest_sockets_) held = guest_sockets_();
+  uint64_t out = closed_out_, in = closed_in_;
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    ReadCounters(it->fd.get(), &it->out, &it->in);
+    if (guest_sockets_ && !held.count(it->ino)) {
+      // The guest let it go: so do we (the peer sees the close now).
+      closed_out_ += it->out;
+      closed_in_ += it->in;
+      out += it->out;
+      in += it->in;
+      it = conns_.erase(it);
+      continue;
+    }
+    out += it->out;
+    in += it->in;
+    ++it;
+  }
+  stats_.bytes_out = out;
+  stats_.bytes_in = in;
+  if (byte_cap_ && out + in > byte_cap_ && !stats_.cap_hit) {
+    stats_.cap_hit = true;
+    for (Conn& c : conns_) shutdown(c.fd.get(), SHUT_RDWR);
+  }
+}
+
+void Egress::Meter() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, kMeterPeriod);
+    if (!conns_.empty()) SampleLocked();
+  }
+}
+
+EgressStats Egress::Stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stop_) SampleLocked();
+  return stats_;
+}
+
+void Egress::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stop_) SampleLocked();
+    stop_ = true;
+    for (Conn& c : conns_) shutdown(c.fd.get(), SHUT_RDWR);
+  }
+  cv_.notify_all();
+  if (meter_.joinable()) meter_.join();
+}
+
+}  // namespace sentry::net

@@ -1,0 +1,97 @@
+// NetPolicy: which destinations outside the sandbox a run may reach.
+//
+// Deny by default. With --allow-net HOST[:PORT] the sentry itself resolves
+// HOST (the guest's resolver is answered by the sentry's DNS server, see
+// dns_server.h) and remembers the addresses it handed out; a guest connect is
+// let out only to such an address (or an allowed IP literal) and port, and
+// never to a loopback, private, link-local, CGNAT, multicast, reserved or
+// unspecified address, whatever name led there (DNS rebinding), unless the
+// operator opted IP literals and --add-host entries in with the loudly named
+// --unsafe-allow-private-address.
+#ifndef SENTRY_NET_NET_POLICY_H_
+#define SENTRY_NET_NET_POLICY_H_
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace sentry::net {
+
+// An IPv4 or IPv6 address, v4 kept as v4 (never v4-mapped).
+struct IpAddr {
+  int family = 0;          // AF_INET or AF_INET6
+  uint8_t bytes[16] = {};  // network order; 4 used for AF_INET
+  bool operator<(const IpAddr& o) const;
+  bool operator==(const IpAddr& o) const;
+  std::string ToString() const;
+  static std::optional<IpAddr> Parse(const std::string& text);  // strict inet_pton forms
+  // From a socket address; an IPv4-mapped IPv6 address becomes IPv4.
+  static std::optional<IpAddr> FromSockaddr(const sockaddr* sa, socklen_t len, uint16_t* port);
+};
+
+// Whether an address is one of the public Internet: not loopback, private,
+// link-local, CGNAT, multicast, documentation, reserved or unspecified, and
+// not such an address in an IPv4-mapped, -compatible or NAT64 form.
+bool IsPublicAddress(const IpAddr& a);
+
+// A rule of --allow-net: a name or an IP literal, and a port (0: any).
+struct AllowRule {
+  std::string host;  // lower case, no trailing dot
+  uint16_t port = 0;
+  std::optional<IpAddr> literal;
+};
+
+// Parses "HOST", "HOST:PORT", "[V6]:PORT", "V6"; false with *why if malformed.
+bool ParseAllowRule(const std::string& text, AllowRule* rule, std::string* why);
+
+struct NetPolicyOptions {
+  std::vector<AllowRule> allow;
+  std::map<std::string, IpAddr> static_hosts;  // --add-host NAME:IP
+  bool allow_private = false;                  // --unsafe-allow-private-address
+  // How names on the list are resolved (default: ResolveOnHost); tests count
+  // the calls to prove a refused name never reaches a resolver.
+  std::function<std::vector<IpAddr>(const std::string&)> resolver;
+};
+
+// What the policy says of one destination.
+struct Verdict {
+  bool allowed = false;
+  std::string why;  // for a refusal: the hint the model reads
+};
+
+class NetPolicy final {
+ public:
+  explicit NetPolicy(NetPolicyOptions options) : o_(std::move(options)) {}
+
+  bool egress_enabled() const { return !o_.allow.empty(); }
+
+  // The addresses the guest may be told for a name: resolved by the sentry
+  // (static hosts first, then the host's resolver), private ones dropped. An
+  // empty result with *why set is a refusal to record. Thread-safe.
+  std::vector<IpAddr> Resolve(const std::string& name, int family, std::string* why);
+
+  // Whether a guest connect to addr:port may leave the sandbox. Thread-safe.
+  Verdict MayConnect(const IpAddr& addr, uint16_t port);
+
+ private:
+  bool PrivateAllowed(const IpAddr& a, bool operator_given) const;
+
+  NetPolicyOptions o_;
+  std::mutex mu_;
+  // Addresses handed out by Resolve, with the ports their name's rules allow
+  // (0: any).
+  std::map<IpAddr, std::set<uint16_t>> resolved_;
+  std::set<IpAddr> operator_given_;  // from --add-host: may be private with the unsafe flag
+};
+
+}  // namespace sentry::net
+
+#endif  // SENTRY_NET_NET_POLICY_H_

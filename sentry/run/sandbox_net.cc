@@ -1,0 +1,93 @@
+#include "sentry/run/sandbox_net.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace sentry {
+namespace {
+
+// The socket inodes the given processes hold ("socket:[N]" fd links).
+std::set<ino_t> SocketsHeldBy(const std::vector<pid_t>& pids) {
+  std::set<ino_t> out;
+  for (pid_t pid : pids) {
+    std::string dir = absl::StrCat("/proc/", pid, "/fd");
+    DIR* d = opendir(dir.c_str());
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      char target[64];
+      ssize_t n = readlinkat(dirfd(d), e->d_name, target, sizeof(target) - 1);
+      if (n <= 0) continue;
+      absl::string_view link(target, static_cast<size_t>(n));
+      ino_t ino;
+      if (absl::ConsumePrefix(&link, "socket:[") && absl::ConsumeSuffix(&link, "]") &&
+          absl::SimpleAtoi(link, &ino)) {
+        out.insert(ino);
+      }
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o) {
+  net::NetPolicy* policy;
+  if (!o.net.allow.empty()) {
+    egress_ = std::make_shared<net::Egress>(o.net, o.net_bytes);
+    egress_->set_guest_sockets([&kernel] {
+      std::vector<pid_t> pids;
+      {
+        std::lock_guard<std::mutex> lock(kernel.mu());
+        for (const auto& [tgid, process] : kernel.tasks().Processes()) pids.push_back(tgid);
+      }
+      return SocketsHeldBy(pids);
+    });
+    kernel.egress = egress_;
+    policy = &egress_->policy();
+  } else {
+    none_ = std::make_unique<net::NetPolicy>(net::NetPolicyOptions{});
+    policy = none_.get();
+  }
+  dns_ = std::make_unique<net::DnsServer>(
+      *policy, [&kernel](const std::string& call, const std::string& hint) {
+        std::lock_guard<std::mutex> lock(kernel.mu());
+        ++kernel.denial_count;
+        if (kernel.denials.size() < Kernel::kMaxDenials) {
+          kernel.denials.push_back({call, "dns", ENETUNREACH, hint});
+        }
+      });
+  int netns = open(absl::StrCat("/proc/", init_pid, "/ns/net").c_str(), O_RDONLY | O_CLOEXEC);
+  SysStatus st = netns < 0 ? SysStatus(Errno{errno}) : dns_->Start(netns);
+  if (netns >= 0) close(netns);
+  if (!st.ok()) {
+    std::fprintf(stderr, "sentry: warning: no DNS server in the sandbox (%s)\n",
+                 std::strerror(st.error()));
+  }
+}
+
+void SandboxNet::Conclude(RunResult* r) {
+  if (!egress_) return;
+  net::EgressStats s = egress_->Stats();
+  r->net_connections = s.connections;
+  r->net_bytes_out = s.bytes_out;
+  r->net_bytes_in = s.bytes_in;
+  if (s.cap_hit && !r->limit) r->limit = "network";
+}
+
+void SandboxNet::Stop() {
+  if (dns_) dns_->Stop();
+  if (egress_) egress_->Shutdown();
+}
+
+}  // namespace sentry
