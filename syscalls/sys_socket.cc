@@ -10,6 +10,7 @@
 // reach its inode through the store.
 #include <fcntl.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -141,6 +142,36 @@ bool GuestFdCloexec(pid_t tid, int fd) {
   return false;
 }
 
+// A connect to a --secret host's address: to the credentials proxy on the
+// sandbox's loopback, which learns from the client's port which host it is.
+SysResult<uint64_t> ConnectToProxy(SyscallContext& ctx, int sock, const net::SecretRule& rule,
+                                   uint16_t port) {
+  net::HttpProxy* proxy = ctx.kernel.egress->proxy();
+  if (port != 80 || !proxy) {
+    ctx.hint = rule.host +
+               " takes plain http:// (port 80) in this sandbox: its proxy adds the credentials "
+               "and makes the TLS connection";
+    return Errno{ECONNREFUSED};
+  }
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  if (getsockname(sock, reinterpret_cast<sockaddr*>(&local), &len) < 0) return Errno{errno};
+  if (local.sin_family != AF_INET) return Errno{EAFNOSUPPORT};
+  if (local.sin_port == 0) {
+    local.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(sock, reinterpret_cast<sockaddr*>(&local), sizeof(local)) < 0) return Errno{errno};
+    len = sizeof(local);
+    getsockname(sock, reinterpret_cast<sockaddr*>(&local), &len);
+  }
+  proxy->Expect(ntohs(local.sin_port), &rule);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(proxy->port());
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(sock, reinterpret_cast<sockaddr*>(&to), sizeof(to)) < 0) return Errno{errno};
+  return 0;
+}
+
 // A connect to an address outside the sandbox, with --allow-net: refused
 // with the policy's reason, or made by the sentry on a socket of its own
 // that then takes the guest socket's place (see net/egress.h).
@@ -187,6 +218,11 @@ SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
     std::optional<net::IpAddr> ip = net::IpAddr::FromSockaddr(a.sa(), a.len, &port);
     // The sandbox's own loopback stays inside, unless the operator let this
     // very address out (a host service, with --unsafe-allow-private-address).
+    if (ip) {
+      if (const net::SecretRule* rule = ctx.kernel.egress->policy().SecretAt(*ip)) {
+        return ConnectToProxy(ctx, sock, *rule, port);
+      }
+    }
     if (ip && (!SandboxLocal(*ip) || ctx.kernel.egress->policy().MayConnect(*ip, port).allowed)) {
       return ConnectOut(ctx, sock, a, *ip, port);
     }

@@ -53,6 +53,11 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
   --unsafe-allow-private-address
                       let allowlisted IP literals and --add-host entries be
                       private or loopback addresses (for tests; never in production)
+  --secret [http://]HOST[:PORT]=HEADER:SOURCE
+                      the guest's plain-HTTP requests to http://HOST go through
+                      sentry's proxy, which adds "HEADER: value" and speaks TLS
+                      to HOST (port 443) unless http:// is given; SOURCE is
+                      env:VAR or file:PATH, read by sentry, never in the sandbox
   --net-bytes SIZE    cap on the bytes that cross the sandbox's edge; past it
                       every connection out is cut
   --network MODE      none (the default: loopback only) or allow (--allow-net)
@@ -145,6 +150,14 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
       }
       std::string name = absl::AsciiStrToLower(v.substr(0, colon));
       o.net.static_hosts[name] = *ip;
+    } else if (a == "--secret") {
+      net::SecretRule rule;
+      std::string why;
+      if (!value(a, &v) || !net::ParseSecretRule(v, &rule, &why)) {
+        return Usage("--secret needs [http://]HOST[:PORT]=HEADER:env:VAR or ...:file:PATH (" + why +
+                     ")");
+      }
+      o.net.secrets.push_back(rule);
     } else if (a == "--unsafe-allow-private-address") {
       o.net.allow_private = true;
     } else if (a == "--net-bytes") {

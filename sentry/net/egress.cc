@@ -52,6 +52,18 @@ Egress::Egress(NetPolicyOptions options, uint64_t byte_cap)
 
 Egress::~Egress() { Shutdown(); }
 
+SysStatus Egress::StartProxy(int netns_fd) {
+  proxy_ = std::make_unique<HttpProxy>(policy_, [this](uint64_t out, uint64_t in) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.connections;
+    closed_out_ += out;
+    closed_in_ += in;
+    stats_.bytes_out += out;
+    stats_.bytes_in += in;
+  });
+  return proxy_->Start(netns_fd);
+}
+
 SysResult<UniqueFd> Egress::Connect(const SocketShape& shape, const sockaddr* addr, socklen_t len,
                                     int timeout_ms) {
   {
@@ -129,6 +141,7 @@ EgressStats Egress::Stats() {
 }
 
 void Egress::Shutdown() {
+  if (proxy_) proxy_->Stop();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stop_) SampleLocked();

@@ -26,6 +26,7 @@
 
 #include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
+#include "sentry/net/http_proxy.h"
 #include "sentry/net/net_policy.h"
 
 namespace sentry::net {
@@ -66,6 +67,11 @@ class Egress final : public std::enable_shared_from_this<Egress> {
   SysResult<UniqueFd> Connect(const SocketShape& shape, const sockaddr* addr, socklen_t len,
                               int timeout_ms);
 
+  // The credentials proxy for --secret hosts, listening in the sandbox's
+  // network namespace; null until started (and without --secret).
+  SysStatus StartProxy(int netns_fd);
+  HttpProxy* proxy() { return proxy_.get(); }
+
   // Final figures (reads every connection still held).
   EgressStats Stats();
   // Cuts every connection and stops the meter.
@@ -92,6 +98,7 @@ class Egress final : public std::enable_shared_from_this<Egress> {
   EgressStats stats_;
   std::function<std::set<ino_t>()> guest_sockets_;
   std::thread meter_;
+  std::unique_ptr<HttpProxy> proxy_;
 };
 
 }  // namespace sentry::net

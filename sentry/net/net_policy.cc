@@ -3,9 +3,12 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "sentry/net/host_resolver.h"
@@ -190,12 +193,106 @@ bool ParseAllowRule(const std::string& text, AllowRule* rule, std::string* why) 
   return true;
 }
 
+bool ParseSecretRule(const std::string& text, SecretRule* rule, std::string* why) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    *why = "expected HOST=HEADER:SOURCE";
+    return false;
+  }
+  std::string target = text.substr(0, eq), rest = text.substr(eq + 1);
+  rule->tls = true;
+  if (absl::StartsWith(target, "http://")) {
+    rule->tls = false;
+    target = target.substr(7);
+  } else if (absl::StartsWith(target, "https://")) {
+    target = target.substr(8);
+  }
+  AllowRule host;
+  if (!ParseAllowRule(target, &host, why) || host.literal ||
+      host.host.find('*') != std::string::npos) {
+    if (why->empty()) *why = "HOST must be a name";
+    return false;
+  }
+  rule->host = host.host;
+  rule->port = host.port ? host.port : (rule->tls ? 443 : 80);
+  size_t colon = rest.find(':');
+  if (colon == std::string::npos || colon == 0) {
+    *why = "expected HEADER:SOURCE after =";
+    return false;
+  }
+  rule->header = rest.substr(0, colon);
+  for (char c : rule->header) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-') {
+      *why = "a header name is letters, digits and -";
+      return false;
+    }
+  }
+  std::string source = rest.substr(colon + 1);
+  if (absl::StartsWith(source, "env:")) {
+    const char* v = getenv(source.c_str() + 4);
+    if (!v || !*v) {
+      *why = "the environment variable " + source.substr(4) + " is not set";
+      return false;
+    }
+    rule->value = v;
+  } else if (absl::StartsWith(source, "file:")) {
+    std::ifstream in(source.substr(5));
+    if (!in || !std::getline(in, rule->value) || rule->value.empty()) {
+      *why = "cannot read a value from " + source.substr(5);
+      return false;
+    }
+  } else {
+    *why = "SOURCE is env:VAR or file:PATH (the value itself never goes on a command line)";
+    return false;
+  }
+  if (rule->value.find_first_of("\r\n") != std::string::npos) {
+    *why = "the value holds a line break";
+    return false;
+  }
+  return true;
+}
+
 bool NetPolicy::PrivateAllowed(const IpAddr& a, bool operator_given) const {
   return IsPublicAddress(a) || (operator_given && o_.allow_private);
 }
 
+IpAddr NetPolicy::SecretAddress(size_t index) {
+  IpAddr a;
+  a.family = AF_INET;
+  a.bytes[0] = 198;
+  a.bytes[1] = 18;
+  a.bytes[2] = static_cast<uint8_t>((index + 1) >> 8);
+  a.bytes[3] = static_cast<uint8_t>(index + 1);
+  return a;
+}
+
+const SecretRule* NetPolicy::SecretAt(const IpAddr& a) const {
+  for (size_t i = 0; i < o_.secrets.size(); ++i) {
+    if (SecretAddress(i) == a) return &o_.secrets[i];
+  }
+  return nullptr;
+}
+
+std::vector<IpAddr> NetPolicy::ResolveUpstream(const std::string& host, std::string* why) {
+  bool from_operator = o_.static_hosts.count(host) > 0;
+  std::vector<IpAddr> found = from_operator ? std::vector<IpAddr>{o_.static_hosts.at(host)}
+                              : o_.resolver ? o_.resolver(host)
+                                            : ResolveOnHost(host);
+  std::vector<IpAddr> out;
+  for (const IpAddr& a : found) {
+    if (PrivateAllowed(a, from_operator)) out.push_back(a);
+  }
+  if (out.empty()) *why = host + " has no public address";
+  return out;
+}
+
 std::vector<IpAddr> NetPolicy::Resolve(const std::string& raw, int family, std::string* why) {
   std::string name = Normalize(raw);
+  for (size_t i = 0; i < o_.secrets.size(); ++i) {
+    if (o_.secrets[i].host != name) continue;
+    if (family == AF_INET) return {SecretAddress(i)};
+    return {};
+  }
   std::vector<uint16_t> ports;
   for (const AllowRule& r : o_.allow) {
     if (Matches(r, name)) ports.push_back(r.port);

@@ -52,6 +52,21 @@ struct AllowRule {
 // Parses "HOST", "HOST:PORT", "[V6]:PORT", "V6"; false with *why if malformed.
 bool ParseAllowRule(const std::string& text, AllowRule* rule, std::string* why);
 
+// --secret [http://|https://]HOST[:PORT]=HEADER:SOURCE: the guest's plain
+// HTTP to HOST goes through the sentry's proxy, which adds HEADER: value
+// upstream (over TLS unless http://). The value never enters the sandbox.
+struct SecretRule {
+  std::string host;
+  bool tls = true;
+  uint16_t port = 443;
+  std::string header;
+  std::string value;
+};
+
+// Parses the flag's text; the value is read from SOURCE: env:VAR (the
+// caller's environment) or file:PATH (its first line). False with *why.
+bool ParseSecretRule(const std::string& text, SecretRule* rule, std::string* why);
+
 struct NetPolicyOptions {
   std::vector<AllowRule> allow;
   std::map<std::string, IpAddr> static_hosts;  // --add-host NAME:IP
@@ -59,6 +74,7 @@ struct NetPolicyOptions {
   // How names on the list are resolved (default: ResolveOnHost); tests count
   // the calls to prove a refused name never reaches a resolver.
   std::function<std::vector<IpAddr>(const std::string&)> resolver;
+  std::vector<SecretRule> secrets;
 };
 
 // What the policy says of one destination.
@@ -71,7 +87,17 @@ class NetPolicy final {
  public:
   explicit NetPolicy(NetPolicyOptions options) : o_(std::move(options)) {}
 
-  bool egress_enabled() const { return !o_.allow.empty(); }
+  bool egress_enabled() const { return !o_.allow.empty() || !o_.secrets.empty(); }
+  const std::vector<SecretRule>& secrets() const { return o_.secrets; }
+
+  // The address the sandbox's DNS gives a --secret host: 198.18.0.N
+  // (benchmarking space, never routed), which a connect turns into the proxy.
+  static IpAddr SecretAddress(size_t index);
+  // The --secret rule behind such an address, if it is one.
+  const SecretRule* SecretAt(const IpAddr& a) const;
+  // The upstream addresses of a --secret host (public ones, or the
+  // operator's own with --unsafe-allow-private-address).
+  std::vector<IpAddr> ResolveUpstream(const std::string& host, std::string* why);
 
   // The addresses the guest may be told for a name: resolved by the sentry
   // (static hosts first, then the host's resolver), private ones dropped. An

@@ -43,7 +43,8 @@ std::set<ino_t> SocketsHeldBy(const std::vector<pid_t>& pids) {
 
 void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o) {
   net::NetPolicy* policy;
-  if (!o.net.allow.empty()) {
+  int netns = open(absl::StrCat("/proc/", init_pid, "/ns/net").c_str(), O_RDONLY | O_CLOEXEC);
+  if (!o.net.allow.empty() || !o.net.secrets.empty()) {
     egress_ = std::make_shared<net::Egress>(o.net, o.net_bytes);
     egress_->set_guest_sockets([&kernel] {
       std::vector<pid_t> pids;
@@ -55,6 +56,13 @@ void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o) {
     });
     kernel.egress = egress_;
     policy = &egress_->policy();
+    if (!o.net.secrets.empty()) {
+      SysStatus st = netns < 0 ? SysStatus(Errno{errno}) : egress_->StartProxy(netns);
+      if (!st.ok()) {
+        std::fprintf(stderr, "sentry: warning: no credentials proxy (%s): --secret hosts fail\n",
+                     std::strerror(st.error()));
+      }
+    }
   } else {
     none_ = std::make_unique<net::NetPolicy>(net::NetPolicyOptions{});
     policy = none_.get();
@@ -67,7 +75,6 @@ void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o) {
           kernel.denials.push_back({call, "dns", ENETUNREACH, hint});
         }
       });
-  int netns = open(absl::StrCat("/proc/", init_pid, "/ns/net").c_str(), O_RDONLY | O_CLOEXEC);
   SysStatus st = netns < 0 ? SysStatus(Errno{errno}) : dns_->Start(netns);
   if (netns >= 0) close(netns);
   if (!st.ok()) {
