@@ -212,6 +212,11 @@ std::string RewriteRequestHead(const std::string& head, const SecretRule& rule,
   *content_length = 0;
   std::vector<std::string> lines = absl::StrSplit(head, "\r\n");
   if (lines.size() < 2) return "";
+  // A bare CR or LF, or a NUL, inside a line could smuggle a header past the
+  // rewrite to a server that splits lines differently: refused.
+  for (const std::string& line : lines) {
+    if (line.find_first_of(std::string("\r\n\0", 3)) != std::string::npos) return "";
+  }
   std::vector<std::string> first = absl::StrSplit(lines[0], ' ');
   if (first.size() != 3 || !IsToken(first[0]) ||
       (first[2] != "HTTP/1.1" && first[2] != "HTTP/1.0")) {

@@ -6,11 +6,15 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -315,6 +319,183 @@ TEST(NetworkTest, AFloodOfRefusedConnectsStaysCheap) {
   GuestRun run = RunPy(code, {"--allow-net", "example.com:443"});
   EXPECT_EQ(run.r["stdout"].str(), "2000 True\n") << run.Describe();
   EXPECT_EQ(run.r["denied"].array.size(), 20u);
+}
+
+// An upstream HTTP(S) service for --secret: a Python server on the host's
+// loopback that records each request's headers in a file (never in its
+// replies, so the guest cannot learn them from the traffic it sees).
+class Upstream {
+ public:
+  explicit Upstream(bool tls) {
+    char tmpl[] = "/tmp/sentry-upstream-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    Write("server.py", R"PY(
+import http.server, json, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        with open(sys.argv[1] + "/requests", "a") as f:
+            f.write(json.dumps({"path": self.path, "headers": dict(self.headers),
+                                "body": len(body)}) + "\n")
+        out = b"upstream says hi\n"
+        self.send_response(200); self.send_header("Content-Length", str(len(out)))
+        self.end_headers(); self.wfile.write(out)
+    do_POST = do_GET
+    def log_message(self, *a): pass
+srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+if sys.argv[2] == "tls":
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[1] + "/cert.pem", sys.argv[1] + "/key.pem")
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+open(sys.argv[1] + "/port.tmp", "w").write(str(srv.server_address[1]))
+import os; os.rename(sys.argv[1] + "/port.tmp", sys.argv[1] + "/port")
+srv.serve_forever()
+)PY");
+    if (tls) {
+      ProcessResult r =
+          RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                      "-keyout", dir_ + "/key.pem", "-out", dir_ + "/cert.pem", "-days", "2",
+                      "-subj", "/CN=api.test", "-addext", "subjectAltName=DNS:api.test"});
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+    pid_ = fork();
+    if (pid_ == 0) {
+      execl("/usr/bin/python3", "python3", (dir_ + "/server.py").c_str(), dir_.c_str(),
+            tls ? "tls" : "plain", nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 100 && port_ == 0; ++i) {
+      usleep(50 * 1000);
+      port_ = std::atoi(Read("port").c_str());
+    }
+    EXPECT_NE(port_, 0) << "the upstream server did not start";
+  }
+  ~Upstream() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    RunProcess({"/bin/rm", "-rf", dir_});
+  }
+  int port() const { return port_; }
+  std::string cert() const { return dir_ + "/cert.pem"; }
+  std::vector<Value> Requests() const {
+    std::vector<Value> out;
+    std::string all = Read("requests");
+    for (size_t at = 0, nl; (nl = all.find('\n', at)) != std::string::npos; at = nl + 1) {
+      if (auto v = json_lite::Parse(all.substr(at, nl - at))) out.push_back(*v);
+    }
+    return out;
+  }
+
+ private:
+  void Write(const std::string& name, const std::string& text) const {
+    FILE* f = fopen((dir_ + "/" + name).c_str(), "w");
+    fwrite(text.data(), 1, text.size(), f);
+    fclose(f);
+  }
+  std::string Read(const std::string& name) const {
+    std::string out;
+    FILE* f = fopen((dir_ + "/" + name).c_str(), "r");
+    if (!f) return out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+    fclose(f);
+    return out;
+  }
+  std::string dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// What the guest tries, to find the secret: its environment, every process's
+// environ and cmdline under /proc, the replies it gets, and a forged header.
+constexpr const char* kSecretProbe = R"PY(
+import glob, os, urllib.request
+req = urllib.request.Request("http://api.test/v1/items?x=1", data=b"x" * 50000,
+                             headers={"Authorization": "forged-by-guest"})
+reply = urllib.request.urlopen(req, timeout=10)
+body = reply.read()
+seen = body + repr(reply.headers.items()).encode() + repr(dict(os.environ)).encode()
+for p in glob.glob("/proc/*/environ") + glob.glob("/proc/*/cmdline"):
+    try: seen += open(p, "rb").read()
+    except OSError: pass
+needle = ("TOP" + "SECRET").encode()  # not spelled out: this program's text is in /proc
+print(body.decode().strip(), needle in seen)
+)PY";
+
+TEST(NetworkTest, SecretHeaderIsAddedUpstreamAndNeverSeenInside) {
+  Upstream up(/*tls=*/false);
+  std::string rule = "http://api.test:" + std::to_string(up.port()) + "=Authorization:env:API_KEY";
+  GuestRun run = [&] {
+    setenv("API_KEY", "Bearer TOPSECRET-1", 1);
+    GuestRun r = RunPy(kSecretProbe, {"--secret", rule, "--add-host", "api.test:127.0.0.1",
+                                      "--unsafe-allow-private-address"});
+    unsetenv("API_KEY");
+    return r;
+  }();
+  EXPECT_EQ(run.r["stdout"].str(), "upstream says hi False\n") << run.Describe();
+  std::vector<Value> reqs = up.Requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0]["headers"]["Authorization"].str(), "Bearer TOPSECRET-1");
+  EXPECT_EQ(reqs[0]["path"].str(), "/v1/items?x=1");
+  EXPECT_EQ(reqs[0]["body"].integer(), 50000);
+  EXPECT_EQ(run.r["network"]["connections"].integer(), 1) << run.p.out;
+  EXPECT_EQ(run.p.out.find("TOPSECRET"), std::string::npos) << "the result holds the secret";
+}
+
+TEST(NetworkTest, SecretUpstreamOverTlsIsVerified) {
+  Upstream up(/*tls=*/true);
+  std::string rule =
+      "api.test:" + std::to_string(up.port()) + "=X-Api-Key:file:" + up.cert() + ".key";
+  FILE* f = fopen((up.cert() + ".key").c_str(), "w");
+  fputs("TOPSECRET-2\n", f);
+  fclose(f);
+  std::string fetch =
+      "import urllib.request, urllib.error\n"
+      "try: print(urllib.request.urlopen('http://api.test/tls', timeout=10).read().decode())\n"
+      "except urllib.error.HTTPError as e: print(e.code, e.read().decode())\n";
+  std::vector<std::string> flags = {"--secret", rule, "--add-host", "api.test:127.0.0.1",
+                                    "--unsafe-allow-private-address"};
+  // The system CA store does not know the test's certificate: refused.
+  GuestRun untrusted = RunPy(fetch, flags);
+  EXPECT_NE(untrusted.r["stdout"].str().find("502 sentry proxy: TLS to api.test failed"),
+            std::string::npos)
+      << untrusted.Describe();
+  EXPECT_TRUE(up.Requests().empty());
+  setenv("SSL_CERT_FILE", up.cert().c_str(), 1);
+  GuestRun trusted = RunPy(fetch, flags);
+  unsetenv("SSL_CERT_FILE");
+  EXPECT_EQ(trusted.r["stdout"].str(), "upstream says hi\n\n") << trusted.Describe();
+  std::vector<Value> reqs = up.Requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0]["headers"]["X-Api-Key"].str(), "TOPSECRET-2");
+}
+
+TEST(NetworkTest, SecretHostOnlyOverPlainHttpInside) {
+  Upstream up(/*tls=*/false);
+  setenv("API_KEY", "TOPSECRET-3", 1);
+  GuestRun run = RunPy(
+      "import socket, errno\n"
+      "try: socket.create_connection(('api.test', 443), timeout=3)\n"
+      "except OSError as e: print(errno.errorcode[e.errno])\n",
+      {"--secret", "http://api.test:" + std::to_string(up.port()) + "=Authorization:env:API_KEY"});
+  unsetenv("API_KEY");
+  EXPECT_EQ(run.r["stdout"].str(), "ECONNREFUSED\n") << run.Describe();
+  EXPECT_NE(run.Denied().find("plain http://"), std::string::npos) << run.Denied();
+}
+
+TEST(NetworkTest, SecretFlagErrors) {
+  unsetenv("SENTRY_TEST_UNSET_VAR");
+  for (const std::string& bad :
+       {std::string("api.test=Authorization:env:SENTRY_TEST_UNSET_VAR"),
+        std::string("api.test=Authorization:Bearer xyz"), std::string("api.test"),
+        std::string("10.0.0.1=Authorization:env:PATH"),
+        std::string("api.test=Bad Header:env:PATH")}) {
+    ProcessResult r = RunSentry({"--secret", bad}, {"/bin/true"});
+    EXPECT_EQ(r.exit_code, 125) << bad;
+    EXPECT_NE(r.err.find("--secret"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

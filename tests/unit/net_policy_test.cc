@@ -8,6 +8,7 @@
 
 #include "sentry/net/dns_server.h"
 #include "sentry/net/host_resolver.h"
+#include "sentry/net/http_proxy.h"
 
 namespace sentry::net {
 namespace {
@@ -206,6 +207,52 @@ TEST(DnsCodecTest, MalformedQueriesAreRejected) {
   std::vector<uint8_t> response = ok;
   response[2] |= 0x80;
   EXPECT_FALSE(ParseDnsQuery(response.data(), response.size(), &q));
+}
+
+TEST(HttpProxyTest, RewriteDropsTheGuestsCopyOfTheHeaderAndAddsTheSecret) {
+  SecretRule rule;
+  rule.host = "api.example.com";
+  rule.header = "Authorization";
+  rule.value = "Bearer real";
+  uint64_t len;
+  int status;
+  std::string out = RewriteRequestHead(
+      "POST http://api.example.com/v1?q=1 HTTP/1.1\r\nHost: evil.example\r\n"
+      "authorization: forged\r\nAUTHORIZATION: forged2\r\nContent-Length: 5\r\n"
+      "Connection: keep-alive\r\nX-Other: kept\r\n\r\n",
+      rule, &len, &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(len, 5u);
+  EXPECT_EQ(out,
+            "POST /v1?q=1 HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 5\r\n"
+            "X-Other: kept\r\nAuthorization: Bearer real\r\nConnection: close\r\n\r\n");
+}
+
+TEST(HttpProxyTest, RewriteRefusesWhatCouldSmuggle) {
+  SecretRule rule;
+  rule.host = "api.example.com";
+  rule.header = "Authorization";
+  rule.value = "v";
+  uint64_t len;
+  int status;
+  for (const std::string& head : {
+           std::string("GET / HTTP/1.1\r\nX: a\nAuthorization: forged\r\n\r\n"),
+           std::string("GET / HTTP/1.1\r\nX: a\rAuthorization: forged\r\n\r\n"),
+           std::string("GET / HTTP/1.1\r\n Authorization: folded\r\n\r\n"),
+           std::string("GET / HTTP/1.1\r\nNoColon\r\n\r\n"),
+           std::string("GET / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"),
+           std::string("GET /a b HTTP/1.1\r\n\r\n"),
+           std::string("GET / HTTP/2\r\n\r\n"),
+           std::string("GET relative HTTP/1.1\r\n\r\n"),
+           std::string("GET / HTTP/1.1\r\nX\0Y: 1\r\n\r\n", 26),
+       }) {
+    EXPECT_EQ(RewriteRequestHead(head, rule, &len, &status), "") << head;
+    EXPECT_EQ(status, 400) << head;
+  }
+  EXPECT_EQ(RewriteRequestHead("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", rule, &len,
+                               &status),
+            "");
+  EXPECT_EQ(status, 411);
 }
 
 }  // namespace
