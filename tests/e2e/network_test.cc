@@ -498,5 +498,39 @@ TEST(NetworkTest, SecretFlagErrors) {
   }
 }
 
+// A socket connected out lives in the host's network namespace: the guest
+// must not be able to point it elsewhere. connect(AF_UNSPEC) would disconnect
+// it (then sendmsg with MSG_FASTOPEN could connect it anywhere): the sentry
+// refuses every connect, bind and sendto on a socket outside the sandbox.
+TEST(NetworkTest, AConnectionOutCannotBeRepointed) {
+  HostServer allowed, other;
+  std::string code =
+      "import ctypes, errno, socket, struct\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "s = socket.create_connection(('127.0.0.1', " +
+      std::to_string(allowed.port()) +
+      "))\n"
+      "unspec = struct.pack('HH12x', socket.AF_UNSPEC, 0)\n"
+      "r = libc.connect(s.fileno(), unspec, len(unspec))\n"
+      "print('disconnect', r, errno.errorcode.get(ctypes.get_errno()))\n"
+      "target = ('127.0.0.1', " +
+      std::to_string(other.port()) +
+      ")\n"
+      "for what, f in [('connect', lambda: s.connect(target)),\n"
+      "                ('sendto', lambda: s.sendto(b'x', target)),\n"
+      "                ('fastopen', lambda: s.sendmsg([b'x'], [], socket.MSG_FASTOPEN, target)),\n"
+      "                ('bind', lambda: s.bind(('0.0.0.0', 0)))]:\n"
+      "    try: f(); print(what, 'ok')\n"
+      "    except OSError as e: print(what, errno.errorcode.get(e.errno))\n";
+  GuestRun run = RunPy(code, {"--allow-net", allowed.addr(), "--unsafe-allow-private-address"});
+  EXPECT_EQ(run.r["stdout"].str().rfind("disconnect -1 EACCES\n", 0), 0u) << run.Describe();
+  // (MSG_FASTOPEN on a connected socket just sends to its peer.)
+  for (const char* refused : {"connect EACCES", "sendto EACCES", "bind EACCES"}) {
+    EXPECT_NE(run.r["stdout"].str().find(refused), std::string::npos) << run.Describe();
+  }
+  usleep(200 * 1000);
+  EXPECT_EQ(other.connections(), 0) << "the guest repointed a connection out";
+}
+
 }  // namespace
 }  // namespace sentry::testing
