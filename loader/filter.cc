@@ -138,7 +138,7 @@ class FilterBuilder {
       case Action::kTrace:
         return SECCOMP_RET_TRACE;
       case Action::kErrno:
-        return SECCOMP_RET_ERRNO | (row.err & SECCOMP_RET_DATA);
+        return RefusalAction(row.err);
     }
     return SECCOMP_RET_KILL_PROCESS;
   }
@@ -180,7 +180,7 @@ class FilterBuilder {
 
   void EmitRowBlock(const SyscallRow& row, Assembler::Label label) {
     a_.Bind(label);
-    uint32_t deny = SECCOMP_RET_ERRNO | (row.err & SECCOMP_RET_DATA);
+    uint32_t deny = RefusalAction(row.err);
     switch (row.filter) {
       case ArgFilter::kNone:
         a_.Goto(RetLabel(ActionValue(row)));

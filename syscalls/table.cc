@@ -1,5 +1,7 @@
 #include "syscalls/table.h"
 
+#include <linux/seccomp.h>
+
 #include <cerrno>
 
 #include "syscalls/handlers.h"
@@ -407,6 +409,12 @@ constexpr SyscallRow kTable[] = {
 }  // namespace
 
 std::span<const SyscallRow> SyscallTable() { return kTable; }
+
+uint32_t RefusalAction(int err) {
+  return IsReportedRefusal(err)
+             ? SECCOMP_RET_USER_NOTIF
+             : SECCOMP_RET_ERRNO | (static_cast<uint32_t>(err) & SECCOMP_RET_DATA);
+}
 
 const SyscallRow* FindSyscall(int nr) {
   static const auto* index = [] {

@@ -4,6 +4,7 @@
 #ifndef SENTRY_SYSCALLS_TABLE_H_
 #define SENTRY_SYSCALLS_TABLE_H_
 
+#include <cerrno>
 #include <cstdint>
 #include <span>
 
@@ -46,6 +47,17 @@ struct SyscallRow {
   // A sockaddr (its length is the next argument).
   const char* args;
 };
+
+// Whether a refusal the table makes itself (an errno row, or a failed argument
+// filter) goes by the sentry to be listed in the run's denied operations:
+// EPERM and EACCES (ptrace, mount, unshare, bpf...), which tell the model
+// what the sandbox does not allow. ENOSYS probes (clone3, io_uring) and
+// EAFNOSUPPORT (glibc opens netlink for every getaddrinfo with AI_ADDRCONFIG)
+// stay in the filter: they are ordinary program behaviour.
+constexpr bool IsReportedRefusal(int err) { return err == EPERM || err == EACCES; }
+
+// The answer the filter gives a refusal: to the sentry, or the errno itself.
+uint32_t RefusalAction(int err);
 
 // All rows, ordered by number.
 std::span<const SyscallRow> SyscallTable();

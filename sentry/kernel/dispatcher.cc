@@ -146,7 +146,17 @@ DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
   if (trace_) described = Describe(ctx, nr);
   const SyscallRow* row = FindSyscall(nr);
   DispatchResult r;
-  if (!row || row->action != Action::kTrap || !row->handler) {
+  bool refusal = row && (row->action == Action::kErrno ||
+                         (row->action == Action::kNative && row->filter != ArgFilter::kNone));
+  if (refusal && IsReportedRefusal(row->err)) {
+    // A refusal of the table's own (the filter sends only those here).
+    ctx.hint =
+        absl::StrCat(row->name, row->filter == ArgFilter::kNone ? "" : " with these arguments",
+                     " is not permitted in this sandbox (no privileges over the host's "
+                     "kernel, devices, clock or other processes)");
+    r.value = -row->err;
+    RecordDenial(ctx, nr, *row, row->err, described);
+  } else if (!row || row->action != Action::kTrap || !row->handler) {
     r.value = -ENOSYS;
   } else {
     SysResult<uint64_t> res = row->handler(ctx);

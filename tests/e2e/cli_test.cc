@@ -223,6 +223,30 @@ TEST(CliTest, JsonResult) {
   EXPECT_EQ(check.out, "'out\\n' 'err\\n' 3 False\n");
 }
 
+// Refusals the filter makes itself (errno rows, failed argument filters) are
+// listed too, with a hint the model can act on; ENOSYS probes are not.
+TEST(CliTest, JsonResultListsTheTablesOwnRefusals) {
+  ProcessResult r = RunSentry(
+      {"--json"}, {"/usr/bin/python3", "-c",
+                   "import ctypes, errno\n"
+                   "libc = ctypes.CDLL(None, use_errno=True)\n"
+                   "for nr, args in [(101, (0, 0, 0, 0)), (272, (0x10000000,)), (56, (0x10000011, "
+                   "0, 0, 0, 0)),\n"
+                   "                 (435, (0, 0)), (425, (1, 0))]:\n"
+                   "    libc.syscall(nr, *args); print(errno.errorcode[ctypes.get_errno()])\n"});
+  ProcessResult check = RunProcess(
+      {"/usr/bin/python3", "-c",
+       "import json, sys\n"
+       "d = json.loads(sys.stdin.read())\n"
+       "print(d['stdout'].split())\n"
+       "for x in d['denied']: print(x['syscall'], x['error'], 'not permitted' in x['hint'])\n"},
+      r.out);
+  EXPECT_EQ(check.out,
+            "['EPERM', 'EPERM', 'EPERM', 'ENOSYS', 'ENOSYS']\n"
+            "ptrace EPERM True\nunshare EPERM True\nclone EPERM True\n")
+      << Describe(check) << r.out;
+}
+
 std::string SeccompName(int nr) {
   char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr);
   std::string out = name ? name : "";
