@@ -211,14 +211,16 @@ TEST(NetworkTest, TheMetadataServiceIsRefusedInEveryForm) {
       "import socket, errno\n"
       "for host in ['169.254.169.254', '2852039166', '0xA9FEA9FE', '0251.0376.0251.0376',\n"
       "             '169.254.43518', '::ffff:169.254.169.254', '10.0.0.1', '100.64.0.1',\n"
-      "             '192.168.1.1', '172.16.0.1', 'fd00::1', '[::ffff:a9fe:a9fe]']:\n"
+      "             '192.168.1.1', '172.16.0.1', 'fd00::1', '[::ffff:a9fe:a9fe]', 'meta.test']:\n"
       "    try:\n"
       "        socket.create_connection((host.strip('[]'), 80), timeout=3); print(host, "
       "'reached')\n"
       "    except OSError as e: print(host, errno.errorcode.get(e.errno, e))\n";
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{}, std::vector<std::string>{"--allow-net", "example.com"},
-        std::vector<std::string>{"--allow-net", "169.254.169.254", "--allow-net", "10.0.0.1"}}) {
+        std::vector<std::string>{"--allow-net", "169.254.169.254", "--allow-net", "10.0.0.1",
+                                 "--allow-net", "meta.test", "--add-host",
+                                 "meta.test:169.254.169.254"}}) {
     GuestRun run = RunPy(code, flags);
     EXPECT_EQ(run.r["stdout"].str().find("reached"), std::string::npos) << run.Describe();
     std::string out = run.r["stdout"].str();
@@ -227,6 +229,8 @@ TEST(NetworkTest, TheMetadataServiceIsRefusedInEveryForm) {
       ++refused;
     }
     EXPECT_EQ(refused, 12u) << run.Describe();
+    // By a name that resolves to it: no answer at all.
+    EXPECT_NE(out.find("meta.test [Errno -2]"), std::string::npos) << run.Describe();
     EXPECT_NE(run.Denied().find("169.254.169.254:80"), std::string::npos) << run.Denied();
   }
 }
@@ -530,6 +534,41 @@ TEST(NetworkTest, AConnectionOutCannotBeRepointed) {
   }
   usleep(200 * 1000);
   EXPECT_EQ(other.connections(), 0) << "the guest repointed a connection out";
+}
+
+// The sandbox's own loopback, as agent code uses it: an HTTP server and
+// urllib in one run, asyncio streams, UDP, bind conflicts, a closed port.
+TEST(NetworkTest, LoopbackServicesInsideTheSandbox) {
+  std::string code = R"PY(
+import asyncio, errno, http.server, socket, threading, urllib.request
+open("hello.txt", "w").write("hi there")
+srv = http.server.HTTPServer(("127.0.0.1", 8000), http.server.SimpleHTTPRequestHandler)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+print("http", urllib.request.urlopen("http://127.0.0.1:8000/hello.txt", timeout=5).read().decode())
+print("http6", urllib.request.urlopen("http://localhost:8000/hello.txt", timeout=5).status)
+try: socket.socket().bind(("127.0.0.1", 8000))
+except OSError as e: print("bind", errno.errorcode[e.errno])
+try: socket.create_connection(("127.0.0.1", 8001), timeout=3)
+except OSError as e: print("closed", errno.errorcode[e.errno])
+u1 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); u1.bind(("::1", 0))
+u2 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); u2.sendto(b"udp", u1.getsockname())
+print("udp", u1.recvfrom(10)[0].decode())
+async def main():
+    async def echo(r, w):
+        w.write((await r.readline()).upper()); await w.drain(); w.close()
+    server = await asyncio.start_server(echo, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    r, w = await asyncio.open_connection("127.0.0.1", port)
+    w.write(b"async\n"); print("asyncio", (await r.readline()).decode().strip()); w.close()
+    server.close()
+asyncio.run(main())
+)PY";
+  GuestRun run = RunPy(code, {});
+  EXPECT_EQ(
+      run.r["stdout"].str(),
+      "http hi there\nhttp6 200\nbind EADDRINUSE\nclosed ECONNREFUSED\nudp udp\nasyncio ASYNC\n")
+      << run.Describe();
+  EXPECT_EQ(run.r["network"]["connections"].integer(), 0) << "nothing left the sandbox";
 }
 
 }  // namespace
