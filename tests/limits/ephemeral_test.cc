@@ -63,6 +63,61 @@ TEST(Concurrency, FiftyRunsAtOnceAreCorrectAndIsolated) {
   EXPECT_LT(took, 60);
 }
 
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) out.push_back(line);
+  return out;
+}
+
+// The host's view, for a before/after comparison: processes of the sandbox
+// uids, mounts, sentry cgroups anywhere, entries in /tmp and /dev/shm.
+std::string HostSnapshot() {
+  std::string out;
+  int procs = 0;
+  for (const std::string& line :
+       Lines(sentry::testing::RunProcess({"/bin/ps", "-e", "-o", "uid="}).out)) {
+    long uid = std::atol(line.c_str());
+    if (uid == 2000000000 || uid == 2000000001) ++procs;
+  }
+  out += "sandbox-uid processes: " + std::to_string(procs) + "\n";
+  out += "mounts: " + std::to_string(MountLines().size()) + "\n";
+  out += "cgroups: " + sentry::testing::RunProcess(
+                           {"/bin/sh", "-c",
+                            "ls -d /sys/fs/cgroup/*/sentry-* /sys/fs/cgroup/*/*/*/sentry-* "
+                            "2>/dev/null | wc -l"})
+                           .out;
+  out +=
+      "/dev/shm: " + sentry::testing::RunProcess({"/bin/sh", "-c", "ls -A /dev/shm | wc -l"}).out;
+  return out;
+}
+
+// A run that writes in /tmp, /dev/shm and its home and leaves a background
+// child, thirty times in a row (bench/walls.sh does a thousand): the host
+// looks the same afterwards.
+TEST(Ephemeral, ThirtySequentialRunsLeaveNothing) {
+  std::string before = HostSnapshot();
+  std::string tmp_before = sentry::testing::RunProcess({"/bin/ls", "-A", "/tmp"}).out;
+  for (int i = 0; i < 30; ++i) {
+    Outcome o = RunPy(
+        "import subprocess\n"
+        "open('/tmp/left', 'w').write('x'); open('/dev/shm/left', 'w').write('x')\n"
+        "open('left', 'w').write('x')\n"
+        "subprocess.Popen(['/bin/sleep', '100'])\n",
+        {"--timeout", "20"});
+    ASSERT_EQ(o.f.exit_code, 0) << "run " << i << "\n" << o.Describe();
+    ASSERT_TRUE(o.leaked_cgroups.empty()) << "run " << i;
+  }
+  usleep(300 * 1000);
+  EXPECT_EQ(HostSnapshot(), before);
+  std::string tmp_after = sentry::testing::RunProcess({"/bin/ls", "-A", "/tmp"}).out;
+  for (const char* name : {"left\n", "sentry-store"}) {
+    EXPECT_EQ(tmp_after.find(name) != std::string::npos, tmp_before.find(name) != std::string::npos)
+        << name;
+  }
+}
+
 // -------------------------------------------------------------- ephemeral --
 
 struct EndCase {
