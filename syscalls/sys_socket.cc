@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -105,6 +106,34 @@ SysResult<SockAddr> StoreAddrOf(SyscallContext& ctx, const std::string& path) {
   if (n < 0 || static_cast<size_t>(n) >= sizeof(un.sun_path)) return Errno{ENAMETOOLONG};
   a.len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n + 1);
   return a;
+}
+
+// A connect in the sandbox waits only on the guest itself (a unix listener's
+// full backlog, a TCP handshake with a full accept queue): it is tried at once
+// without blocking and only then finished on a thread of its own. The loop
+// answers every trapped call under the kernel lock, which the supervisor
+// needs too: a wait there would hold up the whole sandbox, its timeout
+// included.
+SysResult<uint64_t> ConnectNoWait(SyscallContext& ctx, UniqueFd sock, const SockAddr& target) {
+  int fl = fcntl(sock.get(), F_GETFL);
+  if (fl & O_NONBLOCK) {
+    if (connect(sock.get(), target.sa(), target.len) < 0) return Errno{errno};
+    return 0;
+  }
+  fcntl(sock.get(), F_SETFL, fl | O_NONBLOCK);
+  int rc = connect(sock.get(), target.sa(), target.len);
+  int err = errno;
+  fcntl(sock.get(), F_SETFL, fl);
+  if (rc == 0) return 0;
+  if (err != EAGAIN && err != EINPROGRESS) return Errno{err};
+  // A blocking connect again waits for the one in progress (TCP) or tries
+  // once more and waits for room (unix).
+  auto held = std::make_shared<UniqueFd>(std::move(sock));
+  ctx.later = [held, target](LateAnswer& answer) {
+    if (connect(held->get(), target.sa(), target.len) < 0) return answer.Answer(Errno{errno});
+    answer.Answer(0);
+  };
+  return 0;
 }
 
 SysResult<uint64_t> BindUnixPath(SyscallContext& ctx, int sock, const SockAddr& a,
@@ -209,8 +238,7 @@ SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
   if (path && SocketDomain(sock) == AF_UNIX) {
     if (!is_connect) return BindUnixPath(ctx, sock, a, *path);
     SYS_ASSIGN_OR_RETURN(SockAddr target, StoreAddrOf(ctx, *path));
-    if (connect(sock, target.sa(), target.len) < 0) return Errno{errno};
-    return 0;
+    return ConnectNoWait(ctx, std::move(ref.host), target);
   }
   if (is_connect && ctx.kernel.egress && ctx.kernel.egress->policy().egress_enabled() &&
       (a.addr.ss_family == AF_INET || a.addr.ss_family == AF_INET6)) {
@@ -232,8 +260,8 @@ SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
     // (EINVAL, EAFNOSUPPORT), without letting it resolve the path.
     a.len = offsetof(sockaddr_un, sun_path);
   }
-  int rc = is_connect ? connect(sock, a.sa(), a.len) : bind(sock, a.sa(), a.len);
-  if (rc < 0) return Errno{errno};
+  if (is_connect) return ConnectNoWait(ctx, std::move(ref.host), a);
+  if (bind(sock, a.sa(), a.len) < 0) return Errno{errno};
   return 0;
 }
 
@@ -274,16 +302,27 @@ SysResult<uint64_t> Sendto(SyscallContext& ctx) {
     dest.len = offsetof(sockaddr_un, sun_path);
   }
   // The sentry must not take a SIGPIPE meant for the guest: it sends with
-  // MSG_NOSIGNAL and raises the signal in the guest thread itself.
-  ssize_t n = sendto(sock, data.data(), len, flags | MSG_NOSIGNAL, dest.sa(), dest.len);
-  if (n < 0) {
+  // MSG_NOSIGNAL and raises the signal in the guest thread itself. A send
+  // that would block (a full receiver) is finished on a thread of its own.
+  bool may_wait = !(flags & MSG_DONTWAIT) && !(fcntl(sock, F_GETFL) & O_NONBLOCK);
+  pid_t tgid = ctx.task.process->tgid, tid = ctx.task.tid;
+  auto send = [tgid, tid, flags, dest](int fd, const std::vector<char>& bytes,
+                                       int extra) -> SysResult<uint64_t> {
+    ssize_t n =
+        sendto(fd, bytes.data(), bytes.size(), flags | extra | MSG_NOSIGNAL, dest.sa(), dest.len);
+    if (n >= 0) return static_cast<uint64_t>(n);
     int err = errno;
-    if (err == EPIPE && !(flags & MSG_NOSIGNAL)) {
-      syscall(SYS_tgkill, ctx.task.process->tgid, ctx.task.tid, SIGPIPE);
-    }
+    if (err == EPIPE && !(flags & MSG_NOSIGNAL)) syscall(SYS_tgkill, tgid, tid, SIGPIPE);
     return Errno{err};
-  }
-  return static_cast<uint64_t>(n);
+  };
+  SysResult<uint64_t> sent = send(sock, data, may_wait ? MSG_DONTWAIT : 0);
+  if (sent.ok() || sent.error() != EAGAIN || !may_wait) return sent;
+  auto held = std::make_shared<UniqueFd>(std::move(ref.host));
+  auto bytes = std::make_shared<std::vector<char>>(std::move(data));
+  ctx.later = [held, bytes, send](LateAnswer& answer) {
+    answer.Answer(send(held->get(), *bytes, 0));
+  };
+  return 0;
 }
 
 }  // namespace sentry::sys

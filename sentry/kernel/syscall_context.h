@@ -44,7 +44,7 @@ class LateAnswer {
   virtual ~LateAnswer() = default;
   // Installs host_fd in the guest as exactly guest_fd (replacing that fd).
   virtual SysStatus InstallAt(int host_fd, int guest_fd, bool cloexec) = 0;
-  // Answers the call; at most once.
+  // Answers the call (a value, or Errno{E...}); at most once.
   virtual void Answer(SysResult<uint64_t> result) = 0;
 };
 // Set by a handler in SyscallContext::later: run on a thread of its own, with

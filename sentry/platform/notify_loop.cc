@@ -81,7 +81,7 @@ class OwnedLateAnswer final : public LateAnswer {
     if (result.ok()) {
       u_.Respond(id_, static_cast<int64_t>(*result), 0);
     } else {
-      u_.Respond(id_, 0, result.error());
+      u_.Respond(id_, 0, -result.error());  // a negative errno, as the kernel wants
     }
   }
   ~OwnedLateAnswer() override { Answer(Errno{EINTR}); }

@@ -9,8 +9,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "tests/conformance/conformance_util.h"
 
@@ -149,6 +151,57 @@ TEST(UnixSocketTest, UnlinkedNameCannotBeReached) {
   // The name is free again.
   UniqueFd s2(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   EXPECT_SYSCALL_SUCCEEDS(BindUnix(s2.get(), dir.Path("srv")));
+}
+
+// A connect that waits for a full backlog blocks only its caller: another
+// thread's calls (a stat here) go on meanwhile, and the accept they lead to
+// lets the connect finish.
+TEST(UnixSocketTest, ConnectWaitingOnAFullBacklogBlocksOnlyItsCaller) {
+  ScratchDir dir;
+  UniqueFd srv(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_SYSCALL_SUCCEEDS(BindUnix(srv.get(), dir.Path("srv")));
+  ASSERT_SYSCALL_SUCCEEDS(listen(srv.get(), 0));
+  UniqueFd first(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_SYSCALL_SUCCEEDS(ConnectUnix(first.get(), dir.Path("srv")));
+  std::atomic<bool> stat_done{false};
+  std::thread helper([&] {
+    usleep(200 * 1000);
+    struct stat st;
+    if (stat(dir.path().c_str(), &st) == 0) stat_done = true;
+    for (int i = 0; i < 2; ++i) close(accept4(srv.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  });
+  UniqueFd second(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  EXPECT_SYSCALL_SUCCEEDS(ConnectUnix(second.get(), dir.Path("srv")));
+  helper.join();
+  EXPECT_TRUE(stat_done);
+}
+
+// The same for a datagram to a receiver whose queue is full.
+TEST(UnixSocketTest, SendtoWaitingOnAFullReceiverBlocksOnlyItsCaller) {
+  ScratchDir dir;
+  UniqueFd rx(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  ASSERT_SYSCALL_SUCCEEDS(BindUnix(rx.get(), dir.Path("rx")));
+  UniqueFd tx(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  socklen_t len;
+  sockaddr_un to = UnixAddr(dir.Path("rx"), &len);
+  char byte = 'x';
+  int queued = 0;
+  while (sendto(tx.get(), &byte, 1, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&to), len) == 1) {
+    ++queued;
+  }
+  ASSERT_EQ(errno, EAGAIN);
+  std::atomic<bool> stat_done{false};
+  std::thread helper([&] {
+    usleep(200 * 1000);
+    struct stat st;
+    if (stat(dir.path().c_str(), &st) == 0) stat_done = true;
+    char buf[4];
+    for (int i = 0; i < 4; ++i) (void)!recv(rx.get(), buf, sizeof(buf), MSG_DONTWAIT);
+  });
+  EXPECT_EQ(sendto(tx.get(), &byte, 1, 0, reinterpret_cast<sockaddr*>(&to), len), 1);
+  helper.join();
+  EXPECT_TRUE(stat_done);
+  EXPECT_GT(queued, 0);
 }
 
 TEST(UnixSocketTest, OpenOfASocketIsEnxio) {

@@ -571,5 +571,26 @@ asyncio.run(main())
   EXPECT_EQ(run.r["network"]["connections"].integer(), 0) << "nothing left the sandbox";
 }
 
+// A connect out that the world refuses fails as connect(2) says, late answer
+// or not.
+TEST(NetworkTest, AConnectOutThatIsRefusedSaysSo) {
+  int closed_port;
+  {
+    HostServer gone;
+    closed_port = gone.port();
+  }
+  std::string code =
+      "import socket, errno\n"
+      "for blocking in [True, False]:\n"
+      "    s = socket.socket(); s.setblocking(blocking)\n"
+      "    try: s.connect(('127.0.0.1', " +
+      std::to_string(closed_port) +
+      ")); print('connected')\n"
+      "    except OSError as e: print(errno.errorcode.get(e.errno, e.errno))\n";
+  GuestRun run = RunPy(code, {"--allow-net", "127.0.0.1:" + std::to_string(closed_port),
+                              "--unsafe-allow-private-address"});
+  EXPECT_EQ(run.r["stdout"].str(), "ECONNREFUSED\nECONNREFUSED\n") << run.Describe();
+}
+
 }  // namespace
 }  // namespace sentry::testing
