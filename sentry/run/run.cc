@@ -11,12 +11,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -160,6 +165,7 @@ class Run {
   std::string script_;
   sigset_t mask_;
   bool timed_out_ = false;
+  std::atomic<bool> watchdog_fired_{false};  // the timeout, seen by the watchdog
   int user_signal_ = 0;
 };
 
@@ -340,6 +346,25 @@ void Run::Supervise() {
     if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
     timerfd_settime(timer.get(), 0, &its, nullptr);
   }
+  // The timeout must hold even if this thread is held up (waiting for the
+  // kernel lock behind a handler that waits on the guest): a watchdog that
+  // needs nothing but the init pid kills the sandbox shortly after it.
+  std::mutex watchdog_mu;
+  std::condition_variable watchdog_cv;
+  bool supervised = false;
+  std::thread watchdog;
+  if (o_.timeout_sec > 0) {
+    watchdog = std::thread([&, init = spawned_->init_pid()] {
+      constexpr double kSlackSec = 0.1;
+      std::unique_lock<std::mutex> lock(watchdog_mu);
+      auto deadline = std::chrono::steady_clock::now() +
+                      std::chrono::duration<double>(o_.timeout_sec + kSlackSec);
+      if (!watchdog_cv.wait_until(lock, deadline, [&] { return supervised; })) {
+        watchdog_fired_ = true;
+        kill(init, SIGKILL);
+      }
+    });
+  }
   // A signal the user sends sentry goes to the guest first; the sandbox ends
   // when the guest does, or after this grace, or at a second signal.
   UniqueFd grace(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
@@ -383,6 +408,14 @@ void Run::Supervise() {
       if (tracer_->leader_done()) KillSandbox();
     }
   }
+  if (watchdog.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(watchdog_mu);
+      supervised = true;
+    }
+    watchdog_cv.notify_all();
+    watchdog.join();
+  }
 }
 
 int Run::Conclude(std::optional<RunError> error) {
@@ -420,7 +453,7 @@ int Run::Conclude(std::optional<RunError> error) {
   } else if (tracer_ && !tracer_->violation().empty()) {
     code = kExitSentryError;
     r.error = tracer_->violation();
-  } else if (timed_out_) {
+  } else if (timed_out_ || (watchdog_fired_ && !(tracer_ && tracer_->leader_done()))) {
     code = kExitTimeout;
     r.timed_out = true;
     r.limit = "timeout";
