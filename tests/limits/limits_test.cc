@@ -186,21 +186,28 @@ PidsRun RunSampled(const std::vector<std::string>& cmd, const std::vector<std::s
   return pr;
 }
 
+// Forks children that sleep until fork fails; prints how many, then runs
+// `after` and ends.
+std::string ForkLoop(const std::string& after) {
+  return "import errno, os, time\n"
+         "n = 0\n"
+         "while True:\n"
+         "    try:\n"
+         "        pid = os.fork()\n"
+         "    except OSError as e:\n"
+         "        print('fork failed after', n, errno.errorcode[e.errno])\n"
+         "        " +
+         (after.empty() ? std::string("pass") : after) +
+         "\n"
+         "        break\n"
+         "    if pid == 0:\n"
+         "        time.sleep(60)\n"
+         "        os._exit(0)\n"
+         "    n += 1\n";
+}
+
 TEST(Pids, ForkLoopGetsEagainAndTheHostCountStaysBounded) {
-  PidsRun pr = RunSampled({kPython, "-c",
-                           "import errno, os, time\n"
-                           "n = 0\n"
-                           "while True:\n"
-                           "    try:\n"
-                           "        pid = os.fork()\n"
-                           "    except OSError as e:\n"
-                           "        print('fork failed after', n, errno.errorcode[e.errno])\n"
-                           "        time.sleep(1)\n"
-                           "        break\n"
-                           "    if pid == 0:\n"
-                           "        time.sleep(60)\n"
-                           "        os._exit(0)\n"
-                           "    n += 1\n"},
+  PidsRun pr = RunSampled({kPython, "-c", ForkLoop("time.sleep(1)")},
                           {"--json", "--pids-limit", "32", "--timeout", "10"});
   const Outcome& o = pr.o;
   ASSERT_TRUE(o.result) << o.Describe();
@@ -216,19 +223,7 @@ TEST(Pids, ForkLoopGetsEagainAndTheHostCountStaysBounded) {
 // Without cgroups (--no-cgroups, or a host where none can be made) the cap
 // still holds: RLIMIT_NPROC is counted per user namespace, so per sandbox.
 TEST(Pids, WithoutCgroupsTheRlimitHoldsPerSandbox) {
-  const std::string loop =
-      "import errno, os, time\n"
-      "n = 0\n"
-      "while True:\n"
-      "    try:\n"
-      "        pid = os.fork()\n"
-      "    except OSError as e:\n"
-      "        print('fork failed after', n, errno.errorcode[e.errno])\n"
-      "        break\n"
-      "    if pid == 0:\n"
-      "        time.sleep(60)\n"
-      "        os._exit(0)\n"
-      "    n += 1\n";
+  const std::string loop = ForkLoop("");
   // Two at once: one sandbox's count is not the other's.
   PidsRun first, second;
   std::thread other([&] {
