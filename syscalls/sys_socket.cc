@@ -54,6 +54,7 @@ bool InSandboxNetns(SyscallContext& ctx, int sock) {
 struct SockAddr {
   sockaddr_storage addr{};
   socklen_t len = 0;
+  std::string store_name;  // set when the address is a store socket's (StoreAddrOf)
   const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&addr); }
   const sockaddr_un& un() const { return reinterpret_cast<const sockaddr_un&>(addr); }
   // The path of a pathname AF_UNIX address (not abstract, not autobind).
@@ -88,6 +89,19 @@ int SocketDomain(int sock) {
   return domain;
 }
 
+// The address of a store socket, through the store directory's fd.
+SysResult<SockAddr> StoreSocketAddr(int dir_fd, const std::string& store_name) {
+  SockAddr a;
+  auto& un = reinterpret_cast<sockaddr_un&>(a.addr);
+  un.sun_family = AF_UNIX;
+  int n = std::snprintf(un.sun_path, sizeof(un.sun_path), "/proc/self/fd/%d/%s", dir_fd,
+                        store_name.c_str());
+  if (n < 0 || static_cast<size_t>(n) >= sizeof(un.sun_path)) return Errno{ENAMETOOLONG};
+  a.len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n + 1);
+  a.store_name = store_name;
+  return a;
+}
+
 // Where the sentry reaches the socket node a guest path names: its inode in
 // the store. ENOENT when nothing is there, ECONNREFUSED for a name that is
 // not a bound socket (a file, a lower-layer socket of the host), EACCES
@@ -98,14 +112,27 @@ SysResult<SockAddr> StoreAddrOf(SyscallContext& ctx, const std::string& path) {
   if (node->kind() != vfs::NodeKind::kSocket || node->store_name.empty()) {
     return Errno{ECONNREFUSED};
   }
-  SockAddr a;
-  auto& un = reinterpret_cast<sockaddr_un&>(a.addr);
-  un.sun_family = AF_UNIX;
-  int n = std::snprintf(un.sun_path, sizeof(un.sun_path), "/proc/self/fd/%d/%s",
-                        ctx.vfs().store().dir_fd(), node->store_name.c_str());
-  if (n < 0 || static_cast<size_t>(n) >= sizeof(un.sun_path)) return Errno{ENAMETOOLONG};
-  a.len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n + 1);
-  return a;
+  return StoreSocketAddr(ctx.vfs().store().dir_fd(), node->store_name);
+}
+
+// A call finished later holds a store address through a directory fd of its
+// own: the store's fd goes with the run, and a unix connect resolves its path
+// again each time it wakes.
+struct LateTarget {
+  std::shared_ptr<UniqueFd> dir;
+  SockAddr addr;
+};
+LateTarget ForLater(const SockAddr& a) {
+  LateTarget t{nullptr, a};
+  if (a.store_name.empty()) return t;
+  int dir_fd = 0;
+  std::sscanf(a.un().sun_path, "/proc/self/fd/%d/", &dir_fd);
+  t.dir = std::make_shared<UniqueFd>(fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
+  if (t.dir->get() < 0) return t;
+  if (SysResult<SockAddr> rebased = StoreSocketAddr(t.dir->get(), a.store_name); rebased.ok()) {
+    t.addr = *rebased;
+  }
+  return t;
 }
 
 // A connect in the sandbox waits only on the guest itself (a unix listener's
@@ -129,8 +156,10 @@ SysResult<uint64_t> ConnectNoWait(SyscallContext& ctx, UniqueFd sock, const Sock
   // A blocking connect again waits for the one in progress (TCP) or tries
   // once more and waits for room (unix).
   auto held = std::make_shared<UniqueFd>(std::move(sock));
-  ctx.later = [held, target](LateAnswer& answer) {
-    if (connect(held->get(), target.sa(), target.len) < 0) return answer.Answer(Errno{errno});
+  ctx.later = [held, late = ForLater(target)](LateAnswer& answer) {
+    if (connect(held->get(), late.addr.sa(), late.addr.len) < 0) {
+      return answer.Answer(Errno{errno});
+    }
     answer.Answer(0);
   };
   return 0;
@@ -173,8 +202,9 @@ bool GuestFdCloexec(pid_t tid, int fd) {
 
 // A connect to a --secret host's address: to the credentials proxy on the
 // sandbox's loopback, which learns from the client's port which host it is.
-SysResult<uint64_t> ConnectToProxy(SyscallContext& ctx, int sock, const net::SecretRule& rule,
+SysResult<uint64_t> ConnectToProxy(SyscallContext& ctx, UniqueFd owned, const net::SecretRule& rule,
                                    uint16_t port) {
+  int sock = owned.get();
   net::HttpProxy* proxy = ctx.kernel.egress->proxy();
   if (port != 80 || !proxy) {
     ctx.hint = rule.host +
@@ -193,12 +223,13 @@ SysResult<uint64_t> ConnectToProxy(SyscallContext& ctx, int sock, const net::Sec
     getsockname(sock, reinterpret_cast<sockaddr*>(&local), &len);
   }
   proxy->Expect(ntohs(local.sin_port), &rule);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(proxy->port());
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(sock, reinterpret_cast<sockaddr*>(&to), sizeof(to)) < 0) return Errno{errno};
-  return 0;
+  SockAddr to;
+  auto& in = reinterpret_cast<sockaddr_in&>(to.addr);
+  in.sin_family = AF_INET;
+  in.sin_port = htons(proxy->port());
+  in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.len = sizeof(sockaddr_in);
+  return ConnectNoWait(ctx, std::move(owned), to);
 }
 
 // A connect to an address outside the sandbox, with --allow-net: refused
@@ -248,7 +279,7 @@ SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
     // very address out (a host service, with --unsafe-allow-private-address).
     if (ip) {
       if (const net::SecretRule* rule = ctx.kernel.egress->policy().SecretAt(*ip)) {
-        return ConnectToProxy(ctx, sock, *rule, port);
+        return ConnectToProxy(ctx, std::move(ref.host), *rule, port);
       }
     }
     if (ip && (!SandboxLocal(*ip) || ctx.kernel.egress->policy().MayConnect(*ip, port).allowed)) {
@@ -306,8 +337,8 @@ SysResult<uint64_t> Sendto(SyscallContext& ctx) {
   // that would block (a full receiver) is finished on a thread of its own.
   bool may_wait = !(flags & MSG_DONTWAIT) && !(fcntl(sock, F_GETFL) & O_NONBLOCK);
   pid_t tgid = ctx.task.process->tgid, tid = ctx.task.tid;
-  auto send = [tgid, tid, flags, dest](int fd, const std::vector<char>& bytes,
-                                       int extra) -> SysResult<uint64_t> {
+  auto send = [tgid, tid, flags](int fd, const std::vector<char>& bytes, const SockAddr& dest,
+                                 int extra) -> SysResult<uint64_t> {
     ssize_t n =
         sendto(fd, bytes.data(), bytes.size(), flags | extra | MSG_NOSIGNAL, dest.sa(), dest.len);
     if (n >= 0) return static_cast<uint64_t>(n);
@@ -315,12 +346,12 @@ SysResult<uint64_t> Sendto(SyscallContext& ctx) {
     if (err == EPIPE && !(flags & MSG_NOSIGNAL)) syscall(SYS_tgkill, tgid, tid, SIGPIPE);
     return Errno{err};
   };
-  SysResult<uint64_t> sent = send(sock, data, may_wait ? MSG_DONTWAIT : 0);
+  SysResult<uint64_t> sent = send(sock, data, dest, may_wait ? MSG_DONTWAIT : 0);
   if (sent.ok() || sent.error() != EAGAIN || !may_wait) return sent;
   auto held = std::make_shared<UniqueFd>(std::move(ref.host));
   auto bytes = std::make_shared<std::vector<char>>(std::move(data));
-  ctx.later = [held, bytes, send](LateAnswer& answer) {
-    answer.Answer(send(held->get(), *bytes, 0));
+  ctx.later = [held, bytes, send, late = ForLater(dest)](LateAnswer& answer) {
+    answer.Answer(send(held->get(), *bytes, late.addr, 0));
   };
   return 0;
 }
