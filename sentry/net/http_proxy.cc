@@ -82,7 +82,9 @@ class Upstream {
     if (ssl_) SSL_free(ssl_);
   }
   // Connects to host's checked addresses on port; "" or what went wrong.
-  std::string Connect(NetPolicy& policy, const SecretRule& rule) {
+  // live(fd) registers each socket it tries with the proxy (false: stop).
+  std::string Connect(NetPolicy& policy, const SecretRule& rule,
+                      const std::function<bool(int)>& live) {
     std::string why;
     std::vector<IpAddr> addrs = policy.ResolveUpstream(rule.host, &why);
     if (addrs.empty()) return why;
@@ -102,8 +104,11 @@ class Upstream {
         std::memcpy(&in6->sin6_addr, a.bytes, 16);
         len = sizeof(sockaddr_in6);
       }
-      UniqueFd fd(socket(a.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+      // Kept open until this object goes (after the proxy forgot them).
+      tried_.emplace_back(socket(a.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+      const UniqueFd& fd = tried_.back();
       if (fd.get() < 0) continue;
+      if (!live(fd.get())) return "the sandbox is ending";
       if (connect(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) < 0 && errno != EINPROGRESS) {
         why = absl::StrCat("cannot connect to ", rule.host, ": ", std::strerror(errno));
         continue;
@@ -116,7 +121,7 @@ class Upstream {
         why = absl::StrCat("cannot connect to ", rule.host, ": ", std::strerror(err));
         continue;
       }
-      fd_ = std::move(fd);
+      fd_ = fd.get();
       return rule.tls ? StartTls(rule.host) : "";
     }
     return why;
@@ -130,7 +135,7 @@ class Upstream {
         w = SSL_write(ssl_, p + done, static_cast<int>(std::min<size_t>(n - done, 1 << 20)));
         if (w <= 0 && !Wait(SSL_get_error(ssl_, static_cast<int>(w)))) return -1;
       } else {
-        w = send(fd_.get(), p + done, n - done, MSG_NOSIGNAL);
+        w = send(fd_, p + done, n - done, MSG_NOSIGNAL);
         if (w < 0 && !Wait(errno == EAGAIN ? SSL_ERROR_WANT_WRITE : SSL_ERROR_SYSCALL)) return -1;
       }
       if (w > 0) done += static_cast<size_t>(w);
@@ -149,18 +154,18 @@ class Upstream {
       if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) return 0;
       return -1;
     }
-    ssize_t r = recv(fd_.get(), p, n, MSG_DONTWAIT);
+    ssize_t r = recv(fd_, p, n, MSG_DONTWAIT);
     if (r < 0) return errno == EAGAIN ? -2 : -1;
     return r;
   }
-  int fd() const { return fd_.get(); }
+  int fd() const { return fd_; }
   bool pending() const { return ssl_ && SSL_pending(ssl_) > 0; }
 
  private:
   std::string StartTls(const std::string& host) {
     SSL_CTX* ctx = ClientContext();
     if (!ctx || !(ssl_ = SSL_new(ctx))) return "TLS is not available";
-    SSL_set_fd(ssl_, fd_.get());
+    SSL_set_fd(ssl_, fd_);
     SSL_set_tlsext_host_name(ssl_, host.c_str());
     SSL_set1_host(ssl_, host.c_str());
     while (true) {
@@ -181,11 +186,12 @@ class Upstream {
                : ssl_error == SSL_ERROR_WANT_WRITE ? POLLOUT
                                                    : 0;
     if (!ev) return false;
-    pollfd p{fd_.get(), ev, 0};
+    pollfd p{fd_, ev, 0};
     return poll(&p, 1, 30000) == 1;
   }
 
-  UniqueFd fd_;
+  std::vector<UniqueFd> tried_;
+  int fd_ = -1;  // the connected one, among tried_
   SSL* ssl_ = nullptr;
 };
 
@@ -281,6 +287,18 @@ SysStatus HttpProxy::Start(int netns_fd) {
   return {};
 }
 
+bool HttpProxy::Live(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return false;
+  live_.insert(fd);
+  return true;
+}
+
+void HttpProxy::Forget(int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  live_.erase(fd);
+}
+
 void HttpProxy::Stop() {
   if (!thread_.joinable()) return;
   uint64_t one = 1;
@@ -288,6 +306,7 @@ void HttpProxy::Stop() {
   thread_.join();
   std::unique_lock<std::mutex> lock(mu_);
   stopping_ = true;
+  for (int fd : live_) shutdown(fd, SHUT_RDWR);  // wakes every wait on them
   cv_.notify_all();
   // Connections notice within a slice of I/O; wait for them, they use *this.
   cv_.wait(lock, [this] { return active_ == 0; });
@@ -333,7 +352,23 @@ void HttpProxy::Serve(UniqueFd client) {
   socklen_t len = sizeof(peer);
   getpeername(client.get(), reinterpret_cast<sockaddr*>(&peer), &len);
   const SecretRule* rule = TakeExpected(ntohs(peer.sin_port));
-  if (!rule) return;
+  if (!rule || !Live(client.get())) return;
+  Upstream up;
+  // Declared after the sockets, so it runs before they close: the proxy
+  // must never shut down a number the process has reused.
+  std::vector<int> mine = {client.get()};
+  struct Unregister {
+    HttpProxy* proxy;
+    std::vector<int>* fds;
+    ~Unregister() {
+      for (int fd : *fds) proxy->Forget(fd);
+    }
+  } unregister{this, &mine};
+  auto live = [&](int fd) {
+    if (!Live(fd)) return false;
+    mine.push_back(fd);
+    return true;
+  };
   auto stopping = [this] {
     std::lock_guard<std::mutex> lock(mu_);
     return stopping_;
@@ -371,8 +406,7 @@ void HttpProxy::Serve(UniqueFd client) {
     SendAll(client.get(), r.data(), r.size());
     return;
   }
-  Upstream up;
-  if (std::string why = up.Connect(policy_, *rule); !why.empty()) {
+  if (std::string why = up.Connect(policy_, *rule, live); !why.empty()) {
     std::string r = StatusReply(502, why);
     SendAll(client.get(), r.data(), r.size());
     return;

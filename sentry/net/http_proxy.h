@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -49,6 +50,10 @@ class HttpProxy final {
   void AcceptLoop();
   void Serve(UniqueFd client);
   const SecretRule* TakeExpected(uint16_t client_port);
+  // Registers fd as live (false: the proxy is stopping, do not use it), or
+  // forgets it.
+  bool Live(int fd);
+  void Forget(int fd);
 
   NetPolicy& policy_;
   CountFn count_;
@@ -59,6 +64,9 @@ class HttpProxy final {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint16_t, const SecretRule*> expected_;
+  // Sockets of connections being served: Stop shuts them down, so no
+  // connection waits on the network past the run.
+  std::set<int> live_;
   std::atomic<int> active_{0};
   bool stopping_ = false;
 };
