@@ -152,7 +152,7 @@ void DnsServer::Answer(const uint8_t* p, size_t n, const sockaddr* from, socklen
     int family = q.qtype == kTypeAAAA ? AF_INET6 : AF_INET;
     std::vector<IpAddr> addrs;
     if (policy_.egress_enabled()) {
-      addrs = policy_.Resolve(q.name, family, &why);
+      addrs = policy_.Resolve(q.name, family, &why, wake_.get());
     } else {
       why = "network access is disabled in this sandbox: names do not resolve";
     }

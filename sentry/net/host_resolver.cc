@@ -75,8 +75,9 @@ std::vector<IpAddr> Nameservers() {
   return out;
 }
 
-// Asks one server for A and AAAA; appends what it answered.
-void AskServer(const IpAddr& server, const std::string& name, int timeout_ms,
+// Asks one server for A and AAAA; appends what it answered. False when
+// cancel_fd woke it.
+bool AskServer(const IpAddr& server, const std::string& name, int timeout_ms, int cancel_fd,
                std::vector<IpAddr>* out) {
   sockaddr_storage ss{};
   socklen_t len;
@@ -94,24 +95,26 @@ void AskServer(const IpAddr& server, const std::string& name, int timeout_ms,
     len = sizeof(sockaddr_in6);
   }
   UniqueFd fd(socket(server.family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd.get() < 0 || connect(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) < 0) return;
+  if (fd.get() < 0 || connect(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) < 0) return true;
   uint16_t ids[2];
-  if (getrandom(ids, sizeof(ids), 0) != sizeof(ids)) return;
+  if (getrandom(ids, sizeof(ids), 0) != sizeof(ids)) return true;
   for (int k = 0; k < 2; ++k) {
     std::vector<uint8_t> q = BuildDnsQuery(ids[k], name, k == 0 ? kTypeA : kTypeAAAA);
-    if (send(fd.get(), q.data(), q.size(), 0) < 0) return;
+    if (send(fd.get(), q.data(), q.size(), 0) < 0) return true;
   }
   int pending = 2;
   uint8_t buf[1500];
   while (pending > 0) {
-    pollfd pfd{fd.get(), POLLIN, 0};
-    if (poll(&pfd, 1, timeout_ms) <= 0) return;
+    pollfd pfd[2] = {{fd.get(), POLLIN, 0}, {cancel_fd, POLLIN, 0}};
+    if (poll(pfd, 2, timeout_ms) <= 0) return true;
+    if (pfd[1].revents) return false;
     ssize_t n = recv(fd.get(), buf, sizeof(buf), 0);
-    if (n <= 0) return;
+    if (n <= 0) return true;
     for (uint16_t id : ids) {
       if (ParseDnsAnswers(buf, static_cast<size_t>(n), id, out)) --pending;
     }
   }
+  return true;
 }
 
 }  // namespace
@@ -160,11 +163,11 @@ bool ParseDnsAnswers(const uint8_t* p, size_t n, uint16_t id, std::vector<IpAddr
   return true;
 }
 
-std::vector<IpAddr> ResolveOnHost(const std::string& name, int timeout_ms) {
+std::vector<IpAddr> ResolveOnHost(const std::string& name, int timeout_ms, int cancel_fd) {
   std::vector<IpAddr> out = FromHostsFile(name);
   if (!out.empty()) return out;
   for (const IpAddr& server : Nameservers()) {
-    AskServer(server, name, timeout_ms, &out);
+    if (!AskServer(server, name, timeout_ms, cancel_fd, &out)) break;
     if (!out.empty()) break;
   }
   return out;

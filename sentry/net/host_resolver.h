@@ -12,9 +12,10 @@
 
 namespace sentry::net {
 
-// The IPv4 and IPv6 addresses of name; empty if it has none or no server
-// answered within timeout_ms (per server).
-std::vector<IpAddr> ResolveOnHost(const std::string& name, int timeout_ms = 2000);
+// The IPv4 and IPv6 addresses of name; empty if it has none, no server
+// answered within timeout_ms (per server), or cancel_fd became readable.
+std::vector<IpAddr> ResolveOnHost(const std::string& name, int timeout_ms = 2000,
+                                  int cancel_fd = -1);
 
 // Parses a DNS response to a query with this id; the A and AAAA records of
 // its answer section. False if it is not such a response.

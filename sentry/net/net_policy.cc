@@ -286,7 +286,8 @@ std::vector<IpAddr> NetPolicy::ResolveUpstream(const std::string& host, std::str
   return out;
 }
 
-std::vector<IpAddr> NetPolicy::Resolve(const std::string& raw, int family, std::string* why) {
+std::vector<IpAddr> NetPolicy::Resolve(const std::string& raw, int family, std::string* why,
+                                       int cancel_fd) {
   std::string name = Normalize(raw);
   for (size_t i = 0; i < o_.secrets.size(); ++i) {
     if (o_.secrets[i].host != name) continue;
@@ -307,7 +308,7 @@ std::vector<IpAddr> NetPolicy::Resolve(const std::string& raw, int family, std::
     found.push_back(it->second);
     from_operator = true;
   } else {
-    found = o_.resolver ? o_.resolver(name) : ResolveOnHost(name);
+    found = o_.resolver ? o_.resolver(name) : ResolveOnHost(name, 2000, cancel_fd);
     if (found.empty()) {
       *why = name + " could not be resolved";
       return {};

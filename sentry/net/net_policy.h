@@ -102,7 +102,9 @@ class NetPolicy final {
   // The addresses the guest may be told for a name: resolved by the sentry
   // (static hosts first, then the host's resolver), private ones dropped. An
   // empty result with *why set is a refusal to record. Thread-safe.
-  std::vector<IpAddr> Resolve(const std::string& name, int family, std::string* why);
+  // cancel_fd: a lookup on the host ends when it becomes readable.
+  std::vector<IpAddr> Resolve(const std::string& name, int family, std::string* why,
+                              int cancel_fd = -1);
 
   // Whether a guest connect to addr:port may leave the sandbox. Thread-safe.
   Verdict MayConnect(const IpAddr& addr, uint16_t port);
