@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
 
 namespace sentry::vfs {
@@ -107,6 +108,13 @@ class Node : public std::enable_shared_from_this<Node> {
   // --- symlinks ---
   std::string target;
   bool magic = false;  // a /proc link to an object, refused by RESOLVE_NO_MAGICLINKS
+  // A magic link to an object no path names (/proc/PID/fd/N of a pipe): the
+  // walk ends at this node instead of following the link's text.
+  NodeRef object;
+
+  // --- anonymous objects (a pipe reached through /proc/PID/fd/N) ---
+  // Opens the object anew with these open flags, as Linux's proc_fd_link does.
+  std::function<SysResult<UniqueFd>(int flags)> reopen;
 
   // --- devices ---
   std::string device_path;  // host path of the device node

@@ -1,7 +1,9 @@
 #include "sentry/kernel/procfs.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "sentry/base/fs_identity.h"
 
 namespace sentry {
 namespace {
@@ -22,7 +25,11 @@ namespace {
 using vfs::NodeKind;
 using vfs::NodeRef;
 
+// Host /proc files of guest processes: read as the sentry itself, since a
+// root guest's /proc/PID/fd and environ are closed to the unprivileged fsuid
+// the notification thread works under (they are the guest's own anyway).
 std::string ReadHostFile(const std::string& path) {
+  SentryFsIdentity as_sentry;
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -301,6 +308,7 @@ class Procfs {
     auto fds = [p] {
       std::vector<std::string> names;
       std::string dir = absl::StrCat("/proc/", p->tgid, "/fd");
+      SentryFsIdentity as_sentry;
       if (DIR* d = opendir(dir.c_str())) {
         while (dirent* e = readdir(d))
           if (e->d_name[0] != '.') names.emplace_back(e->d_name);
@@ -317,7 +325,10 @@ class Procfs {
           if (target.empty()) return nullptr;
           NodeRef l = Link(k + "/" + n, target);
           l->attr().mode = S_IFLNK | 0700;
+          l->attr().uid = p->creds.uid;
+          l->attr().gid = p->creds.gid;
           l->magic = true;
+          if (target.rfind("pipe:", 0) == 0) l->object = PipeObject(p, fd);
           return l;
         },
         fds);
@@ -327,6 +338,7 @@ class Procfs {
   // kernel's name for anonymous ones, and never a host path.
   std::string FdTarget(const Process& p, int fd) {
     std::string link = absl::StrCat("/proc/", p.tgid, "/fd/", fd);
+    SentryFsIdentity as_sentry;
     char buf[4096];
     ssize_t n = readlink(link.c_str(), buf, sizeof(buf) - 1);
     if (n < 0) return "";
@@ -345,6 +357,53 @@ class Procfs {
       if (host.rfind(anon, 0) == 0) return host;
     }
     return "/dev/null";
+  }
+
+  // A pipe behind /proc/PID/fd/N: its stat as the guest sees it, and opening
+  // it opens the pipe anew (bash's <(...) hands such paths to programs).
+  NodeRef PipeObject(std::shared_ptr<Process> p, int fd) {
+    struct stat st;
+    {
+      SentryFsIdentity as_sentry;
+      if (stat(absl::StrCat("/proc/", p->tgid, "/fd/", fd).c_str(), &st) < 0 ||
+          !S_ISFIFO(st.st_mode)) {
+        return nullptr;
+      }
+    }
+    const KernelConfig& c = k_.config();
+    NodeRef n = k_.vfs().NewNode(NodeKind::kFifo, S_IFIFO | (st.st_mode & 07777),
+                                 c.GuestUid(st.st_uid), c.GuestGid(st.st_gid));
+    n->attr().ino = st.st_ino;
+    n->attr().atime = st.st_atim;
+    n->attr().mtime = st.st_mtim;
+    n->attr().ctime = st.st_ctim;
+    n->reopen = [this, p, fd](int flags) { return ReopenPipe(*p, fd, flags); };
+    return n;
+  }
+
+  SysResult<UniqueFd> ReopenPipe(const Process& p, int fd, int flags) {
+    for (const Task* t : k_.tasks().TasksOf(&p)) {
+      UniqueFd copy(static_cast<int>(syscall(SYS_pidfd_getfd, t->pidfd.get(), fd, 0)));
+      struct stat st;
+      if (!copy || fstat(copy.get(), &st) < 0) return Errno{ENOENT};  // closed meanwhile
+      if (!S_ISFIFO(st.st_mode)) return Errno{ENXIO};
+      // Our own copy's /proc/self/fd entry: the same pipe, a new open file
+      // description, as fs/pipe.c's fifo_open gives. The guest's permission
+      // was checked on the node; non-blocking, so the sentry never waits for
+      // the other end.
+      int acc = flags & O_ACCMODE;
+      std::string self = absl::StrCat("/proc/self/fd/", copy.get());
+      int reopened;
+      {
+        SentryFsIdentity as_sentry;
+        reopened = open(self.c_str(), acc | O_NONBLOCK | O_CLOEXEC);
+      }
+      if (reopened < 0) return Errno{errno};
+      UniqueFd out(reopened);
+      if (!(flags & O_NONBLOCK)) fcntl(reopened, F_SETFL, fcntl(reopened, F_GETFL) & ~O_NONBLOCK);
+      return out;
+    }
+    return Errno{ENOENT};
   }
 
   NodeRef TaskDir(std::shared_ptr<Process> p, const std::string& key) {

@@ -179,6 +179,8 @@ std::optional<RunError> Run::Prepare() {
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
+  so.pipe_uid = tree_.uid == 0 ? kHostIdBase : kHostIdBase + 1;
+  so.pipe_gid = tree_.gid == 0 ? kHostIdBase : kHostIdBase + 1;
   if (absl::Status s = stdio_.Setup(so); !s.ok()) {
     return RunError{kExitSentryError, std::string(s.message())};
   }
@@ -260,6 +262,9 @@ std::optional<RunError> Run::BuildWorld() {
   KernelConfig kc;
   kc.hostname = tree_.hostname;
   kc.memory_bytes = o_.memory_bytes;
+  kc.host_id_base = kHostIdBase;
+  kc.user_uid = tree_.uid;
+  kc.user_gid = tree_.gid;
   struct stat netns;
   if (stat(absl::StrCat("/proc/", spawned_->init_pid(), "/ns/net").c_str(), &netns) == 0) {
     kc.net_ns_ino = netns.st_ino;

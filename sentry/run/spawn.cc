@@ -63,9 +63,12 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
   go_r.Reset();
   std::string proc = absl::StrCat("/proc/", pid);
   // ns 0 is pid 1's; the guest's own id (when not 0) maps to the next host id.
+  // nobody/nogroup map too, to a host id nothing owns, so that asking to
+  // become them fails with EPERM as for an unprivileged user, not EINVAL.
   auto map = [](unsigned id) {
     std::string m = absl::StrCat("0 ", kHostIdBase, " 1\n");
-    if (id != 0) absl::StrAppend(&m, id, " ", kHostIdBase + 1, " 1\n");
+    if (id != 0 && id != kNobodyId) absl::StrAppend(&m, id, " ", kHostIdBase + 1, " 1\n");
+    absl::StrAppend(&m, kNobodyId, " ", kHostIdBase + 2, " 1\n");
     return m;
   };
   RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid)));

@@ -17,6 +17,8 @@ namespace sentry {
 // The guest's ids on the host: unprivileged and used by nothing else. Inside
 // the user namespace uid 0 maps to kHostIdBase and the sandbox user to +1.
 inline constexpr uid_t kHostIdBase = 2000000000;
+// nobody and nogroup, mapped to kHostIdBase + 2 (which owns nothing).
+inline constexpr uid_t kNobodyId = 65534;
 
 class Spawned final {
  public:
