@@ -105,6 +105,10 @@ class Node : public std::enable_shared_from_this<Node> {
   bool IsUpperFile() const { return kind_ == NodeKind::kFile && !store_name.empty(); }
   bool IsLowerFile() const { return kind_ == NodeKind::kFile && store_name.empty(); }
 
+  // --- extended attributes (user.*, held in memory whatever the layer) ---
+  std::map<std::string, std::string> xattrs;
+  uint64_t xattr_bytes = 0;  // charged to the metadata budget
+
   // --- symlinks ---
   std::string target;
   bool magic = false;  // a /proc link to an object, refused by RESOLVE_NO_MAGICLINKS
