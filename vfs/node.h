@@ -53,6 +53,7 @@ struct Attr {
   gid_t gid = 0;
   dev_t rdev = 0;
   uint64_t ino = 0;
+  dev_t dev = 0;  // 0: the VFS's own st_dev; else the host object's (devpts)
   timespec atime{}, mtime{}, ctime{};
 };
 
@@ -122,6 +123,9 @@ class Node : public std::enable_shared_from_this<Node> {
 
   // --- devices ---
   std::string device_path;  // host path of the device node
+  // Or a device of the sandbox's own devpts: its name in that directory.
+  std::shared_ptr<HostDir> device_parent;
+  std::string device_name;
 
   // --- dynamic directories (/proc): children made on demand, never cached ---
   std::function<NodeRef(const std::string&)> lookup;  // the child named so, or null

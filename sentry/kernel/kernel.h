@@ -66,6 +66,7 @@ class Kernel final {
   // The task whose syscall or event is being handled (under mu); /proc's "self".
   Task* current = nullptr;
   pid_t init_host_pid = 0;  // the sandbox's pid 1
+  dev_t pts_dev = 0;        // the sandbox's devpts instance, if it has one
 
  private:
   std::mutex mu_;

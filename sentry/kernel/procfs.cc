@@ -344,7 +344,8 @@ class Procfs {
     if (n < 0) return "";
     std::string host(buf, n);
     struct stat st;
-    if (stat(link.c_str(), &st) == 0) {
+    bool known = stat(link.c_str(), &st) == 0;
+    if (known) {
       if (const OpenObject* o = k_.fds().Find(st)) {
         if (!o->path.empty()) return o->path;
         if (o->node->IsDir()) {
@@ -352,6 +353,10 @@ class Procfs {
           if (path.ok()) return path.value();
         }
       }
+    }
+    // A pty of the sandbox's devpts, which lies outside the sentry's root.
+    if (known && k_.pts_dev && S_ISCHR(st.st_mode) && st.st_dev == k_.pts_dev) {
+      return "/dev/pts/" + host.substr(host.rfind('/') + 1);
     }
     for (const char* anon : {"pipe:", "socket:", "anon_inode:", "/dev/pts/", "/dev/null"}) {
       if (host.rfind(anon, 0) == 0) return host;

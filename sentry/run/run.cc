@@ -23,6 +23,7 @@
 #include "loader/filter.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/sha256.h"
+#include "sentry/kernel/devpts.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/procfs.h"
@@ -272,6 +273,8 @@ std::optional<RunError> Run::BuildWorld() {
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
+  auto dev = kernel_->vfs().Lookup(kernel_->vfs().root(), "/dev", {}, creds_);
+  MountDevpts(*kernel_, dev.ok() ? dev.value() : nullptr, spawned_->TakePtsDir());
   return std::nullopt;
 }
 

@@ -1,9 +1,11 @@
 #include "sentry/run/spawn.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -80,6 +82,13 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
       open((proc + "/root" + vfs::Store::kGuestPath).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (store < 0) return ErrnoStatus("open the backing store");
   s.store_dir_ = UniqueFd(store);
+  s.pts_dir_ = UniqueFd(open((proc + "/root" + kGuestPtsPath).c_str(),
+                             O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct statfs pts_fs;
+  if (s.pts_dir_ &&
+      (fstatfs(s.pts_dir_.get(), &pts_fs) < 0 || pts_fs.f_type != DEVPTS_SUPER_MAGIC)) {
+    s.pts_dir_.Reset();  // the mount failed: an empty directory, no ptys
+  }
   return s;
 }
 
