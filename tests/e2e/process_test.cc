@@ -138,6 +138,27 @@ print(subprocess.run(["myecho", "via", "PATH"], capture_output=True, text=True, 
 )py");
 }
 
+// A root guest reads its own /proc/PID/fd (host mode 0500, its owner's) and
+// reopens its pipes and ptys, as uid 1000 does.
+TEST(ProcessTest, RootGuestSeesItsOwnFdsAndReopensPipes) {
+  constexpr const char* kScript = R"py(import os, sys
+r, w = os.pipe()
+print("listed", str(w) in os.listdir("/proc/self/fd"))
+os.write(os.open(f"/dev/fd/{w}", os.O_WRONLY), b"via /dev/fd")
+print(os.read(r, 64).decode())
+m, s = os.openpty()
+print("tty", os.ttyname(s).startswith("/dev/pts/"))
+print("stdin", sys.stdin.read().strip())
+)py";
+  for (const char* user : {"--root", "--no-copy-script"}) {
+    SCOPED_TRACE(user);
+    ProcessResult r =
+        RunSentry({user, "--timeout", "20"}, {"/usr/bin/python3", "-c", kScript}, "piped in\n");
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    EXPECT_EQ(r.out, "listed True\nvia /dev/fd\ntty True\nstdin piped in\n");
+  }
+}
+
 struct PyCase {
   const char* name;
   const char* script;
