@@ -8,6 +8,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 
@@ -25,15 +26,43 @@ namespace {
 using vfs::NodeKind;
 using vfs::NodeRef;
 
-// Host /proc files of guest processes: read as the sentry itself, since a
-// root guest's /proc/PID/fd and environ are closed to the unprivileged fsuid
-// the notification thread works under (they are the guest's own anyway).
 std::string ReadHostFile(const std::string& path) {
-  SentryFsIdentity as_sentry;
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+std::string ReadAllFd(int fd) {
+  std::string out;
+  char buf[1 << 14];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > (16u << 20)) break;  // maps of a huge process: enough
+  }
+  return out;
+}
+
+// The host /proc directory of a guest process, opened as the sentry itself (a
+// root guest's fd/ and environ are closed to the unprivileged fsuid of the
+// notification thread) and only if it is still that process: the check comes
+// after the open, through a pidfd that pins the process, so a host pid
+// reused meanwhile is never read.
+UniqueFd OpenHostProcDir(Kernel& k, const Process& p) {
+  for (const Task* t : k.tasks().TasksOf(&p)) {
+    UniqueFd dir;
+    {
+      SentryFsIdentity as_sentry;
+      dir = UniqueFd(open(absl::StrCat("/proc/", p.tgid).c_str(),
+                          O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    }
+    if (!dir || syscall(SYS_pidfd_send_signal, t->pidfd.get(), 0, nullptr, 0) < 0) return {};
+    return dir;
+  }
+  return {};
 }
 
 // Stable inode numbers for generated nodes, so two stats of one path agree.
@@ -219,7 +248,11 @@ class Procfs {
   }
 
   std::string HostProc(const Process& p, const char* file) {
-    return ReadHostFile(absl::StrCat("/proc/", p.tgid, "/", file));
+    UniqueFd dir = OpenHostProcDir(k_, p);
+    if (!dir) return "";
+    SentryFsIdentity as_sentry;
+    UniqueFd f(openat(dir.get(), file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    return f ? ReadAllFd(f.get()) : "";
   }
 
   NodeRef PidChild(std::shared_ptr<Process> p, const std::string& key, const std::string& n) {
@@ -305,14 +338,18 @@ class Procfs {
 
   NodeRef FdDir(std::shared_ptr<Process> p, const std::string& key) {
     std::string k = key + "/fd";
-    auto fds = [p] {
+    auto fds = [this, p] {
       std::vector<std::string> names;
-      std::string dir = absl::StrCat("/proc/", p->tgid, "/fd");
+      UniqueFd proc = OpenHostProcDir(k_, *p);
+      if (!proc) return names;
       SentryFsIdentity as_sentry;
-      if (DIR* d = opendir(dir.c_str())) {
+      int fd = openat(proc.get(), "fd", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
         while (dirent* e = readdir(d))
           if (e->d_name[0] != '.') names.emplace_back(e->d_name);
         closedir(d);
+      } else if (fd >= 0) {
+        close(fd);
       }
       return names;
     };
@@ -337,14 +374,16 @@ class Procfs {
   // What /proc/PID/fd/N points at: the sandbox path for donated objects, the
   // kernel's name for anonymous ones, and never a host path.
   std::string FdTarget(const Process& p, int fd) {
-    std::string link = absl::StrCat("/proc/", p.tgid, "/fd/", fd);
+    UniqueFd proc = OpenHostProcDir(k_, p);
+    if (!proc) return "";
+    std::string link = absl::StrCat("fd/", fd);
     SentryFsIdentity as_sentry;
     char buf[4096];
-    ssize_t n = readlink(link.c_str(), buf, sizeof(buf) - 1);
+    ssize_t n = readlinkat(proc.get(), link.c_str(), buf, sizeof(buf) - 1);
     if (n < 0) return "";
     std::string host(buf, n);
     struct stat st;
-    bool known = stat(link.c_str(), &st) == 0;
+    bool known = fstatat(proc.get(), link.c_str(), &st, 0) == 0;
     if (known) {
       if (const OpenObject* o = k_.fds().Find(st)) {
         if (!o->path.empty()) return o->path;
@@ -368,9 +407,11 @@ class Procfs {
   // it opens the pipe anew (bash's <(...) hands such paths to programs).
   NodeRef PipeObject(std::shared_ptr<Process> p, int fd) {
     struct stat st;
+    UniqueFd proc = OpenHostProcDir(k_, *p);
+    if (!proc) return nullptr;
     {
       SentryFsIdentity as_sentry;
-      if (stat(absl::StrCat("/proc/", p->tgid, "/fd/", fd).c_str(), &st) < 0 ||
+      if (fstatat(proc.get(), absl::StrCat("fd/", fd).c_str(), &st, 0) < 0 ||
           !S_ISFIFO(st.st_mode)) {
         return nullptr;
       }
