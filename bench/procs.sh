@@ -27,7 +27,7 @@ LOOP="i=0; while [ \$i -lt $LOOP_N ]; do /bin/true; i=\$((i+1)); done"
 cat >"$WORK/cpu4.py" <<'EOF'
 # 4 processes of pure integer arithmetic; prints the wall time of the work alone.
 import os, sys, time
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 50_000_000
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 25_000_000
 def work():
     x = 0
     for i in range(N):
@@ -63,11 +63,11 @@ for n in 0 "$LOOP_N"; do
   "${HF[@]}" --runs 10 --export-json "$WORK/loop$n.json" "${cmds[@]}" >&2
 done
 
-# 2. CPU-bound: 4 forked workers; wall time measured inside the guest, 5 runs
+# 2. CPU-bound: 4 forked workers; wall time measured inside the guest, 9 runs
 #    each, native and sentry alternating so that drifts of the VM hit both.
 : >"$WORK/cpu4.native"
 : >"$WORK/cpu4.sentry"
-for _ in 1 2 3 4 5; do
+for _ in $(seq 1 9); do
   /usr/bin/python3 "$WORK/cpu4.py" >>"$WORK/cpu4.native"
   "$SENTRY" run --timeout 0 --copy "$WORK/cpu4.py:/tmp/cpu4.py" -- /usr/bin/python3 /tmp/cpu4.py \
     >>"$WORK/cpu4.sentry"
@@ -104,7 +104,7 @@ print()
 print("| figure | native | sentry | sentry/native |")
 print("| --- | --- | --- | --- |")
 med = {e: statistics.median(cpu[e]) for e in cpu}
-print(f"| 4 CPU-bound workers, wall (median of 5; min–max) | {med['native']:.2f} s "
+print(f"| 4 CPU-bound workers, wall (median of 9; min–max) | {med['native']:.2f} s "
       f"({min(cpu['native']):.2f}–{max(cpu['native']):.2f}) | {med['sentry']:.2f} s "
       f"({min(cpu['sentry']):.2f}–{max(cpu['sentry']):.2f}) | {med['sentry'] / med['native']:.3f}× |")
 race = {}
