@@ -73,8 +73,8 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   if (pos < 0) pos = 0;
   std::vector<char> out;
   out.reserve(std::min<size_t>(count, 1 << 16));
+  std::string last;  // the last name emitted
   // Appends one record; false when the buffer is full.
-  std::string last;
   auto emit = [&](size_t index, const std::string& name, const vfs::Node& node) {
     size_t reclen = (sizeof(linux_dirent64_header) + name.size() + 1 + 7) & ~size_t{7};
     if (out.size() + reclen > count) return false;
