@@ -81,7 +81,7 @@ echo piped | cat /dev/fd/0
 echo stdin | cat /dev/stdin
 while read -r l; do echo "read $l"; done < <(printf '1\n2\n')
 exec 5< <(echo fd5); cat /dev/fd/5; exec 5<&-
-echo tee | tee >(cat > out.txt) > /dev/null; wait; sleep 0.1; cat out.txt
+echo tee > >(cat > out.txt); wait $!; cat out.txt
 paste <(seq 3) <(seq 4 6)
 )sh");
 }
