@@ -43,6 +43,7 @@ struct Prepared {
   std::vector<std::string> view_paths;    // "/tmp/usr"
   std::vector<std::string> link_targets;  // "" for directories
   std::string store_path;                 // "/tmp/.sentry-store"
+  std::string pts_path;                   // "/tmp/.sentry-pts"
   std::vector<char*> argv, envp;
   sock_fprog prog;
 };
@@ -98,6 +99,12 @@ LOADER_CODE void BuildMountView(const Prepared& p) {
       mount("sentry-store", p.store_path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
             p.spec->store_options.c_str()) < 0) {
     Fail(p, LoaderStep::kMountStore);
+  }
+  // The sandbox's own pseudo-terminals: a private devpts instance, which the
+  // sentry serves as /dev/pts and /dev/ptmx. Optional: without it, no ptys.
+  if (mkdir(p.pts_path.c_str(), 0755) == 0) {
+    mount("sentry-pts", p.pts_path.c_str(), "devpts", MS_NOSUID | MS_NOEXEC,
+          "newinstance,ptmxmode=0666,mode=0620");
   }
   if (mkdir("/tmp/.old", 0700) < 0 || syscall(SYS_pivot_root, kNewRoot, "/tmp/.old") < 0 ||
       chdir("/") < 0 || umount2("/.old", MNT_DETACH) < 0 || rmdir("/.old") < 0) {
@@ -235,6 +242,7 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
     p.link_targets.push_back(target);
   }
   p.store_path = std::string(kNewRoot) + vfs::Store::kGuestPath;
+  p.pts_path = std::string(kNewRoot) + kGuestPtsPath;
   for (const std::string& a : spec.argv) p.argv.push_back(const_cast<char*>(a.c_str()));
   p.argv.push_back(nullptr);
   for (const std::string& e : spec.envp) p.envp.push_back(const_cast<char*>(e.c_str()));

@@ -24,6 +24,10 @@
 
 namespace sentry {
 
+// Where the sandbox's devpts instance is mounted in the guest's mount view
+// (hidden: the sentry's VFS has no such name; it serves /dev/pts from it).
+inline constexpr const char* kGuestPtsPath = "/.sentry-pts";
+
 enum class LoaderStep : int {
   kWaitMaps = 1,
   kMountPrivate,

@@ -65,9 +65,18 @@ SENTRY_HANDLER(Utimes);
 SENTRY_HANDLER(Futimesat);
 SENTRY_HANDLER(Utimensat);
 // sys_xattr.cc
-SENTRY_HANDLER(PathXattr);
-SENTRY_HANDLER(LinkXattr);
-SENTRY_HANDLER(FdXattr);
+SENTRY_HANDLER(Setxattr);
+SENTRY_HANDLER(Lsetxattr);
+SENTRY_HANDLER(Fsetxattr);
+SENTRY_HANDLER(Getxattr);
+SENTRY_HANDLER(Lgetxattr);
+SENTRY_HANDLER(Fgetxattr);
+SENTRY_HANDLER(Listxattr);
+SENTRY_HANDLER(Llistxattr);
+SENTRY_HANDLER(Flistxattr);
+SENTRY_HANDLER(Removexattr);
+SENTRY_HANDLER(Lremovexattr);
+SENTRY_HANDLER(Fremovexattr);
 // sys_misc.cc
 SENTRY_HANDLER(Sysinfo);
 // sys_socket.cc

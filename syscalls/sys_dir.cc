@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -41,11 +42,27 @@ struct __attribute__((packed)) linux_dirent64_header {
 };
 static_assert(sizeof(linux_dirent64_header) == 19);
 
+bool IsNumber(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Generated directories (/proc, /proc/PID/fd) list names first, then numbers
+// in numeric order, as Linux's procfs does.
+bool GeneratedOrder(const std::string& a, const std::string& b) {
+  bool na = IsNumber(a), nb = IsNumber(b);
+  if (na != nb) return nb;
+  if (na && a.size() != b.size()) return a.size() < b.size();
+  return a < b;
+}
+
 }  // namespace
 
 // The listing is ".", "..", then the entries in name order; the position is the
 // token's own f_pos (an index into that list), so lseek and rewinddir, which run
-// natively on the token, move it as they would on a real directory.
+// natively on the token, move it as they would on a real directory. A call that
+// starts where the previous one ended resumes after the last name returned,
+// so entries removed meanwhile (rm -r, closing fds while listing
+// /proc/self/fd) do not make it skip others, as tmpfs's cursors do.
 SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, ctx.args.Int(0)));
   if (!ref.object) return Errno{ENOTDIR};
@@ -56,10 +73,12 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   if (pos < 0) pos = 0;
   std::vector<char> out;
   out.reserve(std::min<size_t>(count, 1 << 16));
+  std::string last;  // the last name emitted
   // Appends one record; false when the buffer is full.
   auto emit = [&](size_t index, const std::string& name, const vfs::Node& node) {
     size_t reclen = (sizeof(linux_dirent64_header) + name.size() + 1 + 7) & ~size_t{7};
     if (out.size() + reclen > count) return false;
+    last = name;
     size_t at = out.size();
     out.resize(at + reclen, 0);
     linux_dirent64_header h{node.attr().ino, static_cast<int64_t>(index + 1),
@@ -77,8 +96,11 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
     if (!full && i == 1 && !(full = !emit(1, "..", up ? *up : *dir))) ++i;
     // Entries 2.. are the children in name order; dynamic dirs (/proc) are
     // generated, the rest walked in place without copying.
-    auto walk = [&](auto begin, auto end, size_t size) {
+    const OpenObject& token = *ref.object;
+    bool resume = i >= 2 && token.cursor_pos == pos && !token.cursor_name.empty();
+    auto walk = [&](auto begin, auto end, size_t size, auto after) {
       total = size + 2;
+      if (resume) i = 2 + static_cast<size_t>(std::distance(begin, after(token.cursor_name)));
       if (full || i >= total) return;
       auto it = begin;
       std::advance(it, i - 2);
@@ -91,15 +113,25 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
     };
     if (dir->names) {
       auto entries = ctx.vfs().List(dir);
-      walk(entries.begin(), entries.end(), entries.size());
+      auto order = [](const auto& a, const auto& b) { return GeneratedOrder(a.first, b.first); };
+      std::sort(entries.begin(), entries.end(), order);
+      walk(entries.begin(), entries.end(), entries.size(), [&](const std::string& name) {
+        return std::upper_bound(entries.begin(), entries.end(),
+                                std::pair<std::string, vfs::NodeRef>(name, nullptr), order);
+      });
     } else {
       const auto& entries = ctx.vfs().Entries(dir);
-      walk(entries.begin(), entries.end(), entries.size());
+      walk(entries.begin(), entries.end(), entries.size(),
+           [&](const std::string& name) { return entries.upper_bound(name); });
     }
   }
   if (out.empty() && full) return Errno{EINVAL};  // not even one entry fits
   SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(1), out.data(), out.size()));
   lseek(ref.host.get(), static_cast<off_t>(i), SEEK_SET);
+  if (!out.empty()) {
+    ref.object->cursor_name = i > 2 ? last : std::string();
+    ref.object->cursor_pos = static_cast<off_t>(i);
+  }
   return out.size();
 }
 

@@ -90,6 +90,13 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
     SYS_ASSIGN_OR_RETURN(UniqueFd token, PathToken(ctx));
     return Donate(ctx, std::move(token), node, false, cloexec);
   }
+  if (node->reopen) {
+    // A pipe opened anew through /proc/PID/fd/N is the guest's own pipe
+    // again, not an object the sentry donated.
+    SYS_ASSIGN_OR_RETURN(UniqueFd fd, node->reopen(flags));
+    SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(fd.get(), cloexec));
+    return static_cast<uint64_t>(guest_fd);
+  }
   SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags));
   std::string where;
   if (r.parent) {

@@ -19,7 +19,12 @@ namespace {
 // for what the guest made natively (pipes, sockets, eventfds, memfds).
 SysResult<struct stat> StatFd(SyscallContext& ctx, int fd) {
   SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, fd));
-  if (!ref.object) return ref.host_st;
+  if (!ref.object) {
+    struct stat st = ref.host_st;
+    st.st_uid = ctx.kernel.config().GuestUid(st.st_uid);
+    st.st_gid = ctx.kernel.config().GuestGid(st.st_gid);
+    return st;
+  }
   const vfs::Node& node = *ref.node();
   if (!node.IsUpperFile()) return ctx.vfs().Stat(node);
   // The fd's own data stat: still right after the last name is gone.

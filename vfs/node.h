@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
 
 namespace sentry::vfs {
@@ -53,6 +54,7 @@ struct Attr {
   gid_t gid = 0;
   dev_t rdev = 0;
   uint64_t ino = 0;
+  dev_t dev = 0;  // 0: the VFS's own st_dev; else the host object's (devpts)
   timespec atime{}, mtime{}, ctime{};
 };
 
@@ -105,12 +107,26 @@ class Node : public std::enable_shared_from_this<Node> {
   bool IsUpperFile() const { return kind_ == NodeKind::kFile && !store_name.empty(); }
   bool IsLowerFile() const { return kind_ == NodeKind::kFile && store_name.empty(); }
 
+  // --- extended attributes (user.*, held in memory whatever the layer) ---
+  std::map<std::string, std::string> xattrs;
+  uint64_t xattr_bytes = 0;  // charged to the metadata budget
+
   // --- symlinks ---
   std::string target;
   bool magic = false;  // a /proc link to an object, refused by RESOLVE_NO_MAGICLINKS
+  // A magic link to an object no path names (/proc/PID/fd/N of a pipe): the
+  // walk ends at this node instead of following the link's text.
+  NodeRef object;
+
+  // --- anonymous objects (a pipe reached through /proc/PID/fd/N) ---
+  // Opens the object anew with these open flags, as Linux's proc_fd_link does.
+  std::function<SysResult<UniqueFd>(int flags)> reopen;
 
   // --- devices ---
   std::string device_path;  // host path of the device node
+  // Or a device of the sandbox's own devpts: its name in that directory.
+  std::shared_ptr<HostDir> device_parent;
+  std::string device_name;
 
   // --- dynamic directories (/proc): children made on demand, never cached ---
   std::function<NodeRef(const std::string&)> lookup;  // the child named so, or null

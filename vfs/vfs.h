@@ -104,6 +104,21 @@ class Vfs final {
   SysStatus Truncate(Node& node, off_t len, const Creds& creds);
   SysStatus CopyUp(Node& node);
 
+  // --- extended attributes (vfs_xattr.cc) ---
+  // Linux's rules (fs/xattr.c xattr_permission, mm/shmem.c): user.* on
+  // regular files and directories only (EPERM to write others, ENODATA to
+  // read), sticky directories written by their owner only, then the file's
+  // own permission (EACCES); trusted.* needs a privilege the guest never has;
+  // other namespaces are EOPNOTSUPP. Names are 1..255 bytes (ERANGE), values
+  // up to 64 KiB (E2BIG); XATTR_CREATE finds EEXIST, XATTR_REPLACE and
+  // reads of a missing name find ENODATA.
+  SysStatus SetXattr(Node& node, const std::string& name, std::string value, int flags,
+                     const Creds& creds);
+  SysResult<std::string> GetXattr(const Node& node, const std::string& name, const Creds& creds);
+  // The names, each with its NUL, as listxattr returns them.
+  std::string ListXattr(const Node& node) const;
+  SysStatus RemoveXattr(Node& node, const std::string& name, const Creds& creds);
+
   // --- namespace changes (parent/name from Walk) ---
   SysResult<NodeRef> Create(const Resolved& at, NodeKind kind, mode_t mode, const Creds& creds);
   // A unix socket's name: the checks of Create, then bind(store name) makes
@@ -137,6 +152,8 @@ class Vfs final {
   SysStatus MayDelete(const Node& dir, const Node& victim, const Creds& creds) const;
   void Touch(Node& dir);
   SysStatus Charge(uint64_t bytes);
+  SysStatus XattrPermission(const Node& node, const std::string& name, int may,
+                            const Creds& creds) const;
   void Refund(uint64_t bytes) { meta_bytes_ -= std::min(meta_bytes_, bytes); }
   static uint64_t EntryCost(const std::string& name, const Node* node);
 

@@ -62,7 +62,7 @@ SysStatus Vfs::Permission(const Node& node, int may, const Creds& creds) const {
 static struct stat NodeStat(const Node& node) {
   struct stat st {};
   const Attr& a = node.attr();
-  st.st_dev = kVfsDev;
+  st.st_dev = a.dev ? a.dev : kVfsDev;
   st.st_ino = a.ino;
   st.st_mode = a.mode;
   st.st_uid = a.uid;
@@ -252,7 +252,10 @@ SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags) {
       return store_->Open(node.store_name, acc | keep);
     }
     case NodeKind::kDevice: {
-      int fd = open(node.device_path.c_str(), acc | keep | O_NOCTTY | O_CLOEXEC);
+      int flags = acc | keep | O_NOCTTY | O_CLOEXEC;
+      int fd = node.device_parent ? openat(node.device_parent->fd.get(), node.device_name.c_str(),
+                                           flags | O_NOFOLLOW)
+                                  : open(node.device_path.c_str(), flags);
       if (fd < 0) return Errno{errno};
       return UniqueFd(fd);
     }

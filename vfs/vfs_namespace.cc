@@ -28,7 +28,7 @@ bool IsAncestor(const NodeRef& maybe_ancestor, NodeRef node) {
 // a node (its bookkeeping and a symlink's target): rough, fixed figures.
 uint64_t Vfs::EntryCost(const std::string& name, const Node* node) {
   if (!node) return 64 + name.size();
-  return 448 + node->target.size();
+  return 448 + node->target.size() + node->xattr_bytes;
 }
 
 SysStatus Vfs::Charge(uint64_t bytes) {

@@ -242,6 +242,12 @@ SysResult<Resolved> Vfs::Walk(const NodeRef& start, std::string_view path, const
     if (child->kind() == NodeKind::kSymlink && (!last || opts.follow_final || trailing)) {
       if (opts.no_symlinks || (opts.no_magiclinks && child->magic)) return Errno{ELOOP};
       if (++links > kMaxSymlinks) return Errno{ELOOP};
+      if (child->object) {
+        if (!last) return Errno{ENOTDIR};
+        out.name = name;
+        out.node = child->object;
+        return out;
+      }
       if (child->target.empty()) return Errno{ENOENT};
       std::deque<std::string> more = SplitPath(child->target);
       comps.insert(comps.begin(), more.begin(), more.end());

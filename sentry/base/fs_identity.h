@@ -24,6 +24,24 @@ inline bool DropFsIdentity(uid_t uid, gid_t gid) {
          setfsgid(static_cast<gid_t>(-1)) == static_cast<int>(gid);
 }
 
+// The calling thread's own (root) file-system identity for one scope, for an
+// operation whose permission the sentry has already checked for the guest.
+class SentryFsIdentity final {
+ public:
+  SentryFsIdentity()
+      : uid_(static_cast<uid_t>(setfsuid(static_cast<uid_t>(-1)))),
+        gid_(static_cast<gid_t>(setfsgid(static_cast<gid_t>(-1)))) {
+    DropFsIdentity(0, 0);
+  }
+  ~SentryFsIdentity() { DropFsIdentity(uid_, gid_); }
+  SentryFsIdentity(const SentryFsIdentity&) = delete;
+  SentryFsIdentity& operator=(const SentryFsIdentity&) = delete;
+
+ private:
+  uid_t uid_;
+  gid_t gid_;
+};
+
 }  // namespace sentry
 
 #endif  // SENTRY_BASE_FS_IDENTITY_H_

@@ -27,6 +27,11 @@ struct OpenObject {
   vfs::NodeRef node;
   bool dir_token = false;  // a directory token: getdents64 position is its f_pos
   std::string path;        // the sandbox path it was opened by (/proc/PID/fd)
+  // Directory tokens: the last name getdents64 returned and the position it
+  // left, so that a listing resumes after that name even if entries before it
+  // went meanwhile (mutable: a cursor, not part of the identity).
+  mutable std::string cursor_name;
+  mutable off_t cursor_pos = -1;
 };
 
 class FdIdentity final {

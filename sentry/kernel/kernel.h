@@ -31,6 +31,22 @@ struct KernelConfig {
   uint64_t memory_bytes = 0;  // what sysinfo and /proc/meminfo report; 0 = 1 GiB
   int ncpus = 1;
   ino_t net_ns_ino = 0;  // the sandbox's network namespace (its inode in nsfs)
+  // The sandbox's user namespace maps its uid/gid 0 to host_id_base and its
+  // user (when not root) to host_id_base + 1: how the host ids of objects the
+  // guest made natively (pipes, sockets) read inside.
+  uint32_t host_id_base = 0;
+  uid_t user_uid = 0;
+  gid_t user_gid = 0;
+  uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid); }
+  gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid); }
+
+ private:
+  uint32_t GuestId(uint32_t host, uint32_t user) const {
+    if (host == host_id_base) return 0;
+    if (host == host_id_base + 1 && user != 0) return user;
+    return kOverflowId;
+  }
+  static constexpr uint32_t kOverflowId = 65534;  // /proc/sys/kernel/overflowuid
 };
 
 class Kernel final {
@@ -54,6 +70,7 @@ class Kernel final {
   pid_t init_host_pid = 0;  // the sandbox's pid 1
   // Connections out of the sandbox (--allow-net); null: none may leave.
   std::shared_ptr<net::Egress> egress;
+  dev_t pts_dev = 0;        // the sandbox's devpts instance, if it has one
 
  private:
   std::mutex mu_;

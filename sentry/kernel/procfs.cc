@@ -1,11 +1,14 @@
 #include "sentry/kernel/procfs.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "sentry/base/fs_identity.h"
 
 namespace sentry {
 namespace {
@@ -27,6 +31,38 @@ std::string ReadHostFile(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+std::string ReadAllFd(int fd) {
+  std::string out;
+  char buf[1 << 14];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > (16u << 20)) break;  // maps of a huge process: enough
+  }
+  return out;
+}
+
+// The host /proc directory of a guest process, opened as the sentry itself (a
+// root guest's fd/ and environ are closed to the unprivileged fsuid of the
+// notification thread) and only if it is still that process: the check comes
+// after the open, through a pidfd that pins the process, so a host pid
+// reused meanwhile is never read.
+UniqueFd OpenHostProcDir(Kernel& k, const Process& p) {
+  for (const Task* t : k.tasks().TasksOf(&p)) {
+    UniqueFd dir;
+    {
+      SentryFsIdentity as_sentry;
+      dir = UniqueFd(open(absl::StrCat("/proc/", p.tgid).c_str(),
+                          O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    }
+    if (!dir || syscall(SYS_pidfd_send_signal, t->pidfd.get(), 0, nullptr, 0) < 0) return {};
+    return dir;
+  }
+  return {};
 }
 
 // Stable inode numbers for generated nodes, so two stats of one path agree.
@@ -212,7 +248,11 @@ class Procfs {
   }
 
   std::string HostProc(const Process& p, const char* file) {
-    return ReadHostFile(absl::StrCat("/proc/", p.tgid, "/", file));
+    UniqueFd dir = OpenHostProcDir(k_, p);
+    if (!dir) return "";
+    SentryFsIdentity as_sentry;
+    UniqueFd f(openat(dir.get(), file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    return f ? ReadAllFd(f.get()) : "";
   }
 
   NodeRef PidChild(std::shared_ptr<Process> p, const std::string& key, const std::string& n) {
@@ -298,13 +338,18 @@ class Procfs {
 
   NodeRef FdDir(std::shared_ptr<Process> p, const std::string& key) {
     std::string k = key + "/fd";
-    auto fds = [p] {
+    auto fds = [this, p] {
       std::vector<std::string> names;
-      std::string dir = absl::StrCat("/proc/", p->tgid, "/fd");
-      if (DIR* d = opendir(dir.c_str())) {
+      UniqueFd proc = OpenHostProcDir(k_, *p);
+      if (!proc) return names;
+      SentryFsIdentity as_sentry;
+      int fd = openat(proc.get(), "fd", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
         while (dirent* e = readdir(d))
           if (e->d_name[0] != '.') names.emplace_back(e->d_name);
         closedir(d);
+      } else if (fd >= 0) {
+        close(fd);
       }
       return names;
     };
@@ -317,7 +362,10 @@ class Procfs {
           if (target.empty()) return nullptr;
           NodeRef l = Link(k + "/" + n, target);
           l->attr().mode = S_IFLNK | 0700;
+          l->attr().uid = p->creds.uid;
+          l->attr().gid = p->creds.gid;
           l->magic = true;
+          if (target.rfind("pipe:", 0) == 0) l->object = PipeObject(p, fd);
           return l;
         },
         fds);
@@ -326,13 +374,17 @@ class Procfs {
   // What /proc/PID/fd/N points at: the sandbox path for donated objects, the
   // kernel's name for anonymous ones, and never a host path.
   std::string FdTarget(const Process& p, int fd) {
-    std::string link = absl::StrCat("/proc/", p.tgid, "/fd/", fd);
+    UniqueFd proc = OpenHostProcDir(k_, p);
+    if (!proc) return "";
+    std::string link = absl::StrCat("fd/", fd);
+    SentryFsIdentity as_sentry;
     char buf[4096];
-    ssize_t n = readlink(link.c_str(), buf, sizeof(buf) - 1);
+    ssize_t n = readlinkat(proc.get(), link.c_str(), buf, sizeof(buf) - 1);
     if (n < 0) return "";
     std::string host(buf, n);
     struct stat st;
-    if (stat(link.c_str(), &st) == 0) {
+    bool known = fstatat(proc.get(), link.c_str(), &st, 0) == 0;
+    if (known) {
       if (const OpenObject* o = k_.fds().Find(st)) {
         if (!o->path.empty()) return o->path;
         if (o->node->IsDir()) {
@@ -341,10 +393,63 @@ class Procfs {
         }
       }
     }
+    // A pty of the sandbox's devpts, which lies outside the sentry's root.
+    if (known && k_.pts_dev && S_ISCHR(st.st_mode) && st.st_dev == k_.pts_dev) {
+      return "/dev/pts/" + host.substr(host.rfind('/') + 1);
+    }
     for (const char* anon : {"pipe:", "socket:", "anon_inode:", "/dev/pts/", "/dev/null"}) {
       if (host.rfind(anon, 0) == 0) return host;
     }
     return "/dev/null";
+  }
+
+  // A pipe behind /proc/PID/fd/N: its stat as the guest sees it, and opening
+  // it opens the pipe anew (bash's <(...) hands such paths to programs).
+  NodeRef PipeObject(std::shared_ptr<Process> p, int fd) {
+    struct stat st;
+    UniqueFd proc = OpenHostProcDir(k_, *p);
+    if (!proc) return nullptr;
+    {
+      SentryFsIdentity as_sentry;
+      if (fstatat(proc.get(), absl::StrCat("fd/", fd).c_str(), &st, 0) < 0 ||
+          !S_ISFIFO(st.st_mode)) {
+        return nullptr;
+      }
+    }
+    const KernelConfig& c = k_.config();
+    NodeRef n = k_.vfs().NewNode(NodeKind::kFifo, S_IFIFO | (st.st_mode & 07777),
+                                 c.GuestUid(st.st_uid), c.GuestGid(st.st_gid));
+    n->attr().ino = st.st_ino;
+    n->attr().atime = st.st_atim;
+    n->attr().mtime = st.st_mtim;
+    n->attr().ctime = st.st_ctim;
+    n->reopen = [this, p, fd](int flags) { return ReopenPipe(*p, fd, flags); };
+    return n;
+  }
+
+  SysResult<UniqueFd> ReopenPipe(const Process& p, int fd, int flags) {
+    for (const Task* t : k_.tasks().TasksOf(&p)) {
+      UniqueFd copy(static_cast<int>(syscall(SYS_pidfd_getfd, t->pidfd.get(), fd, 0)));
+      struct stat st;
+      if (!copy || fstat(copy.get(), &st) < 0) return Errno{ENOENT};  // closed meanwhile
+      if (!S_ISFIFO(st.st_mode)) return Errno{ENXIO};
+      // Our own copy's /proc/self/fd entry: the same pipe, a new open file
+      // description, as fs/pipe.c's fifo_open gives. The guest's permission
+      // was checked on the node; non-blocking, so the sentry never waits for
+      // the other end.
+      int acc = flags & O_ACCMODE;
+      std::string self = absl::StrCat("/proc/self/fd/", copy.get());
+      int reopened;
+      {
+        SentryFsIdentity as_sentry;
+        reopened = open(self.c_str(), acc | O_NONBLOCK | O_CLOEXEC);
+      }
+      if (reopened < 0) return Errno{errno};
+      UniqueFd out(reopened);
+      if (!(flags & O_NONBLOCK)) fcntl(reopened, F_SETFL, fcntl(reopened, F_GETFL) & ~O_NONBLOCK);
+      return out;
+    }
+    return Errno{ENOENT};
   }
 
   NodeRef TaskDir(std::shared_ptr<Process> p, const std::string& key) {

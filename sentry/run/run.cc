@@ -28,6 +28,7 @@
 #include "loader/filter.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/sha256.h"
+#include "sentry/kernel/devpts.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/procfs.h"
@@ -189,6 +190,8 @@ std::optional<RunError> Run::Prepare() {
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
+  so.pipe_uid = tree_.uid == 0 ? kHostIdBase : kHostIdBase + 1;
+  so.pipe_gid = tree_.gid == 0 ? kHostIdBase : kHostIdBase + 1;
   if (absl::Status s = stdio_.Setup(so); !s.ok()) {
     return RunError{kExitSentryError, std::string(s.message())};
   }
@@ -279,6 +282,9 @@ std::optional<RunError> Run::BuildWorld() {
   KernelConfig kc;
   kc.hostname = tree_.hostname;
   kc.memory_bytes = o_.memory_bytes;
+  kc.host_id_base = kHostIdBase;
+  kc.user_uid = tree_.uid;
+  kc.user_gid = tree_.gid;
   struct stat netns;
   if (stat(absl::StrCat("/proc/", spawned_->init_pid(), "/ns/net").c_str(), &netns) == 0) {
     kc.net_ns_ino = netns.st_ino;
@@ -286,6 +292,8 @@ std::optional<RunError> Run::BuildWorld() {
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
+  auto dev = kernel_->vfs().Lookup(kernel_->vfs().root(), "/dev", {}, creds_);
+  MountDevpts(*kernel_, dev.ok() ? dev.value() : nullptr, spawned_->TakePtsDir());
   net_.Start(*kernel_, spawned_->init_pid(), o_);
   return std::nullopt;
 }

@@ -1,9 +1,11 @@
 #include "sentry/run/spawn.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -63,9 +65,12 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
   go_r.Reset();
   std::string proc = absl::StrCat("/proc/", pid);
   // ns 0 is pid 1's; the guest's own id (when not 0) maps to the next host id.
+  // nobody/nogroup map too, to a host id nothing owns, so that asking to
+  // become them fails with EPERM as for an unprivileged user, not EINVAL.
   auto map = [](unsigned id) {
     std::string m = absl::StrCat("0 ", kHostIdBase, " 1\n");
-    if (id != 0) absl::StrAppend(&m, id, " ", kHostIdBase + 1, " 1\n");
+    if (id != 0 && id != kNobodyId) absl::StrAppend(&m, id, " ", kHostIdBase + 1, " 1\n");
+    absl::StrAppend(&m, kNobodyId, " ", kHostIdBase + 2, " 1\n");
     return m;
   };
   RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid)));
@@ -77,6 +82,13 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
       open((proc + "/root" + vfs::Store::kGuestPath).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (store < 0) return ErrnoStatus("open the backing store");
   s.store_dir_ = UniqueFd(store);
+  s.pts_dir_ = UniqueFd(open((proc + "/root" + kGuestPtsPath).c_str(),
+                             O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct statfs pts_fs;
+  if (s.pts_dir_ &&
+      (fstatfs(s.pts_dir_.get(), &pts_fs) < 0 || pts_fs.f_type != DEVPTS_SUPER_MAGIC)) {
+    s.pts_dir_.Reset();  // the mount failed: an empty directory, no ptys
+  }
   return s;
 }
 

@@ -17,6 +17,8 @@ namespace sentry {
 // The guest's ids on the host: unprivileged and used by nothing else. Inside
 // the user namespace uid 0 maps to kHostIdBase and the sandbox user to +1.
 inline constexpr uid_t kHostIdBase = 2000000000;
+// nobody and nogroup, mapped to kHostIdBase + 2 (which owns nothing).
+inline constexpr uid_t kNobodyId = 65534;
 
 class Spawned final {
  public:
@@ -34,6 +36,8 @@ class Spawned final {
   pid_t guest_pid() const { return guest_pid_; }
   UniqueFd TakeListener() { return std::move(listener_); }
   UniqueFd TakeStoreDir() { return std::move(store_dir_); }
+  // The sandbox's devpts instance (O_PATH), or an invalid fd if it has none.
+  UniqueFd TakePtsDir() { return std::move(pts_dir_); }
   int report_fd() const { return report_.get(); }
 
  private:
@@ -41,7 +45,7 @@ class Spawned final {
 
   pid_t init_pid_ = -1;
   pid_t guest_pid_ = -1;
-  UniqueFd report_, go_, listener_, store_dir_;
+  UniqueFd report_, go_, listener_, store_dir_, pts_dir_;
 };
 
 }  // namespace sentry

@@ -78,6 +78,9 @@ absl::Status GuestStdio::Setup(const Options& options) {
     ours_[i] = UniqueFd(p[0]);
     child_[i] = UniqueFd(p[1]);
   }
+  for (int i = 0; i <= 2; ++i) {
+    if (ours_[i]) fchown(child_[i].get(), options.pipe_uid, options.pipe_gid);
+  }
   return absl::OkStatus();
 }
 

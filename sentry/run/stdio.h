@@ -25,6 +25,10 @@ class GuestStdio final {
     bool capture = false;    // --json: keep stdout/stderr instead of streaming them
     std::string stdin_path;  // --stdin FILE ("-" is the sentry's own stdin)
     size_t max_output = 64 << 10;
+    // The host ids of the guest's user: the relay pipes are made its own, as a
+    // shell's pipes are its user's, so it may reopen them (/dev/stdin).
+    uid_t pipe_uid = static_cast<uid_t>(-1);
+    gid_t pipe_gid = static_cast<gid_t>(-1);
   };
 
   GuestStdio() = default;

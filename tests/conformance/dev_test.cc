@@ -1,6 +1,9 @@
 #include <fcntl.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,6 +79,62 @@ TEST(DevTest, NullSeeksToZero) {
   UniqueFd fd(open("/dev/null", O_RDWR | O_CLOEXEC));
   ASSERT_SYSCALL_SUCCEEDS(fd.get());
   EXPECT_EQ(lseek(fd.get(), 100, SEEK_SET), 0);
+}
+
+// Pseudo-terminals: the sandbox has its own (a private devpts instance).
+TEST(PtyTest, OpenptGivesAWorkingPair) {
+  UniqueFd master(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(master.get());
+  ASSERT_SYSCALL_SUCCEEDS(grantpt(master.get()));
+  ASSERT_SYSCALL_SUCCEEDS(unlockpt(master.get()));
+  const char* name = ptsname(master.get());
+  ASSERT_NE(name, nullptr) << ErrnoString();
+  const std::string slave_path = name;
+  EXPECT_EQ(slave_path.rfind("/dev/pts/", 0), 0u) << slave_path;
+  UniqueFd slave(open(slave_path.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(slave.get());
+  EXPECT_TRUE(isatty(master.get()));
+  EXPECT_TRUE(isatty(slave.get()));
+  struct termios raw;
+  ASSERT_SYSCALL_SUCCEEDS(tcgetattr(slave.get(), &raw));
+  cfmakeraw(&raw);
+  ASSERT_SYSCALL_SUCCEEDS(tcsetattr(slave.get(), TCSANOW, &raw));
+  ASSERT_EQ(write(master.get(), "ping", 4), 4);
+  char buf[16];
+  ASSERT_EQ(read(slave.get(), buf, sizeof(buf)), 4);
+  EXPECT_EQ(std::string(buf, 4), "ping");
+  ASSERT_EQ(write(slave.get(), "pong", 4), 4);
+  ASSERT_EQ(read(master.get(), buf, sizeof(buf)), 4);
+  EXPECT_EQ(std::string(buf, 4), "pong");
+  struct stat by_path, by_fd;
+  ASSERT_SYSCALL_SUCCEEDS(stat(slave_path.c_str(), &by_path));
+  ASSERT_SYSCALL_SUCCEEDS(fstat(slave.get(), &by_fd));
+  EXPECT_TRUE(S_ISCHR(by_path.st_mode));
+  EXPECT_EQ(by_path.st_rdev, by_fd.st_rdev);
+  EXPECT_EQ(by_path.st_uid, getuid());
+}
+
+TEST(PtyTest, PeerAndTtynameAgree) {
+  UniqueFd master(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(master.get());
+  ASSERT_SYSCALL_SUCCEEDS(unlockpt(master.get()));
+  UniqueFd peer(ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(peer.get());
+  const char* tty = ttyname(peer.get());
+  ASSERT_NE(tty, nullptr) << ErrnoString();
+  const char* pts = ptsname(master.get());
+  ASSERT_NE(pts, nullptr);
+  EXPECT_STREQ(tty, pts);
+  char link[64];
+  const ssize_t n =
+      readlink(("/proc/self/fd/" + std::to_string(peer.get())).c_str(), link, sizeof(link));
+  ASSERT_SYSCALL_SUCCEEDS(n);
+  EXPECT_EQ(std::string(link, static_cast<size_t>(n)), pts);
+}
+
+TEST(PtyTest, MissingPtsEntryFails) {
+  struct stat st;
+  EXPECT_SYSCALL_FAILS_WITH(stat("/dev/pts/999999", &st), ENOENT);
 }
 
 }  // namespace

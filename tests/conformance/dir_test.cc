@@ -70,6 +70,40 @@ TEST(GetdentsTest, ManyEntriesAcrossSeveralCalls) {
   EXPECT_EQ(Sorted(ListDir(dir.path())), Sorted(expected));
 }
 
+// Reads one small batch at a time and removes what it read before the next
+// call (what `find -delete` and C rm -r loops do): nothing may be skipped.
+Names ListRemovingAsWeGo(const std::string& path) {
+  Names seen;
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return seen;
+  alignas(8) char buf[512];
+  long n;
+  while ((n = syscall(SYS_getdents64, fd.get(), buf, sizeof(buf))) > 0) {
+    for (long off = 0; off < n;) {
+      const auto* entry = reinterpret_cast<const struct dirent64*>(buf + off);
+      const std::string name = entry->d_name;
+      if (name != "." && name != "..") {
+        seen.push_back(name);
+        unlink((path + "/" + name).c_str());
+      }
+      off += entry->d_reclen;
+    }
+  }
+  return seen;
+}
+
+TEST(GetdentsTest, RemovingReadEntriesSkipsNone) {
+  ScratchDir dir;
+  Names expected;
+  for (int i = 0; i < 100; ++i) {
+    const std::string name = "entry-with-a-longish-name-" + std::to_string(i);
+    ASSERT_TRUE(WriteFile(dir.Path(name), ""));
+    expected.push_back(name);
+  }
+  EXPECT_EQ(Sorted(ListRemovingAsWeGo(dir.path())), Sorted(expected));
+  EXPECT_EQ(Sorted(ListDir(dir.path())), (Names{".", ".."}));
+}
+
 // d_type may be DT_UNKNOWN on filesystems that do not store it; when it is
 // given, it must be right.
 TEST(GetdentsTest, EntryTypesAreRight) {

@@ -107,6 +107,36 @@ TEST(ExecveTest, MissingInterpreterFails) {
   EXPECT_EQ(ExecErrno(dir.Path("script")), ENOENT);
 }
 
+TEST(ExecveTest, EmptyFileFails) {
+  ScratchDir dir;
+  ASSERT_TRUE(WriteFile(dir.Path("empty"), "", 0755));
+  EXPECT_EQ(ExecErrno(dir.Path("empty")), ENOEXEC);
+}
+
+TEST(ExecveTest, SymlinkLoopFails) {
+  ScratchDir dir;
+  ASSERT_TRUE(MakeSymlink("b", dir.Path("a")));
+  ASSERT_TRUE(MakeSymlink("a", dir.Path("b")));
+  EXPECT_EQ(ExecErrno(dir.Path("a")), ELOOP);
+}
+
+TEST(ExecveTest, InterpreterThatIsAScriptLoopFails) {
+  // binfmt_script recursion: a script whose interpreter is itself.
+  ScratchDir dir;
+  ASSERT_TRUE(WriteFile(dir.Path("self"), "#!" + dir.Path("self") + "\n", 0755));
+  EXPECT_EQ(ExecErrno(dir.Path("self")), ELOOP);
+}
+
+// One string past MAX_ARG_STRLEN (32 pages), and a total past the stack limit.
+TEST(ExecveTest, ArgumentTooLongFails) {
+  EXPECT_EQ(WEXITSTATUS(ExecInChild("/bin/true", {std::string(200 * 1024, 'x')})), E2BIG);
+}
+
+TEST(ExecveTest, ArgumentsTooLargeInTotalFails) {
+  std::vector<std::string> args(100, std::string(100 * 1024, 'x'));
+  EXPECT_EQ(WEXITSTATUS(ExecInChild("/bin/true", args)), E2BIG);
+}
+
 TEST(ExecveTest, BadPathPointerFails) {
   const int status = RunInChild([] {
     syscall(SYS_execve, reinterpret_cast<char*>(1), kEmptyEnv, kEmptyEnv);

@@ -47,6 +47,19 @@ TEST(IdentityTest, RealAndEffectiveIdsAgree) {
   EXPECT_EQ(s, geteuid());
 }
 
+// An unprivileged user asking to become nobody is refused with EPERM (what
+// subprocess's user= and group= expect), not EINVAL for an unmapped id.
+TEST(IdentityTest, BecomingNobodyIsNotPermitted) {
+  SKIP_IF_ROOT();
+  constexpr long kNobody = 65534;
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_setuid, kNobody), EPERM);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_setgid, kNobody), EPERM);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_setreuid, kNobody, kNobody), EPERM);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_setregid, kNobody, kNobody), EPERM);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_setresuid, -1L, kNobody, -1L), EPERM);
+  EXPECT_EQ(getuid(), geteuid());
+}
+
 TEST(SysinfoTest, Succeeds) {
   struct sysinfo info = {};
   ASSERT_SYSCALL_SUCCEEDS(sysinfo(&info));

@@ -81,7 +81,9 @@ t("dotdot", lambda: os.listdir("/proc/self/fd/0/.."))
       GTEST_SKIP() << "ESCAPE: the guest changed the timestamps of the host file on its stdin:\n"
                    << changes;
     }
-    EXPECT_EQ(Code(res, "futimens"), "EPERM");
+    // The guest's stdin is a relay pipe it owns (as a shell's pipes are its
+    // user's, so /dev/stdin reopens): it may set that pipe's times; the host
+    // file behind the relay must stay as it was.
     EXPECT_EQ(changes, "");
   }
   close(fd);
