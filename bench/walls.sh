@@ -11,8 +11,9 @@
 #   3. RUNS (default 1000) sequential runs, each of which writes a file in
 #      /tmp, /dev/shm and its home and leaves a background child behind; before
 #      and after: host processes of the sandbox uids, mounts, sentry-* cgroup
-#      directories, entries in the host's /tmp and /dev/shm, and the open fds of
-#      every process on the host. Every run must exit 0.
+#      directories, entries in the host's /tmp and /dev/shm, and the fds any
+#      process holds on seccomp listeners, pidfds, the backing store or
+#      namespaces. Every run must exit 0.
 # Prints a markdown report on stdout; needs root (cgroups) and hyperfine.
 set -euo pipefail
 [[ $# -ge 1 && $# -le 2 ]] || { echo "usage: $0 SENTRY_BINARY [RUNS]" >&2; exit 2; }
@@ -46,7 +47,10 @@ snapshot() {
     echo "cgroups $(ls -d /sys/fs/cgroup/*/sentry-* /sys/fs/cgroup/*/*/sentry-* 2>/dev/null | wc -l)"
     echo "tmp $(ls -A /tmp | grep -v "^$(basename "$WORK")\$" | wc -l)"
     echo "shm $(ls -A /dev/shm | wc -l)"
-    echo "fds $(ls /proc/[0-9]*/fd 2>/dev/null | grep -c '^[0-9]')"
+    # fds any process holds on what a run makes: seccomp listeners, pidfds,
+    # the backing store, sandbox namespaces
+    echo "sentry-fds $(find /proc/[0-9]*/fd -maxdepth 1 -type l -printf '%l\n' 2>/dev/null |
+      grep -cE 'seccomp|pidfd|sentry-store|(net|mnt|user|pid):\[' || true)"
   } >"$out"
 }
 
