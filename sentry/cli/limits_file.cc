@@ -40,7 +40,9 @@ std::string ApplyLimitsFile(const std::string& path, RunOptions* o) {
 
   for (const auto& [key, v] : doc->object) {
     double n = 0;
-    auto bad = [&](const std::string& want) { return "limits file: \"" + key + "\" must be " + want; };
+    auto bad = [&](const std::string& want) {
+      return "limits file: \"" + key + "\" must be " + want;
+    };
     if (key == "timeoutMs") {
       if (!Number(v, 0, 1e12, false, &n)) return bad("a number of milliseconds (0: none)");
       o->timeout_sec = n / 1000;

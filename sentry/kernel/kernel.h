@@ -70,7 +70,7 @@ class Kernel final {
   pid_t init_host_pid = 0;  // the sandbox's pid 1
   // Connections out of the sandbox (--allow-net); null: none may leave.
   std::shared_ptr<net::Egress> egress;
-  dev_t pts_dev = 0;        // the sandbox's devpts instance, if it has one
+  dev_t pts_dev = 0;  // the sandbox's devpts instance, if it has one
 
  private:
   std::mutex mu_;
