@@ -1,33 +1,14 @@
 #include "vfs/store.h"
 
 #include <fcntl.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include "vfs/store_owner.h"
+
 namespace sentry::vfs {
-namespace {
-
-// setfsuid/setfsgid act on the calling thread only: the sentry takes the
-// store owner's ids just for the one call that creates an entry.
-class AsOwner final {
- public:
-  AsOwner(uid_t uid, gid_t gid) : old_uid_(setfsuid(uid)), old_gid_(setfsgid(gid)) {}
-  ~AsOwner() {
-    setfsgid(old_gid_);
-    setfsuid(old_uid_);
-  }
-  AsOwner(const AsOwner&) = delete;
-  AsOwner& operator=(const AsOwner&) = delete;
-
- private:
-  int old_uid_, old_gid_;
-};
-
-}  // namespace
-
 SysResult<std::string> Store::Create() {
   std::string name = "f" + std::to_string(next_++);
   // 0777 on the host: the guest's own mode bits are kept in the node; the host's

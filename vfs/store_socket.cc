@@ -11,12 +11,12 @@
 // Connecting needs no such care: the peer's name comes from the bound socket.
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "vfs/store.h"
+#include "vfs/store_owner.h"
 
 namespace sentry::vfs {
 namespace {
@@ -43,8 +44,7 @@ int BindInScratch(int sock, const sockaddr_un& addr, socklen_t len, const std::s
                   int scratch_fd, int store_fd, const std::string& store_name, uid_t uid,
                   gid_t gid) {
   if (unshare(CLONE_FS) < 0) return errno;
-  setfsgid(gid);
-  setfsuid(uid);
+  AsOwner as(uid, gid);  // this thread ends with the bind
   if (fchdir(scratch_fd) < 0 || chroot(".") < 0 || chdir("/") < 0) return errno;
   std::vector<std::string> made;
   for (const std::string& dir : ParentPrefixes(path)) {
@@ -66,19 +66,15 @@ int BindInScratch(int sock, const sockaddr_un& addr, socklen_t len, const std::s
 }  // namespace
 
 SysResult<std::string> Store::BindSocket(int sock, const sockaddr_un& addr, socklen_t len) {
-  size_t max = len - offsetof(sockaddr_un, sun_path);
+  if (len <= offsetof(sockaddr_un, sun_path)) return Errno{EINVAL};
+  size_t max = std::min<size_t>(len - offsetof(sockaddr_un, sun_path), sizeof(addr.sun_path));
   std::string path(addr.sun_path, strnlen(addr.sun_path, max));
   if (path.empty()) return Errno{EINVAL};
   std::string name = "s" + std::to_string(next_++);
   std::string scratch = name + ".bind";
   {
-    uid_t old_uid = setfsuid(uid_);
-    gid_t old_gid = setfsgid(gid_);
-    int rc = mkdirat(dir_fd_.get(), scratch.c_str(), 0700);
-    int err = errno;
-    setfsgid(old_gid);
-    setfsuid(old_uid);
-    if (rc < 0) return Errno{err};
+    AsOwner as(uid_, gid_);
+    if (mkdirat(dir_fd_.get(), scratch.c_str(), 0700) < 0) return Errno{errno};
   }
   int scratch_fd = openat(dir_fd_.get(), scratch.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   int err = scratch_fd < 0 ? errno : 0;
@@ -89,11 +85,10 @@ SysResult<std::string> Store::BindSocket(int sock, const sockaddr_un& addr, sock
     t.join();
     close(scratch_fd);
   }
-  uid_t old_uid = setfsuid(uid_);
-  gid_t old_gid = setfsgid(gid_);
-  unlinkat(dir_fd_.get(), scratch.c_str(), AT_REMOVEDIR);
-  setfsgid(old_gid);
-  setfsuid(old_uid);
+  {
+    AsOwner as(uid_, gid_);
+    unlinkat(dir_fd_.get(), scratch.c_str(), AT_REMOVEDIR);
+  }
   if (err) return Errno{err};
   return name;
 }
