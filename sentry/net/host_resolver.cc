@@ -79,21 +79,8 @@ std::vector<IpAddr> Nameservers() {
 // cancel_fd woke it.
 bool AskServer(const IpAddr& server, const std::string& name, int timeout_ms, int cancel_fd,
                std::vector<IpAddr>* out) {
-  sockaddr_storage ss{};
-  socklen_t len;
-  if (server.family == AF_INET) {
-    auto* in = reinterpret_cast<sockaddr_in*>(&ss);
-    in->sin_family = AF_INET;
-    in->sin_port = htons(53);
-    std::memcpy(&in->sin_addr, server.bytes, 4);
-    len = sizeof(sockaddr_in);
-  } else {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(53);
-    std::memcpy(&in6->sin6_addr, server.bytes, 16);
-    len = sizeof(sockaddr_in6);
-  }
+  sockaddr_storage ss;
+  socklen_t len = server.ToSockaddr(53, &ss);
   UniqueFd fd(socket(server.family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (fd.get() < 0 || connect(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) < 0) return true;
   uint16_t ids[2];

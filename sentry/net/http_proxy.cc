@@ -89,21 +89,8 @@ class Upstream {
     std::vector<IpAddr> addrs = policy.ResolveUpstream(rule.host, &why);
     if (addrs.empty()) return why;
     for (const IpAddr& a : addrs) {
-      sockaddr_storage ss{};
-      socklen_t len;
-      if (a.family == AF_INET) {
-        auto* in = reinterpret_cast<sockaddr_in*>(&ss);
-        in->sin_family = AF_INET;
-        in->sin_port = htons(rule.port);
-        std::memcpy(&in->sin_addr, a.bytes, 4);
-        len = sizeof(sockaddr_in);
-      } else {
-        auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons(rule.port);
-        std::memcpy(&in6->sin6_addr, a.bytes, 16);
-        len = sizeof(sockaddr_in6);
-      }
+      sockaddr_storage ss;
+      socklen_t len = a.ToSockaddr(rule.port, &ss);
       // Kept open until this object goes (after the proxy forgot them).
       tried_.emplace_back(socket(a.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
       const UniqueFd& fd = tried_.back();

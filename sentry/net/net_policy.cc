@@ -137,6 +137,22 @@ std::optional<IpAddr> IpAddr::FromSockaddr(const sockaddr* sa, socklen_t len, ui
   return std::nullopt;
 }
 
+socklen_t IpAddr::ToSockaddr(uint16_t port, sockaddr_storage* ss) const {
+  *ss = {};
+  if (family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(ss);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(port);
+    std::memcpy(&in->sin_addr, bytes, 4);
+    return sizeof(sockaddr_in);
+  }
+  auto* in6 = reinterpret_cast<sockaddr_in6*>(ss);
+  in6->sin6_family = AF_INET6;
+  in6->sin6_port = htons(port);
+  std::memcpy(&in6->sin6_addr, bytes, 16);
+  return sizeof(sockaddr_in6);
+}
+
 bool IsPublicAddress(const IpAddr& a) {
   if (a.family == AF_INET) return V4Public(a.bytes);
   if (a.family != AF_INET6) return false;
@@ -273,11 +289,17 @@ const SecretRule* NetPolicy::SecretAt(const IpAddr& a) const {
   return nullptr;
 }
 
+std::vector<IpAddr> NetPolicy::Lookup(const std::string& name, int cancel_fd,
+                                      bool* from_operator) const {
+  auto it = o_.static_hosts.find(name);
+  *from_operator = it != o_.static_hosts.end();
+  if (*from_operator) return {it->second};
+  return o_.resolver ? o_.resolver(name) : ResolveOnHost(name, 2000, cancel_fd);
+}
+
 std::vector<IpAddr> NetPolicy::ResolveUpstream(const std::string& host, std::string* why) {
-  bool from_operator = o_.static_hosts.count(host) > 0;
-  std::vector<IpAddr> found = from_operator ? std::vector<IpAddr>{o_.static_hosts.at(host)}
-                              : o_.resolver ? o_.resolver(host)
-                                            : ResolveOnHost(host);
+  bool from_operator;
+  std::vector<IpAddr> found = Lookup(host, -1, &from_operator);
   std::vector<IpAddr> out;
   for (const IpAddr& a : found) {
     if (PrivateAllowed(a, from_operator)) out.push_back(a);
@@ -302,17 +324,11 @@ std::vector<IpAddr> NetPolicy::Resolve(const std::string& raw, int family, std::
     *why = name + " is not on this sandbox's network allowlist (--allow-net)";
     return {};
   }
-  std::vector<IpAddr> found;
-  bool from_operator = false;
-  if (auto it = o_.static_hosts.find(name); it != o_.static_hosts.end()) {
-    found.push_back(it->second);
-    from_operator = true;
-  } else {
-    found = o_.resolver ? o_.resolver(name) : ResolveOnHost(name, 2000, cancel_fd);
-    if (found.empty()) {
-      *why = name + " could not be resolved";
-      return {};
-    }
+  bool from_operator;
+  std::vector<IpAddr> found = Lookup(name, cancel_fd, &from_operator);
+  if (found.empty()) {
+    *why = name + " could not be resolved";
+    return {};
   }
   std::vector<IpAddr> out;
   std::lock_guard<std::mutex> lock(mu_);

@@ -35,6 +35,8 @@ struct IpAddr {
   static std::optional<IpAddr> Parse(const std::string& text);  // strict inet_pton forms
   // From a socket address; an IPv4-mapped IPv6 address becomes IPv4.
   static std::optional<IpAddr> FromSockaddr(const sockaddr* sa, socklen_t len, uint16_t* port);
+  // The socket address of this address and port; returns its length.
+  socklen_t ToSockaddr(uint16_t port, sockaddr_storage* ss) const;
 };
 
 // Whether an address is one of the public Internet: not loopback, private,
@@ -111,6 +113,9 @@ class NetPolicy final {
 
  private:
   bool PrivateAllowed(const IpAddr& a, bool operator_given) const;
+  // A name's addresses: an --add-host entry (*from_operator), else the
+  // resolver's answer.
+  std::vector<IpAddr> Lookup(const std::string& name, int cancel_fd, bool* from_operator) const;
 
   NetPolicyOptions o_;
   std::mutex mu_;

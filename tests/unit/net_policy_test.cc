@@ -70,6 +70,19 @@ TEST(IsPublicAddressTest, PublicOnesAre) {
   }
 }
 
+TEST(IpAddrTest, SockaddrRoundTrip) {
+  for (const char* s : {"93.184.216.34", "2606:4700::1111"}) {
+    sockaddr_storage ss;
+    socklen_t len = Ip(s).ToSockaddr(443, &ss);
+    uint16_t port = 0;
+    std::optional<IpAddr> back =
+        IpAddr::FromSockaddr(reinterpret_cast<const sockaddr*>(&ss), len, &port);
+    ASSERT_TRUE(back.has_value()) << s;
+    EXPECT_EQ(*back, Ip(s));
+    EXPECT_EQ(port, 443);
+  }
+}
+
 TEST(IpAddrTest, MappedFoldsToV4AndParsingIsStrict) {
   EXPECT_EQ(Ip("::ffff:1.2.3.4"), Ip("1.2.3.4"));
   EXPECT_EQ(Ip("::ffff:1.2.3.4").family, AF_INET);
