@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/conformance/conformance_util.h"
 
@@ -202,6 +203,26 @@ TEST(UnixSocketTest, SendtoWaitingOnAFullReceiverBlocksOnlyItsCaller) {
   helper.join();
   EXPECT_TRUE(stat_done);
   EXPECT_GT(queued, 0);
+}
+
+// What the sentry reads for a trapped sendto is bounded and checked as the
+// kernel does: the address length, both pointers, and the datagram's size.
+TEST(UnixSocketTest, SendtoArgumentsAreCheckedAsLinuxDoes) {
+  ScratchDir dir;
+  UniqueFd rx(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  ASSERT_SYSCALL_SUCCEEDS(BindUnix(rx.get(), dir.Path("rx")));
+  UniqueFd tx(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  socklen_t len;
+  sockaddr_un to = UnixAddr(dir.Path("rx"), &len);
+  auto* sa = reinterpret_cast<sockaddr*>(&to);
+  EXPECT_SYSCALL_FAILS_WITH(sendto(tx.get(), "x", 1, 0, sa, sizeof(sockaddr_storage) + 1), EINVAL);
+  EXPECT_SYSCALL_FAILS_WITH(
+      sendto(tx.get(), "x", 1, 0, reinterpret_cast<sockaddr*>(8), sizeof(sockaddr_un)), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(sendto(tx.get(), reinterpret_cast<const void*>(8), 16, 0, sa, len),
+                            EFAULT);
+  std::vector<char> huge(1 << 20, 'x');
+  EXPECT_SYSCALL_FAILS_WITH(sendto(tx.get(), huge.data(), huge.size(), 0, sa, len), EMSGSIZE);
+  EXPECT_EQ(sendto(tx.get(), huge.data(), 1000, 0, sa, len), 1000);
 }
 
 TEST(UnixSocketTest, OpenOfASocketIsEnxio) {
