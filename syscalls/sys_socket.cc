@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -153,6 +154,13 @@ SysResult<uint64_t> ConnectNoWait(SyscallContext& ctx, UniqueFd sock, const Sock
   fcntl(sock.get(), F_SETFL, fl);
   if (rc == 0) return 0;
   if (err != EAGAIN && err != EINPROGRESS) return Errno{err};
+  // A loopback handshake is usually over by now: then the blocking connect
+  // again returns at once (connected, or the peer's refusal), here.
+  pollfd ready{sock.get(), POLLOUT, 0};
+  if (err == EINPROGRESS && poll(&ready, 1, 0) == 1) {
+    if (connect(sock.get(), target.sa(), target.len) < 0) return Errno{errno};
+    return 0;
+  }
   // A blocking connect again waits for the one in progress (TCP) or tries
   // once more and waits for room (unix).
   auto held = std::make_shared<UniqueFd>(std::move(sock));

@@ -318,6 +318,24 @@ TEST(UnixSocketTest, PathAddressOnAnInetSocket) {
   EXPECT_SYSCALL_FAILS_WITH(bind(s.get(), reinterpret_cast<sockaddr*>(&a), len), EINVAL);
 }
 
+TEST(InetLoopbackTest, BlockingConnectResults) {
+  UniqueFd srv(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_SYSCALL_SUCCEEDS(bind(srv.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)));
+  socklen_t len = sizeof(a);
+  ASSERT_SYSCALL_SUCCEEDS(getsockname(srv.get(), reinterpret_cast<sockaddr*>(&a), &len));
+  UniqueFd c(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  // Bound but not listening: refused.
+  EXPECT_SYSCALL_FAILS_WITH(connect(c.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)),
+                            ECONNREFUSED);
+  ASSERT_SYSCALL_SUCCEEDS(listen(srv.get(), 4));
+  UniqueFd d(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  EXPECT_SYSCALL_SUCCEEDS(connect(d.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)));
+  EXPECT_SYSCALL_FAILS_WITH(connect(d.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), EISCONN);
+}
+
 TEST(InetLoopbackTest, UdpSendtoAndBindConflicts) {
   UniqueFd rx(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   sockaddr_in a{};
