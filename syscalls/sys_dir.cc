@@ -42,13 +42,13 @@ struct __attribute__((packed)) linux_dirent64_header {
 };
 static_assert(sizeof(linux_dirent64_header) == 19);
 
-bool IsNumber(const std::string& s) {
+bool IsNumber(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // Generated directories (/proc, /proc/PID/fd) list names first, then numbers
 // in numeric order, as Linux's procfs does.
-bool GeneratedOrder(const std::string& a, const std::string& b) {
+bool GeneratedOrder(std::string_view a, std::string_view b) {
   bool na = IsNumber(a), nb = IsNumber(b);
   if (na != nb) return nb;
   if (na && a.size() != b.size()) return a.size() < b.size();
@@ -75,54 +75,56 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   out.reserve(std::min<size_t>(count, 1 << 16));
   std::string last;  // the last name emitted
   // Appends one record; false when the buffer is full.
-  auto emit = [&](size_t index, const std::string& name, const vfs::Node& node) {
+  auto emit = [&](size_t index, std::string_view name, uint64_t ino, unsigned char type) {
     size_t reclen = (sizeof(linux_dirent64_header) + name.size() + 1 + 7) & ~size_t{7};
     if (out.size() + reclen > count) return false;
     last = name;
     size_t at = out.size();
     out.resize(at + reclen, 0);
-    linux_dirent64_header h{node.attr().ino, static_cast<int64_t>(index + 1),
-                            static_cast<uint16_t>(reclen), DirentType(node)};
+    linux_dirent64_header h{ino, static_cast<int64_t>(index + 1), static_cast<uint16_t>(reclen),
+                            type};
     std::memcpy(out.data() + at, &h, sizeof(h));
     std::memcpy(out.data() + at + sizeof(h), name.data(), name.size());
     return true;
   };
   size_t i = static_cast<size_t>(pos);
-  size_t total = 0;
   bool full = false;
   if (!dir->removed) {
     vfs::NodeRef up = dir->parent.lock();
-    if (i == 0 && !(full = !emit(0, ".", *dir))) ++i;
-    if (!full && i == 1 && !(full = !emit(1, "..", up ? *up : *dir))) ++i;
+    const vfs::Node& dotdot = up ? *up : *dir;
+    if (i == 0 && !(full = !emit(0, ".", dir->attr().ino, DT_DIR))) ++i;
+    if (!full && i == 1 && !(full = !emit(1, "..", dotdot.attr().ino, DT_DIR))) ++i;
     // Entries 2.. are the children in name order; dynamic dirs (/proc) are
-    // generated, the rest walked in place without copying.
+    // generated in their own order.
     const OpenObject& token = *ref.object;
     bool resume = i >= 2 && token.cursor_pos == pos && !token.cursor_name.empty();
-    auto walk = [&](auto begin, auto end, size_t size, auto after) {
-      total = size + 2;
-      if (resume) i = 2 + static_cast<size_t>(std::distance(begin, after(token.cursor_name)));
-      if (full || i >= total) return;
-      auto it = begin;
-      std::advance(it, i - 2);
-      for (; it != end; ++it, ++i) {
-        if (!emit(i, it->first, *it->second)) {
-          full = true;
-          return;
-        }
-      }
-    };
+    std::vector<vfs::Vfs::DirEntry> entries;
+    std::vector<std::pair<std::string, vfs::NodeRef>> generated;  // holds the names
     if (dir->names) {
-      auto entries = ctx.vfs().List(dir);
-      auto order = [](const auto& a, const auto& b) { return GeneratedOrder(a.first, b.first); };
-      std::sort(entries.begin(), entries.end(), order);
-      walk(entries.begin(), entries.end(), entries.size(), [&](const std::string& name) {
-        return std::upper_bound(entries.begin(), entries.end(),
-                                std::pair<std::string, vfs::NodeRef>(name, nullptr), order);
-      });
+      generated = ctx.vfs().List(dir);
+      for (const auto& [name, node] : generated) {
+        entries.push_back({name, node->attr().ino, DirentType(*node)});
+      }
     } else {
-      const auto& entries = ctx.vfs().Entries(dir);
-      walk(entries.begin(), entries.end(), entries.size(),
-           [&](const std::string& name) { return entries.upper_bound(name); });
+      entries = ctx.vfs().Listing(dir);  // already in name order
+    }
+    auto before = [by_number = dir->names != nullptr](const vfs::Vfs::DirEntry& a,
+                                                      const vfs::Vfs::DirEntry& b) {
+      return by_number ? GeneratedOrder(a.name, b.name) : a.name < b.name;
+    };
+    if (dir->names) std::sort(entries.begin(), entries.end(), before);
+    size_t total = entries.size() + 2;
+    if (resume) {
+      auto after = std::upper_bound(entries.begin(), entries.end(),
+                                    vfs::Vfs::DirEntry{token.cursor_name, 0, 0}, before);
+      i = 2 + static_cast<size_t>(after - entries.begin());
+    }
+    for (; !full && i < total; ++i) {
+      const vfs::Vfs::DirEntry& e = entries[i - 2];
+      if (!emit(i, e.name, e.ino, e.type)) {
+        full = true;
+        break;  // i stays at the entry that did not fit
+      }
     }
   }
   if (out.empty() && full) return Errno{EINVAL};  // not even one entry fits

@@ -82,11 +82,20 @@ class Vfs final {
                             const Creds& creds);
   // One step: the child named name in dir, or null; fills in host entries lazily.
   NodeRef Child(const NodeRef& dir, const std::string& name);
-  // Every entry of dir (host entries included), in name order.
+  // Every entry of dir (host entries included, each looked up), in name order.
   std::vector<std::pair<std::string, NodeRef>> List(const NodeRef& dir);
-  // The same without copying, for a directory that is not dynamic (no
-  // Node::names): its children once every host entry is in.
-  const std::map<std::string, NodeRef>& Entries(const NodeRef& dir);
+  // What getdents shows of a directory that is not dynamic (no Node::names):
+  // every entry in name order, host entries that were never looked up
+  // included as readdir gave them. The names point into dir's own maps: valid
+  // until dir changes.
+  struct DirEntry {
+    std::string_view name;
+    uint64_t ino;
+    unsigned char type;  // DT_*
+  };
+  std::vector<DirEntry> Listing(const NodeRef& dir);
+  // No entry but "." and "..": what rmdir and rename over a directory need.
+  bool IsEmptyDir(const NodeRef& dir);
   // The absolute path of a directory, or ENOENT if it was removed.
   SysResult<std::string> PathOf(const NodeRef& dir);
 
@@ -147,6 +156,10 @@ class Vfs final {
                         const struct stat& st);
 
  private:
+  // Reads dir's host directory once, into host_unlooked.
+  void ListHost(const NodeRef& dir);
+  // fstatat of name in dir's host directory, and its node added if shown.
+  NodeRef LookUpHost(const NodeRef& dir, const std::string& name);
   void Detach(const NodeRef& dir, const std::string& name);  // leaves a whiteout
   void ReleaseFile(Node& node);                              // after the last name goes
   SysStatus MayDelete(const Node& dir, const Node& victim, const Creds& creds) const;

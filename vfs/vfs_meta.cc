@@ -1,4 +1,5 @@
 // Permissions, attributes, copy-up and opening file data.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
@@ -86,6 +87,8 @@ struct stat Vfs::Stat(const Node& node) {
         nlink_t n = 2;
         for (const auto& [name, child] : node.children)
           if (child->IsDir()) ++n;
+        for (const auto& [name, entry] : node.host_unlooked)
+          if (entry.type == DT_DIR) ++n;
         st.st_nlink = n;
       } else {
         // The host's count, corrected by what the upper layer changed.

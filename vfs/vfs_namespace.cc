@@ -171,7 +171,7 @@ SysStatus Vfs::Rmdir(const Resolved& at, const Creds& creds) {
   if (at.name == ".." || at.name == "/") return Errno{at.name == "/" ? EBUSY : ENOTEMPTY};
   if (!at.node->IsDir()) return Errno{ENOTDIR};
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
-  if (!List(at.node).empty()) return Errno{ENOTEMPTY};
+  if (!IsEmptyDir(at.node)) return Errno{ENOTEMPTY};
   Detach(at.parent, at.name);
   Refund(EntryCost("", at.node.get()));
   at.node->removed = true;
@@ -225,7 +225,7 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
     if (src->IsDir() && !dst->IsDir()) return Errno{ENOTDIR};
     if (!src->IsDir() && dst->IsDir()) return Errno{EISDIR};
     if (dst->IsDir()) {
-      if (!List(dst).empty()) return Errno{ENOTEMPTY};
+      if (!IsEmptyDir(dst)) return Errno{ENOTEMPTY};
       Refund(EntryCost("", dst.get()));
       dst->removed = true;
       --to.parent->subdir_delta;  // replaced below by src, counted again

@@ -65,6 +65,7 @@ NodeRef Vfs::NewNode(NodeKind kind, mode_t mode, uid_t uid, gid_t gid) {
 
 void Vfs::AddChild(const NodeRef& dir, const std::string& name, const NodeRef& child) {
   dir->children[name] = child;
+  if (!dir->host_unlooked.empty()) dir->host_unlooked.erase(name);
   if (child->IsDir()) {
     child->parent = dir;
     child->name = name;
@@ -132,53 +133,94 @@ NodeRef Vfs::Child(const NodeRef& dir, const std::string& name) {
     return child;
   }
   if (auto it = dir->children.find(name); it != dir->children.end()) return it->second;
-  if (!dir->host_dir || dir->host_listed || dir->whiteouts.count(name) ||
-      dir->host_absent.count(name)) {
-    return nullptr;
+  if (!dir->host_dir || dir->whiteouts.count(name)) return nullptr;
+  if (dir->host_listed) {
+    // Listed: only a name readdir gave can be on the host. Whatever the
+    // lookup finds, the name leaves host_unlooked (for children, or for good).
+    auto it = dir->host_unlooked.find(name);
+    if (it == dir->host_unlooked.end()) return nullptr;
+    std::string key = name;  // name may be the map's own key
+    dir->host_unlooked.erase(it);
+    return LookUpHost(dir, key);
   }
-  struct stat st;
-  if (fstatat(dir->host_dir->fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
-    dir->host_absent.insert(name);
-    return nullptr;
-  }
-  NodeRef node = MakeLowerNode(dir->host_dir, name, st);
-  if (!node) {
-    dir->host_absent.insert(name);
-    return nullptr;
-  }
-  AddChild(dir, name, node);
+  if (dir->host_absent.count(name)) return nullptr;
+  NodeRef node = LookUpHost(dir, name);
+  if (!node) dir->host_absent.insert(name);
   return node;
 }
 
+NodeRef Vfs::LookUpHost(const NodeRef& dir, const std::string& name) {
+  struct stat st;
+  if (fstatat(dir->host_dir->fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return nullptr;
+  NodeRef node = MakeLowerNode(dir->host_dir, name, st);
+  if (node) AddChild(dir, name, node);
+  return node;
+}
+
+void Vfs::ListHost(const NodeRef& dir) {
+  if (!dir->host_dir || dir->host_listed) return;
+  int fd = openat(dir->host_dir->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == ".." || dir->children.count(name) || dir->whiteouts.count(name)) {
+        continue;
+      }
+      unsigned char type = e->d_type;
+      if (type == DT_UNKNOWN) {  // a filesystem without d_type: ask
+        struct stat st;
+        if (fstatat(dir->host_dir->fd.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+        type = IFTODT(st.st_mode);
+      }
+      // Host fifos, sockets and devices are not shown (see MakeLowerNode).
+      if (type != DT_DIR && type != DT_REG && type != DT_LNK) continue;
+      dir->host_unlooked.emplace(std::move(name), HostEntry{e->d_ino, type});
+    }
+    closedir(d);
+  } else if (fd >= 0) {
+    close(fd);
+  }
+  dir->host_listed = true;
+  dir->host_absent.clear();
+}
+
 std::vector<std::pair<std::string, NodeRef>> Vfs::List(const NodeRef& dir) {
+  std::vector<std::pair<std::string, NodeRef>> out;
   if (dir->names) {
-    std::vector<std::pair<std::string, NodeRef>> out;
     for (const std::string& name : dir->names()) {
       if (NodeRef child = Child(dir, name)) out.emplace_back(name, child);
     }
     return out;
   }
-  const auto& entries = Entries(dir);
-  return {entries.begin(), entries.end()};
+  ListHost(dir);
+  while (!dir->host_unlooked.empty()) Child(dir, dir->host_unlooked.begin()->first);
+  return {dir->children.begin(), dir->children.end()};
 }
 
-const std::map<std::string, NodeRef>& Vfs::Entries(const NodeRef& dir) {
-  if (dir->host_dir && !dir->host_listed) {
-    int fd = openat(dir->host_dir->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
-      while (dirent* e = readdir(d)) {
-        std::string name = e->d_name;
-        if (name == "." || name == "..") continue;
-        Child(dir, name);
-      }
-      closedir(d);
-    } else if (fd >= 0) {
-      close(fd);
+std::vector<Vfs::DirEntry> Vfs::Listing(const NodeRef& dir) {
+  ListHost(dir);
+  std::vector<DirEntry> out;
+  out.reserve(dir->children.size() + dir->host_unlooked.size());
+  auto c = dir->children.begin();
+  auto h = dir->host_unlooked.begin();
+  // Two sorted maps with no name in common, merged.
+  while (c != dir->children.end() || h != dir->host_unlooked.end()) {
+    if (h == dir->host_unlooked.end() || (c != dir->children.end() && c->first < h->first)) {
+      out.push_back({c->first, c->second->attr().ino,
+                     static_cast<unsigned char>(IFTODT(c->second->attr().mode))});
+      ++c;
+    } else {
+      out.push_back({h->first, h->second.ino, h->second.type});
+      ++h;
     }
-    dir->host_listed = true;
-    dir->host_absent.clear();
   }
-  return dir->children;
+  return out;
+}
+
+bool Vfs::IsEmptyDir(const NodeRef& dir) {
+  if (dir->names) return List(dir).empty();
+  ListHost(dir);
+  return dir->children.empty() && dir->host_unlooked.empty();
 }
 
 SysResult<std::string> Vfs::PathOf(const NodeRef& dir) {

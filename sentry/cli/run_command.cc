@@ -64,6 +64,8 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
   --root              the guest is uid 0 inside the sandbox (no host privilege)
   --no-copy-script    do not copy the script argument in
   --trace             log every trapped syscall to stderr, strace-style
+  --timings           print to stderr where the run's wall time went (sandbox
+                      set-up, the guest, teardown), in milliseconds
   -h, --help          this text
 
 Exit codes:
@@ -134,6 +136,8 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
       return 0;
     } else if (a == "--trace") {
       o.trace = true;
+    } else if (a == "--timings") {
+      o.timings = true;
     } else if (a == "--allow-net") {
       net::AllowRule rule;
       std::string why;

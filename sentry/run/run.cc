@@ -132,9 +132,34 @@ DeniedOperation ExplainDenial(const Denial& d) {
   return out;
 }
 
+// --timings: the wall time of each phase of the run, in order.
+class PhaseClock {
+ public:
+  explicit PhaseClock(double start_ms) : last_ms_(start_ms) {}
+  void Mark(const char* phase) {
+    double now = MonotonicMs();
+    phases_.emplace_back(phase, now - last_ms_);
+    last_ms_ = now;
+  }
+  std::string Text() const {
+    std::string out = "sentry: timings (ms):";
+    double total = 0;
+    for (const auto& [phase, ms] : phases_) {
+      absl::StrAppendFormat(&out, " %s %.1f,", phase, ms);
+      total += ms;
+    }
+    absl::StrAppendFormat(&out, " total %.1f\n", total);
+    return out;
+  }
+
+ private:
+  double last_ms_;
+  std::vector<std::pair<const char*, double>> phases_;
+};
+
 class Run {
  public:
-  explicit Run(const RunOptions& o) : o_(o), start_ms_(MonotonicMs()) {}
+  explicit Run(const RunOptions& o) : o_(o), start_ms_(MonotonicMs()), clock_(start_ms_) {}
   int Execute();
 
  private:
@@ -149,6 +174,7 @@ class Run {
 
   const RunOptions& o_;
   double start_ms_;
+  PhaseClock clock_;
   TreeConfig tree_;
   LoaderSpec spec_;
   GuestStdio stdio_;
@@ -196,6 +222,7 @@ std::optional<RunError> Run::Prepare() {
     return RunError{kExitSentryError, std::string(s.message())};
   }
   spec_.stdio = stdio_.child_fds();
+  clock_.Mark("prepare");
   Cgroups::SweepStale();
   if (o_.cgroups) {
     CgroupLimits limits{o_.memory_bytes, o_.pids, o_.cpus};
@@ -213,6 +240,7 @@ std::optional<RunError> Run::Prepare() {
   // holds without the pids cgroup too (which also counts the sandbox's init).
   if (o_.pids) spec_.rlimits.push_back({RLIMIT_NPROC, o_.pids});
   spec_.rlimits.push_back({RLIMIT_NOFILE, o_.nofile});
+  clock_.Mark("cgroups");
   return std::nullopt;
 }
 
@@ -227,6 +255,7 @@ std::optional<RunError> Run::BuildWorld() {
   if (!spawned.ok()) return RunError{kExitSentryError, std::string(spawned.status().message())};
   spawned_.emplace(std::move(*spawned));
   stdio_.Start();
+  clock_.Mark("namespaces");
 
   auto store = std::make_unique<vfs::Store>(spawned_->TakeStoreDir(), kHostIdBase, kHostIdBase);
   auto vfs_or = BuildSandboxTree(tree_, std::move(store));
@@ -279,6 +308,7 @@ std::optional<RunError> Run::BuildWorld() {
                     absl::StrCat(program_, ": permission denied (not executable in the sandbox)")};
   }
 
+  clock_.Mark("vfs");
   KernelConfig kc;
   kc.hostname = tree_.hostname;
   kc.memory_bytes = o_.memory_bytes;
@@ -294,7 +324,9 @@ std::optional<RunError> Run::BuildWorld() {
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
   auto dev = kernel_->vfs().Lookup(kernel_->vfs().root(), "/dev", {}, creds_);
   MountDevpts(*kernel_, dev.ok() ? dev.value() : nullptr, spawned_->TakePtsDir());
+  clock_.Mark("kernel");
   net_.Start(*kernel_, spawned_->init_pid(), o_);
+  clock_.Mark("network");
   return std::nullopt;
 }
 
@@ -304,6 +336,7 @@ std::optional<RunError> Run::StartGuest() {
   if (absl::Status st = spawned_->AwaitGuest(); !st.ok()) {
     return RunError{kExitSentryError, std::string(st.message())};
   }
+  clock_.Mark("loader");
   unotify_ = std::make_unique<Unotify>(spawned_->TakeListener());
   if (!unotify_->SetSyncWakeup() && trace) {
     std::fprintf(stderr, "sentry: notice: no synchronous wake-up (Linux < 6.6): slower traps\n");
@@ -341,6 +374,7 @@ std::optional<RunError> Run::StartGuest() {
   if (absl::Status st = spawned_->Go(program_); !st.ok()) {
     return RunError{kExitSentryError, std::string(st.message())};
   }
+  clock_.Mark("supervisor");
   return std::nullopt;
 }
 
@@ -378,6 +412,7 @@ void Run::Supervise() {
   UniqueFd grace(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
   constexpr time_t kGraceSec = 2;
   bool init_reaped = false;
+  bool leader_seen_done = false;
   while (!init_reaped) {
     pollfd pfd[3] = {{sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}, {grace.get(), POLLIN, 0}};
     if (poll(pfd, 3, -1) < 0 && errno != EINTR) break;
@@ -413,6 +448,10 @@ void Run::Supervise() {
         continue;
       }
       tracer_->OnWaitStatus(pid, status);
+      if (tracer_->leader_done() && !leader_seen_done) {
+        leader_seen_done = true;
+        clock_.Mark("guest");
+      }
       if (tracer_->leader_done()) KillSandbox();
     }
   }
@@ -424,6 +463,7 @@ void Run::Supervise() {
     watchdog_cv.notify_all();
     watchdog.join();
   }
+  clock_.Mark("sandbox exit");
 }
 
 int Run::Conclude(std::optional<RunError> error) {
@@ -441,6 +481,7 @@ int Run::Conclude(std::optional<RunError> error) {
   }
   if (loop_) loop_->Stop();
   stdio_.Finish();
+  clock_.Mark("drain");
   r.duration_ms = static_cast<uint64_t>(MonotonicMs() - start_ms_);
   r.stdout_text = stdio_.out().Text();
   r.stderr_text = stdio_.err().Text();
@@ -492,6 +533,7 @@ int Run::Conclude(std::optional<RunError> error) {
   net_.Conclude(&r);
   net_.Stop();
   cgroups_.Remove();
+  clock_.Mark("cleanup");
 
   if (!o_.log_path.empty()) {
     AuditRecord rec;
@@ -516,6 +558,10 @@ int Run::Conclude(std::optional<RunError> error) {
     if (absl::Status s = AppendAuditRecord(o_.log_path, rec); !s.ok()) {
       std::fprintf(stderr, "sentry: %s\n", std::string(s.message()).c_str());
     }
+  }
+  if (o_.timings) {
+    clock_.Mark("log");
+    std::fputs(clock_.Text().c_str(), stderr);
   }
   if (o_.json) {
     std::string json = ResultJson(r) + "\n";

@@ -158,6 +158,32 @@ TEST(CliTest, GuestExitCodePassesThrough) {
   EXPECT_EQ(RunSentry({}, {"/bin/false"}).exit_code, 1);
 }
 
+// --timings names every phase once, in order, and they add up to the total.
+TEST(CliTest, TimingsListEveryPhaseOfTheRun) {
+  ProcessResult r = RunSentry({"--timings"}, {"/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
+  EXPECT_EQ(r.exit_code, 7) << Describe(r);
+  EXPECT_EQ(r.out, "out\n");
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(r.err, m, std::regex("sentry: timings \\(ms\\): (.*), total ([0-9.]+)\n")))
+      << r.err;
+  EXPECT_EQ(r.err.find("err\n"), 0u) << r.err;  // the guest's own output comes first
+  std::vector<std::string> phases;
+  double sum = 0;
+  std::string list = m[1];
+  std::regex item("([a-z ]+) ([0-9.]+)(, |$)");
+  for (auto it = std::sregex_iterator(list.begin(), list.end(), item); it != std::sregex_iterator();
+       ++it) {
+    phases.push_back((*it)[1]);
+    sum += std::stod((*it)[2]);
+  }
+  std::vector<std::string> expected = {"prepare", "cgroups", "namespaces", "vfs",   "kernel",
+                                       "network", "loader",  "supervisor", "guest", "sandbox exit",
+                                       "drain",   "cleanup", "log"};
+  EXPECT_EQ(phases, expected) << list;
+  EXPECT_NEAR(sum, std::stod(m[2]), 0.05 * phases.size() + 0.01);
+}
+
 TEST(CliTest, GuestKilledBySignalIs128PlusN) {
   ProcessResult r = RunPython("import os; os.kill(os.getpid(), 9)");
   EXPECT_EQ(r.exit_code, 137) << Describe(r);

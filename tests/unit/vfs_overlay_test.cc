@@ -1,5 +1,6 @@
 // The overlay: host entries shown read-only, copy-up on write, whiteouts on
 // removal, merged listings. The host directory must never change.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -160,6 +161,59 @@ TEST_F(OverlayTest, ListMergesLowerAndUpperWithoutDuplicates) {
   std::set<uint64_t> inos;
   for (const auto& [name, node] : v().List(Get("/lower"))) inos.insert(node->attr().ino);
   EXPECT_EQ(inos.size(), expected.size());
+}
+
+// getdents of a host directory must not cost a host lookup per entry: the
+// listing shows readdir's names, inode numbers and types, and a name becomes
+// a node only when something looks it up.
+TEST_F(OverlayTest, ListingShowsHostEntriesWithoutLookingThemUp) {
+  NodeRef lower = Get("/lower");
+  std::vector<Vfs::DirEntry> entries = v().Listing(lower);
+  Strings names;
+  for (const Vfs::DirEntry& e : entries) names.emplace_back(e.name);
+  EXPECT_EQ(names, kHostEntries);
+  EXPECT_TRUE(lower->children.empty());
+  EXPECT_EQ(lower->host_unlooked.size(), kHostEntries.size());
+  for (const Vfs::DirEntry& e : entries) {
+    struct stat host;
+    ASSERT_EQ(lstat((lower_dir_ + "/" + std::string(e.name)).c_str(), &host), 0);
+    EXPECT_EQ(e.ino, host.st_ino) << e.name;
+    EXPECT_EQ(e.type, IFTODT(host.st_mode)) << e.name;
+  }
+  // A lookup makes the node, which then lists as itself.
+  NodeRef hello = Get("/lower/hello.txt");
+  ASSERT_NE(hello, nullptr);
+  EXPECT_EQ(lower->children.size(), 1u);
+  EXPECT_EQ(lower->host_unlooked.count("hello.txt"), 0u);
+  EXPECT_EQ(Names(lower), kHostEntries);
+  // A name the listing did not show is not looked up on the host at all.
+  EXPECT_EQ(ErrnoOf(Lookup("/lower/absent")), "ENOENT");
+}
+
+TEST_F(OverlayTest, HostFifosAreNeitherListedNorFound) {
+  ASSERT_EQ(mkfifo((lower_dir_ + "/empty/fifo").c_str(), 0644), 0);
+  EXPECT_TRUE(v().Listing(Get("/lower/empty")).empty());
+  EXPECT_EQ(ErrnoOf(Lookup("/lower/empty/fifo")), "ENOENT");
+  EXPECT_EQ(ErrnoOf(Rmdir("/lower/empty")), "OK");
+}
+
+TEST_F(OverlayTest, ListedDirectoryCountsUnlookedSubdirsInNlink) {
+  NodeRef lower = Get("/lower");
+  struct stat before = v().Stat(*lower);
+  v().Listing(lower);
+  struct stat after = v().Stat(*lower);
+  EXPECT_EQ(after.st_nlink, before.st_nlink);  // 2 + "dir" + "empty"
+  EXPECT_EQ(after.st_nlink, 4u);
+}
+
+TEST_F(OverlayTest, ListedButUnlookedEntriesKeepADirectoryNonEmpty) {
+  ASSERT_EQ(ErrnoOf(Mkdir("/tmp/d")), "OK");
+  v().Listing(Get("/lower/dir"));
+  EXPECT_EQ(ErrnoOf(Rmdir("/lower/dir")), "ENOTEMPTY");
+  EXPECT_EQ(ErrnoOf(Rename("/tmp/d", "/lower/dir")), "ENOTEMPTY");
+  ASSERT_EQ(ErrnoOf(Unlink("/lower/dir/inner.txt")), "OK");
+  EXPECT_EQ(ErrnoOf(Rmdir("/lower/dir")), "OK");
+  EXPECT_TRUE(HostExists("dir/inner.txt"));
 }
 
 TEST_F(OverlayTest, RenameOfALowerFileLeavesTheHostAlone) {
