@@ -203,6 +203,9 @@ LOADER_CODE int LoaderMain(void* arg) {
     Fail(p, LoaderStep::kHostname);
   }
   BringUpLoopback(p);
+  // The sentry joined this process to the cgroups while the view was built;
+  // the guest, forked next, must start inside them.
+  if (read(p.pipes.maps_read, &byte, 1) != 1) Fail(p, LoaderStep::kWaitCgroups);
   Report(p, LoaderStep::kReady, 0);
   // The guest's fds: 0-2 and its two pipes; nothing else of the sentry's.
   pid_t child = fork();
@@ -294,6 +297,8 @@ const char* LoaderStepName(LoaderStep step) {
       return "set up stdin/stdout/stderr";
     case LoaderStep::kRlimits:
       return "set resource limits";
+    case LoaderStep::kWaitCgroups:
+      return "wait for the cgroups";
     case LoaderStep::kReady:
       return "ready";
     case LoaderStep::kListener:

@@ -47,6 +47,7 @@ enum class LoaderStep : int {
   kExec,
   kStdio,
   kRlimits,
+  kWaitCgroups,
   kReady = 100,     // mount view built (value: 0)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };
@@ -79,7 +80,9 @@ struct LoaderSpec {
 };
 
 struct LoaderPipes {
-  int maps_read = -1;     // sentry → loader: the id maps are written
+  // sentry → loader: "m" once the id maps are written, then "c" once the
+  // loader is in the sandbox's cgroups (before it forks the guest).
+  int maps_read = -1;
   int report_write = -1;  // loader → sentry: LoaderMessage
   int go_read = -1;       // sentry → guest: start
 };

@@ -59,7 +59,6 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
                      "unprivileged user namespaces)"));
   }
   s.init_pid_ = pid;
-  on_cloned(pid);
   maps_r.Reset();
   report_w.Reset();
   go_r.Reset();
@@ -76,6 +75,11 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
   RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid)));
   RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid)));
   if (write(maps_w.get(), "m", 1) != 1) return ErrnoStatus("signal the loader");
+  // Joining cgroups costs about a millisecond here (an RCU grace period per
+  // v1 hierarchy): done while the loader builds its mount view, which it
+  // does before it forks anything.
+  on_cloned(pid);
+  if (write(maps_w.get(), "c", 1) != 1) return ErrnoStatus("signal the loader");
   ASSIGN_OR_RETURN(LoaderMessage m, s.ReadMessage());
   if (m.step != LoaderStep::kReady) return StepError(m);
   int store =

@@ -23,7 +23,8 @@ inline constexpr uid_t kNobodyId = 65534;
 class Spawned final {
  public:
   // Clones the loader and waits until the mount view is built. on_cloned runs
-  // with the loader's pid before the loader does anything (to put it in cgroups).
+  // with the loader's pid (to put it in cgroups) before the loader forks
+  // anything, while it builds the mount view.
   static absl::StatusOr<Spawned> Start(const LoaderSpec& spec,
                                        const std::function<void(pid_t)>& on_cloned);
 
