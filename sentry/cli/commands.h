@@ -9,6 +9,7 @@ namespace sentry::cli {
 
 int RunCommand(const std::vector<std::string>& args);
 int SyscallsCommand(const std::vector<std::string>& args);
+int CheckCommand(const std::vector<std::string>& args);
 
 }  // namespace sentry::cli
 

@@ -18,6 +18,7 @@ socket or process is answered by sentry from its own in-memory world.
 Commands:
   run [FLAGS] -- CMD [ARGS...]   run CMD in a fresh sandbox (see: sentry run --help)
   syscalls [--json]              the syscall table: every x86-64 syscall and its action
+  check [--json]                 whether sentry runs on this host, and with which walls
   help                           this text
 
 Exit codes: see `sentry run --help`.
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (cmd == "run") return sentry::cli::RunCommand(args);
   if (cmd == "syscalls") return sentry::cli::SyscallsCommand(args);
+  if (cmd == "check") return sentry::cli::CheckCommand(args);
   std::fprintf(stderr, "sentry: unknown command '%s'; try 'sentry help'\n", cmd.c_str());
   return sentry::kExitSentryError;
 }

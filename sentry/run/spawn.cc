@@ -56,7 +56,7 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
     return absl::FailedPreconditionError(
         absl::StrCat("cannot create the sandbox's namespaces: ", std::strerror(-pid),
                      " (sentry needs user, mount, pid and net namespaces; run as root or enable "
-                     "unprivileged user namespaces)"));
+                     "unprivileged user namespaces; `sentry check` says what this host lacks)"));
   }
   s.init_pid_ = pid;
   maps_r.Reset();

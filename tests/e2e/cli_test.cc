@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "sentry/base/json_lite.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace sentry::testing {
@@ -278,6 +279,45 @@ std::string SeccompName(int nr) {
   std::string out = name ? name : "";
   free(name);
   return out;
+}
+
+// `sentry check` tries each feature for real; on this host all of them work.
+TEST(CliTest, CheckFindsEverythingSentryNeedsOnThisHost) {
+  ProcessResult r = Sentry({"check"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("sentry runs here."), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("MISSING"), std::string::npos) << r.out;
+  ProcessResult j = Sentry({"check", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << Describe(j);
+  std::optional<json_lite::Value> v = json_lite::Parse(j.out);
+  ASSERT_TRUE(v.has_value()) << j.out;
+  EXPECT_TRUE((*v)["runs"].truthy());
+  std::set<std::string> names;
+  for (const json_lite::Value& c : (*v)["checks"].array) {
+    names.insert(c["name"].str());
+    EXPECT_TRUE(c["ok"].truthy()) << c["name"].str() << ": " << c["detail"].str();
+  }
+  EXPECT_EQ(names,
+            (std::set<std::string>{"root", "seccomp listener", "fd donation", "synchronous wake-up",
+                                   "openat2", "ptrace", "namespaces", "cgroups"}));
+  // The probe cgroup is gone again.
+  EXPECT_EQ(ReadHostFile("/sys/fs/cgroup/pids/sentry-check-" + std::to_string(getpid())), "");
+  EXPECT_EQ(Sentry({"check", "--bogus"}).exit_code, 125);
+}
+
+// Where a seccomp profile refuses namespaces (a container's default), check
+// says which are missing and what to do, and run refuses with the same cause.
+TEST(CliTest, WithoutNamespacesCheckAndRunSayWhatIsMissing) {
+  ProcessResult r = RunProcess({WITHOUT_NAMESPACES, SentryBinary(), "check"}, "");
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.out.find("MISSING  namespaces"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("user (EPERM)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("allow user namespaces"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sentry cannot run here"), std::string::npos) << r.out;
+  ProcessResult run =
+      RunProcess({WITHOUT_NAMESPACES, SentryBinary(), "run", "--", "/bin/true"}, "");
+  EXPECT_EQ(run.exit_code, 125) << Describe(run);
+  EXPECT_NE(run.err.find("cannot create the sandbox's namespaces"), std::string::npos) << run.err;
 }
 
 TEST(CliTest, SyscallsListsEveryX86_64Syscall) {
