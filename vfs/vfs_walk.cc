@@ -163,7 +163,9 @@ void Vfs::ListHost(const NodeRef& dir) {
   if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
     while (dirent* e = readdir(d)) {
       std::string name = e->d_name;
-      if (name == "." || name == ".." || dir->children.count(name) || dir->whiteouts.count(name)) {
+      // Known already: made, removed by the guest, or looked up and not shown.
+      if (name == "." || name == ".." || dir->children.count(name) || dir->whiteouts.count(name) ||
+          dir->host_absent.count(name)) {
         continue;
       }
       unsigned char type = e->d_type;
