@@ -240,7 +240,8 @@ void CheckCgroups(std::vector<Check>& out) {
   Check c{"cgroups"};
   c.required = false;
   Cgroups cg;
-  cg.Create(absl::StrCat("sentry-check-", getpid()), CgroupLimits{64 << 20, 16, 1.0});
+  // Named as a run's are, so that the next run sweeps it if this one dies here.
+  cg.Create(absl::StrCat("sentry-", getpid()), CgroupLimits{64 << 20, 16, 1.0});
   std::vector<std::string> held = cg.enforced();
   c.ok = cg.has_memory() && cg.has_pids();
   cg.Remove();
