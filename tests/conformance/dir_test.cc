@@ -144,6 +144,40 @@ TEST(GetdentsTest, InodeNumbersMatchStat) {
   EXPECT_TRUE(found);
 }
 
+// A large directory of the host (under sentry: the read-only lower layer,
+// listed without a lookup per entry), read a few entries at a time: every
+// name once, each with the type and inode number that lstat then gives, and
+// every name found again by lstat.
+TEST(GetdentsTest, HostDirectoryInSmallChunksMatchesLstat) {
+  const std::string path = "/usr/lib/python3.11";
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(fd.get());
+  std::map<std::string, std::pair<unsigned char, uint64_t>> seen;
+  alignas(8) char buf[512];
+  long n;
+  int calls = 0;
+  while ((n = syscall(SYS_getdents64, fd.get(), buf, sizeof(buf))) > 0) {
+    ++calls;
+    for (long off = 0; off < n;) {
+      const auto* entry = reinterpret_cast<const struct dirent64*>(buf + off);
+      EXPECT_TRUE(seen.emplace(entry->d_name, std::make_pair(entry->d_type, entry->d_ino)).second)
+          << entry->d_name << " listed twice";
+      off += entry->d_reclen;
+    }
+  }
+  ASSERT_EQ(n, 0);
+  EXPECT_GT(calls, 10);
+  EXPECT_GT(seen.size(), 100u);
+  for (const auto& [name, type_ino] : seen) {
+    if (name == "." || name == "..") continue;
+    SCOPED_TRACE(name);
+    struct stat st;
+    ASSERT_SYSCALL_SUCCEEDS(lstat((path + "/" + name).c_str(), &st));
+    EXPECT_EQ(type_ino.first, IFTODT(st.st_mode));
+    EXPECT_EQ(type_ino.second, st.st_ino);
+  }
+}
+
 TEST(GetdentsTest, ReturnsZeroAtEndAndRewindsWithLseek) {
   ScratchDir dir;
   ASSERT_TRUE(WriteFile(dir.Path("f"), ""));
