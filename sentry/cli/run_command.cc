@@ -41,6 +41,8 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
                       flags on the command line win over the file
   --copy HOST:GUEST   copy a host file or directory into the sandbox before the run
   --env K=V           add a variable to the guest's environment (repeatable)
+  --workdir DIR       the guest's working directory (made if missing, owned
+                      by the guest); the script argument is copied there
   --no-cgroups        make no cgroups (where the caller's own cgroup caps the
                       run): per-sandbox rlimits alone hold memory (RLIMIT_AS,
                       per process), processes (RLIMIT_NPROC) and CPU time
@@ -186,6 +188,11 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
         return Usage("--copy needs HOST:GUEST, e.g. --copy data.csv:/home/sandbox/data.csv");
       }
       o.copies.emplace_back(v.substr(0, colon), v.substr(colon + 1));
+    } else if (a == "--workdir") {
+      if (!value(a, &v) || v.empty() || v[0] != '/') {
+        return Usage("--workdir needs an absolute path in the sandbox, e.g. --workdir /work");
+      }
+      o.workdir = v;
     } else if (a == "--env") {
       if (!value(a, &v) || v.find('=') == std::string::npos || v[0] == '=') {
         return Usage("--env needs K=V");

@@ -269,9 +269,16 @@ std::optional<RunError> Run::BuildWorld() {
                       absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
     }
   }
-  std::string home = o_.root ? "/root" : tree_.home;
-  script_ = CopyScriptArgument(o_, *v, creds_, home);
-  cwd_ = v->Lookup(v->root(), home, {}, creds_).value();
+  std::string cwd = o_.root ? "/root" : tree_.home;
+  if (!o_.workdir.empty()) {
+    cwd = o_.workdir;
+    if (auto made = MakeSandboxDirs(*v, creds_, cwd); !made.ok()) {
+      return RunError{kExitSentryError,
+                      absl::StrCat("--workdir ", cwd, ": ", made.status().message())};
+    }
+  }
+  script_ = CopyScriptArgument(o_, *v, creds_, cwd);
+  cwd_ = v->Lookup(v->root(), cwd, {}, creds_).value();
 
   // Find the program as execvp would, to fail early with a clear message.
   program_ = o_.argv[0];
@@ -463,6 +470,7 @@ void Run::Supervise() {
     watchdog_cv.notify_all();
     watchdog.join();
   }
+  if (!leader_seen_done) clock_.Mark("guest");  // killed with the sandbox (timeout, signal)
   clock_.Mark("sandbox exit");
 }
 

@@ -28,6 +28,7 @@ struct RunOptions {
   bool json = false;        // print one result object instead of streaming output
   std::string log_path;     // --log: append one JSON line per run
   std::string stdin_path;   // --stdin FILE or "-"
+  std::string workdir;      // --workdir: the guest's cwd (made if missing); default its home
   double timeout_sec = 30;  // 0: none
   uint64_t memory_bytes = 1ull << 30;
   uint64_t pids = 128;

@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "sentry/base/status_macros.h"
 
@@ -171,24 +172,17 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
   return v;
 }
 
-absl::Status CopyIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::string& host_path,
-                             const std::string& guest_path, bool top) {
+absl::StatusOr<NodeRef> MakeSandboxDirs(vfs::Vfs& v, const vfs::Creds& creds,
+                                        const std::string& guest_path) {
   if (guest_path.empty() || guest_path[0] != '/') {
     return absl::InvalidArgumentError(
         absl::StrCat("the sandbox path must be absolute: ", guest_path));
   }
-  struct stat st;
-  if ((top ? stat(host_path.c_str(), &st) : lstat(host_path.c_str(), &st)) < 0) {
-    return ErrnoStatus(absl::StrCat("cannot copy ", host_path));
-  }
-  // Parents, made as the guest would with mkdir -p.
+  // Made as the guest would with mkdir -p, whoever may write where.
   vfs::Creds root_creds = Operator();
   NodeRef dir = v.root();
-  std::vector<std::string> parts = absl::StrSplit(guest_path, '/', absl::SkipEmpty());
-  if (parts.empty()) return absl::InvalidArgumentError("cannot copy over /");
-  std::string leaf = parts.back();
-  parts.pop_back();
-  for (const std::string& part : parts) {
+  for (const std::string& part :
+       std::vector<std::string>(absl::StrSplit(guest_path, '/', absl::SkipEmpty()))) {
     auto r = v.Walk(dir, part, {}, root_creds);
     if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat("bad sandbox path ", guest_path));
     if (!r->node) {
@@ -201,6 +195,25 @@ absl::Status CopyIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::st
       dir = r->node;
     }
   }
+  return dir;
+}
+
+absl::Status CopyIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::string& host_path,
+                             const std::string& guest_path, bool top) {
+  if (guest_path.empty() || guest_path[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the sandbox path must be absolute: ", guest_path));
+  }
+  struct stat st;
+  if ((top ? stat(host_path.c_str(), &st) : lstat(host_path.c_str(), &st)) < 0) {
+    return ErrnoStatus(absl::StrCat("cannot copy ", host_path));
+  }
+  vfs::Creds root_creds = Operator();
+  std::vector<std::string> parts = absl::StrSplit(guest_path, '/', absl::SkipEmpty());
+  if (parts.empty()) return absl::InvalidArgumentError("cannot copy over /");
+  std::string leaf = parts.back();
+  parts.pop_back();
+  ASSIGN_OR_RETURN(NodeRef dir, MakeSandboxDirs(v, creds, "/" + absl::StrJoin(parts, "/")));
   auto at = v.Walk(dir, leaf, {}, root_creds);
   if (!at.ok() || at->node) {
     return absl::AlreadyExistsError(absl::StrCat(guest_path, " already exists in the sandbox"));

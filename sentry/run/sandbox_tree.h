@@ -32,6 +32,12 @@ struct TreeConfig {
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& config,
                                                            std::unique_ptr<vfs::Store> store);
 
+// Makes every missing directory of the absolute guest_path, as mkdir -p would
+// (owned by the guest); returns the last one. An error if a component exists
+// and is not a directory.
+absl::StatusOr<vfs::NodeRef> MakeSandboxDirs(vfs::Vfs& vfs, const vfs::Creds& creds,
+                                             const std::string& guest_path);
+
 // Makes every missing directory of guest_path's parent (owned by the guest),
 // then copies the host file or directory at host_path to guest_path. host_path
 // itself may be a symlink (the caller named it); links inside a copied

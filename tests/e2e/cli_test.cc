@@ -160,30 +160,48 @@ TEST(CliTest, GuestExitCodePassesThrough) {
   EXPECT_EQ(RunSentry({}, {"/bin/false"}).exit_code, 1);
 }
 
-// --timings names every phase once, in order, and they add up to the total.
-TEST(CliTest, TimingsListEveryPhaseOfTheRun) {
-  ProcessResult r = RunSentry({"--timings"}, {"/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
-  EXPECT_EQ(r.exit_code, 7) << Describe(r);
-  EXPECT_EQ(r.out, "out\n");
-  std::smatch m;
-  ASSERT_TRUE(
-      std::regex_search(r.err, m, std::regex("sentry: timings \\(ms\\): (.*), total ([0-9.]+)\n")))
-      << r.err;
-  EXPECT_EQ(r.err.find("err\n"), 0u) << r.err;  // the guest's own output comes first
+// The phases --timings printed (in order), their sum and the total, or
+// nothing if there is no timings line.
+struct Timings {
   std::vector<std::string> phases;
-  double sum = 0;
+  double sum = 0, total = -1;
+};
+Timings ParseTimings(const std::string& err) {
+  Timings t;
+  std::smatch m;
+  if (!std::regex_search(err, m, std::regex("sentry: timings \\(ms\\): (.*), total ([0-9.]+)\n"))) {
+    return t;
+  }
+  t.total = std::stod(m[2]);
   std::string list = m[1];
   std::regex item("([a-z ]+) ([0-9.]+)(, |$)");
   for (auto it = std::sregex_iterator(list.begin(), list.end(), item); it != std::sregex_iterator();
        ++it) {
-    phases.push_back((*it)[1]);
-    sum += std::stod((*it)[2]);
+    t.phases.push_back((*it)[1]);
+    t.sum += std::stod((*it)[2]);
   }
-  std::vector<std::string> expected = {"prepare", "cgroups", "namespaces", "vfs",   "kernel",
-                                       "network", "loader",  "supervisor", "guest", "sandbox exit",
-                                       "drain",   "cleanup", "log"};
-  EXPECT_EQ(phases, expected) << list;
-  EXPECT_NEAR(sum, std::stod(m[2]), 0.05 * phases.size() + 0.01);
+  return t;
+}
+
+// --timings names every phase once, in order, and they add up to the total,
+// also when the guest is killed at its timeout.
+TEST(CliTest, TimingsListEveryPhaseOfTheRun) {
+  const std::vector<std::string> expected = {
+      "prepare",    "cgroups", "namespaces",   "vfs",   "kernel",  "network", "loader",
+      "supervisor", "guest",   "sandbox exit", "drain", "cleanup", "log"};
+  ProcessResult r = RunSentry({"--timings"}, {"/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
+  EXPECT_EQ(r.exit_code, 7) << Describe(r);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err.find("err\n"), 0u) << r.err;  // the guest's own output comes first
+  Timings t = ParseTimings(r.err);
+  EXPECT_EQ(t.phases, expected) << r.err;
+  EXPECT_NEAR(t.sum, t.total, 0.05 * t.phases.size() + 0.01);
+
+  ProcessResult slow = RunSentry({"--timings", "--timeout", "0.5"}, {"sleep", "10"}, "", 20);
+  EXPECT_EQ(slow.exit_code, 124) << Describe(slow);
+  Timings ts = ParseTimings(slow.err);
+  EXPECT_EQ(ts.phases, expected) << slow.err;
+  EXPECT_NEAR(ts.sum, ts.total, 0.05 * ts.phases.size() + 0.01);
 }
 
 TEST(CliTest, GuestKilledBySignalIs128PlusN) {

@@ -62,14 +62,6 @@ TEST(CopyTest, IntoADirectoryOutsideHome) {
   TempDir host;
   host.Write("tree/f.txt", "f\n");
   ProcessResult r = RunSentry({"--copy", host.path() + "/tree:/data"}, {"/bin/cat", "/data/f.txt"});
-  if (r.exit_code == 125 && r.err.find("cannot make /data") != std::string::npos) {
-    GTEST_SKIP() << "BUG: --copy HOST:/data (a new top-level directory) fails with 125 "
-                    "\"cannot make /data\": CopyIntoSandbox creates the copy with the guest's "
-                    "credentials (uid 1000), which may not write /. The operator's --copy "
-                    "should be able to place files anywhere. Same for a file: --copy f:/f.txt "
-                    "→ \"Permission denied\".\n"
-                 << Describe(r);
-  }
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(r.out, "f\n");
 }
@@ -94,6 +86,32 @@ TEST(CopyTest, CopiedExecutableRuns) {
       RunSentry({"--copy", script + ":/home/sandbox/run.sh"}, {"/home/sandbox/run.sh", "a", "b"});
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(r.out, "ran a b\n");
+}
+
+TEST(WorkdirTest, IsMadeForTheGuestAndIsItsCwd) {
+  ProcessResult r = RunSentry({"--workdir", "/work/project"},
+                              {"/bin/sh", "-c", "pwd; stat -c '%U %a' .; touch x && ls"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "/work/project\nsandbox 755\nx\n");
+  ProcessResult existing = RunSentry({"--workdir", "/tmp"}, {"/bin/pwd"});
+  EXPECT_EQ(existing.out, "/tmp\n") << Describe(existing);
+}
+
+TEST(WorkdirTest, TheScriptArgumentIsCopiedThere) {
+  TempDir host;
+  host.Write("script.py", "import os\nprint(os.getcwd(), os.path.abspath(__file__))\n");
+  ProcessResult r = SentryIn(host.path(), {"--workdir", "/w"}, {"/usr/bin/python3", "script.py"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "/w /w/script.py\n");
+}
+
+TEST(WorkdirTest, RelativeOrNotADirectoryIs125) {
+  ProcessResult rel = RunSentry({"--workdir", "work"}, {"/bin/true"});
+  EXPECT_EQ(rel.exit_code, 125) << Describe(rel);
+  EXPECT_NE(rel.err.find("--workdir"), std::string::npos) << rel.err;
+  ProcessResult file = RunSentry({"--workdir", "/etc/passwd/x"}, {"/bin/true"});
+  EXPECT_EQ(file.exit_code, 125) << Describe(file);
+  EXPECT_NE(file.err.find("not a directory"), std::string::npos) << file.err;
 }
 
 }  // namespace
