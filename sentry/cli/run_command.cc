@@ -34,7 +34,8 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
   --max-output BYTES  with --json, keep this much of each stream (default 65536):
                       its first and last halves, with a count of what was dropped
   --stdin FILE        the guest's stdin ("-": sentry's own; default with --json: empty)
-  --log FILE          append one JSON line per run (argv, code, limits, result)
+  --log FILE          append one JSON line per run (argv, code, limits, result,
+                      the phases' wall times)
   --limits-file FILE  limits as JSON: {"timeoutMs": 5000, "memoryMb": 256,
                       "maxProcesses": 64, "cpus": 1, "diskMb": 100,
                       "maxOutputBytes": 65536, "nofile": 256, "network": "none"};

@@ -24,7 +24,8 @@ absl::Status AppendAuditRecord(const std::string& path, const AuditRecord& r) {
                    absl::StrJoin(argv, ","), "],\"code\":", JsonString(r.code),
                    ",\"codeSha256\":", JsonString(r.code_hash), ",\"limits\":", r.limits,
                    ",\"result\":", r.result ? ResultJson(*r.result) : "null",
-                   ",\"sentryMaxRssBytes\":", r.sentry_max_rss_bytes, "}\n");
+                   ",\"sentryMaxRssBytes\":", r.sentry_max_rss_bytes,
+                   ",\"phasesMs\":", r.phases_ms.empty() ? "null" : r.phases_ms, "}\n");
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoStatus(absl::StrCat("--log ", path));
   ssize_t n = write(fd, line.data(), line.size());

@@ -20,6 +20,7 @@ struct AuditRecord {
   std::string limits;     // a JSON object
   const RunResult* result = nullptr;
   uint64_t sentry_max_rss_bytes = 0;  // the sentry process's own peak RSS
+  std::string phases_ms;              // a JSON object: each phase's wall time (--timings)
 };
 
 absl::Status AppendAuditRecord(const std::string& path, const AuditRecord& record);

@@ -151,6 +151,14 @@ class PhaseClock {
     absl::StrAppendFormat(&out, " total %.1f\n", total);
     return out;
   }
+  // {"prepare":0.71,...}: for the audit log.
+  std::string Json() const {
+    std::string out = "{";
+    for (const auto& [phase, ms] : phases_) {
+      absl::StrAppendFormat(&out, "%s\"%s\":%.2f", out.size() > 1 ? "," : "", phase, ms);
+    }
+    return out + "}";
+  }
 
  private:
   double last_ms_;
@@ -559,6 +567,7 @@ int Run::Conclude(std::optional<RunError> error) {
         "\"maxOutputBytes\":%d,\"nofile\":%d}",
         o_.timeout_sec, o_.memory_bytes, o_.pids, o_.cpus, o_.disk_bytes, o_.max_output, o_.nofile);
     rec.result = &r;
+    rec.phases_ms = clock_.Json();
     rusage self;
     if (getrusage(RUSAGE_SELF, &self) == 0) {
       rec.sentry_max_rss_bytes = static_cast<uint64_t>(self.ru_maxrss) * 1024;

@@ -201,6 +201,10 @@ TEST(AuditLog, OneLineWithArgvCodeHashLimitsAndResult) {
   EXPECT_TRUE(rec["limits"].has("diskBytes")) << ReadFile(log);
   EXPECT_EQ(rec["result"]["exitCode"].integer(), 3) << ReadFile(log);
   EXPECT_GT(rec["sentryMaxRssBytes"].num(), 0) << ReadFile(log);
+  // Where the run's time went, phase by phase (as --timings prints it).
+  EXPECT_TRUE(rec["phasesMs"].is_object()) << ReadFile(log);
+  EXPECT_GT(rec["phasesMs"]["guest"].num(), 0) << ReadFile(log);
+  EXPECT_GT(rec["phasesMs"]["namespaces"].num(), 0) << ReadFile(log);
 }
 
 TEST(AuditLog, TwentyParallelRunsWriteTwentyIntactLines) {
