@@ -25,7 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "loader/filter.h"
+#include "loader/prebuilt_filter.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/sha256.h"
 #include "sentry/kernel/devpts.h"
@@ -216,7 +216,8 @@ std::optional<RunError> Run::Prepare() {
   spec_.uid = tree_.uid;
   spec_.gid = tree_.gid;
   spec_.hostname = tree_.hostname;
-  spec_.filter = BuildSeccompFilter(SyscallTable());
+  std::span<const sock_filter> filter = PrebuiltSeccompFilter();
+  spec_.filter.assign(filter.begin(), filter.end());
   spec_.argv = o_.argv;
   spec_.envp = GuestEnv(o_, tree_);
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "loader/filter.h"
+#include "loader/prebuilt_filter.h"
 #include "syscalls/table.h"
 
 namespace sentry {
@@ -113,6 +114,21 @@ TEST(SeccompProgramTest, RefusalsWorthListingGoToTheSentry) {
   EXPECT_EQ(RefusalAction(EAFNOSUPPORT), Errno(EAFNOSUPPORT));
   EXPECT_EQ(Eval(Data(SYS_ptrace, {PTRACE_ATTACH, 1})), SECCOMP_RET_USER_NOTIF);
   EXPECT_EQ(Eval(Data(SYS_clone3)), Errno(ENOSYS));
+}
+
+// What runs install is generated at build time; it must be the table's
+// program exactly (a stale generated file would install an old table).
+TEST(SeccompProgramTest, ThePrebuiltProgramIsTheTablesProgram) {
+  std::span<const sock_filter> prebuilt = PrebuiltSeccompFilter();
+  const std::vector<sock_filter>& fresh = Program();
+  ASSERT_EQ(prebuilt.size(), fresh.size());
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(prebuilt[i].code, fresh[i].code);
+    EXPECT_EQ(prebuilt[i].jt, fresh[i].jt);
+    EXPECT_EQ(prebuilt[i].jf, fresh[i].jf);
+    EXPECT_EQ(prebuilt[i].k, fresh[i].k);
+  }
 }
 
 TEST(SeccompProgramTest, FitsTheKernelLimit) {
