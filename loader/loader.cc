@@ -208,13 +208,7 @@ LOADER_CODE int LoaderMain(void* arg) {
   if (read(p.pipes.maps_read, &byte, 1) != 1) Fail(p, LoaderStep::kWaitCgroups);
   Report(p, LoaderStep::kReady, 0);
   // The guest's fds: 0-2 and its two pipes; nothing else of the sentry's.
-  // vfork: the guest shares this process's memory until its execve, so no
-  // page table is copied for a process that only sets itself up and execs
-  // (the sentry's run of /bin/true: 16.6 -> 15.7 ms, 1.9 ms less system
-  // time). This process has nothing to do meanwhile, and the guest writes
-  // nothing of ours but its own frames below our stack: RunGuest never
-  // returns, it ends in execve or _exit, and glibc saw one thread here.
-  pid_t child = vfork();
+  pid_t child = fork();
   if (child < 0) Fail(p, LoaderStep::kFork);
   if (child == 0) RunGuest(p);
   syscall(SYS_close_range, 3, ~0U, 0);
