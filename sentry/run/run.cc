@@ -37,6 +37,7 @@
 #include "sentry/platform/unotify.h"
 #include "sentry/run/audit_log.h"
 #include "sentry/run/cgroups.h"
+#include "sentry/run/phase_clock.h"
 #include "sentry/run/result.h"
 #include "sentry/run/sandbox_net.h"
 #include "sentry/run/sandbox_tree.h"
@@ -52,12 +53,6 @@ struct RunError {
   int code;
   std::string message;
 };
-
-double MonotonicMs() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
 
 std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree) {
   std::vector<std::string> env = {
@@ -131,39 +126,6 @@ DeniedOperation ExplainDenial(const Denial& d) {
   }
   return out;
 }
-
-// --timings: the wall time of each phase of the run, in order.
-class PhaseClock {
- public:
-  explicit PhaseClock(double start_ms) : last_ms_(start_ms) {}
-  void Mark(const char* phase) {
-    double now = MonotonicMs();
-    phases_.emplace_back(phase, now - last_ms_);
-    last_ms_ = now;
-  }
-  std::string Text() const {
-    std::string out = "sentry: timings (ms):";
-    double total = 0;
-    for (const auto& [phase, ms] : phases_) {
-      absl::StrAppendFormat(&out, " %s %.1f,", phase, ms);
-      total += ms;
-    }
-    absl::StrAppendFormat(&out, " total %.1f\n", total);
-    return out;
-  }
-  // {"prepare":0.71,...}: for the audit log.
-  std::string Json() const {
-    std::string out = "{";
-    for (const auto& [phase, ms] : phases_) {
-      absl::StrAppendFormat(&out, "%s\"%s\":%.2f", out.size() > 1 ? "," : "", phase, ms);
-    }
-    return out + "}";
-  }
-
- private:
-  double last_ms_;
-  std::vector<std::pair<const char*, double>> phases_;
-};
 
 class Run {
  public:
