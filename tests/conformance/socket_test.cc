@@ -20,6 +20,17 @@
 namespace sentry::conformance {
 namespace {
 
+// Binds fd to 127.0.0.1 on a port the kernel picks; returns that address.
+sockaddr_in BindLoopback(int fd) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_SYSCALL_SUCCEEDS(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)));
+  socklen_t len = sizeof(a);
+  EXPECT_SYSCALL_SUCCEEDS(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len));
+  return a;
+}
+
 sockaddr_un UnixAddr(const std::string& path, socklen_t* len) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
@@ -272,13 +283,8 @@ TEST(UnixSocketTest, DatagramSendtoAPathAndRecvfromNamesTheSender) {
 // and a write after shutdown raises SIGPIPE in the caller.
 TEST(InetLoopbackTest, SendtoAfterShutdownRaisesSigpipe) {
   UniqueFd srv(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_SYSCALL_SUCCEEDS(bind(srv.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)));
+  sockaddr_in a = BindLoopback(srv.get());
   ASSERT_SYSCALL_SUCCEEDS(listen(srv.get(), 4));
-  socklen_t len = sizeof(a);
-  ASSERT_SYSCALL_SUCCEEDS(getsockname(srv.get(), reinterpret_cast<sockaddr*>(&a), &len));
   UniqueFd c(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   ASSERT_SYSCALL_SUCCEEDS(connect(c.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)));
   ASSERT_EQ(sendto(c.get(), "ok", 2, 0, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 2);
@@ -320,12 +326,7 @@ TEST(UnixSocketTest, PathAddressOnAnInetSocket) {
 
 TEST(InetLoopbackTest, BlockingConnectResults) {
   UniqueFd srv(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_SYSCALL_SUCCEEDS(bind(srv.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)));
-  socklen_t len = sizeof(a);
-  ASSERT_SYSCALL_SUCCEEDS(getsockname(srv.get(), reinterpret_cast<sockaddr*>(&a), &len));
+  sockaddr_in a = BindLoopback(srv.get());
   UniqueFd c(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   // Bound but not listening: refused.
   EXPECT_SYSCALL_FAILS_WITH(connect(c.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)),
@@ -338,12 +339,7 @@ TEST(InetLoopbackTest, BlockingConnectResults) {
 
 TEST(InetLoopbackTest, UdpSendtoAndBindConflicts) {
   UniqueFd rx(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_SYSCALL_SUCCEEDS(bind(rx.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)));
-  socklen_t len = sizeof(a);
-  ASSERT_SYSCALL_SUCCEEDS(getsockname(rx.get(), reinterpret_cast<sockaddr*>(&a), &len));
+  sockaddr_in a = BindLoopback(rx.get());
   EXPECT_NE(a.sin_port, 0);
   UniqueFd tx(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   ASSERT_EQ(sendto(tx.get(), "udp", 3, 0, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 3);
