@@ -75,6 +75,7 @@ class Assembler {
   void Bind(Label l) { targets_[l] = static_cast<int>(code_.size()); }
   void Load(uint32_t offset) { Emit(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset)); }
   void Ret(uint32_t value) { Emit(BPF_STMT(BPF_RET | BPF_K, value)); }
+  void And(uint32_t mask) { Emit(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, mask)); }
   // if (A op k) skip `t` instructions else skip `f`.
   void Jump(uint16_t op, uint32_t k, uint8_t t, uint8_t f) {
     Emit(BPF_JUMP(BPF_JMP | op | BPF_K, k, t, f));
@@ -220,6 +221,26 @@ class FilterBuilder {
         a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
         a_.Goto(RetLabel(ActionValue(row)));
         break;
+      case ArgFilter::kUnixStreamOnly: {
+        Assembler::Label unix_type = a_.NewLabel();
+        a_.Load(ArgLow(0));
+        a_.Jump(BPF_JEQ, AF_UNIX, 0, 1);
+        a_.Goto(unix_type);
+        a_.Jump(BPF_JEQ, AF_INET, 0, 1);
+        a_.Goto(RetLabel(deny));
+        a_.Jump(BPF_JEQ, AF_INET6, 0, 1);
+        a_.Goto(RetLabel(deny));
+        a_.Goto(RetLabel(SECCOMP_RET_ERRNO | EAFNOSUPPORT));
+        a_.Bind(unix_type);
+        a_.Load(ArgLow(1));
+        a_.And(0xf);  // the type without SOCK_NONBLOCK and SOCK_CLOEXEC
+        a_.Jump(BPF_JEQ, SOCK_STREAM, 0, 1);
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        a_.Jump(BPF_JEQ, SOCK_SEQPACKET, 0, 1);
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        a_.Goto(RetLabel(deny));
+        break;
+      }
       case ArgFilter::kPrioNotUser: {
         uint32_t who_user = std::string(row.name) == "ioprio_set" ? kIoprioWhoUser : kPrioUser;
         a_.Load(ArgLow(0));

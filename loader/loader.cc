@@ -195,14 +195,24 @@ LOADER_CODE int LoaderMain(void* arg) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   char byte;
   if (read(p.pipes.maps_read, &byte, 1) != 1) Fail(p, LoaderStep::kWaitMaps);
-  // Become the namespace's root (an unprivileged host id) so what pid 1 makes in
-  // its tmpfs has an owner the namespace can name.
-  if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) Fail(p, LoaderStep::kWaitMaps);
-  BuildMountView(p);
-  if (sethostname(p.spec->hostname.data(), p.spec->hostname.size()) < 0) {
-    Fail(p, LoaderStep::kHostname);
+  if (p.spec->namespaces) {
+    // Become the namespace's root (an unprivileged host id) so what pid 1 makes
+    // in its tmpfs has an owner the namespace can name.
+    if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) Fail(p, LoaderStep::kWaitMaps);
+    BuildMountView(p);
+    if (sethostname(p.spec->hostname.data(), p.spec->hostname.size()) < 0) {
+      Fail(p, LoaderStep::kHostname);
+    }
+    BringUpLoopback(p);
+  } else {
+    // Orphans of the guest come here, not to the host's init; no native call
+    // the guest makes resolves a relative path against the sentry's cwd; and
+    // a session of its own, since the kernel lets any process send SIGCONT
+    // to the processes of its session (the caller's shell, its jobs).
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0 || chdir("/") < 0 || setsid() < 0) {
+      Fail(p, LoaderStep::kSubreaper);
+    }
   }
-  BringUpLoopback(p);
   // The sentry joined this process to the cgroups while the view was built;
   // the guest, forked next, must start inside them.
   if (read(p.pipes.maps_read, &byte, 1) != 1) Fail(p, LoaderStep::kWaitCgroups);
@@ -212,7 +222,7 @@ LOADER_CODE int LoaderMain(void* arg) {
   if (child < 0) Fail(p, LoaderStep::kFork);
   if (child == 0) RunGuest(p);
   syscall(SYS_close_range, 3, ~0U, 0);
-  // pid 1 of the sandbox: reap every orphan until none is left.
+  // pid 1 of the sandbox (or its subreaper): reap every orphan until none is left.
   while (true) {
     int status;
     if (waitpid(-1, &status, __WALL) < 0 && errno == ECHILD) _exit(0);
@@ -299,6 +309,8 @@ const char* LoaderStepName(LoaderStep step) {
       return "set resource limits";
     case LoaderStep::kWaitCgroups:
       return "wait for the cgroups";
+    case LoaderStep::kSubreaper:
+      return "become the guest's subreaper, in a session of its own";
     case LoaderStep::kReady:
       return "ready";
     case LoaderStep::kListener:

@@ -9,6 +9,11 @@
 // number, waits for the sentry's go and calls execve, which the sentry answers
 // at its ptrace stop. pid 1 stays behind as the sandbox's reaper.
 //
+// Without namespaces (spec.namespaces false: the kernel refused them), the
+// loader is an ordinary child of the sentry: it builds no mount view, and
+// instead of pid 1 it is the guest's child subreaper, which reaps orphans
+// until none is left. The guest takes a host uid of the run's own.
+//
 // Everything after clone() is async-signal-safe: all memory is prepared by
 // PrepareLoader() beforehand. Each step reports {step, errno} on failure.
 #ifndef SENTRY_LOADER_LOADER_H_
@@ -48,6 +53,7 @@ enum class LoaderStep : int {
   kStdio,
   kRlimits,
   kWaitCgroups,
+  kSubreaper,
   kReady = 100,     // mount view built (value: 0)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };
@@ -65,7 +71,8 @@ struct LoaderSpec {
   // bin...): a directory is bound read-only, a symlink is copied.
   std::vector<std::string> lower_roots;
   std::string store_options;  // tmpfs options of the backing store ("size=...")
-  uid_t uid = 1000;           // inside the user namespace
+  bool namespaces = true;     // false: no mount view, hostname or loopback to set up
+  uid_t uid = 1000;           // inside the user namespace (without one: the host uid)
   gid_t gid = 1000;
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;

@@ -83,6 +83,22 @@ SENTRY_HANDLER(Sysinfo);
 SENTRY_HANDLER(Connect);
 SENTRY_HANDLER(Bind);
 SENTRY_HANDLER(Sendto);
+// sys_identity.cc (the seccomp-only table)
+SENTRY_HANDLER(Getuid);
+SENTRY_HANDLER(Getgid);
+SENTRY_HANDLER(Getresuid);
+SENTRY_HANDLER(Getresgid);
+SENTRY_HANDLER(Getgroups);
+SENTRY_HANDLER(Setuid);
+SENTRY_HANDLER(Setgid);
+SENTRY_HANDLER(Setreuid);
+SENTRY_HANDLER(Setregid);
+SENTRY_HANDLER(Setresuid);
+SENTRY_HANDLER(Setresgid);
+SENTRY_HANDLER(Setfsuid);
+SENTRY_HANDLER(Setfsgid);
+SENTRY_HANDLER(Setgroups);
+SENTRY_HANDLER(Uname);
 
 #undef SENTRY_HANDLER
 

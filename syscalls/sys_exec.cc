@@ -81,7 +81,7 @@ SysResult<ExecPlan> PlanExecNode(SyscallContext& ctx, const vfs::NodeRef& node,
     fd = openat(node->lower_parent->fd.get(), node->lower_name.c_str(),
                 O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   } else {
-    plan.view_path = std::string(vfs::Store::kGuestPath) + "/" + node->store_name;
+    plan.view_path = ctx.vfs().store().exec_dir() + "/" + node->store_name;
     plan.in_memory = true;
     fd = openat(ctx.vfs().store().dir_fd(), node->store_name.c_str(),
                 O_RDONLY | O_NOFOLLOW | O_CLOEXEC);

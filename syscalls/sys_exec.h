@@ -4,7 +4,7 @@
 // ENOENT, EACCES, ENOTDIR, ELOOP are its answers) and names the same file as the
 // kernel will find it in the guest's mount view: a lower-layer file at its host
 // path (the view binds those directories read-only at the same place), an upper
-// file in the store bound at Store::kGuestPath. The kernel then loads it.
+// file in the store bound at Store::kGuestPath (its exec_dir). The kernel then loads it.
 #ifndef SENTRY_SYSCALLS_SYS_EXEC_H_
 #define SENTRY_SYSCALLS_SYS_EXEC_H_
 

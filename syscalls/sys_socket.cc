@@ -75,19 +75,37 @@ SysResult<SockAddr> ReadSockAddr(SyscallContext& ctx, GuestAddr at, uint64_t len
   return a;
 }
 
-// The guest's socket, checked to be one and to be the sandbox's.
-SysResult<FdRef> GuestSocket(SyscallContext& ctx, int fd) {
-  SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, fd));
-  if (!S_ISSOCK(ref.host_st.st_mode)) return Errno{ENOTSOCK};
-  if (!InSandboxNetns(ctx, ref.host.get())) return Errno{EACCES};
-  return ref;
-}
-
 int SocketDomain(int sock) {
   int domain = -1;
   socklen_t n = sizeof(domain);
   getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &n);
   return domain;
+}
+
+// The guest's socket, checked to be one and to be the sandbox's.
+SysResult<FdRef> GuestSocket(SyscallContext& ctx, int fd) {
+  SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, fd));
+  if (!S_ISSOCK(ref.host_st.st_mode)) return Errno{ENOTSOCK};
+  if (!InSandboxNetns(ctx, ref.host.get())) return Errno{EACCES};
+  // Without a network namespace of its own the sandbox's "netns" is the host's:
+  // only unix sockets (the only ones the filter lets the guest make) are its.
+  if (!ctx.kernel.config().namespaces && SocketDomain(ref.host.get()) != AF_UNIX) {
+    return Errno{EACCES};
+  }
+  return ref;
+}
+
+// An abstract unix name (sun_path[0] == 0, beyond the bare family of an
+// autobind) lives in the network namespace: the host's, without one of the
+// sandbox's own, where the guest must not reach or claim one.
+SysStatus RefuseHostAbstractName(SyscallContext& ctx, const SockAddr& a) {
+  bool abstract = a.addr.ss_family == AF_UNIX && a.len > offsetof(sockaddr_un, sun_path) &&
+                  a.un().sun_path[0] == '\0';
+  if (!abstract || ctx.kernel.config().namespaces) return {};
+  ctx.hint =
+      "abstract unix socket names are the host's in this sandbox (the host gives it no "
+      "network namespace): use a path under /tmp";
+  return Errno{EACCES};
 }
 
 // The address of a store socket, through the store directory's fd.
@@ -272,6 +290,7 @@ SysResult<uint64_t> ConnectOut(SyscallContext& ctx, int sock, const SockAddr& a,
 SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
   SYS_ASSIGN_OR_RETURN(SockAddr a, ReadSockAddr(ctx, ctx.args.Ptr(1), ctx.args.Uint(2)));
   SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocket(ctx, ctx.args.Int(0)));
+  SYS_TRY(RefuseHostAbstractName(ctx, a));
   int sock = ref.host.get();
   std::optional<std::string> path = a.UnixPath();
   if (path && SocketDomain(sock) == AF_UNIX) {
@@ -315,6 +334,7 @@ SysResult<uint64_t> Bind(SyscallContext& ctx) { return SocketAddrOp(ctx, false);
 SysResult<uint64_t> Sendto(SyscallContext& ctx) {
   SYS_ASSIGN_OR_RETURN(SockAddr a, ReadSockAddr(ctx, ctx.args.Ptr(4), ctx.args.Uint(5)));
   SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocket(ctx, ctx.args.Int(0)));
+  SYS_TRY(RefuseHostAbstractName(ctx, a));
   int sock = ref.host.get();
   int flags = ctx.args.Int(3);
   size_t len = ctx.args.Ulong(2);

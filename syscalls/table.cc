@@ -5,26 +5,13 @@
 #include <cerrno>
 
 #include "syscalls/handlers.h"
+#include "syscalls/table_rows.h"
 
 namespace sentry {
 namespace {
 
 using enum Action;
 using enum ArgFilter;
-
-#define NATIVE(nr, name, args) \
-  { nr, #name, kNative, 0, nullptr, kNone, args }
-#define FILTERED(nr, name, filter, err, args) \
-  { nr, #name, kNative, err, nullptr, filter, args }
-#define TRAP(nr, name, handler, args) \
-  { nr, #name, kTrap, 0, &sys::handler, kNone, args }
-// A trap only when the filter's argument test fails; native otherwise.
-#define TRAP_UNLESS(nr, name, handler, filter, args) \
-  { nr, #name, kTrap, 0, &sys::handler, filter, args }
-#define TRACE(nr, name, args) \
-  { nr, #name, kTrace, 0, nullptr, kNone, args }
-#define DENY(nr, name, err, args) \
-  { nr, #name, kErrno, err, nullptr, kNone, args }
 
 // Native rows compute on objects the guest already holds or act only inside the
 // sandbox's own namespaces (pid, ipc, net with loopback only). Rows that name a

@@ -30,6 +30,10 @@ enum class ArgFilter : uint8_t {
   kPrioNotUser,        // setpriority(), ioprio_set(): not by user id (that could reach host tasks)
   kSeccompNoListener,  // seccomp(): no SECCOMP_FILTER_FLAG_NEW_LISTENER (see table.cc)
   kNativeWithoutAddr,  // sendto(): native when dest_addr (arg 4) is NULL, else the trap
+  // socket(), socketpair() without a network namespace: AF_UNIX stream and
+  // seqpacket only (a datagram's address would name a host socket); AF_INET
+  // and AF_INET6 get the row's errno, other families EAFNOSUPPORT.
+  kUnixStreamOnly,
 };
 
 // Every argument letter the --trace decoder knows (see SyscallRow::args).
@@ -63,6 +67,13 @@ uint32_t RefusalAction(int err);
 std::span<const SyscallRow> SyscallTable();
 // The row for nr, or null.
 const SyscallRow* FindSyscall(int nr);
+
+// The table of a sandbox without namespaces (the seccomp wall alone): the rows
+// that are native only because the sandbox has namespaces of its own become
+// traps (ids, uname) or refusals (SysV and POSIX IPC, AF_INET sockets, unix
+// datagrams). See table_without_namespaces.cc.
+std::span<const SyscallRow> SyscallTableWithoutNamespaces();
+const SyscallRow* FindSyscallWithoutNamespaces(int nr);
 
 }  // namespace sentry
 

@@ -39,6 +39,10 @@ class Store final {
   // of its own, reads fail with EISDIR, and lookups in it find nothing.
   SysResult<UniqueFd> NewDirToken();
   int dir_fd() const { return dir_fd_.get(); }
+  // Where the guest's exec finds the store: kGuestPath in its mount view, or
+  // the store's host path in a sandbox without a mount namespace.
+  const std::string& exec_dir() const { return exec_dir_; }
+  void set_exec_dir(std::string dir) { exec_dir_ = std::move(dir); }
   // Sets a store file's times (as its owner: explicit times need ownership).
   SysStatus SetTimes(int fd, const timespec times[2]);
   // Makes a FIFO named name in the store.
@@ -50,6 +54,7 @@ class Store final {
 
  private:
   UniqueFd dir_fd_;
+  std::string exec_dir_ = kGuestPath;
   uid_t uid_;
   gid_t gid_;
   uint64_t next_ = 1;

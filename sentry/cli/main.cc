@@ -17,7 +17,8 @@ socket or process is answered by sentry from its own in-memory world.
 
 Commands:
   run [FLAGS] -- CMD [ARGS...]   run CMD in a fresh sandbox (see: sentry run --help)
-  syscalls [--json]              the syscall table: every x86-64 syscall and its action
+  syscalls [--json] [--no-namespaces]
+                                 the syscall table: every x86-64 syscall and its action
   check [--json]                 whether sentry runs on this host, and with which walls
   help                           this text
 

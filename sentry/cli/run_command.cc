@@ -65,6 +65,12 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
                       every connection out is cut
   --network MODE      none (the default: loopback only) or allow (--allow-net)
   --root              the guest is uid 0 inside the sandbox (no host privilege)
+  --no-namespaces     do not make namespaces: the sandbox stands on the seccomp
+                      wall alone (what a run does by itself, with a notice,
+                      where the kernel refuses namespaces): the guest runs as
+                      a host uid of its own, sees host pids, has no network
+  --require-namespaces
+                      fail (exit 125) rather than run without namespaces
   --no-copy-script    do not copy the script argument in
   --trace             log every trapped syscall to stderr, strace-style
   --timings           print to stderr where the run's wall time went (sandbox
@@ -180,6 +186,10 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
       o.cgroups = false;
     } else if (a == "--root") {
       o.root = true;
+    } else if (a == "--no-namespaces") {
+      o.namespaces = NamespaceMode::kOff;
+    } else if (a == "--require-namespaces") {
+      o.namespaces = NamespaceMode::kRequire;
     } else if (a == "--no-copy-script") {
       o.copy_script = false;
     } else if (a == "--copy") {
@@ -247,6 +257,9 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
   }
   o.argv.assign(args.begin() + static_cast<long>(i), args.end());
   if (o.argv.empty()) return Usage("no command given");
+  if (o.namespaces == NamespaceMode::kOff && (!o.net.allow.empty() || !o.net.secrets.empty())) {
+    return Usage("--no-namespaces leaves the sandbox no network: no --allow-net or --secret");
+  }
   if (mode == "none" && !o.net.allow.empty()) {
     return Usage("--network none and --allow-net contradict each other");
   }

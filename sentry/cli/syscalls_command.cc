@@ -39,16 +39,26 @@ std::string ActionText(const SyscallRow& row) {
 }  // namespace
 
 int SyscallsCommand(const std::vector<std::string>& args) {
-  bool json = !args.empty() && args[0] == "--json";
-  if (!args.empty() && !json) {
-    std::fputs("usage: sentry syscalls [--json]\n", stderr);
-    return 125;
+  bool json = false, namespaces = true;
+  for (const std::string& a : args) {
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--no-namespaces") {
+      namespaces = false;  // the table of a run on the seccomp wall alone
+    } else {
+      std::fputs(
+          "usage: sentry syscalls [--json] [--no-namespaces]\n"
+          "  --no-namespaces  the table of a run without namespaces (the seccomp wall alone)\n",
+          stderr);
+      return 125;
+    }
   }
+  auto find = namespaces ? &FindSyscall : &FindSyscallWithoutNamespaces;
   int counts[4] = {};
   if (json) std::puts("[");
   bool first = true;
   for (int nr = 0; nr < 512; ++nr) {
-    const SyscallRow* row = FindSyscall(nr);
+    const SyscallRow* row = find(nr);
     char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr);
     if (!row && !name) continue;
     std::string n = row ? row->name : name;

@@ -144,16 +144,22 @@ std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {
 DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
   std::string described;
   if (trace_) described = Describe(ctx, nr);
-  const SyscallRow* row = FindSyscall(nr);
+  const SyscallRow* row = find_(nr);
   DispatchResult r;
   bool refusal = row && (row->action == Action::kErrno ||
                          (row->action == Action::kNative && row->filter != ArgFilter::kNone));
   if (refusal && IsReportedRefusal(row->err)) {
     // A refusal of the table's own (the filter sends only those here).
-    ctx.hint =
-        absl::StrCat(row->name, row->filter == ArgFilter::kNone ? "" : " with these arguments",
-                     " is not permitted in this sandbox (no privileges over the host's "
-                     "kernel, devices, clock or other processes)");
+    if (row->filter == ArgFilter::kUnixStreamOnly) {
+      ctx.hint =
+          "this sandbox runs without a network namespace (the host gives none): no network "
+          "sockets, and unix sockets of stream or seqpacket type only";
+    } else {
+      ctx.hint =
+          absl::StrCat(row->name, row->filter == ArgFilter::kNone ? "" : " with these arguments",
+                       " is not permitted in this sandbox (no privileges over the host's "
+                       "kernel, devices, clock or other processes)");
+    }
     r.value = -row->err;
     RecordDenial(ctx, nr, *row, row->err, described);
   } else if (!row || row->action != Action::kTrap || !row->handler) {

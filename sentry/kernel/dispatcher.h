@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sentry/kernel/syscall_context.h"
+#include "syscalls/table.h"
 
 namespace sentry {
 
@@ -19,7 +20,10 @@ struct DispatchResult {
 
 class Dispatcher final {
  public:
-  explicit Dispatcher(FILE* trace) : trace_(trace) {}
+  // namespaces: false for a sandbox on the seccomp wall alone, whose filter
+  // was built from SyscallTableWithoutNamespaces().
+  explicit Dispatcher(FILE* trace, bool namespaces = true)
+      : trace_(trace), find_(namespaces ? &FindSyscall : &FindSyscallWithoutNamespaces) {}
   DispatchResult Dispatch(SyscallContext& ctx, int nr);
 
   // "openat(AT_FDCWD, \"/etc/passwd\", 0x80000, 0)": arguments decoded by the
@@ -32,6 +36,7 @@ class Dispatcher final {
                            const std::string& described);
 
   FILE* trace_;
+  const SyscallRow* (*find_)(int nr);
 };
 
 }  // namespace sentry

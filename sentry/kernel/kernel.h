@@ -31,19 +31,25 @@ struct KernelConfig {
   uint64_t memory_bytes = 0;  // what sysinfo and /proc/meminfo report; 0 = 1 GiB
   int ncpus = 1;
   ino_t net_ns_ino = 0;  // the sandbox's network namespace (its inode in nsfs)
+  // false: the sandbox stands on the seccomp wall alone (the kernel gave no
+  // namespaces); its sockets are the host's, so only unix ones are made.
+  bool namespaces = true;
   // The sandbox's user namespace maps its uid/gid 0 to host_id_base and its
-  // user (when not root) to host_id_base + 1: how the host ids of objects the
-  // guest made natively (pipes, sockets) read inside.
+  // user (when not root) to host_id_base + 1; without namespaces the guest
+  // runs as user_host_uid. How the host ids of objects the guest made
+  // natively (pipes, sockets) read inside.
   uint32_t host_id_base = 0;
   uid_t user_uid = 0;
   gid_t user_gid = 0;
-  uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid); }
-  gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid); }
+  uid_t user_host_uid = 0;
+  gid_t user_host_gid = 0;
+  uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid); }
+  gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid); }
 
  private:
-  uint32_t GuestId(uint32_t host, uint32_t user) const {
+  uint32_t GuestId(uint32_t host, uint32_t user, uint32_t user_host) const {
+    if (host == user_host) return user;
     if (host == host_id_base) return 0;
-    if (host == host_id_base + 1 && user != 0) return user;
     return kOverflowId;
   }
   static constexpr uint32_t kOverflowId = 65534;  // /proc/sys/kernel/overflowuid

@@ -12,7 +12,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <string>
+#include <string_view>
 
 #include "sentry/abi/guest_memory.h"
 #include "sentry/kernel/dispatcher.h"
@@ -276,6 +278,11 @@ void Tracer::OnExecEvent(pid_t pid) {
   ExecCheck check = task->exec_check;
   task->exec_check = {};
   task->process->exe = check.guest_path;
+  if (!mapping_dirs_.empty() && !MapsOnlyAllowedFiles(pid)) {
+    violation_ = "exec mapped a host file outside the sandbox's lower layer and store";
+    kill(pid, SIGKILL);
+    return;
+  }
   if (!check.active) return;
   struct stat st;
   std::string exe = "/proc/" + std::to_string(pid) + "/exe";
@@ -283,6 +290,31 @@ void Tracer::OnExecEvent(pid_t pid) {
     violation_ = "exec ran a file other than the one the sentry allowed";
     kill(pid, SIGKILL);
   }
+}
+
+bool Tracer::MapsOnlyAllowedFiles(pid_t pid) const {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  if (!maps) return false;
+  std::string line;
+  int files = 0;
+  while (std::getline(maps, line)) {
+    // "start-end perms offset dev inode   path": a file's path starts with '/'
+    // (the kernel escapes a newline in it); [stack], [vdso] and anonymous
+    // memory are not files.
+    size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string_view path(line.data() + slash, line.size() - slash);
+    bool allowed = false;
+    for (const std::string& dir : mapping_dirs_) {
+      if (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+          path[dir.size()] == '/') {
+        allowed = true;
+      }
+    }
+    if (!allowed) return false;
+    ++files;
+  }
+  return files > 0;  // the new image is a file: no mapping at all means an unreadable maps
 }
 
 }  // namespace sentry

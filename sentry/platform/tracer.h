@@ -29,6 +29,12 @@ class Tracer final {
   bool leader_done() const { return leader_done_; }
   int leader_status() const { return leader_status_; }
   void set_leader(pid_t pid) { leader_ = pid; }
+  // Without a mount namespace the kernel resolves an exec's paths (the
+  // rewritten one, a script's interpreter, an ELF's PT_INTERP) in the host's
+  // tree: at each exec event every file the new image maps must then lie under
+  // one of these directories (the lower roots and the store), else the guest
+  // is killed before it runs an instruction of it.
+  void CheckMappingsUnder(std::vector<std::string> dirs) { mapping_dirs_ = std::move(dirs); }
   // Why the sentry killed the guest, if it did.
   const std::string& violation() const { return violation_; }
 
@@ -36,10 +42,12 @@ class Tracer final {
   void OnNewTask(pid_t parent, pid_t child, int event);
   void OnExecStop(pid_t pid);
   void OnExecEvent(pid_t pid);
+  bool MapsOnlyAllowedFiles(pid_t pid) const;
   void Resume(pid_t pid, int sig);
 
   Kernel& kernel_;
   std::vector<std::string> view_roots_;
+  std::vector<std::string> mapping_dirs_;
   FILE* trace_;
   pid_t leader_ = 0;
   bool leader_done_ = false;

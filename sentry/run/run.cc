@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -25,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "loader/filter.h"
 #include "loader/prebuilt_filter.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/sha256.h"
@@ -41,6 +43,7 @@
 #include "sentry/run/result.h"
 #include "sentry/run/sandbox_net.h"
 #include "sentry/run/sandbox_tree.h"
+#include "sentry/run/seccomp_only.h"
 #include "sentry/run/spawn.h"
 #include "sentry/run/stdio.h"
 #include "syscalls/table.h"
@@ -136,10 +139,24 @@ class Run {
   std::optional<RunError> Prepare();
   std::optional<RunError> BuildWorld();
   std::optional<RunError> StartGuest();
+  std::optional<RunError> UseSeccompWallAlone(const std::string& why);
+  absl::StatusOr<Spawned> StartSandbox();
   void Supervise();
   int Conclude(std::optional<RunError> error);
   void KillSandbox() {
-    if (spawned_) kill(spawned_->init_pid(), SIGKILL);
+    // Without a pid namespace nothing dies with the loader: every process of
+    // the guest's uid is killed instead, and the loader, their subreaper,
+    // reaps them and exits when it has no child left.
+    if (seccomp_only_) {
+      KillEveryProcessOf(guest_host_uid_);
+    } else if (spawned_) {
+      kill(spawned_->init_pid(), SIGKILL);
+    }
+  }
+  // The host uid the guest's processes run as.
+  uid_t GuestHostUid() const {
+    if (seccomp_only_) return guest_host_uid_;
+    return tree_.uid == 0 ? kHostIdBase : kHostIdBase + 1;
   }
 
   const RunOptions& o_;
@@ -150,6 +167,9 @@ class Run {
   GuestStdio stdio_;
   Cgroups cgroups_;
   std::optional<Spawned> spawned_;
+  bool seccomp_only_ = false;  // no namespaces: the seccomp wall alone
+  uid_t guest_host_uid_ = 0;   // with seccomp_only_, the run's own host uid
+  HostStore host_store_;       // with seccomp_only_, the backing store
   std::unique_ptr<Kernel> kernel_;
   SandboxNet net_;  // after kernel_: stopped before the kernel goes
   std::unique_ptr<Tracer> tracer_;
@@ -187,12 +207,14 @@ std::optional<RunError> Run::Prepare() {
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
-  so.pipe_uid = tree_.uid == 0 ? kHostIdBase : kHostIdBase + 1;
-  so.pipe_gid = tree_.gid == 0 ? kHostIdBase : kHostIdBase + 1;
+  so.pipe_uid = so.pipe_gid = GuestHostUid();
   if (absl::Status s = stdio_.Setup(so); !s.ok()) {
     return RunError{kExitSentryError, std::string(s.message())};
   }
   spec_.stdio = stdio_.child_fds();
+  if (o_.namespaces == NamespaceMode::kOff) {
+    if (auto e = UseSeccompWallAlone("--no-namespaces")) return e;
+  }
   clock_.Mark("prepare");
   Cgroups::SweepStale();
   if (o_.cgroups) {
@@ -222,13 +244,19 @@ std::optional<RunError> Run::BuildWorld() {
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask_, s);
   pthread_sigmask(SIG_BLOCK, &mask_, nullptr);
 
-  auto spawned = Spawned::Start(spec_, [this](pid_t init) { cgroups_.Add(init); });
+  auto spawned = StartSandbox();
   if (!spawned.ok()) return RunError{kExitSentryError, std::string(spawned.status().message())};
   spawned_.emplace(std::move(*spawned));
   stdio_.Start();
   clock_.Mark("namespaces");
 
-  auto store = std::make_unique<vfs::Store>(spawned_->TakeStoreDir(), kHostIdBase, kHostIdBase);
+  std::unique_ptr<vfs::Store> store;
+  if (seccomp_only_) {
+    store = std::make_unique<vfs::Store>(host_store_.OpenDir(), guest_host_uid_, guest_host_uid_);
+    store->set_exec_dir(host_store_.path());
+  } else {
+    store = std::make_unique<vfs::Store>(spawned_->TakeStoreDir(), kHostIdBase, kHostIdBase);
+  }
   auto vfs_or = BuildSandboxTree(tree_, std::move(store));
   if (!vfs_or.ok()) return RunError{kExitSentryError, std::string(vfs_or.status().message())};
   std::unique_ptr<vfs::Vfs> v = std::move(*vfs_or);
@@ -293,6 +321,8 @@ std::optional<RunError> Run::BuildWorld() {
   kc.host_id_base = kHostIdBase;
   kc.user_uid = tree_.uid;
   kc.user_gid = tree_.gid;
+  kc.user_host_uid = kc.user_host_gid = GuestHostUid();
+  kc.namespaces = !seccomp_only_;
   struct stat netns;
   if (stat(absl::StrCat("/proc/", spawned_->init_pid(), "/ns/net").c_str(), &netns) == 0) {
     kc.net_ns_ino = netns.st_ino;
@@ -303,7 +333,9 @@ std::optional<RunError> Run::BuildWorld() {
   auto dev = kernel_->vfs().Lookup(kernel_->vfs().root(), "/dev", {}, creds_);
   MountDevpts(*kernel_, dev.ok() ? dev.value() : nullptr, spawned_->TakePtsDir());
   clock_.Mark("kernel");
-  net_.Start(*kernel_, spawned_->init_pid(), o_);
+  // Without a network namespace there is no loopback of the sandbox's own for
+  // a DNS server to listen on (and the guest can make no network socket).
+  if (!seccomp_only_) net_.Start(*kernel_, spawned_->init_pid(), o_);
   clock_.Mark("network");
   return std::nullopt;
 }
@@ -338,10 +370,16 @@ std::optional<RunError> Run::StartGuest() {
     return RunError{kExitSentryError, absl::StrCat("cannot trace the guest: ", std::strerror(-r))};
   }
   tracer_->set_leader(spawned_->guest_pid());
-  dispatcher_ = std::make_unique<Dispatcher>(trace);
+  if (seccomp_only_) {
+    std::vector<std::string> dirs = tree_.lower_roots;
+    dirs.push_back(host_store_.path());
+    tracer_->CheckMappingsUnder(std::move(dirs));
+  }
+  dispatcher_ = std::make_unique<Dispatcher>(trace, !seccomp_only_);
   // Both guest-facing threads (this one answers execve) reach host files as an
-  // unprivileged user from here on.
-  constexpr uid_t kFsId = kHostIdBase + 1;
+  // unprivileged user from here on (without namespaces, the guest's own uid,
+  // the only one that may enter the store).
+  const uid_t kFsId = seccomp_only_ ? guest_host_uid_ : kHostIdBase + 1;
   loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, kFsId);
   loop_->Start();
   if (!DropFsIdentity(kFsId, kFsId)) {
@@ -374,14 +412,14 @@ void Run::Supervise() {
   bool supervised = false;
   std::thread watchdog;
   if (o_.timeout_sec > 0) {
-    watchdog = std::thread([&, init = spawned_->init_pid()] {
+    watchdog = std::thread([&] {
       constexpr double kSlackSec = 0.1;
       std::unique_lock<std::mutex> lock(watchdog_mu);
       auto deadline = std::chrono::steady_clock::now() +
                       std::chrono::duration<double>(o_.timeout_sec + kSlackSec);
       if (!watchdog_cv.wait_until(lock, deadline, [&] { return supervised; })) {
         watchdog_fired_ = true;
-        kill(init, SIGKILL);
+        KillSandbox();
       }
     });
   }
@@ -453,6 +491,7 @@ int Run::Conclude(std::optional<RunError> error) {
   if (error) {
     KillSandbox();
     if (spawned_) {
+      kill(spawned_->init_pid(), SIGKILL);
       int status;
       while (waitpid(spawned_->init_pid(), &status, __WALL) < 0 && errno == EINTR) {
       }
@@ -468,7 +507,8 @@ int Run::Conclude(std::optional<RunError> error) {
   r.stderr_dropped = stdio_.err().dropped();
   r.cpu_ms = cgroups_.CpuNanos() / 1000000;
   r.peak_memory_bytes = cgroups_.PeakMemoryBytes();
-  r.walls = {"seccomp", "namespaces"};
+  r.walls = {"seccomp"};
+  if (!seccomp_only_) r.walls.push_back("namespaces");
   for (const std::string& w : cgroups_.enforced()) r.walls.push_back(w);
   if (!cgroups_.has_memory() && o_.memory_bytes) r.walls.push_back("rlimit-as");
   if (o_.pids) r.walls.push_back("rlimit-nproc");
@@ -512,6 +552,11 @@ int Run::Conclude(std::optional<RunError> error) {
   net_.Conclude(&r);
   net_.Stop();
   cgroups_.Remove();
+  if (seccomp_only_) {
+    KillEveryProcessOf(guest_host_uid_);  // a process that outlived the sandbox's end
+    ReapOrphans();
+    host_store_.Remove();
+  }
   clock_.Mark("cleanup");
 
   if (!o_.log_path.empty()) {
@@ -555,6 +600,60 @@ int Run::Conclude(std::optional<RunError> error) {
     std::fprintf(stderr, "sentry: the guest was killed at its memory limit\n");
   }
   return code;
+}
+
+// Starts the loader in new namespaces; where the kernel refuses them (and the
+// operator did not --require-namespaces), on the seccomp wall alone.
+absl::StatusOr<Spawned> Run::StartSandbox() {
+  auto joined = [this](pid_t init) { cgroups_.Add(init); };
+  if (seccomp_only_) return Spawned::Start(spec_, joined);
+  auto spawned = Spawned::Start(spec_, joined);
+  if (spawned.ok() || !absl::IsFailedPrecondition(spawned.status())) return spawned;
+  if (o_.namespaces == NamespaceMode::kRequire) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        spawned.status().message(),
+        ", and --require-namespaces forbids running without them (sentry needs user, mount, "
+        "pid and net namespaces: run as root or enable unprivileged user namespaces; `sentry "
+        "check` says what this host lacks)"));
+  }
+  if (auto e = UseSeccompWallAlone(std::string(spawned.status().message()))) {
+    return absl::FailedPreconditionError(e->message);
+  }
+  return Spawned::Start(spec_, joined);
+}
+
+// Makes this run one without namespaces (see seccomp_only.h and
+// syscalls/table_without_namespaces.cc), and says so.
+std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
+  if (!o_.net.allow.empty() || !o_.net.secrets.empty()) {
+    return RunError{kExitSentryError,
+                    absl::StrCat("--allow-net and --secret need a network namespace, which this "
+                                 "run cannot have (",
+                                 why, ")")};
+  }
+  HostStore::SweepStale();
+  guest_host_uid_ = SeccompOnlyGuestId(getpid());
+  auto store = HostStore::Create(guest_host_uid_);
+  if (!store.ok()) return RunError{kExitSentryError, std::string(store.status().message())};
+  host_store_ = std::move(*store);
+  seccomp_only_ = true;
+  // If the loader dies first, its orphans come here (see ReapOrphans), not
+  // to the host's init.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  spec_.namespaces = false;
+  spec_.uid = spec_.gid = guest_host_uid_;
+  spec_.filter = BuildSeccompFilter(SyscallTableWithoutNamespaces());
+  // No tmpfs caps the store: a file may grow to --disk at most (SIGXFSZ past
+  // it), and the memory cgroup, where there is one, counts what all of them hold.
+  spec_.rlimits.push_back({RLIMIT_FSIZE, o_.disk_bytes});
+  stdio_.SetPipeOwner(guest_host_uid_, guest_host_uid_);
+  std::fprintf(stderr,
+               "sentry: notice: no namespaces (%s): the sandbox stands on the seccomp wall "
+               "alone. The guest runs as a host uid of its own, sees host process ids, and has "
+               "no network; `sentry check` says what this host lacks, and "
+               "--require-namespaces refuses to run without them.\n",
+               why.c_str());
+  return std::nullopt;
 }
 
 int Run::Execute() {

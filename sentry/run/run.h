@@ -17,6 +17,11 @@ inline constexpr int kExitSentryError = 125;  // bad flags, or the sandbox could
 inline constexpr int kExitCannotExec = 126;   // the program exists but cannot be run
 inline constexpr int kExitNotFound = 127;     // the program is not in the sandbox
 
+// Whether a run needs namespaces: kAuto uses them where the kernel gives them
+// and else runs on the seccomp wall alone, saying so; kRequire fails instead;
+// kOff never makes them (--no-namespaces).
+enum class NamespaceMode { kAuto, kRequire, kOff };
+
 struct RunOptions {
   std::vector<std::string> argv;                            // the guest command
   std::vector<std::string> env;                             // extra K=V
@@ -37,8 +42,9 @@ struct RunOptions {
   uint64_t max_output = 64 << 10;  // per stream, with --json
   uint64_t nofile = 1024;          // open files per process (RLIMIT_NOFILE)
   bool cgroups = true;             // false: rlimits only (--no-cgroups)
-  net::NetPolicyOptions net;       // --allow-net, --add-host, --unsafe-allow-private-address
-  uint64_t net_bytes = 0;          // --net-bytes: cap on bytes in + out (0: none)
+  NamespaceMode namespaces = NamespaceMode::kAuto;
+  net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
+  uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
 };
 
 int RunSandbox(const RunOptions& options);

@@ -49,14 +49,13 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
   s.report_ = UniqueFd(report[0]);
   s.go_ = UniqueFd(go[1]);
   LoaderPipes pipes{maps[0], report[1], go[0]};
-  int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-              CLONE_NEWUTS | CLONE_NEWCGROUP;
+  int flags = spec.namespaces ? CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                                    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
+                              : 0;
   pid_t pid = StartLoader(spec, pipes, flags);
   if (pid < 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat("cannot create the sandbox's namespaces: ", std::strerror(-pid),
-                     " (sentry needs user, mount, pid and net namespaces; run as root or enable "
-                     "unprivileged user namespaces; `sentry check` says what this host lacks)"));
+        absl::StrCat("the kernel refused the sandbox's namespaces: ", std::strerror(-pid)));
   }
   s.init_pid_ = pid;
   maps_r.Reset();
@@ -72,8 +71,10 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
     absl::StrAppend(&m, kNobodyId, " ", kHostIdBase + 2, " 1\n");
     return m;
   };
-  RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid)));
-  RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid)));
+  if (spec.namespaces) {
+    RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid)));
+    RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid)));
+  }
   if (write(maps_w.get(), "m", 1) != 1) return ErrnoStatus("signal the loader");
   // Joining cgroups costs about a millisecond here (an RCU grace period per
   // v1 hierarchy): done while the loader builds its mount view, which it
@@ -82,6 +83,7 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
   if (write(maps_w.get(), "c", 1) != 1) return ErrnoStatus("signal the loader");
   ASSIGN_OR_RETURN(LoaderMessage m, s.ReadMessage());
   if (m.step != LoaderStep::kReady) return StepError(m);
+  if (!spec.namespaces) return s;  // no mount view: the run made its store on the host
   int store =
       open((proc + "/root" + vfs::Store::kGuestPath).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (store < 0) return ErrnoStatus("open the backing store");

@@ -22,9 +22,10 @@ inline constexpr uid_t kNobodyId = 65534;
 
 class Spawned final {
  public:
-  // Clones the loader and waits until the mount view is built. on_cloned runs
-  // with the loader's pid (to put it in cgroups) before the loader forks
-  // anything, while it builds the mount view.
+  // Clones the loader (in new namespaces if spec.namespaces) and waits until
+  // the mount view is built; a kernel that refuses the namespaces gives
+  // FailedPreconditionError. on_cloned runs with the loader's pid (to put it
+  // in cgroups) before the loader forks anything, while it builds the view.
   static absl::StatusOr<Spawned> Start(const LoaderSpec& spec,
                                        const std::function<void(pid_t)>& on_cloned);
 
@@ -36,6 +37,7 @@ class Spawned final {
   pid_t init_pid() const { return init_pid_; }
   pid_t guest_pid() const { return guest_pid_; }
   UniqueFd TakeListener() { return std::move(listener_); }
+  // The backing store in the mount view (none without namespaces).
   UniqueFd TakeStoreDir() { return std::move(store_dir_); }
   // The sandbox's devpts instance (O_PATH), or an invalid fd if it has none.
   UniqueFd TakePtsDir() { return std::move(pts_dir_); }

@@ -78,10 +78,14 @@ absl::Status GuestStdio::Setup(const Options& options) {
     ours_[i] = UniqueFd(p[0]);
     child_[i] = UniqueFd(p[1]);
   }
-  for (int i = 0; i <= 2; ++i) {
-    if (ours_[i]) fchown(child_[i].get(), options.pipe_uid, options.pipe_gid);
-  }
+  SetPipeOwner(options.pipe_uid, options.pipe_gid);
   return absl::OkStatus();
+}
+
+void GuestStdio::SetPipeOwner(uid_t uid, gid_t gid) {
+  for (int i = 0; i <= 2; ++i) {
+    if (ours_[i]) fchown(child_[i].get(), uid, gid);
+  }
 }
 
 std::array<int, 3> GuestStdio::child_fds() const {

@@ -39,6 +39,9 @@ class GuestStdio final {
   absl::Status Setup(const Options& options);
   // The sentry's fds the guest is to receive as 0, 1, 2.
   std::array<int, 3> child_fds() const;
+  // Gives the guest's ends of the relayed pipes to another owner (a run that
+  // falls back to a host uid of its own after Setup).
+  void SetPipeOwner(uid_t uid, gid_t gid);
   // Once the loader holds its copies: closes the sentry's, starts the relays.
   void Start();
   // Waits until the guest's ends are all closed and the relays are done.

@@ -57,6 +57,11 @@ std::string ReadAvailable(int fd) {
 
 }  // namespace
 
+bool SeccompOnly() {
+  const char* flags = getenv("SENTRY_RUN_FLAGS");
+  return flags && std::string(flags) == "--no-namespaces";
+}
+
 std::string ProbePath() {
   if (const char* env = getenv("SENTRY_ESCAPE_PROBE")) return env;
 #ifdef ESCAPE_PROBE_PATH

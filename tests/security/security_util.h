@@ -47,6 +47,10 @@ std::string PyQuote(const std::string& s);
 // For diagnostics: the run's exit code and output, clipped.
 std::string Describe(const ProcessResult& r);
 
+// Whether this run of the suite puts every sandbox on the seccomp wall alone
+// (SENTRY_RUN_FLAGS=--no-namespaces, see CMakeLists.txt).
+bool SeccompOnly();
+
 // --- the host side ---
 
 // A fresh directory (mkdtemp) removed with everything in it at destruction.

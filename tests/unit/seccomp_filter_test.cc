@@ -78,6 +78,10 @@ uint32_t Eval(const std::vector<sock_filter>& prog, const Data& in) {
       case BPF_JMP | BPF_JSET | BPF_K:
         pc += 1 + ((a & f.k) ? f.jt : f.jf);
         break;
+      case BPF_ALU | BPF_AND | BPF_K:
+        a &= f.k;
+        ++pc;
+        break;
       case BPF_RET | BPF_K:
         return f.k;
       default:
@@ -195,6 +199,36 @@ TEST(SeccompProgramTest, SocketFilter) {
   for (uint64_t bad : {AF_PACKET, AF_NETLINK, AF_ALG, AF_VSOCK, AF_BLUETOOTH, AF_KEY}) {
     EXPECT_EQ(Eval(Data(SYS_socket, {bad, SOCK_RAW, 0})), Errno(EAFNOSUPPORT)) << bad;
   }
+}
+
+// The program of a sandbox without namespaces (table_without_namespaces.cc).
+TEST(SeccompProgramTest, WithoutNamespacesOnlyUnixStreamSocketsAreNative) {
+  const std::vector<sock_filter> prog = BuildSeccompFilter(SyscallTableWithoutNamespaces());
+  EXPECT_LT(prog.size(), static_cast<size_t>(BPF_MAXINSNS));
+  for (int nr : {SYS_socket, SYS_socketpair}) {
+    for (int type : {+SOCK_STREAM, +SOCK_SEQPACKET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK}) {
+      EXPECT_EQ(Eval(prog, Data(nr, {AF_UNIX, static_cast<uint64_t>(type), 0})), SECCOMP_RET_ALLOW)
+          << nr << " " << type;
+    }
+    // Refusals worth telling the model about go to the sentry (EACCES).
+    for (int type : {+SOCK_DGRAM, SOCK_DGRAM | SOCK_CLOEXEC, +SOCK_RAW}) {
+      EXPECT_EQ(Eval(prog, Data(nr, {AF_UNIX, static_cast<uint64_t>(type), 0})),
+                SECCOMP_RET_USER_NOTIF)
+          << type;
+    }
+    for (uint64_t family : {AF_INET, AF_INET6}) {
+      EXPECT_EQ(Eval(prog, Data(nr, {family, SOCK_STREAM, 0})), SECCOMP_RET_USER_NOTIF) << family;
+    }
+    for (uint64_t family : {AF_NETLINK, AF_PACKET, AF_VSOCK}) {
+      EXPECT_EQ(Eval(prog, Data(nr, {family, SOCK_RAW, 0})), Errno(EAFNOSUPPORT)) << family;
+    }
+  }
+  EXPECT_EQ(Eval(prog, Data(SYS_shmget)), Errno(ENOSYS));
+  EXPECT_EQ(Eval(prog, Data(SYS_mq_open)), Errno(ENOSYS));
+  EXPECT_EQ(Eval(prog, Data(SYS_uname)), SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(Eval(prog, Data(SYS_getuid)), SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(Eval(prog, Data(SYS_kill)), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Eval(prog, Data(SYS_openat)), SECCOMP_RET_USER_NOTIF);
 }
 
 TEST(SeccompProgramTest, PrctlFilter) {

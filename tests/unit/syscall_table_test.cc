@@ -217,6 +217,39 @@ TEST(SyscallTableTest, DangerousSyscallsAreNeverNative) {
   }
 }
 
+// The table of a sandbox without namespaces differs from the namespaced one
+// only where a namespace of the sandbox's own made a row safe to run natively,
+// and never runs more natively than it.
+TEST(SyscallTableTest, WithoutNamespacesChangesOnlyNamespaceRows) {
+  std::span<const SyscallRow> ns = SyscallTable(), alone = SyscallTableWithoutNamespaces();
+  ASSERT_EQ(ns.size(), alone.size());
+  std::set<std::string> changed;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    const SyscallRow &a = ns[i], &b = alone[i];
+    ASSERT_EQ(a.nr, b.nr);
+    EXPECT_STREQ(a.name, b.name);
+    EXPECT_STREQ(a.args, b.args) << a.name;
+    EXPECT_EQ(FindSyscallWithoutNamespaces(b.nr), &b);
+    if (b.action == Action::kTrap) {
+      EXPECT_NE(b.handler, nullptr) << b.name;
+    }
+    if (a.action == b.action && a.filter == b.filter && a.handler == b.handler) continue;
+    changed.insert(b.name);
+    EXPECT_EQ(a.action, Action::kNative) << a.name << ": only native rows change";
+    EXPECT_TRUE(b.action != Action::kNative || b.filter != ArgFilter::kNone) << b.name;
+  }
+  EXPECT_EQ(
+      changed,
+      (std::set<std::string>{
+          "shmget",   "shmat",      "shmctl",       "shmdt",           "semget",    "semop",
+          "semctl",   "semtimedop", "msgget",       "msgsnd",          "msgrcv",    "msgctl",
+          "mq_open",  "mq_unlink",  "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+          "socket",   "socketpair", "uname",        "getuid",          "geteuid",   "getgid",
+          "getegid",  "getresuid",  "getresgid",    "getgroups",       "setuid",    "setgid",
+          "setreuid", "setregid",   "setresuid",    "setresgid",       "setfsuid",  "setfsgid",
+          "setgroups"}));
+}
+
 TEST(SyscallTableTest, RiskyNativeRowsAreFiltered) {
   EXPECT_EQ(RowNamed("ioctl")->filter, ArgFilter::kIoctlSafe);
   EXPECT_EQ(RowNamed("socket")->filter, ArgFilter::kSocketFamily);

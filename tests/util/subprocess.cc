@@ -102,6 +102,9 @@ std::string SentryBinary() {
 ProcessResult RunSentry(const std::vector<std::string>& flags, const std::vector<std::string>& cmd,
                         const std::string& input, double timeout_sec) {
   std::vector<std::string> argv = {SentryBinary(), "run"};
+  // SENTRY_RUN_FLAGS (one flag, e.g. --no-namespaces): a whole suite run
+  // again with it, in a sandbox of another kind.
+  if (const char* extra = getenv("SENTRY_RUN_FLAGS"); extra && *extra) argv.push_back(extra);
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.push_back("--");
   argv.insert(argv.end(), cmd.begin(), cmd.end());

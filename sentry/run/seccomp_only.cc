@@ -1,0 +1,138 @@
+#include "sentry/run/seccomp_only.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "sentry/base/status_macros.h"
+#include "sentry/run/spawn.h"
+
+namespace sentry {
+namespace {
+
+constexpr const char* kPrefix = "sentry-store-";
+constexpr uid_t kFirstSeccompOnlyId = kHostIdBase + 0x10000;
+
+int RemoveEntry(const char* path, const struct stat*, int type, FTW*) {
+  if (type == FTW_DP) {
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
+  return 0;  // go on: remove what can be removed
+}
+
+void RemoveTree(const std::string& path) {
+  nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+bool Usable(const char* dir) {
+  struct statvfs sv;
+  return dir && dir[0] == '/' && access(dir, W_OK | X_OK) == 0 && statvfs(dir, &sv) == 0 &&
+         !(sv.f_flag & ST_NOEXEC) && !(sv.f_flag & ST_RDONLY);
+}
+
+}  // namespace
+
+uid_t SeccompOnlyGuestId(pid_t sentry_pid) {
+  return kFirstSeccompOnlyId + static_cast<uid_t>(sentry_pid);
+}
+
+void KillEveryProcessOf(uid_t uid) {
+  // kill(-1) signals every process the caller may signal but itself: with no
+  // capability, those whose real or saved uid is the caller's. The kernel
+  // walks the task list under its lock, and a fork that races with the walk
+  // fails on the signal its parent got: one pass leaves no process running;
+  // a second one costs little and covers a task that was mid-exec.
+  std::thread([uid] {
+    // The raw syscall changes this thread's credentials only (glibc's
+    // setresuid would change every thread of the sentry).
+    if (syscall(SYS_setresgid, uid, uid, uid) < 0 || syscall(SYS_setresuid, uid, uid, uid) < 0) {
+      return;
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+      if (kill(-1, SIGKILL) < 0 && errno == ESRCH) break;
+    }
+  }).join();
+}
+
+void ReapOrphans() {
+  for (int i = 0; i < 1000; ++i) {
+    pid_t pid = waitpid(-1, nullptr, __WALL | WNOHANG);
+    if (pid < 0) return;  // ECHILD: none left
+    if (pid == 0) usleep(1000);
+  }
+}
+
+absl::StatusOr<HostStore> HostStore::Create(uid_t owner) {
+  const char* candidates[] = {"/dev/shm", getenv("TMPDIR"), "/tmp", "/var/tmp"};
+  for (const char* dir : candidates) {
+    if (!Usable(dir)) continue;
+    std::string templ = absl::StrCat(dir, "/", kPrefix, getpid(), "-XXXXXX");
+    if (!mkdtemp(templ.data())) continue;
+    HostStore s;
+    s.path_ = templ;
+    if (chown(templ.c_str(), owner, owner) < 0 || chmod(templ.c_str(), 0700) < 0) {
+      return ErrnoStatus(absl::StrCat("make the backing store ", templ));
+    }
+    return s;
+  }
+  return absl::FailedPreconditionError(
+      "no directory for the backing store: none of /dev/shm, $TMPDIR, /tmp and /var/tmp is "
+      "writable and allows exec");
+}
+
+void HostStore::SweepStale() {
+  const char* candidates[] = {"/dev/shm", getenv("TMPDIR"), "/tmp", "/var/tmp"};
+  for (const char* dir : candidates) {
+    if (!dir || dir[0] != '/') continue;
+    DIR* d = opendir(dir);
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      if (std::strncmp(e->d_name, kPrefix, std::strlen(kPrefix)) != 0) continue;
+      pid_t pid = static_cast<pid_t>(std::atol(e->d_name + std::strlen(kPrefix)));
+      std::string path = absl::StrCat(dir, "/", e->d_name);
+      struct stat st;
+      // Only a store a sentry made (owned by one of its ids) whose sentry is gone.
+      if (pid <= 0 || lstat(path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) ||
+          st.st_uid < kFirstSeccompOnlyId || (kill(pid, 0) == 0 || errno != ESRCH)) {
+        continue;
+      }
+      RemoveTree(path);
+    }
+    closedir(d);
+  }
+}
+
+HostStore& HostStore::operator=(HostStore&& o) noexcept {
+  if (this != &o) {
+    Remove();
+    path_ = std::move(o.path_);
+    o.path_.clear();
+  }
+  return *this;
+}
+
+UniqueFd HostStore::OpenDir() const {
+  return UniqueFd(open(path_.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
+void HostStore::Remove() {
+  if (path_.empty()) return;
+  RemoveTree(path_);
+  path_.clear();
+}
+
+}  // namespace sentry

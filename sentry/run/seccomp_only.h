@@ -1,0 +1,60 @@
+// What a run needs when the kernel gives it no namespaces and the sandbox
+// stands on the seccomp wall alone (see syscalls/table_without_namespaces.cc):
+//
+// - a host uid of the run's own for the guest's processes, so that the kernel's
+//   own permission checks (kill, prlimit, sched_setaffinity...) reach only
+//   them, and a way to kill every process of that uid at the end, since no pid
+//   namespace dies with its init;
+// - a backing store on the host (no private tmpfs): a directory only that uid
+//   may enter, removed at the end, and swept at the next start if a sentry was
+//   killed before it could remove its own.
+#ifndef SENTRY_RUN_SECCOMP_ONLY_H_
+#define SENTRY_RUN_SECCOMP_ONLY_H_
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "sentry/base/unique_fd.h"
+
+namespace sentry {
+
+// The guest's host uid (and gid) for a run of the sentry process `sentry_pid`:
+// above the namespaced runs' ids, unique among live sentries.
+uid_t SeccompOnlyGuestId(pid_t sentry_pid);
+
+// Sends SIGKILL to every process of uid, as uid (never as root), until none is
+// left that could still fork. Safe to call from any thread: it uses a thread
+// of its own whose credentials it drops.
+void KillEveryProcessOf(uid_t uid);
+
+// Reaps the children the sentry, as child subreaper, took over from a loader
+// that died before them (all killed by then), for up to a second.
+void ReapOrphans();
+
+class HostStore final {
+ public:
+  // Makes the directory, mode 0700, owned by owner, in the first of /dev/shm,
+  // $TMPDIR, /tmp and /var/tmp that is writable and allows exec.
+  static absl::StatusOr<HostStore> Create(uid_t owner);
+  // Removes the stores of sentries that are no longer running.
+  static void SweepStale();
+
+  HostStore() = default;
+  HostStore(HostStore&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  HostStore& operator=(HostStore&& o) noexcept;
+  ~HostStore() { Remove(); }
+
+  const std::string& path() const { return path_; }
+  UniqueFd OpenDir() const;
+  // Removes the directory and all it holds.
+  void Remove();
+
+ private:
+  std::string path_;
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_RUN_SECCOMP_ONLY_H_
