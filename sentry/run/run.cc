@@ -633,7 +633,7 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
   }
   HostStore::SweepStale();
   guest_host_uid_ = SeccompOnlyGuestId(getpid());
-  auto store = HostStore::Create(guest_host_uid_);
+  auto store = HostStore::Create(guest_host_uid_, o_.disk_bytes);
   if (!store.ok()) return RunError{kExitSentryError, std::string(store.status().message())};
   host_store_ = std::move(*store);
   seccomp_only_ = true;
@@ -643,16 +643,21 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
   spec_.namespaces = false;
   spec_.uid = spec_.gid = guest_host_uid_;
   spec_.filter = BuildSeccompFilter(SyscallTableWithoutNamespaces());
-  // No tmpfs caps the store: a file may grow to --disk at most (SIGXFSZ past
-  // it), and the memory cgroup, where there is one, counts what all of them hold.
-  spec_.rlimits.push_back({RLIMIT_FSIZE, o_.disk_bytes});
+  // Where the host lets no tmpfs cap the store, a file may grow to --disk at
+  // most (EFBIG past it), and the memory cgroup, where there is one, counts
+  // what all of them hold.
+  if (!host_store_.capped()) spec_.rlimits.push_back({RLIMIT_FSIZE, o_.disk_bytes});
+  // A core file would be written by the kernel in the host's tree (where
+  // core_pattern names it), not in a mount view: none.
+  spec_.rlimits.push_back({RLIMIT_CORE, 0});
   stdio_.SetPipeOwner(guest_host_uid_, guest_host_uid_);
   std::fprintf(stderr,
                "sentry: notice: no namespaces (%s): the sandbox stands on the seccomp wall "
                "alone. The guest runs as a host uid of its own, sees host process ids, and has "
-               "no network; `sentry check` says what this host lacks, and "
+               "no network%s; `sentry check` says what this host lacks, and "
                "--require-namespaces refuses to run without them.\n",
-               why.c_str());
+               why.c_str(),
+               host_store_.capped() ? "" : ", and --disk caps each file only (no tmpfs here)");
   return std::nullopt;
 }
 

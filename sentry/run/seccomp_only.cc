@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -34,8 +36,20 @@ int RemoveEntry(const char* path, const struct stat*, int type, FTW*) {
   return 0;  // go on: remove what can be removed
 }
 
+// A store's tmpfs, if it has one, goes first (lazily: a guest fd may still
+// hold it), then whatever is left in the directory, then the directory.
 void RemoveTree(const std::string& path) {
+  umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
   nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+// Whether process pid still runs (a zombie has ended: only its exit status is left).
+bool Running(pid_t pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
 }
 
 bool Usable(const char* dir) {
@@ -76,7 +90,7 @@ void ReapOrphans() {
   }
 }
 
-absl::StatusOr<HostStore> HostStore::Create(uid_t owner) {
+absl::StatusOr<HostStore> HostStore::Create(uid_t owner, uint64_t size_bytes) {
   const char* candidates[] = {"/dev/shm", getenv("TMPDIR"), "/tmp", "/var/tmp"};
   for (const char* dir : candidates) {
     if (!Usable(dir)) continue;
@@ -87,6 +101,10 @@ absl::StatusOr<HostStore> HostStore::Create(uid_t owner) {
     if (chown(templ.c_str(), owner, owner) < 0 || chmod(templ.c_str(), 0700) < 0) {
       return ErrnoStatus(absl::StrCat("make the backing store ", templ));
     }
+    std::string options =
+        absl::StrCat("size=", size_bytes, ",mode=0700,uid=", owner, ",gid=", owner);
+    s.capped_ =
+        mount("sentry-store", templ.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) == 0;
     return s;
   }
   return absl::FailedPreconditionError(
@@ -107,7 +125,7 @@ void HostStore::SweepStale() {
       struct stat st;
       // Only a store a sentry made (owned by one of its ids) whose sentry is gone.
       if (pid <= 0 || lstat(path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) ||
-          st.st_uid < kFirstSeccompOnlyId || (kill(pid, 0) == 0 || errno != ESRCH)) {
+          st.st_uid < kFirstSeccompOnlyId || Running(pid)) {
         continue;
       }
       RemoveTree(path);
@@ -120,6 +138,7 @@ HostStore& HostStore::operator=(HostStore&& o) noexcept {
   if (this != &o) {
     Remove();
     path_ = std::move(o.path_);
+    capped_ = o.capped_;
     o.path_.clear();
   }
   return *this;

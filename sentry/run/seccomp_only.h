@@ -36,23 +36,30 @@ void ReapOrphans();
 class HostStore final {
  public:
   // Makes the directory, mode 0700, owned by owner, in the first of /dev/shm,
-  // $TMPDIR, /tmp and /var/tmp that is writable and allows exec.
-  static absl::StatusOr<HostStore> Create(uid_t owner);
+  // $TMPDIR, /tmp and /var/tmp that is writable and allows exec, and mounts
+  // a tmpfs of size_bytes on it where the host lets the sentry mount (a
+  // container's profile may not: then nothing caps the whole, see capped()).
+  static absl::StatusOr<HostStore> Create(uid_t owner, uint64_t size_bytes);
   // Removes the stores of sentries that are no longer running.
   static void SweepStale();
 
   HostStore() = default;
-  HostStore(HostStore&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  HostStore(HostStore&& o) noexcept : path_(std::move(o.path_)), capped_(o.capped_) {
+    o.path_.clear();
+  }
   HostStore& operator=(HostStore&& o) noexcept;
   ~HostStore() { Remove(); }
 
   const std::string& path() const { return path_; }
+  // Whether a tmpfs of its own caps what the store holds (ENOSPC past it).
+  bool capped() const { return capped_; }
   UniqueFd OpenDir() const;
-  // Removes the directory and all it holds.
+  // Unmounts and removes the directory and all it holds.
   void Remove();
 
  private:
   std::string path_;
+  bool capped_ = false;
 };
 
 }  // namespace sentry

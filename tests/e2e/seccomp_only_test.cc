@@ -4,6 +4,7 @@
 // host file changed, no network, no host process signalled, no host IPC, no
 // host file executed from outside the lower layer, nothing left running.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -196,6 +197,32 @@ TEST(SeccompOnlyTest, NoHostIpc) {
   EXPECT_EQ(r.out, "shmget -1 ENOSYS\nsemget -1 ENOSYS\nmsgget -1 ENOSYS\nmq_open -1 ENOSYS\n");
 }
 
+// The kernel would write a core file in the host's tree (core_pattern): the
+// cap is a hard 0. --disk still caps what the guest stores: a tmpfs of the
+// store's own where the host lets the sentry mount one (ENOSPC), else a cap
+// on each file (EFBIG).
+TEST(SeccompOnlyTest, NoCoreFilesAndDiskStillCapsTheStore) {
+  ProcessResult r = RunPython(
+      "import errno, resource\n"
+      "print(resource.getrlimit(resource.RLIMIT_CORE))\n"
+      "try:\n"
+      "    resource.setrlimit(resource.RLIMIT_CORE, (1 << 20, 1 << 20)); print('raised')\n"
+      "except ValueError:\n"
+      "    print('cannot raise')\n"
+      "written = 0\n"
+      "try:\n"
+      "    with open('/tmp/fill', 'wb') as f:\n"
+      "        while written < 64 << 20:\n"
+      "            f.write(b'x' * (1 << 20)); f.flush(); written += 1 << 20\n"
+      "except OSError as e:\n"
+      "    print(errno.errorcode[e.errno], written <= 16 << 20)\n",
+      {"--no-namespaces", "--disk", "16m"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(r.out == "(0, 0)\ncannot raise\nENOSPC True\n" ||
+              r.out == "(0, 0)\ncannot raise\nEFBIG True\n")
+      << r.out;
+}
+
 TEST(SeccompOnlyTest, FilesStayInTheSandboxAndInMemoryFilesRun) {
   struct stat before {};
   ASSERT_EQ(stat("/usr/bin/true", &before), 0);
@@ -251,6 +278,42 @@ TEST(SeccompOnlyTest, GuestCannotSignalHostProcessesAndLeavesNoneBehind) {
   ProcessResult t = RunSentry({"--no-namespaces", "--timeout", "1"},
                               {"/bin/sh", "-c", "while :; do sleep 5 & sleep 0.05; done"});
   EXPECT_EQ(t.exit_code, 124) << Describe(t);
+  EXPECT_EQ(SeccompOnlyProcesses(), std::vector<std::string>{});
+}
+
+// A sentry killed outright cannot remove its store (a host directory, with
+// its tmpfs): the next run without namespaces sweeps it. The guest dies with
+// its tracer.
+TEST(SeccompOnlyTest, TheStoreOfAKilledSentryIsSweptByTheNextRun) {
+  std::vector<std::string> before = HostStores();
+  pid_t sentry = fork();
+  ASSERT_GE(sentry, 0);
+  if (sentry == 0) {
+    int devnull = open("/dev/null", O_WRONLY);  // its notice is not this test's output
+    dup2(devnull, 2);
+    std::vector<std::string> argv = SentryRunArgv({"--no-namespaces"}, {"/bin/sleep", "60"});
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  std::vector<std::string> during;
+  for (int i = 0; i < 200 && during.size() <= before.size(); ++i) {
+    usleep(10000);
+    during = HostStores();
+  }
+  ASSERT_GT(during.size(), before.size());
+  usleep(100000);
+  kill(sentry, SIGKILL);
+  waitpid(sentry, nullptr, 0);
+  EXPECT_NE(HostStores(), before);  // left behind
+  ProcessResult r = RunSentry(kSeccompOnly, {"/bin/true"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(HostStores(), before);
+  std::ifstream mounts("/proc/self/mountinfo");
+  std::string text((std::istreambuf_iterator<char>(mounts)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("sentry-store-"), std::string::npos) << text;
   EXPECT_EQ(SeccompOnlyProcesses(), std::vector<std::string>{});
 }
 

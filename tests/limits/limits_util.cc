@@ -84,11 +84,7 @@ Child Spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
 
 Child SpawnSentry(const std::vector<std::string>& flags, const std::vector<std::string>& cmd,
                   const SpawnOptions& options) {
-  std::vector<std::string> argv = {sentry::testing::SentryBinary(), "run"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.push_back("--");
-  argv.insert(argv.end(), cmd.begin(), cmd.end());
-  return Spawn(argv, options);
+  return Spawn(sentry::testing::SentryRunArgv(flags, cmd), options);
 }
 
 Finished Collect(Child& c, double timeout_sec) {

@@ -99,8 +99,8 @@ std::string SentryBinary() {
 #endif
 }
 
-ProcessResult RunSentry(const std::vector<std::string>& flags, const std::vector<std::string>& cmd,
-                        const std::string& input, double timeout_sec) {
+std::vector<std::string> SentryRunArgv(const std::vector<std::string>& flags,
+                                       const std::vector<std::string>& cmd) {
   std::vector<std::string> argv = {SentryBinary(), "run"};
   // SENTRY_RUN_FLAGS (one flag, e.g. --no-namespaces): a whole suite run
   // again with it, in a sandbox of another kind.
@@ -108,7 +108,12 @@ ProcessResult RunSentry(const std::vector<std::string>& flags, const std::vector
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.push_back("--");
   argv.insert(argv.end(), cmd.begin(), cmd.end());
-  return RunProcess(argv, input, timeout_sec);
+  return argv;
+}
+
+ProcessResult RunSentry(const std::vector<std::string>& flags, const std::vector<std::string>& cmd,
+                        const std::string& input, double timeout_sec) {
+  return RunProcess(SentryRunArgv(flags, cmd), input, timeout_sec);
 }
 
 ProcessResult RunPython(const std::string& code, const std::vector<std::string>& flags) {

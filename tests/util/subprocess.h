@@ -23,6 +23,9 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
 std::string SentryBinary();
 
 // `sentry run [flags...] -- cmd...`
+// `sentry run FLAGS -- CMD`, with $SENTRY_RUN_FLAGS first if it is set.
+std::vector<std::string> SentryRunArgv(const std::vector<std::string>& flags,
+                                       const std::vector<std::string>& cmd);
 ProcessResult RunSentry(const std::vector<std::string>& flags, const std::vector<std::string>& cmd,
                         const std::string& input = "", double timeout_sec = 60);
 
