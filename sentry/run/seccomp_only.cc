@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -15,7 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "sentry/base/status_macros.h"
@@ -58,6 +59,20 @@ bool Usable(const char* dir) {
          !(sv.f_flag & ST_NOEXEC) && !(sv.f_flag & ST_RDONLY);
 }
 
+// The body of KillEveryProcessOf's child: raw syscalls only (it shares the
+// sentry's memory), not instrumented (it runs on a stack of its own).
+__attribute__((no_sanitize("address", "undefined"))) int KillAsUid(void* arg) {
+  auto uid = static_cast<uid_t>(reinterpret_cast<uintptr_t>(arg));
+  if (syscall(SYS_setresgid, uid, uid, uid) < 0 || syscall(SYS_setresuid, uid, uid, uid) < 0) {
+    syscall(SYS_exit, 2);
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    if (syscall(SYS_kill, -1, SIGKILL) < 0 && errno == ESRCH) break;
+  }
+  syscall(SYS_exit, 0);
+  return 0;
+}
+
 }  // namespace
 
 uid_t SeccompOnlyGuestId(pid_t sentry_pid) {
@@ -68,18 +83,22 @@ void KillEveryProcessOf(uid_t uid) {
   // kill(-1) signals every process the caller may signal but itself: with no
   // capability, those whose real or saved uid is the caller's. The kernel
   // walks the task list under its lock, and a fork that races with the walk
-  // fails on the signal its parent got: one pass leaves no process running;
-  // a second one costs little and covers a task that was mid-exec.
-  std::thread([uid] {
-    // The raw syscall changes this thread's credentials only (glibc's
-    // setresuid would change every thread of the sentry).
-    if (syscall(SYS_setresgid, uid, uid, uid) < 0 || syscall(SYS_setresuid, uid, uid, uid) < 0) {
-      return;
+  // fails on the signal its parent got: one pass leaves no process running.
+  // It is sent by a child process of its own, not a sentry thread with the
+  // guest's ids: a guest may signal such a thread (tgkill), and SIGKILL there
+  // would end the sentry. The child shares the sentry's memory (no page
+  // tables to copy) on a stack of its own, and the caller waits until it has
+  // exited. A guest may kill it too (before its pass): then it is tried again.
+  std::vector<char> stack(64 << 10);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    pid_t killer = clone(KillAsUid, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD,
+                         reinterpret_cast<void*>(static_cast<uintptr_t>(uid)));
+    if (killer < 0) return;
+    int status = 0;
+    while (waitpid(killer, &status, __WALL) < 0 && errno == EINTR) {
     }
-    for (int pass = 0; pass < 2; ++pass) {
-      if (kill(-1, SIGKILL) < 0 && errno == ESRCH) break;
-    }
-  }).join();
+    if (WIFEXITED(status)) return;  // (or reaped by another waiter: ECHILD)
+  }
 }
 
 void ReapOrphans() {

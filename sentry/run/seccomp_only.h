@@ -25,8 +25,8 @@ namespace sentry {
 uid_t SeccompOnlyGuestId(pid_t sentry_pid);
 
 // Sends SIGKILL to every process of uid, as uid (never as root), until none is
-// left that could still fork. Safe to call from any thread: it uses a thread
-// of its own whose credentials it drops.
+// left that could still fork. Safe to call from any thread: the signals come
+// from a short-lived child process that takes the uid.
 void KillEveryProcessOf(uid_t uid);
 
 // Reaps the children the sentry, as child subreaper, took over from a loader
