@@ -1,8 +1,12 @@
 #include "sentry/run/result.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "sentry/kernel/kernel.h"
 
 namespace sentry {
 namespace {
@@ -91,6 +95,33 @@ std::string ResultJson(const RunResult& r) {
       "],\"network\":{\"connections\":", r.net_connections, ",\"bytesOut\":", r.net_bytes_out,
       ",\"bytesIn\":", r.net_bytes_in, "},\"error\":", Opt(r.error), ",\"version\":\"",
       SENTRY_VERSION, "\"}");
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? absl::StrCat("SIG", abbrev) : absl::StrCat("SIG", sig);
+}
+
+DeniedOperation ExplainDenial(const Denial& d) {
+  DeniedOperation out;
+  out.syscall = d.syscall;
+  out.argument = d.call;
+  out.error = strerrorname_np(d.err) ?: "E?";
+  bool net = d.syscall == "connect" || d.syscall == "bind" || d.syscall == "sendto";
+  if (!d.hint.empty()) {
+    out.hint = d.hint;
+  } else if (d.err == ENETUNREACH || (net && d.err == EACCES)) {
+    out.hint = "network access is disabled in this sandbox; only its own loopback works";
+  } else if (d.err == ECONNREFUSED) {
+    out.hint = "nothing listens there inside the sandbox; the host's services are not reachable";
+  } else if (d.err == EAFNOSUPPORT) {
+    out.hint = "this kind of socket is not available in the sandbox";
+  } else if (d.err == EROFS || d.err == EACCES || d.err == EPERM) {
+    out.hint =
+        "the sandbox's system files are read-only for this user; write under /tmp or the "
+        "home directory";
+  }
+  return out;
 }
 
 }  // namespace sentry

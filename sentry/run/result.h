@@ -10,6 +10,8 @@
 
 namespace sentry {
 
+struct Denial;  // sentry/kernel/kernel.h
+
 struct DeniedOperation {
   std::string syscall;
   std::string argument;  // a path or an address
@@ -38,6 +40,11 @@ struct RunResult {
 std::string JsonString(const std::string& s);
 
 std::string ResultJson(const RunResult& r);
+
+// "SIGKILL" for 9.
+std::string SignalName(int sig);
+// A denial as the model reads it: what was refused and what to do instead.
+DeniedOperation ExplainDenial(const Denial& d);
 
 }  // namespace sentry
 

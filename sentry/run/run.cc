@@ -39,6 +39,7 @@
 #include "sentry/platform/unotify.h"
 #include "sentry/run/audit_log.h"
 #include "sentry/run/cgroups.h"
+#include "sentry/run/guest_program.h"
 #include "sentry/run/phase_clock.h"
 #include "sentry/run/result.h"
 #include "sentry/run/sandbox_net.h"
@@ -56,79 +57,6 @@ struct RunError {
   int code;
   std::string message;
 };
-
-std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree) {
-  std::vector<std::string> env = {
-      "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
-      "HOME=" + (o.root ? std::string("/root") : tree.home),
-      "USER=" + (o.root ? std::string("root") : tree.user),
-      "LOGNAME=" + (o.root ? std::string("root") : tree.user),
-      "LANG=C.UTF-8",
-      "LC_ALL=C.UTF-8",
-      "HOSTNAME=" + tree.hostname,
-      "TMPDIR=/tmp",
-  };
-  if (!o.json && isatty(STDOUT_FILENO)) {
-    const char* term = getenv("TERM");
-    env.push_back(absl::StrCat("TERM=", term && *term ? term : "xterm"));
-  }
-  for (const std::string& kv : o.env) env.push_back(kv);
-  return env;
-}
-
-// The first argument that names a plain host file is the script: it is copied
-// in at the same relative path under the guest's cwd (or the same absolute
-// path). Returns its host path, for the audit log.
-std::string CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& creds,
-                               const std::string& cwd) {
-  for (size_t i = 1; i < o.argv.size(); ++i) {
-    const std::string& a = o.argv[i];
-    if (a.empty() || a[0] == '-') continue;
-    struct stat st;
-    // A plain file only: never a symlink that could name something else.
-    if (lstat(a.c_str(), &st) == 0 && S_ISREG(st.st_mode) && a.find("..") == std::string::npos) {
-      std::string guest = a[0] == '/' ? a : cwd + "/" + a;
-      if (!v.Lookup(v.root(), guest, {}, creds).ok()) {
-        if (!o.copy_script) return a;
-        if (absl::Status s = CopyIntoSandbox(v, creds, a, guest); !s.ok()) {
-          std::fprintf(stderr, "sentry: could not copy the script %s in: %s\n", a.c_str(),
-                       std::string(s.message()).c_str());
-        }
-        return a;
-      }
-    }
-    return "";
-  }
-  return "";
-}
-
-std::string SignalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? absl::StrCat("SIG", abbrev) : absl::StrCat("SIG", sig);
-}
-
-// A denial as the model reads it: what was refused and what to do instead.
-DeniedOperation ExplainDenial(const Denial& d) {
-  DeniedOperation out;
-  out.syscall = d.syscall;
-  out.argument = d.call;
-  out.error = strerrorname_np(d.err) ?: "E?";
-  bool net = d.syscall == "connect" || d.syscall == "bind" || d.syscall == "sendto";
-  if (!d.hint.empty()) {
-    out.hint = d.hint;
-  } else if (d.err == ENETUNREACH || (net && d.err == EACCES)) {
-    out.hint = "network access is disabled in this sandbox; only its own loopback works";
-  } else if (d.err == ECONNREFUSED) {
-    out.hint = "nothing listens there inside the sandbox; the host's services are not reachable";
-  } else if (d.err == EAFNOSUPPORT) {
-    out.hint = "this kind of socket is not available in the sandbox";
-  } else if (d.err == EROFS || d.err == EACCES || d.err == EPERM) {
-    out.hint =
-        "the sandbox's system files are read-only for this user; write under /tmp or the "
-        "home directory";
-  }
-  return out;
-}
 
 class Run {
  public:
@@ -279,40 +207,9 @@ std::optional<RunError> Run::BuildWorld() {
   script_ = CopyScriptArgument(o_, *v, creds_, cwd);
   cwd_ = v->Lookup(v->root(), cwd, {}, creds_).value();
 
-  // Find the program as execvp would, to fail early with a clear message.
-  program_ = o_.argv[0];
-  if (program_.find('/') == std::string::npos) {
-    std::string found;
-    for (const char* dir :
-         {"/usr/local/bin/", "/usr/bin/", "/bin/", "/usr/local/sbin/", "/usr/sbin/", "/sbin/"}) {
-      auto n = v->Lookup(v->root(), dir + program_, {}, creds_);
-      if (n.ok() && (*n)->kind() == vfs::NodeKind::kFile) {
-        found = dir + program_;
-        break;
-      }
-    }
-    if (found.empty()) {
-      return RunError{kExitNotFound,
-                      absl::StrCat(program_,
-                                   ": command not found in the sandbox (it shows the host's /usr, "
-                                   "/bin, /sbin and /lib; copy other programs in with --copy)")};
-    }
-    program_ = found;
-  } else {
-    auto n = v->Lookup(cwd_, program_, {}, creds_);
-    if (!n.ok()) {
-      return RunError{n.error() == ENOENT ? kExitNotFound : kExitCannotExec,
-                      absl::StrCat(program_, ": ", std::strerror(n.error()), " in the sandbox")};
-    }
-  }
-  auto node = v->Lookup(cwd_, program_, {}, creds_);
-  if (node.ok() && (*node)->kind() != vfs::NodeKind::kFile) {
-    return RunError{kExitCannotExec, absl::StrCat(program_, ": not a regular file")};
-  }
-  if (node.ok() && !v->Permission(**node, X_OK, creds_).ok()) {
-    return RunError{kExitCannotExec,
-                    absl::StrCat(program_, ": permission denied (not executable in the sandbox)")};
-  }
+  ProgramLookup found = FindProgram(*v, cwd_, creds_, o_.argv[0]);
+  if (found.exit_code) return RunError{found.exit_code, found.error};
+  program_ = found.path;
 
   clock_.Mark("vfs");
   KernelConfig kc;

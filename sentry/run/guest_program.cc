@@ -1,0 +1,98 @@
+#include "sentry/run/guest_program.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace sentry {
+
+std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree) {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+      "HOME=" + (o.root ? std::string("/root") : tree.home),
+      "USER=" + (o.root ? std::string("root") : tree.user),
+      "LOGNAME=" + (o.root ? std::string("root") : tree.user),
+      "LANG=C.UTF-8",
+      "LC_ALL=C.UTF-8",
+      "HOSTNAME=" + tree.hostname,
+      "TMPDIR=/tmp",
+  };
+  if (!o.json && isatty(STDOUT_FILENO)) {
+    const char* term = getenv("TERM");
+    env.push_back(absl::StrCat("TERM=", term && *term ? term : "xterm"));
+  }
+  for (const std::string& kv : o.env) env.push_back(kv);
+  return env;
+}
+
+std::string CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& creds,
+                               const std::string& cwd) {
+  for (size_t i = 1; i < o.argv.size(); ++i) {
+    const std::string& a = o.argv[i];
+    if (a.empty() || a[0] == '-') continue;
+    struct stat st;
+    // A plain file only: never a symlink that could name something else.
+    if (lstat(a.c_str(), &st) == 0 && S_ISREG(st.st_mode) && a.find("..") == std::string::npos) {
+      std::string guest = a[0] == '/' ? a : cwd + "/" + a;
+      if (!v.Lookup(v.root(), guest, {}, creds).ok()) {
+        if (!o.copy_script) return a;
+        if (absl::Status s = CopyIntoSandbox(v, creds, a, guest); !s.ok()) {
+          std::fprintf(stderr, "sentry: could not copy the script %s in: %s\n", a.c_str(),
+                       std::string(s.message()).c_str());
+        }
+        return a;
+      }
+    }
+    return "";
+  }
+  return "";
+}
+
+ProgramLookup FindProgram(vfs::Vfs& v, const vfs::NodeRef& cwd, const vfs::Creds& creds,
+                          const std::string& argv0) {
+  ProgramLookup out;
+  vfs::NodeRef node;
+  if (argv0.find('/') == std::string::npos) {
+    for (const char* dir :
+         {"/usr/local/bin/", "/usr/bin/", "/bin/", "/usr/local/sbin/", "/usr/sbin/", "/sbin/"}) {
+      auto n = v.Lookup(v.root(), dir + argv0, {}, creds);
+      if (n.ok() && (*n)->kind() == vfs::NodeKind::kFile) {
+        out.path = dir + argv0;
+        node = *n;
+        break;
+      }
+    }
+    if (!node) {
+      out.exit_code = kExitNotFound;
+      out.error = absl::StrCat(argv0,
+                               ": command not found in the sandbox (it shows the host's /usr, "
+                               "/bin, /sbin and /lib; copy other programs in with --copy)");
+      return out;
+    }
+  } else {
+    auto n = v.Lookup(cwd, argv0, {}, creds);
+    if (!n.ok()) {
+      out.exit_code = n.error() == ENOENT ? kExitNotFound : kExitCannotExec;
+      out.error = absl::StrCat(argv0, ": ", std::strerror(n.error()), " in the sandbox");
+      return out;
+    }
+    out.path = argv0;
+    node = *n;
+  }
+  if (node->kind() != vfs::NodeKind::kFile) {
+    out.exit_code = kExitCannotExec;
+    out.error = absl::StrCat(out.path, ": not a regular file");
+  } else if (!v.Permission(*node, X_OK, creds).ok()) {
+    out.exit_code = kExitCannotExec;
+    out.error = absl::StrCat(out.path, ": permission denied (not executable in the sandbox)");
+  }
+  return out;
+}
+
+}  // namespace sentry

@@ -1,0 +1,38 @@
+// What the guest starts with: its environment, the script its command names,
+// and the program its first execve runs, found before the sandbox starts so
+// that a run fails early with a clear message and the right exit code.
+#ifndef SENTRY_RUN_GUEST_PROGRAM_H_
+#define SENTRY_RUN_GUEST_PROGRAM_H_
+
+#include <string>
+#include <vector>
+
+#include "sentry/run/run.h"
+#include "sentry/run/sandbox_tree.h"
+#include "vfs/vfs.h"
+
+namespace sentry {
+
+// The guest's whole environment: a clean one, plus --env.
+std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree);
+
+// The first argument that names a plain host file is the script: it is copied
+// in at the same relative path under the guest's cwd (or the same absolute
+// path). Returns its host path, for the audit log.
+std::string CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& creds,
+                               const std::string& cwd);
+
+struct ProgramLookup {
+  std::string path;   // where the first execve finds the program
+  int exit_code = 0;  // else kExitNotFound or kExitCannotExec, with error
+  std::string error;
+};
+
+// argv0 found as execvp would (a bare name on the guest's PATH, else from
+// cwd) and checked to be an executable regular file.
+ProgramLookup FindProgram(vfs::Vfs& v, const vfs::NodeRef& cwd, const vfs::Creds& creds,
+                          const std::string& argv0);
+
+}  // namespace sentry
+
+#endif  // SENTRY_RUN_GUEST_PROGRAM_H_
