@@ -75,15 +75,19 @@ class Run {
     // Without a pid namespace nothing dies with the loader: every process of
     // the guest's uid is killed instead, and the loader, their subreaper,
     // reaps them and exits when it has no child left.
-    if (seccomp_only_) {
-      KillEveryProcessOf(guest_host_uid_);
+    // One sweep is enough: after it no process of the uid is left to fork,
+    // and the loader makes the guest only once.
+    if (seccomp_only()) {
+      if (!uid_swept_.exchange(true)) KillEveryProcessOf(guest_host_uid_);
     } else if (spawned_) {
       kill(spawned_->init_pid(), SIGKILL);
     }
   }
+  // No namespaces: the seccomp wall alone (see UseSeccompWallAlone).
+  bool seccomp_only() const { return !spec_.namespaces; }
   // The host uid the guest's processes run as.
   uid_t GuestHostUid() const {
-    if (seccomp_only_) return guest_host_uid_;
+    if (seccomp_only()) return guest_host_uid_;
     return tree_.uid == 0 ? kHostIdBase : kHostIdBase + 1;
   }
 
@@ -95,9 +99,10 @@ class Run {
   GuestStdio stdio_;
   Cgroups cgroups_;
   std::optional<Spawned> spawned_;
-  bool seccomp_only_ = false;  // no namespaces: the seccomp wall alone
-  uid_t guest_host_uid_ = 0;   // with seccomp_only_, the run's own host uid
-  HostStore host_store_;       // with seccomp_only_, the backing store
+  // Set once the first sweep of the guest's uid is done (see KillSandbox).
+  std::atomic<bool> uid_swept_{false};
+  uid_t guest_host_uid_ = 0;  // with seccomp_only(), the run's own host uid
+  HostStore host_store_;      // with seccomp_only(), the backing store
   std::unique_ptr<Kernel> kernel_;
   SandboxNet net_;  // after kernel_: stopped before the kernel goes
   std::unique_ptr<Tracer> tracer_;
@@ -179,7 +184,7 @@ std::optional<RunError> Run::BuildWorld() {
   clock_.Mark("namespaces");
 
   std::unique_ptr<vfs::Store> store;
-  if (seccomp_only_) {
+  if (seccomp_only()) {
     store = std::make_unique<vfs::Store>(host_store_.OpenDir(), guest_host_uid_, guest_host_uid_);
     store->set_exec_dir(host_store_.path());
   } else {
@@ -219,7 +224,7 @@ std::optional<RunError> Run::BuildWorld() {
   kc.user_uid = tree_.uid;
   kc.user_gid = tree_.gid;
   kc.user_host_uid = kc.user_host_gid = GuestHostUid();
-  kc.namespaces = !seccomp_only_;
+  kc.namespaces = !seccomp_only();
   struct stat netns;
   if (stat(absl::StrCat("/proc/", spawned_->init_pid(), "/ns/net").c_str(), &netns) == 0) {
     kc.net_ns_ino = netns.st_ino;
@@ -232,7 +237,7 @@ std::optional<RunError> Run::BuildWorld() {
   clock_.Mark("kernel");
   // Without a network namespace there is no loopback of the sandbox's own for
   // a DNS server to listen on (and the guest can make no network socket).
-  if (!seccomp_only_) net_.Start(*kernel_, spawned_->init_pid(), o_);
+  if (!seccomp_only()) net_.Start(*kernel_, spawned_->init_pid(), o_);
   clock_.Mark("network");
   return std::nullopt;
 }
@@ -267,16 +272,16 @@ std::optional<RunError> Run::StartGuest() {
     return RunError{kExitSentryError, absl::StrCat("cannot trace the guest: ", std::strerror(-r))};
   }
   tracer_->set_leader(spawned_->guest_pid());
-  if (seccomp_only_) {
+  if (seccomp_only()) {
     std::vector<std::string> dirs = tree_.lower_roots;
     dirs.push_back(host_store_.path());
     tracer_->CheckMappingsUnder(std::move(dirs));
   }
-  dispatcher_ = std::make_unique<Dispatcher>(trace, !seccomp_only_);
+  dispatcher_ = std::make_unique<Dispatcher>(trace, !seccomp_only());
   // Both guest-facing threads (this one answers execve) reach host files as an
   // unprivileged user from here on (without namespaces, the guest's own uid,
   // the only one that may enter the store).
-  const uid_t kFsId = seccomp_only_ ? guest_host_uid_ : kHostIdBase + 1;
+  const uid_t kFsId = seccomp_only() ? guest_host_uid_ : kHostIdBase + 1;
   loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, kFsId);
   loop_->Start();
   if (!DropFsIdentity(kFsId, kFsId)) {
@@ -405,7 +410,7 @@ int Run::Conclude(std::optional<RunError> error) {
   r.cpu_ms = cgroups_.CpuNanos() / 1000000;
   r.peak_memory_bytes = cgroups_.PeakMemoryBytes();
   r.walls = {"seccomp"};
-  if (!seccomp_only_) r.walls.push_back("namespaces");
+  if (!seccomp_only()) r.walls.push_back("namespaces");
   for (const std::string& w : cgroups_.enforced()) r.walls.push_back(w);
   if (!cgroups_.has_memory() && o_.memory_bytes) r.walls.push_back("rlimit-as");
   if (o_.pids) r.walls.push_back("rlimit-nproc");
@@ -449,7 +454,7 @@ int Run::Conclude(std::optional<RunError> error) {
   net_.Conclude(&r);
   net_.Stop();
   cgroups_.Remove();
-  if (seccomp_only_) {
+  if (seccomp_only()) {
     KillEveryProcessOf(guest_host_uid_);  // a process that outlived the sandbox's end
     ReapOrphans();
     host_store_.Remove();
@@ -503,7 +508,7 @@ int Run::Conclude(std::optional<RunError> error) {
 // operator did not --require-namespaces), on the seccomp wall alone.
 absl::StatusOr<Spawned> Run::StartSandbox() {
   auto joined = [this](pid_t init) { cgroups_.Add(init); };
-  if (seccomp_only_) return Spawned::Start(spec_, joined);
+  if (seccomp_only()) return Spawned::Start(spec_, joined);
   auto spawned = Spawned::Start(spec_, joined);
   if (spawned.ok() || !absl::IsFailedPrecondition(spawned.status())) return spawned;
   if (o_.namespaces == NamespaceMode::kRequire) {
@@ -533,7 +538,6 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
   auto store = HostStore::Create(guest_host_uid_, o_.disk_bytes);
   if (!store.ok()) return RunError{kExitSentryError, std::string(store.status().message())};
   host_store_ = std::move(*store);
-  seccomp_only_ = true;
   // If the loader dies first, its orphans come here (see ReapOrphans), not
   // to the host's init.
   prctl(PR_SET_CHILD_SUBREAPER, 1);

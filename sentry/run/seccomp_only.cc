@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -51,6 +52,11 @@ bool Running(pid_t pid) {
   if (!std::getline(stat, line)) return false;
   size_t paren = line.rfind(')');
   return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
+// Where a store may be made, in order of preference (a tmpfs first).
+std::array<const char*, 4> StoreParents() {
+  return {"/dev/shm", getenv("TMPDIR"), "/tmp", "/var/tmp"};
 }
 
 bool Usable(const char* dir) {
@@ -110,8 +116,7 @@ void ReapOrphans() {
 }
 
 absl::StatusOr<HostStore> HostStore::Create(uid_t owner, uint64_t size_bytes) {
-  const char* candidates[] = {"/dev/shm", getenv("TMPDIR"), "/tmp", "/var/tmp"};
-  for (const char* dir : candidates) {
+  for (const char* dir : StoreParents()) {
     if (!Usable(dir)) continue;
     std::string templ = absl::StrCat(dir, "/", kPrefix, getpid(), "-XXXXXX");
     if (!mkdtemp(templ.data())) continue;
@@ -132,8 +137,7 @@ absl::StatusOr<HostStore> HostStore::Create(uid_t owner, uint64_t size_bytes) {
 }
 
 void HostStore::SweepStale() {
-  const char* candidates[] = {"/dev/shm", getenv("TMPDIR"), "/tmp", "/var/tmp"};
-  for (const char* dir : candidates) {
+  for (const char* dir : StoreParents()) {
     if (!dir || dir[0] != '/') continue;
     DIR* d = opendir(dir);
     if (!d) continue;
