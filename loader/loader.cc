@@ -44,7 +44,6 @@ struct Prepared {
   std::vector<std::string> link_targets;  // "" for directories
   std::string store_path;                 // "/tmp/.sentry-store"
   std::string pts_path;                   // "/tmp/.sentry-pts"
-  std::vector<char*> argv, envp;
   sock_fprog prog;
 };
 
@@ -147,15 +146,82 @@ LOADER_CODE void ResetSignals() {
   sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+// The go message: a header, the rlimits, then NUL-terminated strings (the
+// path, argv, envp). Static: the loader allocates nothing after clone().
+struct LaunchHeader {
+  uint32_t bytes;  // the whole message
+  uint32_t argc, envc, rlimits;
+};
+struct LaunchRlimit {
+  int32_t resource;
+  uint32_t unused;
+  uint64_t value;
+};
+struct Launch {
+  LaunchHeader header;
+  LaunchRlimit rlimits[kMaxLaunchRlimits];
+  char* path;
+  char** argv;
+  char** envp;
+};
+char g_launch_bytes[kMaxLaunchBytes];
+char* g_launch_pointers[kMaxLaunchStrings + 2];
+
+LOADER_CODE bool ReadFull(int fd, void* buf, size_t n) {
+  char* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Reads and checks the go message; false if it is missing or malformed.
+LOADER_CODE bool ReadLaunch(int fd, Launch* l) {
+  if (!ReadFull(fd, &l->header, sizeof(l->header))) return false;
+  const LaunchHeader& h = l->header;
+  size_t fixed = sizeof(h) + h.rlimits * sizeof(LaunchRlimit);
+  if (h.rlimits > kMaxLaunchRlimits || h.argc == 0 ||
+      static_cast<size_t>(h.argc) + h.envc > kMaxLaunchStrings || h.bytes < fixed ||
+      h.bytes - fixed > kMaxLaunchBytes) {
+    return false;
+  }
+  if (!ReadFull(fd, l->rlimits, h.rlimits * sizeof(LaunchRlimit))) return false;
+  size_t n = h.bytes - fixed;
+  if (n == 0 || !ReadFull(fd, g_launch_bytes, n) || g_launch_bytes[n - 1] != '\0') return false;
+  // 1 + argc + envc strings, each NUL-terminated; argv and envp each end with
+  // a null pointer.
+  size_t want = 1 + h.argc + h.envc, got = 0, start = 0;
+  char** out = g_launch_pointers;
+  for (size_t i = 0; i < n && got < want; ++i) {
+    if (g_launch_bytes[i] != '\0') continue;
+    char* s = g_launch_bytes + start;
+    start = i + 1;
+    if (got == 0) {
+      l->path = s;
+    } else if (got <= h.argc) {
+      *out++ = s;
+      if (got == h.argc) *out++ = nullptr;
+    } else {
+      *out++ = s;
+    }
+    ++got;
+  }
+  if (got != want || start != n) return false;
+  *out = nullptr;
+  l->argv = g_launch_pointers;
+  l->envp = g_launch_pointers + h.argc + 1;
+  return true;
+}
+
 LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   ResetSignals();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   for (int i = 0; i < 3; ++i) {
     if (p.spec->stdio[i] >= 0 && dup2(p.spec->stdio[i], i) < 0) Fail(p, LoaderStep::kStdio);
-  }
-  for (const LoaderSpec::Rlimit& r : p.spec->rlimits) {
-    rlimit lim{r.value, r.value};
-    if (setrlimit(r.resource, &lim) < 0) Fail(p, LoaderStep::kRlimits);
   }
   // Nothing of the sentry's but the pipes to it survives exec.
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -164,6 +230,7 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
       setresuid(p.spec->uid, p.spec->uid, p.spec->uid) < 0) {
     Fail(p, LoaderStep::kSetIds);
   }
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the change of ids
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
   if (syscall(SYS_capset, &hdr, data) < 0) Fail(p, LoaderStep::kDropCaps);
@@ -171,34 +238,57 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   int listener = static_cast<int>(
       syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &p.prog));
   if (listener < 0) Fail(p, LoaderStep::kSeccomp);
-  // From here every syscall goes through the filter: only read, write, close
-  // and execve (traced) follow.
+  // From here every syscall goes through the filter: only read, write, close,
+  // setrlimit (native) and execve (traced) follow.
   Report(p, LoaderStep::kListener, 0, listener);
-  // The go message is the program's path, resolved by the sentry in its VFS.
-  static char path[4097];
-  size_t got = 0;
-  while (got < sizeof(path) - 1) {
-    ssize_t n = read(p.pipes.go_read, path + got, sizeof(path) - 1 - got);
-    if (n <= 0) break;
-    got += n;
-    if (path[got - 1] == '\0') break;
-  }
-  path[got] = '\0';
-  if (got == 0) _exit(127);
+  Launch launch;
+  if (!ReadLaunch(p.pipes.go_read, &launch)) _exit(127);  // the sentry gave up
   close(listener);
-  execve(path, p.argv.data(), p.envp.data());
+  for (uint32_t i = 0; i < launch.header.rlimits; ++i) {
+    rlimit lim{launch.rlimits[i].value, launch.rlimits[i].value};
+    if (setrlimit(launch.rlimits[i].resource, &lim) < 0) Fail(p, LoaderStep::kRlimits);
+  }
+  execve(launch.path, launch.argv, launch.envp);
   Fail(p, LoaderStep::kExec);
+}
+
+// Closes every fd the clone copied from the sentry but the loader's pipes
+// and the guest's stdio: with the sentry's ends of the pipes gone, a sentry
+// that dies (before it traces the guest) leaves the loader and the guest
+// reading end-of-file, so they exit instead of waiting forever.
+LOADER_CODE void CloseAllBut(const Prepared& p) {
+  int keep[6] = {p.pipes.maps_read, p.pipes.report_write, p.pipes.go_read,
+                 p.spec->stdio[0],  p.spec->stdio[1],     p.spec->stdio[2]};
+  // Insertion sort: six numbers, no library call.
+  for (int i = 1; i < 6; ++i) {
+    for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
+      int t = keep[j];
+      keep[j] = keep[j - 1];
+      keep[j - 1] = t;
+    }
+  }
+  unsigned int next = 3;
+  for (int fd : keep) {
+    if (fd < static_cast<int>(next)) continue;
+    if (static_cast<unsigned int>(fd) > next) syscall(SYS_close_range, next, fd - 1, 0);
+    next = static_cast<unsigned int>(fd) + 1;
+  }
+  syscall(SYS_close_range, next, ~0U, 0);
 }
 
 LOADER_CODE int LoaderMain(void* arg) {
   const Prepared& p = *static_cast<const Prepared*>(arg);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  CloseAllBut(p);
   char byte;
   if (read(p.pipes.maps_read, &byte, 1) != 1) Fail(p, LoaderStep::kWaitMaps);
   if (p.spec->namespaces) {
     // Become the namespace's root (an unprivileged host id) so what pid 1 makes
-    // in its tmpfs has an owner the namespace can name.
+    // in its tmpfs has an owner the namespace can name. A change of ids
+    // clears the parent-death signal: it is set again. (Should the sentry
+    // die before that, the read of its "c" below ends the loader.)
     if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) Fail(p, LoaderStep::kWaitMaps);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     BuildMountView(p);
     if (sethostname(p.spec->hostname.data(), p.spec->hostname.size()) < 0) {
       Fail(p, LoaderStep::kHostname);
@@ -256,10 +346,6 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   }
   p.store_path = std::string(kNewRoot) + vfs::Store::kGuestPath;
   p.pts_path = std::string(kNewRoot) + kGuestPtsPath;
-  for (const std::string& a : spec.argv) p.argv.push_back(const_cast<char*>(a.c_str()));
-  p.argv.push_back(nullptr);
-  for (const std::string& e : spec.envp) p.envp.push_back(const_cast<char*>(e.c_str()));
-  p.envp.push_back(nullptr);
   p.prog.len = static_cast<unsigned short>(spec.filter.size());
   p.prog.filter = const_cast<sock_filter*>(spec.filter.data());
 
@@ -267,6 +353,33 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   static char* stack = new char[kStackSize];
   pid_t pid = clone(LoaderMain, stack + kStackSize, clone_flags | SIGCHLD, &p);
   return pid < 0 ? -errno : pid;
+}
+
+std::string EncodeGuestLaunch(const GuestLaunch& launch) {
+  if (launch.argv.empty() || launch.rlimits.size() > kMaxLaunchRlimits ||
+      launch.argv.size() + launch.envp.size() > kMaxLaunchStrings) {
+    return "";
+  }
+  std::string strings;
+  auto add = [&strings](const std::string& s) {
+    strings.append(s.c_str());  // up to an embedded NUL, as execve would see it
+    strings.push_back('\0');
+  };
+  add(launch.path);
+  for (const std::string& a : launch.argv) add(a);
+  for (const std::string& e : launch.envp) add(e);
+  if (strings.size() > kMaxLaunchBytes) return "";
+  LaunchHeader h{};
+  h.argc = static_cast<uint32_t>(launch.argv.size());
+  h.envc = static_cast<uint32_t>(launch.envp.size());
+  h.rlimits = static_cast<uint32_t>(launch.rlimits.size());
+  h.bytes = static_cast<uint32_t>(sizeof(h) + h.rlimits * sizeof(LaunchRlimit) + strings.size());
+  std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
+  for (const GuestLaunch::Rlimit& r : launch.rlimits) {
+    LaunchRlimit lr{r.resource, 0, r.value};
+    out.append(reinterpret_cast<const char*>(&lr), sizeof(lr));
+  }
+  return out + strings;
 }
 
 const char* LoaderStepName(LoaderStep step) {

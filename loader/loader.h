@@ -76,15 +76,30 @@ struct LoaderSpec {
   gid_t gid = 1000;
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;
+  std::array<int, 3> stdio = {-1, -1, -1};  // sentry fds the guest gets as 0, 1, 2
+};
+
+// What the guest needs to call execve, sent with the go (so that a sandbox can
+// be made before its command is known: see sentry/run/pool.h).
+struct GuestLaunch {
+  std::string path;  // the program, resolved by the sentry in its VFS
   std::vector<std::string> argv;
   std::vector<std::string> envp;
-  std::array<int, 3> stdio = {-1, -1, -1};  // sentry fds the guest gets as 0, 1, 2
   struct Rlimit {
     int resource;
     uint64_t value;  // soft and hard
   };
   std::vector<Rlimit> rlimits;
 };
+
+// Bounds on the go message, which the guest reads into static memory: the
+// kernel's own default ARG_MAX (a quarter of an 8 MiB stack) for the strings.
+inline constexpr size_t kMaxLaunchBytes = 2 << 20;
+inline constexpr size_t kMaxLaunchStrings = 1 << 17;  // argv and envp entries together
+inline constexpr size_t kMaxLaunchRlimits = 16;
+
+// The go message for `launch`, or an empty string if it exceeds the bounds.
+std::string EncodeGuestLaunch(const GuestLaunch& launch);
 
 struct LoaderPipes {
   // sentry → loader: "m" once the id maps are written, then "c" once the

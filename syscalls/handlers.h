@@ -79,6 +79,8 @@ SENTRY_HANDLER(Lremovexattr);
 SENTRY_HANDLER(Fremovexattr);
 // sys_misc.cc
 SENTRY_HANDLER(Sysinfo);
+SENTRY_HANDLER(SchedGetaffinity);
+SENTRY_HANDLER(SchedSetaffinity);
 // sys_socket.cc
 SENTRY_HANDLER(Connect);
 SENTRY_HANDLER(Bind);

@@ -223,8 +223,8 @@ constexpr SyscallRow kTable[] = {
     NATIVE(200, tkill, "dd"),
     NATIVE(201, time, "p"),
     NATIVE(202, futex, "pdxppx"),
-    NATIVE(203, sched_setaffinity, "dlp"),
-    NATIVE(204, sched_getaffinity, "dlp"),
+    TRAP(203, sched_setaffinity, SchedSetaffinity, "dlp"),  // the start-up pin: colocation.h
+    TRAP(204, sched_getaffinity, SchedGetaffinity, "dlp"),
     DENY(205, set_thread_area, ENOSYS, "p"),
     NATIVE(206, io_setup, "up"),  // AIO on fds the guest holds: data path only
     NATIVE(207, io_destroy, "x"),

@@ -10,6 +10,7 @@ namespace sentry::cli {
 int RunCommand(const std::vector<std::string>& args);
 int SyscallsCommand(const std::vector<std::string>& args);
 int CheckCommand(const std::vector<std::string>& args);
+int PoolCommand(const std::vector<std::string>& args);
 
 }  // namespace sentry::cli
 

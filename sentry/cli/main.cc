@@ -20,6 +20,7 @@ Commands:
   syscalls [--json] [--no-namespaces]
                                  the syscall table: every x86-64 syscall and its action
   check [--json]                 whether sentry runs on this host, and with which walls
+  pool --socket PATH [--size N]  keep sandboxes warm for `sentry run --pool PATH`
   help                           this text
 
 Exit codes: see `sentry run --help`.
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return sentry::cli::RunCommand(args);
   if (cmd == "syscalls") return sentry::cli::SyscallsCommand(args);
   if (cmd == "check") return sentry::cli::CheckCommand(args);
+  if (cmd == "pool") return sentry::cli::PoolCommand(args);
   std::fprintf(stderr, "sentry: unknown command '%s'; try 'sentry help'\n", cmd.c_str());
   return sentry::kExitSentryError;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "sentry/cli/commands.h"
 #include "sentry/cli/limits_file.h"
+#include "sentry/run/pool.h"
 #include "sentry/run/run.h"
 
 namespace sentry::cli {
@@ -75,6 +76,10 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
   --trace             log every trapped syscall to stderr, strace-style
   --timings           print to stderr where the run's wall time went (sandbox
                       set-up, the guest, teardown), in milliseconds
+  --pool SOCKET       run in a sandbox made ahead by the `sentry pool` that
+                      listens on SOCKET (also: SENTRY_POOL=SOCKET); where none
+                      can serve the run (see `sentry pool --help`), it starts
+                      cold, with a notice
   -h, --help          this text
 
 Exit codes:
@@ -122,8 +127,10 @@ int Usage(const std::string& problem) {
 }
 
 // Parses the flags into *o; returns -1 to go on, else the exit code (after
-// --help or a usage error). *limits_file gets --limits-file's value.
-int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::string* limits_file) {
+// --help or a usage error). *limits_file gets --limits-file's value, *pool
+// --pool's.
+int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::string* limits_file,
+               std::string* pool) {
   RunOptions& o = *out;
   std::string mode;
   std::string* network_mode = &mode;
@@ -246,6 +253,9 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
     } else if (a == "--log") {
       if (!value(a, &v) || v.empty()) return Usage("--log needs a file");
       o.log_path = v;
+    } else if (a == "--pool") {
+      if (!value(a, &v) || v.empty()) return Usage("--pool needs the socket of a `sentry pool`");
+      *pool = v;
     } else if (a == "--limits-file") {
       if (!value(a, &v) || v.empty()) return Usage("--limits-file needs a JSON file");
       *limits_file = v;
@@ -274,13 +284,23 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
 int RunCommand(const std::vector<std::string>& args) {
   RunOptions o;
   std::string limits_file;
-  if (int rc = ParseFlags(args, &o, &limits_file); rc >= 0) return rc;
+  const char* pool_env = getenv("SENTRY_POOL");
+  std::string pool = pool_env ? pool_env : "";
+  if (int rc = ParseFlags(args, &o, &limits_file, &pool); rc >= 0) return rc;
   if (!limits_file.empty()) {
     // The file sets the limits; flags given on the command line win over it,
     // wherever they stand, so the flags are parsed again on top of the file.
     o = RunOptions();
     if (std::string why = ApplyLimitsFile(limits_file, &o); !why.empty()) return Usage(why);
-    if (int rc = ParseFlags(args, &o, &limits_file); rc >= 0) return rc;
+    if (int rc = ParseFlags(args, &o, &limits_file, &pool); rc >= 0) return rc;
+  }
+  std::string why;
+  if (!pool.empty() && PoolCanServe(o, &why)) {
+    if (std::optional<int> code = RunInPool(pool, o, &why)) return *code;
+  }
+  // On sentry's stderr (a --json result stays clean), like every notice.
+  if (!pool.empty() && !why.empty()) {
+    std::fprintf(stderr, "sentry: notice: a cold start (%s)\n", why.c_str());
   }
   return RunSandbox(o);
 }

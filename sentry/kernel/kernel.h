@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "sentry/kernel/colocation.h"
 #include "sentry/kernel/fd_identity.h"
 #include "sentry/kernel/task.h"
 #include "sentry/net/egress.h"
@@ -65,6 +66,10 @@ class Kernel final {
   TaskTable& tasks() { return tasks_; }
   FdIdentity& fds() { return fds_; }
   const KernelConfig& config() const { return config_; }
+  // The guest and the notification thread on one CPU at start-up (under mu).
+  CoLocation& colocation() { return colocation_; }
+  // A warm sandbox learns its memory cap with its command (sentry pool).
+  void set_memory_bytes(uint64_t bytes) { config_.memory_bytes = bytes; }
 
   // The first denials of the run (see Denial), and how many there were.
   static constexpr size_t kMaxDenials = 20;
@@ -83,6 +88,7 @@ class Kernel final {
   std::unique_ptr<vfs::Vfs> vfs_;
   TaskTable tasks_;
   FdIdentity fds_;
+  CoLocation colocation_;
   KernelConfig config_;
 };
 

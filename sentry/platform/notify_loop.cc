@@ -136,6 +136,10 @@ void NotifyLoop::Stop() {
 }
 
 void NotifyLoop::Run() {
+  {
+    std::lock_guard<std::mutex> lock(kernel_.mu());
+    kernel_.colocation().PinNotifier(static_cast<pid_t>(syscall(SYS_gettid)));
+  }
   if (!DropFsIdentity(fs_id_, fs_id_)) {
     std::fprintf(stderr, "sentry: cannot take an unprivileged file identity; stopping\n");
     done_ = true;

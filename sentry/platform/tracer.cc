@@ -182,6 +182,10 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
 
 void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   std::lock_guard<std::mutex> lock(kernel_.mu());
+  // A second task: the guest may want every CPU from now on (see
+  // colocation.h). The child is stopped until resumed, so unpinned in time.
+  kernel_.colocation().Inherit(parent, child);
+  kernel_.colocation().End();
   Task* p = kernel_.tasks().Find(parent);
   if (!p) return;
   bool thread = false, share_fs = false;

@@ -17,6 +17,7 @@ namespace sentry {
 namespace {
 
 constexpr const char* kRoot = "/sys/fs/cgroup";
+constexpr uint64_t kCpuPeriodUs = 100000;
 
 bool WriteValue(const std::string& path, const std::string& value) {
   int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -67,7 +68,8 @@ std::string MakeDir(const std::string& controller, const std::string& name) {
 
 Cgroups::~Cgroups() { Remove(); }
 
-void Cgroups::SweepStale() {
+int Cgroups::SweepStale() {
+  int left = 0;
   for (const char* controller : {"memory", "pids", "cpu", "cpuacct"}) {
     std::string parent = absl::StrCat(kRoot, "/", controller, OwnCgroup(controller));
     DIR* d = opendir(parent.c_str());
@@ -78,53 +80,58 @@ void Cgroups::SweepStale() {
       if (!absl::ConsumePrefix(&name, "sentry-") || !absl::SimpleAtoi(name, &pid)) continue;
       // A live sentry's (its pid may also have been reused by another program).
       if (ReadValue(absl::StrCat("/proc/", pid, "/comm")) == "sentry\n") continue;
-      rmdir(absl::StrCat(parent, "/", e->d_name).c_str());  // fails (EBUSY) if still in use
+      // Fails (EBUSY) while the dead run's last tasks are on their way out.
+      if (rmdir(absl::StrCat(parent, "/", e->d_name).c_str()) < 0) ++left;
     }
     closedir(d);
   }
+  return left;
 }
 
-void Cgroups::Create(const std::string& name, const CgroupLimits& l) {
-  if (l.memory_bytes) {
-    memory_ = MakeDir("memory", name);
-    if (!memory_.empty() &&
-        !WriteValue(memory_ + "/memory.limit_in_bytes", std::to_string(l.memory_bytes))) {
-      rmdir(memory_.c_str());
-      memory_.clear();
-    }
-    if (!memory_.empty()) {
-      // No swap: the cap is on memory itself.
-      WriteValue(memory_ + "/memory.memsw.limit_in_bytes", std::to_string(l.memory_bytes));
-      WriteValue(memory_ + "/memory.swappiness", "0");
-    }
-  }
-  if (l.pids) {
-    pids_ = MakeDir("pids", name);
-    if (!pids_.empty() && !WriteValue(pids_ + "/pids.max", std::to_string(l.pids))) {
-      rmdir(pids_.c_str());
-      pids_.clear();
-    }
-  }
-  if (l.cpus > 0) {
-    cpu_ = MakeDir("cpu", name);
-    constexpr uint64_t kPeriod = 100000;
-    if (!cpu_.empty() && (!WriteValue(cpu_ + "/cpu.cfs_period_us", std::to_string(kPeriod)) ||
-                          !WriteValue(cpu_ + "/cpu.cfs_quota_us",
-                                      std::to_string(static_cast<uint64_t>(l.cpus * kPeriod))))) {
-      rmdir(cpu_.c_str());
-      cpu_.clear();
-    }
-  }
+void Cgroups::Create(const std::string& name, const CgroupLimits& l, bool every_controller) {
+  if (l.memory_bytes || every_controller) memory_ = MakeDir("memory", name);
+  if (l.pids || every_controller) pids_ = MakeDir("pids", name);
+  if (l.cpus > 0 || every_controller) cpu_ = MakeDir("cpu", name);
   cpuacct_ = MakeDir("cpuacct", name);
+  if (!memory_.empty()) WriteValue(memory_ + "/memory.swappiness", "0");
+  if (!cpu_.empty() && !WriteValue(cpu_ + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs))) {
+    Drop(&cpu_);
+  }
+  SetLimits(l);
+}
+
+void Cgroups::SetLimits(const CgroupLimits& l) {
+  limits_ = l;
+  if (!memory_.empty()) {
+    // No swap: the cap is on memory itself. The kernel wants memory's limit
+    // at most memsw's at every step, so the order depends on the direction.
+    std::string v = l.memory_bytes ? std::to_string(l.memory_bytes) : "-1";
+    std::string limit = memory_ + "/memory.limit_in_bytes";
+    std::string memsw = memory_ + "/memory.memsw.limit_in_bytes";
+    bool raising = l.memory_bytes == 0 || l.memory_bytes > ReadNumber(limit);
+    if (raising) WriteValue(memsw, v);
+    if (!WriteValue(limit, v)) Drop(&memory_);
+    if (!raising && !memory_.empty()) WriteValue(memsw, v);
+  }
+  if (!pids_.empty() && !WriteValue(pids_ + "/pids.max", l.pids ? std::to_string(l.pids) : "max")) {
+    Drop(&pids_);
+  }
+  if (!cpu_.empty()) {
+    std::string quota =
+        l.cpus > 0 ? std::to_string(static_cast<uint64_t>(l.cpus * kCpuPeriodUs)) : "-1";
+    if (!WriteValue(cpu_ + "/cpu.cfs_quota_us", quota)) Drop(&cpu_);
+  }
+}
+
+void Cgroups::Drop(std::string* dir) {
+  rmdir(dir->c_str());
+  dir->clear();
 }
 
 void Cgroups::Add(pid_t pid) {
   std::string p = std::to_string(pid);
   for (std::string* dir : {&memory_, &pids_, &cpu_, &cpuacct_}) {
-    if (!dir->empty() && !WriteValue(*dir + "/cgroup.procs", p)) {
-      rmdir(dir->c_str());
-      dir->clear();
-    }
+    if (!dir->empty() && !WriteValue(*dir + "/cgroup.procs", p)) Drop(dir);
   }
 }
 
@@ -139,9 +146,9 @@ void Cgroups::Remove() {
 
 std::vector<std::string> Cgroups::enforced() const {
   std::vector<std::string> out;
-  if (!memory_.empty()) out.push_back("cgroup-memory");
-  if (!pids_.empty()) out.push_back("cgroup-pids");
-  if (!cpu_.empty()) out.push_back("cgroup-cpu");
+  if (has_memory()) out.push_back("cgroup-memory");
+  if (has_pids()) out.push_back("cgroup-pids");
+  if (has_cpu()) out.push_back("cgroup-cpu");
   return out;
 }
 

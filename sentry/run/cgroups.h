@@ -25,27 +25,35 @@ class Cgroups final {
   Cgroups& operator=(const Cgroups&) = delete;
   ~Cgroups();
 
-  // Makes one cgroup per controller that has a limit (and cpuacct for usage).
-  // What cannot be made is left out; enforced() says what holds.
-  void Create(const std::string& name, const CgroupLimits& limits);
+  // Makes one cgroup per controller that has a limit (every controller with
+  // every_controller, for a sandbox whose limits come later: see SetLimits),
+  // and cpuacct for usage. What cannot be made is left out; enforced() says
+  // what holds.
+  void Create(const std::string& name, const CgroupLimits& limits, bool every_controller = false);
+  // Sets the limits of the cgroups made (0: none).
+  void SetLimits(const CgroupLimits& limits);
   // Moves pid (the sandbox's pid 1, before anything else starts) into them.
   void Add(pid_t pid);
   // Removes the cgroups (once their processes are gone).
   void Remove();
   // Removes what runs whose sentry died (SIGKILL) left: "sentry-PID" cgroups
-  // of PIDs that no longer exist.
-  static void SweepStale();
+  // of PIDs that no longer exist. Returns how many are still in use.
+  static int SweepStale();
 
   std::vector<std::string> enforced() const;  // "cgroup-memory", "cgroup-pids", ...
-  bool has_memory() const { return !memory_.empty(); }
-  bool has_pids() const { return !pids_.empty(); }
-  bool has_cpu() const { return !cpu_.empty(); }
+  // Whether the cgroup holds a limit of that kind.
+  bool has_memory() const { return !memory_.empty() && limits_.memory_bytes; }
+  bool has_pids() const { return !pids_.empty() && limits_.pids; }
+  bool has_cpu() const { return !cpu_.empty() && limits_.cpus > 0; }
   uint64_t PeakMemoryBytes() const;
   uint64_t CpuNanos() const;
   bool MemoryLimitHit() const;  // the OOM killer acted in the sandbox
   bool PidsLimitHit() const;    // a fork was refused
 
  private:
+  void Drop(std::string* dir);  // a controller that failed: removed, not enforced
+
+  CgroupLimits limits_;
   std::string memory_, pids_, cpu_, cpuacct_;  // the directories made
 };
 

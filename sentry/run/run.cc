@@ -60,12 +60,18 @@ struct RunError {
 
 class Run {
  public:
-  explicit Run(const RunOptions& o) : o_(o), start_ms_(MonotonicMs()), clock_(start_ms_) {}
+  // warm: a sandbox made before its command is known (see WarmSandbox); o is
+  // then the pool's shape, and Serve gives the request.
+  Run(RunOptions o, bool warm)
+      : o_(std::move(o)), warm_(warm), start_ms_(MonotonicMs()), clock_(start_ms_) {}
   int Execute();
+  std::optional<RunError> Warm();
+  int Serve(const RunOptions& request, int peer_fd);
 
  private:
   std::optional<RunError> Prepare();
-  std::optional<RunError> BuildWorld();
+  std::optional<RunError> BuildSandbox();
+  std::optional<RunError> Admit();
   std::optional<RunError> StartGuest();
   std::optional<RunError> UseSeccompWallAlone(const std::string& why);
   absl::StatusOr<Spawned> StartSandbox();
@@ -91,7 +97,9 @@ class Run {
     return tree_.uid == 0 ? kHostIdBase : kHostIdBase + 1;
   }
 
-  const RunOptions& o_;
+  RunOptions o_;
+  const bool warm_;
+  int peer_fd_ = -1;  // a pool's client: its hang-up or signal ends the run
   double start_ms_;
   PhaseClock clock_;
   TreeConfig tree_;
@@ -111,7 +119,8 @@ class Run {
   std::unique_ptr<NotifyLoop> loop_;
   vfs::Creds creds_;
   vfs::NodeRef cwd_;
-  std::string program_;
+  GuestLaunch launch_;
+  std::vector<GuestLaunch::Rlimit> wall_rlimits_;  // those of the seccomp wall alone
   std::string script_;
   sigset_t mask_;
   bool timed_out_ = false;
@@ -133,14 +142,13 @@ std::optional<RunError> Run::Prepare() {
   spec_.hostname = tree_.hostname;
   std::span<const sock_filter> filter = PrebuiltSeccompFilter();
   spec_.filter.assign(filter.begin(), filter.end());
-  spec_.argv = o_.argv;
-  spec_.envp = GuestEnv(o_, tree_);
 
   GuestStdio::Options so;
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
   so.pipe_uid = so.pipe_gid = GuestHostUid();
+  so.relay_all = warm_;
   if (absl::Status s = stdio_.Setup(so); !s.ok()) {
     return RunError{kExitSentryError, std::string(s.message())};
   }
@@ -152,25 +160,13 @@ std::optional<RunError> Run::Prepare() {
   Cgroups::SweepStale();
   if (o_.cgroups) {
     CgroupLimits limits{o_.memory_bytes, o_.pids, o_.cpus};
-    cgroups_.Create(absl::StrCat("sentry-", getpid()), limits);
+    cgroups_.Create(absl::StrCat("sentry-", getpid()), limits, /*every_controller=*/warm_);
   }
-  // Where no cgroup holds, rlimits in the guest still do (per process).
-  if (o_.memory_bytes && !cgroups_.has_memory()) {
-    spec_.rlimits.push_back({RLIMIT_AS, o_.memory_bytes});
-  }
-  if (o_.cpus > 0 && !cgroups_.has_cpu() && o_.timeout_sec > 0) {
-    spec_.rlimits.push_back({RLIMIT_CPU, static_cast<uint64_t>(o_.timeout_sec * o_.cpus) + 1});
-  }
-  // RLIMIT_NPROC is counted per user namespace and uid (the kernel's ucounts),
-  // so it is this sandbox's own task count, threads included: the pids cap
-  // holds without the pids cgroup too (which also counts the sandbox's init).
-  if (o_.pids) spec_.rlimits.push_back({RLIMIT_NPROC, o_.pids});
-  spec_.rlimits.push_back({RLIMIT_NOFILE, o_.nofile});
   clock_.Mark("cgroups");
   return std::nullopt;
 }
 
-std::optional<RunError> Run::BuildWorld() {
+std::optional<RunError> Run::BuildSandbox() {
   // SIGCHLD and the user's signals are read from a signalfd by this thread;
   // every thread made from here on inherits the mask.
   sigemptyset(&mask_);
@@ -180,7 +176,6 @@ std::optional<RunError> Run::BuildWorld() {
   auto spawned = StartSandbox();
   if (!spawned.ok()) return RunError{kExitSentryError, std::string(spawned.status().message())};
   spawned_.emplace(std::move(*spawned));
-  stdio_.Start();
   clock_.Mark("namespaces");
 
   std::unique_ptr<vfs::Store> store;
@@ -195,27 +190,6 @@ std::optional<RunError> Run::BuildWorld() {
   std::unique_ptr<vfs::Vfs> v = std::move(*vfs_or);
   // The guest's names and links cost the sentry memory: an eighth of --disk.
   v->set_metadata_limit(std::max<uint64_t>(o_.disk_bytes / 8, 1 << 20));
-  for (const auto& [host, guest] : o_.copies) {
-    if (absl::Status s = CopyIntoSandbox(*v, creds_, host, guest); !s.ok()) {
-      return RunError{kExitSentryError,
-                      absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
-    }
-  }
-  std::string cwd = o_.root ? "/root" : tree_.home;
-  if (!o_.workdir.empty()) {
-    cwd = o_.workdir;
-    if (auto made = MakeSandboxDirs(*v, creds_, cwd); !made.ok()) {
-      return RunError{kExitSentryError,
-                      absl::StrCat("--workdir ", cwd, ": ", made.status().message())};
-    }
-  }
-  script_ = CopyScriptArgument(o_, *v, creds_, cwd);
-  cwd_ = v->Lookup(v->root(), cwd, {}, creds_).value();
-
-  ProgramLookup found = FindProgram(*v, cwd_, creds_, o_.argv[0]);
-  if (found.exit_code) return RunError{found.exit_code, found.error};
-  program_ = found.path;
-
   clock_.Mark("vfs");
   KernelConfig kc;
   kc.hostname = tree_.hostname;
@@ -239,6 +213,63 @@ std::optional<RunError> Run::BuildWorld() {
   // a DNS server to listen on (and the guest can make no network socket).
   if (!seccomp_only()) net_.Start(*kernel_, spawned_->init_pid(), o_);
   clock_.Mark("network");
+  return std::nullopt;
+}
+
+// What depends on the command: the guest's stdio relays, the files copied in,
+// its cwd, program, argv, environment and rlimits.
+std::optional<RunError> Run::Admit() {
+  stdio_.Start();
+  vfs::Vfs& v = kernel_->vfs();
+  kernel_->set_memory_bytes(o_.memory_bytes);
+  for (const auto& [host, guest] : o_.copies) {
+    if (absl::Status s = CopyIntoSandbox(v, creds_, host, guest); !s.ok()) {
+      return RunError{kExitSentryError,
+                      absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
+    }
+  }
+  std::string cwd = o_.root ? "/root" : tree_.home;
+  if (!o_.workdir.empty()) {
+    cwd = o_.workdir;
+    if (auto made = MakeSandboxDirs(v, creds_, cwd); !made.ok()) {
+      return RunError{kExitSentryError,
+                      absl::StrCat("--workdir ", cwd, ": ", made.status().message())};
+    }
+  }
+  script_ = CopyScriptArgument(o_, v, creds_, cwd);
+  cwd_ = v.Lookup(v.root(), cwd, {}, creds_).value();
+
+  ProgramLookup found = FindProgram(v, cwd_, creds_, o_.argv[0]);
+  if (found.exit_code) return RunError{found.exit_code, found.error};
+  launch_.path = found.path;
+  launch_.argv = o_.argv;
+  launch_.envp = GuestEnv(o_, tree_);
+  launch_.rlimits = wall_rlimits_;
+  // Where no cgroup holds, rlimits in the guest still do (per process).
+  if (o_.memory_bytes && !cgroups_.has_memory()) {
+    launch_.rlimits.push_back({RLIMIT_AS, o_.memory_bytes});
+  }
+  if (o_.cpus > 0 && !cgroups_.has_cpu() && o_.timeout_sec > 0) {
+    launch_.rlimits.push_back({RLIMIT_CPU, static_cast<uint64_t>(o_.timeout_sec * o_.cpus) + 1});
+  }
+  // RLIMIT_NPROC is counted per user namespace and uid (the kernel's ucounts),
+  // so it is this sandbox's own task count, threads included: the pids cap
+  // holds without the pids cgroup too (which also counts the sandbox's init).
+  if (o_.pids) launch_.rlimits.push_back({RLIMIT_NPROC, o_.pids});
+  launch_.rlimits.push_back({RLIMIT_NOFILE, o_.nofile});
+  // The guest sets them after it dropped its capabilities, so it can only
+  // lower them: a limit above the sentry's own hard one is refused here.
+  for (const GuestLaunch::Rlimit& r : launch_.rlimits) {
+    rlimit own;
+    if (getrlimit(r.resource, &own) == 0 && own.rlim_max != RLIM_INFINITY &&
+        r.value > own.rlim_max) {
+      return RunError{
+          kExitSentryError,
+          absl::StrCat("a limit of ", r.value, " is above this host's hard limit of ", own.rlim_max,
+                       " (resource ", r.resource, "); ask for at most that")};
+    }
+  }
+  clock_.Mark("admit");
   return std::nullopt;
 }
 
@@ -272,6 +303,10 @@ std::optional<RunError> Run::StartGuest() {
     return RunError{kExitSentryError, absl::StrCat("cannot trace the guest: ", std::strerror(-r))};
   }
   tracer_->set_leader(spawned_->guest_pid());
+  {
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    kernel_->colocation().Start(spawned_->guest_pid());
+  }
   if (seccomp_only()) {
     std::vector<std::string> dirs = tree_.lower_roots;
     dirs.push_back(host_store_.path());
@@ -289,7 +324,7 @@ std::optional<RunError> Run::StartGuest() {
   }
   // The guest's first execve names the program as found above; the sentry
   // answers it like any other.
-  if (absl::Status st = spawned_->Go(program_); !st.ok()) {
+  if (absl::Status st = spawned_->Go(launch_); !st.ok()) {
     return RunError{kExitSentryError, std::string(st.message())};
   }
   clock_.Mark("supervisor");
@@ -329,12 +364,65 @@ void Run::Supervise() {
   // when the guest does, or after this grace, or at a second signal.
   UniqueFd grace(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
   constexpr time_t kGraceSec = 2;
+  // The start-up pin ends when the guest traps rarely: it computes, and may
+  // do it on any CPU (see sentry/kernel/colocation.h).
+  UniqueFd pin_check(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+  constexpr long kPinCheckNs = 50 * 1000 * 1000;
+  constexpr uint64_t kMinTrapsPerCheck = 20;  // 400 a second
+  uint64_t traps_seen = 0;
+  {
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    if (kernel_->colocation().active()) {
+      itimerspec its{{0, kPinCheckNs}, {0, kPinCheckNs}};
+      timerfd_settime(pin_check.get(), 0, &its, nullptr);
+    }
+  }
   bool init_reaped = false;
   bool leader_seen_done = false;
+  // A user signal (from this process's signalfd, or from a pool's client)
+  // goes to the guest; a second one, or the grace's end, ends the sandbox.
+  auto user_signal = [&](int signo) {
+    if (user_signal_ == 0) {
+      user_signal_ = signo;
+      kill(spawned_->guest_pid(), user_signal_);
+      itimerspec its{};
+      its.it_value.tv_sec = kGraceSec;
+      timerfd_settime(grace.get(), 0, &its, nullptr);
+    } else {
+      KillSandbox();
+    }
+  };
   while (!init_reaped) {
-    pollfd pfd[3] = {{sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}, {grace.get(), POLLIN, 0}};
-    if (poll(pfd, 3, -1) < 0 && errno != EINTR) break;
+    pollfd pfd[5] = {{sig.get(), POLLIN, 0},
+                     {timer.get(), POLLIN, 0},
+                     {grace.get(), POLLIN, 0},
+                     {pin_check.get(), POLLIN, 0},
+                     {peer_fd_, POLLIN, 0}};
+    if (poll(pfd, peer_fd_ >= 0 ? 5 : 4, -1) < 0 && errno != EINTR) break;
     uint64_t ticks;
+    if (pfd[3].revents & POLLIN) {
+      (void)!read(pin_check.get(), &ticks, sizeof(ticks));
+      uint64_t traps = loop_->handled();
+      if (traps - traps_seen < kMinTrapsPerCheck * ticks) {
+        std::lock_guard<std::mutex> lock(kernel_->mu());
+        kernel_->colocation().End();
+        itimerspec off{};
+        timerfd_settime(pin_check.get(), 0, &off, nullptr);
+      }
+      traps_seen = traps;
+    }
+    if (peer_fd_ >= 0 && pfd[4].revents) {
+      // A pool's client forwards the signals it gets; when it is gone
+      // (killed, or its caller hung up) nobody waits for the run: it ends.
+      int32_t signo = 0;
+      if (read(peer_fd_, &signo, sizeof(signo)) == sizeof(signo) && signo > 0 && signo < NSIG) {
+        user_signal(signo);
+      } else {
+        peer_fd_ = -1;
+        if (user_signal_ == 0) user_signal_ = SIGHUP;
+        KillSandbox();
+      }
+    }
     if (pfd[1].revents & POLLIN) {
       (void)!read(timer.get(), &ticks, sizeof(ticks));
       if (!tracer_->leader_done()) timed_out_ = true;
@@ -347,16 +435,7 @@ void Run::Supervise() {
     if (!(pfd[0].revents & POLLIN)) continue;
     signalfd_siginfo si;
     while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
-      if (si.ssi_signo == SIGCHLD) continue;
-      if (user_signal_ == 0) {
-        user_signal_ = static_cast<int>(si.ssi_signo);
-        kill(spawned_->guest_pid(), user_signal_);
-        itimerspec its{};
-        its.it_value.tv_sec = kGraceSec;
-        timerfd_settime(grace.get(), 0, &its, nullptr);
-      } else {
-        KillSandbox();
-      }
+      if (si.ssi_signo != SIGCHLD) user_signal(static_cast<int>(si.ssi_signo));
     }
     int status;
     pid_t pid;
@@ -547,10 +626,10 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
   // Where the host lets no tmpfs cap the store, a file may grow to --disk at
   // most (EFBIG past it), and the memory cgroup, where there is one, counts
   // what all of them hold.
-  if (!host_store_.capped()) spec_.rlimits.push_back({RLIMIT_FSIZE, o_.disk_bytes});
+  if (!host_store_.capped()) wall_rlimits_.push_back({RLIMIT_FSIZE, o_.disk_bytes});
   // A core file would be written by the kernel in the host's tree (where
   // core_pattern names it), not in a mount view: none.
-  spec_.rlimits.push_back({RLIMIT_CORE, 0});
+  wall_rlimits_.push_back({RLIMIT_CORE, 0});
   stdio_.SetPipeOwner(guest_host_uid_, guest_host_uid_);
   std::fprintf(stderr,
                "sentry: notice: no namespaces (%s): the sandbox stands on the seccomp wall "
@@ -564,7 +643,41 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
 
 int Run::Execute() {
   if (auto e = Prepare()) return Conclude(e);
-  if (auto e = BuildWorld()) return Conclude(e);
+  if (auto e = BuildSandbox()) return Conclude(e);
+  if (auto e = Admit()) return Conclude(e);
+  if (auto e = StartGuest()) return Conclude(e);
+  Supervise();
+  return Conclude(std::nullopt);
+}
+
+std::optional<RunError> Run::Warm() {
+  if (auto e = Prepare()) return e;
+  return BuildSandbox();
+}
+
+int Run::Serve(const RunOptions& request, int peer_fd) {
+  // What the sandbox was made with stays (the pool only serves requests of
+  // its shape: see PoolCanServe); the rest is the request's.
+  RunOptions shape = std::move(o_);
+  o_ = request;
+  o_.root = shape.root;
+  o_.disk_bytes = shape.disk_bytes;
+  o_.cgroups = shape.cgroups;
+  o_.namespaces = shape.namespaces;
+  o_.net = shape.net;
+  o_.net_bytes = shape.net_bytes;
+  peer_fd_ = peer_fd;
+  start_ms_ = MonotonicMs();
+  clock_ = PhaseClock(start_ms_);
+  cgroups_.SetLimits({o_.memory_bytes, o_.pids, o_.cpus});
+  GuestStdio::Options so;
+  so.capture = o_.json;
+  so.stdin_path = o_.stdin_path;
+  so.max_output = o_.max_output;
+  if (absl::Status s = stdio_.Configure(so); !s.ok()) {
+    return Conclude(RunError{kExitSentryError, std::string(s.message())});
+  }
+  if (auto e = Admit()) return Conclude(e);
   if (auto e = StartGuest()) return Conclude(e);
   Supervise();
   return Conclude(std::nullopt);
@@ -577,7 +690,28 @@ int RunSandbox(const RunOptions& options) {
     std::fprintf(stderr, "sentry: no command given; usage: sentry run [flags] -- CMD [ARGS...]\n");
     return kExitSentryError;
   }
-  return Run(options).Execute();
+  return Run(options, /*warm=*/false).Execute();
+}
+
+struct WarmSandbox::Impl {
+  explicit Impl(const RunOptions& shape) : run(shape, /*warm=*/true) {}
+  Run run;
+};
+
+std::unique_ptr<WarmSandbox> WarmSandbox::Make(const RunOptions& shape, std::string* error) {
+  auto w = std::unique_ptr<WarmSandbox>(new WarmSandbox());
+  w->impl_ = std::make_unique<Impl>(shape);
+  if (auto e = w->impl_->run.Warm()) {
+    *error = e->message;
+    return nullptr;
+  }
+  return w;
+}
+
+WarmSandbox::~WarmSandbox() = default;
+
+int WarmSandbox::Serve(const RunOptions& request, int peer_fd) {
+  return impl_->run.Serve(request, peer_fd);
 }
 
 }  // namespace sentry

@@ -3,6 +3,7 @@
 #define SENTRY_RUN_RUN_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,26 @@ struct RunOptions {
 };
 
 int RunSandbox(const RunOptions& options);
+
+// A sandbox made before its command is known, for `sentry pool`: namespaces,
+// mount view, cgroups, VFS, the guest process waiting at its execve. Made
+// with the pool's shape (the options a request cannot change: --root, --disk,
+// namespaces, cgroups, network); Serve runs one request in it, exactly once,
+// with the caller's stdio already on fds 0-2.
+class WarmSandbox {
+ public:
+  // nullptr, with *error saying why, if the sandbox cannot be made.
+  static std::unique_ptr<WarmSandbox> Make(const RunOptions& shape, std::string* error);
+  ~WarmSandbox();
+  // Runs request; a signal number read from peer_fd goes to the guest as
+  // sentry's own would, and peer_fd's end ends the run. Returns the exit code.
+  int Serve(const RunOptions& request, int peer_fd);
+
+ private:
+  WarmSandbox() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace sentry
 

@@ -122,11 +122,19 @@ absl::Status Spawned::AwaitGuest() {
   return absl::OkStatus();
 }
 
-absl::Status Spawned::Go(const std::string& path) {
-  std::string msg = path + '\0';
-  if (msg.size() > 4096) return absl::InvalidArgumentError("program path too long");
-  if (write(go_.get(), msg.data(), msg.size()) != static_cast<ssize_t>(msg.size())) {
-    return ErrnoStatus("start the guest");
+absl::Status Spawned::Go(const GuestLaunch& launch) {
+  std::string msg = EncodeGuestLaunch(launch);
+  if (msg.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the command line and environment are too large (at most ",
+                     kMaxLaunchBytes >> 20, " MiB and ", kMaxLaunchStrings, " strings)"));
+  }
+  size_t done = 0;
+  while (done < msg.size()) {
+    ssize_t n = write(go_.get(), msg.data() + done, msg.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoStatus("start the guest");
+    done += static_cast<size_t>(n);
   }
   go_.Reset();
   return absl::OkStatus();

@@ -31,8 +31,9 @@ class Spawned final {
 
   // Waits for the guest's filter; returns its host pid and takes its listener.
   absl::Status AwaitGuest();
-  // Lets the guest call execve(path) (the sentry must be tracing it by then).
-  absl::Status Go(const std::string& path);
+  // Lets the guest set its rlimits and call execve (the sentry must be
+  // tracing it by then).
+  absl::Status Go(const GuestLaunch& launch);
 
   pid_t init_pid() const { return init_pid_; }
   pid_t guest_pid() const { return guest_pid_; }

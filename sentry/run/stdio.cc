@@ -45,15 +45,10 @@ absl::Status GuestStdio::Setup(const Options& options) {
   out_ = std::make_unique<OutputBuffer>(options.max_output);
   err_ = std::make_unique<OutputBuffer>(options.max_output);
   // stdin
-  if (!options.stdin_path.empty() && options.stdin_path != "-") {
-    int fd = open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return ErrnoStatus(absl::StrCat("--stdin ", options.stdin_path));
-    // Relayed, not handed over: the guest never holds the caller's file.
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0) return ErrnoStatus("pipe");
-    child_[0] = UniqueFd(p[0]);
-    ours_[0] = UniqueFd(p[1]);
-    passthrough_[0] = fd;  // the source to pump from
+  if (options.relay_all) {
+    RETURN_IF_ERROR(MakeRelay(0));  // its source: see Configure
+  } else if (!options.stdin_path.empty() && options.stdin_path != "-") {
+    RETURN_IF_ERROR(OpenStdinFile(options.stdin_path));
   } else if (options.capture && options.stdin_path.empty()) {
     int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return ErrnoStatus("open /dev/null");
@@ -61,24 +56,52 @@ absl::Status GuestStdio::Setup(const Options& options) {
   } else if (isatty(0)) {
     child_[0] = UniqueFd(dup(0));
   } else {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0) return ErrnoStatus("pipe");
-    child_[0] = UniqueFd(p[0]);
-    ours_[0] = UniqueFd(p[1]);
+    RETURN_IF_ERROR(MakeRelay(0));
     passthrough_[0] = 0;
   }
   // stdout, stderr
   for (int i = 1; i <= 2; ++i) {
-    if (!options.capture && isatty(i)) {
+    if (!options.relay_all && !options.capture && isatty(i)) {
       child_[i] = UniqueFd(dup(i));
       continue;
     }
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0) return ErrnoStatus("pipe");
-    ours_[i] = UniqueFd(p[0]);
-    child_[i] = UniqueFd(p[1]);
+    RETURN_IF_ERROR(MakeRelay(i));
   }
   SetPipeOwner(options.pipe_uid, options.pipe_gid);
+  return absl::OkStatus();
+}
+
+absl::Status GuestStdio::Configure(const Options& options) {
+  options_.capture = options.capture;
+  options_.stdin_path = options.stdin_path;
+  options_.max_output = options.max_output;
+  out_ = std::make_unique<OutputBuffer>(options.max_output);
+  err_ = std::make_unique<OutputBuffer>(options.max_output);
+  if (!options.stdin_path.empty() && options.stdin_path != "-") {
+    int fd = open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoStatus(absl::StrCat("--stdin ", options.stdin_path));
+    passthrough_[0] = fd;
+  } else if (!(options.capture && options.stdin_path.empty())) {
+    passthrough_[0] = 0;
+  }  // else none: the guest reads an empty stdin
+  return absl::OkStatus();
+}
+
+absl::Status GuestStdio::MakeRelay(int i) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) return ErrnoStatus("pipe");
+  // stdin's relay writes into the guest; stdout's and stderr's read from it.
+  child_[i] = UniqueFd(p[i == 0 ? 0 : 1]);
+  ours_[i] = UniqueFd(p[i == 0 ? 1 : 0]);
+  return absl::OkStatus();
+}
+
+absl::Status GuestStdio::OpenStdinFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("--stdin ", path));
+  // Relayed, not handed over: the guest never holds the caller's file.
+  RETURN_IF_ERROR(MakeRelay(0));
+  passthrough_[0] = fd;  // the source to pump from
   return absl::OkStatus();
 }
 
@@ -94,6 +117,7 @@ std::array<int, 3> GuestStdio::child_fds() const {
 
 void GuestStdio::Start() {
   for (UniqueFd& fd : child_) fd.Reset();
+  if (ours_[0] && passthrough_[0] < 0) ours_[0].Reset();  // nothing to relay: end of file
   if (ours_[0]) {
     // stdin may never end (a terminal left open): a detached thread, which
     // dies with the sentry, and the guest's end closes when the guest is gone.

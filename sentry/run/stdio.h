@@ -29,6 +29,9 @@ class GuestStdio final {
     // shell's pipes are its user's, so it may reopen them (/dev/stdin).
     uid_t pipe_uid = static_cast<uid_t>(-1);
     gid_t pipe_gid = static_cast<gid_t>(-1);
+    // Three relayed pipes whatever fds 0-2 are, their sources and capture
+    // chosen later by Configure (a warm sandbox's, made before its caller).
+    bool relay_all = false;
   };
 
   GuestStdio() = default;
@@ -42,6 +45,9 @@ class GuestStdio final {
   // Gives the guest's ends of the relayed pipes to another owner (a run that
   // falls back to a host uid of its own after Setup).
   void SetPipeOwner(uid_t uid, gid_t gid);
+  // With relay_all: what the relays carry (capture, max_output, stdin_path;
+  // stdin relays fd 0 unless capture or stdin_path says otherwise).
+  absl::Status Configure(const Options& options);
   // Once the loader holds its copies: closes the sentry's, starts the relays.
   void Start();
   // Waits until the guest's ends are all closed and the relays are done.
@@ -51,6 +57,9 @@ class GuestStdio final {
   const OutputBuffer& err() const { return *err_; }
 
  private:
+  absl::Status MakeRelay(int i);
+  absl::Status OpenStdinFile(const std::string& path);
+
   Options options_;
   std::array<UniqueFd, 3> child_;  // the guest's ends
   std::array<UniqueFd, 3> ours_;   // the sentry's ends of relayed streams

@@ -187,8 +187,8 @@ Timings ParseTimings(const std::string& err) {
 // also when the guest is killed at its timeout.
 TEST(CliTest, TimingsListEveryPhaseOfTheRun) {
   const std::vector<std::string> expected = {
-      "prepare",    "cgroups", "namespaces",   "vfs",   "kernel",  "network", "loader",
-      "supervisor", "guest",   "sandbox exit", "drain", "cleanup", "log"};
+      "prepare", "cgroups",    "namespaces", "vfs",          "kernel", "network", "admit",
+      "loader",  "supervisor", "guest",      "sandbox exit", "drain",  "cleanup", "log"};
   ProcessResult r = RunSentry({"--timings"}, {"/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
   EXPECT_EQ(r.exit_code, 7) << Describe(r);
   EXPECT_EQ(r.out, "out\n");

@@ -1,0 +1,70 @@
+// sentry pool: keeps sandboxes warm for `sentry run --pool`.
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "sentry/cli/commands.h"
+#include "sentry/run/pool.h"
+
+namespace sentry::cli {
+namespace {
+
+constexpr const char* kPoolUsage = R"(usage: sentry pool --socket PATH [--size N]
+
+Keeps N sandboxes made ahead of their commands (namespaces, mount view,
+cgroups, the in-memory filesystem, the guest process up to its execve), so
+that `sentry run --pool PATH -- CMD` starts CMD in milliseconds. Each sandbox
+serves one run and is gone after it; a new one is made at once. Runs as a
+foreground daemon until SIGINT, SIGTERM or SIGHUP (runs in progress finish).
+
+Only the pool's own user may use it (the socket is made 0600, and each
+connection's uid is checked). A run the warm sandboxes cannot serve (--root,
+--disk, --no-cgroups, namespace or network flags, a terminal on its stdio)
+runs cold, as without --pool.
+
+Flags:
+  --socket PATH   the unix socket to listen on (e.g. /run/sentry.sock)
+  --size N        sandboxes kept warm (default 2; each holds a few MiB)
+  -h, --help      this text
+
+Exit codes: 0 when stopped by a signal, 125 if the socket cannot be made or
+sandboxes cannot be made on this host (see `sentry check`).
+)";
+
+int Usage(const std::string& why) {
+  std::fprintf(stderr, "sentry pool: %s\n(see 'sentry pool --help')\n", why.c_str());
+  return kExitSentryError;
+}
+
+}  // namespace
+
+int PoolCommand(const std::vector<std::string>& args) {
+  PoolOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](std::string* v) {
+      if (i + 1 >= args.size()) return false;
+      *v = args[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "-h" || a == "--help") {
+      std::fputs(kPoolUsage, stdout);
+      return 0;
+    } else if (a == "--socket") {
+      if (!value(&v) || v.empty()) return Usage("--socket needs a path");
+      o.socket_path = v;
+    } else if (a == "--size") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &o.size) || o.size < 1 || o.size > 64) {
+        return Usage("--size needs a number of sandboxes from 1 to 64");
+      }
+    } else {
+      return Usage("unknown argument " + a);
+    }
+  }
+  if (o.socket_path.empty())
+    return Usage("--socket PATH is needed, e.g. --socket /run/sentry.sock");
+  return RunPool(o);
+}
+
+}  // namespace sentry::cli

@@ -1,0 +1,56 @@
+// CoLocation: the guest and the sentry's notification thread on one CPU
+// while the guest traps often.
+//
+// A trapped syscall is a hand-off: the guest sleeps, the notification thread
+// answers, the guest wakes. With the synchronous wake-up both run on the
+// guest's CPU, but some answers wake the guest from elsewhere (an fd
+// donation's ADDFD wakes it with an ordinary wake-up), and the scheduler then
+// puts it on the other, idle CPU; on a VM, waking an idle vCPU costs tens of
+// microseconds. Measured here, `python3 -c pass` (150 traps in 40 ms) runs
+// 5-6 ms faster with the guest and the notification thread on one CPU.
+//
+// So a run starts with both pinned to the CPU the sentry is on, and unpins
+// (back to the mask the guest would have had) as soon as pinning could cost
+// more than it saves: when the guest makes a second task (it may want more
+// CPUs) or traps rarely (it computes). The guest never sees the pin:
+// sched_getaffinity shows the unpinned mask, and a task whose affinity the
+// guest sets itself is left alone from then on.
+#ifndef SENTRY_KERNEL_COLOCATION_H_
+#define SENTRY_KERNEL_COLOCATION_H_
+
+#include <sched.h>
+#include <sys/types.h>
+
+#include <set>
+
+namespace sentry {
+
+class CoLocation final {
+ public:
+  // Pins guest_tid to the calling thread's CPU, if the sentry may use more
+  // than one. Returns the CPU, or -1 (nothing pinned).
+  int Start(pid_t guest_tid);
+  // The notification thread pins itself (it calls this from its own start).
+  void PinNotifier(pid_t notifier_tid);
+  // Unpins every task still pinned, and the notification thread. Idempotent.
+  void End();
+  bool active() const { return cpu_ >= 0; }
+
+  // A task the guest made: it inherited the pin (or the guest's own mask).
+  void Inherit(pid_t parent_tid, pid_t child_tid);
+  // The guest set tid's affinity itself: never touched again.
+  void Release(pid_t tid) { pinned_.erase(tid); }
+  bool IsPinned(pid_t tid) const { return pinned_.count(tid) > 0; }
+  // The mask a pinned task would have had.
+  const cpu_set_t& unpinned_mask() const { return original_; }
+
+ private:
+  int cpu_ = -1;
+  pid_t notifier_ = -1;
+  cpu_set_t original_{};
+  std::set<pid_t> pinned_;
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_KERNEL_COLOCATION_H_

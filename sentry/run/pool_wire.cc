@@ -1,0 +1,289 @@
+#include "sentry/run/pool_wire.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace sentry::pool {
+namespace {
+
+enum Tag : uint8_t {
+  kArgv = 1,  // repeated, in order
+  kEnv,       // repeated
+  kCopyHost,  // repeated, each followed by its kCopyGuest
+  kCopyGuest,
+  kCwd,
+  kShape,
+  kFlags,  // decimal bits: see kFlag*
+  kLogPath,
+  kStdinPath,
+  kWorkdir,
+  kTimeout,  // decimal seconds
+  kMemory,
+  kPids,
+  kCpus,
+  kMaxOutput,
+  kNofile,
+};
+
+constexpr unsigned kFlagCopyScript = 1, kFlagTrace = 2, kFlagTimings = 4, kFlagJson = 8;
+
+void Put(std::string* out, Tag tag, std::string_view value) {
+  out->push_back(static_cast<char>(tag));
+  uint32_t n = static_cast<uint32_t>(value.size());
+  out->append(reinterpret_cast<const char*>(&n), sizeof(n));
+  out->append(value);
+}
+
+std::string Number(double v) { return absl::StrFormat("%.17g", v); }
+
+bool ReadFull(int fd, void* buf, size_t n) {
+  char* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool WriteFull(int fd, const void* buf, size_t n) {
+  const char* p = static_cast<const char*>(buf);
+  while (n > 0) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string ShapeOf(const RunOptions& o) {
+  // A network of any kind is made with the sandbox (its DNS names, proxy and
+  // secrets): only the default, none, is kept warm.
+  bool network = !o.net.allow.empty() || !o.net.static_hosts.empty() || !o.net.secrets.empty() ||
+                 o.net.allow_private || o.net_bytes;
+  return absl::StrCat("root=", o.root, " disk=", o.disk_bytes, " cgroups=", o.cgroups,
+                      " namespaces=", static_cast<int>(o.namespaces),
+                      " network=", network ? "custom" : "none");
+}
+
+std::string EncodeRequest(const RunOptions& o, const std::string& cwd) {
+  std::string body;
+  for (const std::string& a : o.argv) Put(&body, kArgv, a);
+  for (const std::string& e : o.env) Put(&body, kEnv, e);
+  for (const auto& [host, guest] : o.copies) {
+    Put(&body, kCopyHost, host);
+    Put(&body, kCopyGuest, guest);
+  }
+  Put(&body, kCwd, cwd);
+  Put(&body, kShape, ShapeOf(o));
+  unsigned flags = (o.copy_script ? kFlagCopyScript : 0) | (o.trace ? kFlagTrace : 0) |
+                   (o.timings ? kFlagTimings : 0) | (o.json ? kFlagJson : 0);
+  Put(&body, kFlags, absl::StrCat(flags));
+  Put(&body, kLogPath, o.log_path);
+  Put(&body, kStdinPath, o.stdin_path);
+  Put(&body, kWorkdir, o.workdir);
+  Put(&body, kTimeout, Number(o.timeout_sec));
+  Put(&body, kMemory, absl::StrCat(o.memory_bytes));
+  Put(&body, kPids, absl::StrCat(o.pids));
+  Put(&body, kCpus, Number(o.cpus));
+  Put(&body, kMaxOutput, absl::StrCat(o.max_output));
+  Put(&body, kNofile, absl::StrCat(o.nofile));
+  return body;
+}
+
+absl::StatusOr<Request> DecodeRequest(std::string_view body) {
+  Request r;
+  RunOptions& o = r.options;
+  o.argv.clear();
+  std::string pending_host;
+  bool have_host = false;
+  auto bad = [](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("a malformed request: ", why));
+  };
+  while (!body.empty()) {
+    uint32_t n;
+    if (body.size() < 1 + sizeof(n)) return bad("a truncated record");
+    auto tag = static_cast<uint8_t>(body[0]);
+    std::memcpy(&n, body.data() + 1, sizeof(n));
+    body.remove_prefix(1 + sizeof(n));
+    if (n > body.size()) return bad("a record longer than the request");
+    std::string v(body.substr(0, n));
+    body.remove_prefix(n);
+    bool ok = true;
+    switch (tag) {
+      case kArgv:
+        o.argv.push_back(std::move(v));
+        break;
+      case kEnv:
+        o.env.push_back(std::move(v));
+        break;
+      case kCopyHost:
+        if (have_host) return bad("a --copy without its guest path");
+        pending_host = std::move(v);
+        have_host = true;
+        break;
+      case kCopyGuest:
+        if (!have_host) return bad("a --copy without its host path");
+        o.copies.emplace_back(std::move(pending_host), std::move(v));
+        have_host = false;
+        break;
+      case kCwd:
+        r.cwd = std::move(v);
+        break;
+      case kShape:
+        r.shape = std::move(v);
+        break;
+      case kFlags: {
+        unsigned f = 0;
+        ok = absl::SimpleAtoi(v, &f);
+        o.copy_script = f & kFlagCopyScript;
+        o.trace = f & kFlagTrace;
+        o.timings = f & kFlagTimings;
+        o.json = f & kFlagJson;
+        break;
+      }
+      case kLogPath:
+        o.log_path = std::move(v);
+        break;
+      case kStdinPath:
+        o.stdin_path = std::move(v);
+        break;
+      case kWorkdir:
+        o.workdir = std::move(v);
+        break;
+      case kTimeout:
+        ok = absl::SimpleAtod(v, &o.timeout_sec) && o.timeout_sec >= 0;
+        break;
+      case kMemory:
+        ok = absl::SimpleAtoi(v, &o.memory_bytes);
+        break;
+      case kPids:
+        ok = absl::SimpleAtoi(v, &o.pids);
+        break;
+      case kCpus:
+        ok = absl::SimpleAtod(v, &o.cpus) && o.cpus >= 0;
+        break;
+      case kMaxOutput:
+        ok = absl::SimpleAtoi(v, &o.max_output);
+        break;
+      case kNofile:
+        ok = absl::SimpleAtoi(v, &o.nofile);
+        break;
+      default:
+        return bad(absl::StrCat("an unknown record ", static_cast<int>(tag)));
+    }
+    if (!ok) return bad(absl::StrCat("a bad value in record ", static_cast<int>(tag)));
+  }
+  if (have_host) return bad("a --copy without its guest path");
+  if (o.argv.empty()) return bad("no command");
+  if (r.cwd.empty() || r.cwd[0] != '/') return bad("no working directory");
+  return r;
+}
+
+bool SendRequest(int sock, const std::string& body) {
+  if (body.size() > kMaxRequestBytes) {
+    errno = E2BIG;
+    return false;
+  }
+  uint32_t n = static_cast<uint32_t>(body.size());
+  int fds[3] = {0, 1, 2};
+  char control[CMSG_SPACE(sizeof(fds))] = {};
+  iovec iov{&n, sizeof(n)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(fds));
+  std::memcpy(CMSG_DATA(c), fds, sizeof(fds));
+  ssize_t sent;
+  do {
+    sent = sendmsg(sock, &msg, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent != sizeof(n)) return false;
+  return WriteFull(sock, body.data(), body.size());
+}
+
+absl::StatusOr<std::string> ReceiveRequest(int sock, std::array<UniqueFd, 3>* fds) {
+  uint32_t n = 0;
+  char control[CMSG_SPACE(3 * sizeof(int))] = {};
+  iovec iov{&n, sizeof(n)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t got;
+  do {
+    got = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+  } while (got < 0 && errno == EINTR);
+  // Whatever came, the fds are ours to close.
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    std::vector<int> in(count);
+    std::memcpy(in.data(), CMSG_DATA(c), count * sizeof(int));
+    for (size_t i = 0; i < count; ++i) {
+      if (i < 3) {
+        (*fds)[i] = UniqueFd(in[i]);
+      } else {
+        close(in[i]);
+      }
+    }
+  }
+  if (got != sizeof(n)) return absl::InvalidArgumentError("no request came");
+  if (msg.msg_flags & MSG_CTRUNC) return absl::InvalidArgumentError("too many fds came");
+  for (const UniqueFd& fd : *fds) {
+    if (!fd) return absl::InvalidArgumentError("the request came without fds 0-2");
+  }
+  if (n > kMaxRequestBytes) return absl::InvalidArgumentError("the request is too large");
+  std::string body(n, '\0');
+  if (!ReadFull(sock, body.data(), n)) return absl::InvalidArgumentError("a truncated request");
+  return body;
+}
+
+bool SendVerdict(int sock, bool accepted, const std::string& reason) {
+  std::string m(1, accepted ? 'A' : 'R');
+  if (!accepted) {
+    uint32_t n = static_cast<uint32_t>(std::min<size_t>(reason.size(), 4096));
+    m.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    m.append(reason, 0, n);
+  }
+  return WriteFull(sock, m.data(), m.size());
+}
+
+bool ReceiveVerdict(int sock, std::string* reason) {
+  char v;
+  if (!ReadFull(sock, &v, 1)) {
+    *reason = "the pool closed the connection";
+    return false;
+  }
+  if (v == 'A') return true;
+  uint32_t n = 0;
+  if (v != 'R' || !ReadFull(sock, &n, sizeof(n)) || n > 4096) {
+    *reason = "the pool sent a malformed answer";
+    return false;
+  }
+  reason->assign(n, '\0');
+  if (!ReadFull(sock, reason->data(), n)) *reason = "the pool closed the connection";
+  return false;
+}
+
+}  // namespace sentry::pool

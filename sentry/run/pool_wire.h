@@ -1,0 +1,54 @@
+// The messages between `sentry run --pool` (the client) and a warm sandbox of
+// `sentry pool` (see pool.h), over a unix stream socket:
+//
+//   client → sandbox  the request: u32 length, then records (u8 tag, u32
+//                     length, bytes), with the client's fds 0, 1, 2 attached
+//                     (SCM_RIGHTS)
+//   sandbox → client  'A' (accepted: the run starts), or 'R', u32 length and
+//                     the reason (refused: the client runs cold instead)
+//   client → sandbox  i32 signal numbers the client received, any time
+//   sandbox → client  i32 exit code, at the end
+//
+// Both ends are the same user's (the sandbox checks SO_PEERCRED), but the
+// decoder still bounds every length and rejects what it does not know.
+#ifndef SENTRY_RUN_POOL_WIRE_H_
+#define SENTRY_RUN_POOL_WIRE_H_
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "sentry/base/unique_fd.h"
+#include "sentry/run/run.h"
+
+namespace sentry::pool {
+
+inline constexpr size_t kMaxRequestBytes = 8 << 20;
+
+struct Request {
+  RunOptions options;
+  std::string cwd;    // the client's: relative host paths are resolved there
+  std::string shape;  // ShapeOf(options) as the client computed it
+};
+
+// What a sandbox must be made with to serve o: the options a request cannot
+// change once the sandbox exists.
+std::string ShapeOf(const RunOptions& o);
+
+std::string EncodeRequest(const RunOptions& o, const std::string& cwd);
+absl::StatusOr<Request> DecodeRequest(std::string_view body);
+
+// The request's framing, with fds 0-2 attached. false (errno set) on failure.
+bool SendRequest(int sock, const std::string& body);
+// Reads a request and the three fds sent with it.
+absl::StatusOr<std::string> ReceiveRequest(int sock, std::array<UniqueFd, 3>* fds);
+
+// The sandbox's answer to a request: accepted, or refused with a reason.
+bool SendVerdict(int sock, bool accepted, const std::string& reason);
+// true if accepted; false with *reason otherwise (the connection's end too).
+bool ReceiveVerdict(int sock, std::string* reason);
+
+}  // namespace sentry::pool
+
+#endif  // SENTRY_RUN_POOL_WIRE_H_
