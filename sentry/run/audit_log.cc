@@ -1,11 +1,18 @@
 #include "sentry/run/audit_log.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "sentry/base/sha256.h"
 #include "sentry/base/status_macros.h"
 
 namespace sentry {
@@ -33,6 +40,33 @@ absl::Status AppendAuditRecord(const std::string& path, const AuditRecord& r) {
   close(fd);
   if (n != static_cast<ssize_t>(line.size())) return ErrnoStatus("write the log", err);
   return absl::OkStatus();
+}
+
+void LogRun(const RunOptions& o, const std::string& run_id, const std::string& script,
+            const RunResult& r, const std::string& phases_json) {
+  AuditRecord rec;
+  rec.run_id = run_id;
+  rec.argv = o.argv;
+  if (!script.empty()) {
+    std::ifstream f(script, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    rec.code_hash = Sha256Hex(ss.str());
+    rec.code = ss.str().substr(0, 64 << 10);
+  }
+  rec.limits = absl::StrFormat(
+      "{\"timeoutSec\":%g,\"memoryBytes\":%d,\"pids\":%d,\"cpus\":%g,\"diskBytes\":%d,"
+      "\"maxOutputBytes\":%d,\"nofile\":%d}",
+      o.timeout_sec, o.memory_bytes, o.pids, o.cpus, o.disk_bytes, o.max_output, o.nofile);
+  rec.result = &r;
+  rec.phases_ms = phases_json;
+  rusage self;
+  if (getrusage(RUSAGE_SELF, &self) == 0) {
+    rec.sentry_max_rss_bytes = static_cast<uint64_t>(self.ru_maxrss) * 1024;
+  }
+  if (absl::Status s = AppendAuditRecord(o.log_path, rec); !s.ok()) {
+    std::fprintf(stderr, "sentry: %s\n", std::string(s.message()).c_str());
+  }
 }
 
 }  // namespace sentry

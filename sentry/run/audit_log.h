@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "sentry/run/result.h"
+#include "sentry/run/run.h"
 
 namespace sentry {
 
@@ -24,6 +25,12 @@ struct AuditRecord {
 };
 
 absl::Status AppendAuditRecord(const std::string& path, const AuditRecord& record);
+
+// Appends the run's line to o.log_path: its argv, the script (path in the
+// sandbox's host copy, read here) and its hash, the limits, the result and
+// the phases. A failure is said on stderr; the run's outcome stays.
+void LogRun(const RunOptions& o, const std::string& run_id, const std::string& script,
+            const RunResult& r, const std::string& phases_json);
 
 }  // namespace sentry
 

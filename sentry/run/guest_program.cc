@@ -1,5 +1,6 @@
 #include "sentry/run/guest_program.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,6 +92,32 @@ ProgramLookup FindProgram(vfs::Vfs& v, const vfs::NodeRef& cwd, const vfs::Creds
   } else if (!v.Permission(*node, X_OK, creds).ok()) {
     out.exit_code = kExitCannotExec;
     out.error = absl::StrCat(out.path, ": permission denied (not executable in the sandbox)");
+  }
+  return out;
+}
+
+std::vector<GuestLaunch::Rlimit> GuestRlimits(const RunOptions& o, bool memory_cgroup,
+                                              bool cpu_cgroup,
+                                              std::vector<GuestLaunch::Rlimit> base,
+                                              std::string* error) {
+  std::vector<GuestLaunch::Rlimit> out = std::move(base);
+  // Where no cgroup holds, rlimits in the guest still do (per process).
+  if (o.memory_bytes && !memory_cgroup) out.push_back({RLIMIT_AS, o.memory_bytes});
+  if (o.cpus > 0 && !cpu_cgroup && o.timeout_sec > 0) {
+    out.push_back({RLIMIT_CPU, static_cast<uint64_t>(o.timeout_sec * o.cpus) + 1});
+  }
+  // RLIMIT_NPROC is counted per user namespace and uid (the kernel's ucounts),
+  // so it is this sandbox's own task count, threads included: the pids cap
+  // holds without the pids cgroup too (which also counts the sandbox's init).
+  if (o.pids) out.push_back({RLIMIT_NPROC, o.pids});
+  out.push_back({RLIMIT_NOFILE, o.nofile});
+  for (const GuestLaunch::Rlimit& r : out) {
+    rlimit own;
+    if (getrlimit(r.resource, &own) == 0 && own.rlim_max != RLIM_INFINITY &&
+        r.value > own.rlim_max) {
+      *error = absl::StrCat("a limit of ", r.value, " is above this host's hard limit of ",
+                            own.rlim_max, " (resource ", r.resource, "); ask for at most that");
+    }
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "loader/loader.h"
 #include "sentry/run/run.h"
 #include "sentry/run/sandbox_tree.h"
 #include "vfs/vfs.h"
@@ -15,6 +16,16 @@ namespace sentry {
 
 // The guest's whole environment: a clean one, plus --env.
 std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree);
+
+// The rlimits the guest sets before its execve: base (those of the seccomp
+// wall alone), then the ones that hold where no cgroup does, the process
+// count and the open files. The guest sets them after it dropped its
+// capabilities, so it can only lower them: one above the sentry's own hard
+// limit is refused, with *error saying so.
+std::vector<GuestLaunch::Rlimit> GuestRlimits(const RunOptions& o, bool memory_cgroup,
+                                              bool cpu_cgroup,
+                                              std::vector<GuestLaunch::Rlimit> base,
+                                              std::string* error);
 
 // The first argument that names a plain host file is the script: it is copied
 // in at the same relative path under the guest's cwd (or the same absolute

@@ -86,12 +86,7 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
     }
   }
   if (!pool::SendVerdict(client, true, "")) return kExitSentryError;
-  int code = warm.Serve(req->options, client);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  int32_t c = code;
-  (void)!write(client, &c, sizeof(c));
-  return code;
+  return warm.Serve(req->options, client);  // which answers the exit code on client
 }
 
 // A warm worker: makes its sandbox, then serves the first client to come.

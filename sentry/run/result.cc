@@ -1,6 +1,7 @@
 #include "sentry/run/result.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -122,6 +123,21 @@ DeniedOperation ExplainDenial(const Denial& d) {
         "home directory";
   }
   return out;
+}
+
+void PrintOutcome(const RunResult& r, bool json, double timeout_sec) {
+  if (json) {
+    std::string text = ResultJson(r) + "\n";
+    fwrite(text.data(), 1, text.size(), stdout);
+  } else if (r.error) {
+    std::fprintf(stderr, "sentry: %s\n", r.error->c_str());
+  } else if (r.timed_out) {
+    std::fprintf(stderr, "sentry: timed out after %gs\n", timeout_sec);
+  } else if (r.limit == "memory") {
+    std::fprintf(stderr, "sentry: the guest was killed at its memory limit\n");
+  }
+  fflush(stdout);
+  fflush(stderr);
 }
 
 }  // namespace sentry

@@ -41,6 +41,10 @@ std::string JsonString(const std::string& s);
 
 std::string ResultJson(const RunResult& r);
 
+// The end of a run as its caller reads it: with json, the result object on
+// stdout; else, where sentry ended the run, one line on stderr saying why.
+void PrintOutcome(const RunResult& r, bool json, double timeout_sec);
+
 // "SIGKILL" for 9.
 std::string SignalName(int sig);
 // A denial as the model reads it: what was refused and what to do instead.

@@ -1,35 +1,25 @@
 #include "sentry/run/run.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <optional>
-#include <sstream>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "loader/filter.h"
 #include "loader/prebuilt_filter.h"
 #include "sentry/base/fs_identity.h"
-#include "sentry/base/sha256.h"
 #include "sentry/kernel/devpts.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
@@ -37,11 +27,11 @@
 #include "sentry/platform/notify_loop.h"
 #include "sentry/platform/tracer.h"
 #include "sentry/platform/unotify.h"
-#include "sentry/run/audit_log.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/guest_program.h"
 #include "sentry/run/phase_clock.h"
 #include "sentry/run/result.h"
+#include "sentry/run/run_internal.h"
 #include "sentry/run/sandbox_net.h"
 #include "sentry/run/sandbox_tree.h"
 #include "sentry/run/seccomp_only.h"
@@ -50,83 +40,7 @@
 #include "syscalls/table.h"
 
 namespace sentry {
-namespace {
-
-// A failure that ends the run before the guest starts, with its exit code.
-struct RunError {
-  int code;
-  std::string message;
-};
-
-class Run {
- public:
-  // warm: a sandbox made before its command is known (see WarmSandbox); o is
-  // then the pool's shape, and Serve gives the request.
-  Run(RunOptions o, bool warm)
-      : o_(std::move(o)), warm_(warm), start_ms_(MonotonicMs()), clock_(start_ms_) {}
-  int Execute();
-  std::optional<RunError> Warm();
-  int Serve(const RunOptions& request, int peer_fd);
-
- private:
-  std::optional<RunError> Prepare();
-  std::optional<RunError> BuildSandbox();
-  std::optional<RunError> Admit();
-  std::optional<RunError> StartGuest();
-  std::optional<RunError> UseSeccompWallAlone(const std::string& why);
-  absl::StatusOr<Spawned> StartSandbox();
-  void Supervise();
-  int Conclude(std::optional<RunError> error);
-  void KillSandbox() {
-    // Without a pid namespace nothing dies with the loader: every process of
-    // the guest's uid is killed instead, and the loader, their subreaper,
-    // reaps them and exits when it has no child left.
-    // One sweep is enough: after it no process of the uid is left to fork,
-    // and the loader makes the guest only once.
-    if (seccomp_only()) {
-      if (!uid_swept_.exchange(true)) KillEveryProcessOf(guest_host_uid_);
-    } else if (spawned_) {
-      kill(spawned_->init_pid(), SIGKILL);
-    }
-  }
-  // No namespaces: the seccomp wall alone (see UseSeccompWallAlone).
-  bool seccomp_only() const { return !spec_.namespaces; }
-  // The host uid the guest's processes run as.
-  uid_t GuestHostUid() const {
-    if (seccomp_only()) return guest_host_uid_;
-    return tree_.uid == 0 ? kHostIdBase : kHostIdBase + 1;
-  }
-
-  RunOptions o_;
-  const bool warm_;
-  int peer_fd_ = -1;  // a pool's client: its hang-up or signal ends the run
-  double start_ms_;
-  PhaseClock clock_;
-  TreeConfig tree_;
-  LoaderSpec spec_;
-  GuestStdio stdio_;
-  Cgroups cgroups_;
-  std::optional<Spawned> spawned_;
-  // Set once the first sweep of the guest's uid is done (see KillSandbox).
-  std::atomic<bool> uid_swept_{false};
-  uid_t guest_host_uid_ = 0;  // with seccomp_only(), the run's own host uid
-  HostStore host_store_;      // with seccomp_only(), the backing store
-  std::unique_ptr<Kernel> kernel_;
-  SandboxNet net_;  // after kernel_: stopped before the kernel goes
-  std::unique_ptr<Tracer> tracer_;
-  std::unique_ptr<Unotify> unotify_;
-  std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<NotifyLoop> loop_;
-  vfs::Creds creds_;
-  vfs::NodeRef cwd_;
-  GuestLaunch launch_;
-  std::vector<GuestLaunch::Rlimit> wall_rlimits_;  // those of the seccomp wall alone
-  std::string script_;
-  sigset_t mask_;
-  bool timed_out_ = false;
-  std::atomic<bool> watchdog_fired_{false};  // the timeout, seen by the watchdog
-  int user_signal_ = 0;
-};
+namespace run_internal {
 
 std::optional<RunError> Run::Prepare() {
   if (o_.root) {
@@ -244,31 +158,10 @@ std::optional<RunError> Run::Admit() {
   launch_.path = found.path;
   launch_.argv = o_.argv;
   launch_.envp = GuestEnv(o_, tree_);
-  launch_.rlimits = wall_rlimits_;
-  // Where no cgroup holds, rlimits in the guest still do (per process).
-  if (o_.memory_bytes && !cgroups_.has_memory()) {
-    launch_.rlimits.push_back({RLIMIT_AS, o_.memory_bytes});
-  }
-  if (o_.cpus > 0 && !cgroups_.has_cpu() && o_.timeout_sec > 0) {
-    launch_.rlimits.push_back({RLIMIT_CPU, static_cast<uint64_t>(o_.timeout_sec * o_.cpus) + 1});
-  }
-  // RLIMIT_NPROC is counted per user namespace and uid (the kernel's ucounts),
-  // so it is this sandbox's own task count, threads included: the pids cap
-  // holds without the pids cgroup too (which also counts the sandbox's init).
-  if (o_.pids) launch_.rlimits.push_back({RLIMIT_NPROC, o_.pids});
-  launch_.rlimits.push_back({RLIMIT_NOFILE, o_.nofile});
-  // The guest sets them after it dropped its capabilities, so it can only
-  // lower them: a limit above the sentry's own hard one is refused here.
-  for (const GuestLaunch::Rlimit& r : launch_.rlimits) {
-    rlimit own;
-    if (getrlimit(r.resource, &own) == 0 && own.rlim_max != RLIM_INFINITY &&
-        r.value > own.rlim_max) {
-      return RunError{
-          kExitSentryError,
-          absl::StrCat("a limit of ", r.value, " is above this host's hard limit of ", own.rlim_max,
-                       " (resource ", r.resource, "); ask for at most that")};
-    }
-  }
+  std::string too_high;
+  launch_.rlimits =
+      GuestRlimits(o_, cgroups_.has_memory(), cgroups_.has_cpu(), wall_rlimits_, &too_high);
+  if (!too_high.empty()) return RunError{kExitSentryError, too_high};
   clock_.Mark("admit");
   return std::nullopt;
 }
@@ -329,258 +222,6 @@ std::optional<RunError> Run::StartGuest() {
   }
   clock_.Mark("supervisor");
   return std::nullopt;
-}
-
-void Run::Supervise() {
-  UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
-  UniqueFd timer(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
-  if (o_.timeout_sec > 0) {
-    itimerspec its{};
-    its.it_value.tv_sec = static_cast<time_t>(o_.timeout_sec);
-    its.it_value.tv_nsec = static_cast<long>((o_.timeout_sec - its.it_value.tv_sec) * 1e9);
-    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
-    timerfd_settime(timer.get(), 0, &its, nullptr);
-  }
-  // The timeout must hold even if this thread is held up (waiting for the
-  // kernel lock behind a handler that waits on the guest): a watchdog that
-  // needs nothing but the init pid kills the sandbox shortly after it.
-  std::mutex watchdog_mu;
-  std::condition_variable watchdog_cv;
-  bool supervised = false;
-  std::thread watchdog;
-  if (o_.timeout_sec > 0) {
-    watchdog = std::thread([&] {
-      constexpr double kSlackSec = 0.1;
-      std::unique_lock<std::mutex> lock(watchdog_mu);
-      auto deadline = std::chrono::steady_clock::now() +
-                      std::chrono::duration<double>(o_.timeout_sec + kSlackSec);
-      if (!watchdog_cv.wait_until(lock, deadline, [&] { return supervised; })) {
-        watchdog_fired_ = true;
-        KillSandbox();
-      }
-    });
-  }
-  // A signal the user sends sentry goes to the guest first; the sandbox ends
-  // when the guest does, or after this grace, or at a second signal.
-  UniqueFd grace(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
-  constexpr time_t kGraceSec = 2;
-  // The start-up pin ends when the guest traps rarely: it computes, and may
-  // do it on any CPU (see sentry/kernel/colocation.h).
-  UniqueFd pin_check(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
-  constexpr long kPinCheckNs = 50 * 1000 * 1000;
-  constexpr uint64_t kMinTrapsPerCheck = 20;  // 400 a second
-  uint64_t traps_seen = 0;
-  {
-    std::lock_guard<std::mutex> lock(kernel_->mu());
-    if (kernel_->colocation().active()) {
-      itimerspec its{{0, kPinCheckNs}, {0, kPinCheckNs}};
-      timerfd_settime(pin_check.get(), 0, &its, nullptr);
-    }
-  }
-  bool init_reaped = false;
-  bool leader_seen_done = false;
-  // A user signal (from this process's signalfd, or from a pool's client)
-  // goes to the guest; a second one, or the grace's end, ends the sandbox.
-  auto user_signal = [&](int signo) {
-    if (user_signal_ == 0) {
-      user_signal_ = signo;
-      kill(spawned_->guest_pid(), user_signal_);
-      itimerspec its{};
-      its.it_value.tv_sec = kGraceSec;
-      timerfd_settime(grace.get(), 0, &its, nullptr);
-    } else {
-      KillSandbox();
-    }
-  };
-  while (!init_reaped) {
-    pollfd pfd[5] = {{sig.get(), POLLIN, 0},
-                     {timer.get(), POLLIN, 0},
-                     {grace.get(), POLLIN, 0},
-                     {pin_check.get(), POLLIN, 0},
-                     {peer_fd_, POLLIN, 0}};
-    if (poll(pfd, peer_fd_ >= 0 ? 5 : 4, -1) < 0 && errno != EINTR) break;
-    uint64_t ticks;
-    if (pfd[3].revents & POLLIN) {
-      (void)!read(pin_check.get(), &ticks, sizeof(ticks));
-      uint64_t traps = loop_->handled();
-      if (traps - traps_seen < kMinTrapsPerCheck * ticks) {
-        std::lock_guard<std::mutex> lock(kernel_->mu());
-        kernel_->colocation().End();
-        itimerspec off{};
-        timerfd_settime(pin_check.get(), 0, &off, nullptr);
-      }
-      traps_seen = traps;
-    }
-    if (peer_fd_ >= 0 && pfd[4].revents) {
-      // A pool's client forwards the signals it gets; when it is gone
-      // (killed, or its caller hung up) nobody waits for the run: it ends.
-      int32_t signo = 0;
-      if (read(peer_fd_, &signo, sizeof(signo)) == sizeof(signo) && signo > 0 && signo < NSIG) {
-        user_signal(signo);
-      } else {
-        peer_fd_ = -1;
-        if (user_signal_ == 0) user_signal_ = SIGHUP;
-        KillSandbox();
-      }
-    }
-    if (pfd[1].revents & POLLIN) {
-      (void)!read(timer.get(), &ticks, sizeof(ticks));
-      if (!tracer_->leader_done()) timed_out_ = true;
-      KillSandbox();
-    }
-    if (pfd[2].revents & POLLIN) {
-      (void)!read(grace.get(), &ticks, sizeof(ticks));
-      KillSandbox();
-    }
-    if (!(pfd[0].revents & POLLIN)) continue;
-    signalfd_siginfo si;
-    while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
-      if (si.ssi_signo != SIGCHLD) user_signal(static_cast<int>(si.ssi_signo));
-    }
-    int status;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
-      if (pid == spawned_->init_pid()) {
-        if (WIFEXITED(status) || WIFSIGNALED(status)) init_reaped = true;
-        continue;
-      }
-      tracer_->OnWaitStatus(pid, status);
-      if (tracer_->leader_done() && !leader_seen_done) {
-        leader_seen_done = true;
-        clock_.Mark("guest");
-      }
-      if (tracer_->leader_done()) KillSandbox();
-    }
-  }
-  if (watchdog.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(watchdog_mu);
-      supervised = true;
-    }
-    watchdog_cv.notify_all();
-    watchdog.join();
-  }
-  if (!leader_seen_done) clock_.Mark("guest");  // killed with the sandbox (timeout, signal)
-  clock_.Mark("sandbox exit");
-}
-
-int Run::Conclude(std::optional<RunError> error) {
-  RunResult r;
-  // The guest is gone or going: this thread works for the operator again
-  // (cgroups to remove, the log to write).
-  DropFsIdentity(0, 0);
-  if (error) {
-    KillSandbox();
-    if (spawned_) {
-      kill(spawned_->init_pid(), SIGKILL);
-      int status;
-      while (waitpid(spawned_->init_pid(), &status, __WALL) < 0 && errno == EINTR) {
-      }
-    }
-  }
-  if (loop_) loop_->Stop();
-  stdio_.Finish();
-  clock_.Mark("drain");
-  r.duration_ms = static_cast<uint64_t>(MonotonicMs() - start_ms_);
-  r.stdout_text = stdio_.out().Text();
-  r.stderr_text = stdio_.err().Text();
-  r.stdout_dropped = stdio_.out().dropped();
-  r.stderr_dropped = stdio_.err().dropped();
-  r.cpu_ms = cgroups_.CpuNanos() / 1000000;
-  r.peak_memory_bytes = cgroups_.PeakMemoryBytes();
-  r.walls = {"seccomp"};
-  if (!seccomp_only()) r.walls.push_back("namespaces");
-  for (const std::string& w : cgroups_.enforced()) r.walls.push_back(w);
-  if (!cgroups_.has_memory() && o_.memory_bytes) r.walls.push_back("rlimit-as");
-  if (o_.pids) r.walls.push_back("rlimit-nproc");
-  if (o_.cpus > 0 && !cgroups_.has_cpu() && o_.timeout_sec > 0) r.walls.push_back("rlimit-cpu");
-
-  int code;
-  if (error) {
-    code = error->code;
-    r.error = error->message;
-  } else if (tracer_ && !tracer_->violation().empty()) {
-    code = kExitSentryError;
-    r.error = tracer_->violation();
-  } else if (timed_out_ || (watchdog_fired_ && !(tracer_ && tracer_->leader_done()))) {
-    code = kExitTimeout;
-    r.timed_out = true;
-    r.limit = "timeout";
-    r.signal = "SIGKILL";
-  } else if (user_signal_) {
-    code = 128 + user_signal_;
-    r.signal = SignalName(user_signal_);
-    r.error = absl::StrCat("sentry received ", SignalName(user_signal_));
-  } else if (tracer_ && tracer_->leader_done()) {
-    int s = tracer_->leader_status();
-    if (WIFEXITED(s)) {
-      code = WEXITSTATUS(s);
-    } else {
-      code = 128 + WTERMSIG(s);
-      r.signal = SignalName(WTERMSIG(s));
-      if (WTERMSIG(s) == SIGKILL && cgroups_.MemoryLimitHit()) r.limit = "memory";
-    }
-  } else {
-    code = kExitSentryError;
-    r.error = "the guest ended without an exit status";
-  }
-  r.exit_code = code;
-  if (kernel_) {
-    std::lock_guard<std::mutex> lock(kernel_->mu());
-    for (const Denial& d : kernel_->denials) r.denied.push_back(ExplainDenial(d));
-  }
-  if (!r.limit && cgroups_.PidsLimitHit()) r.limit = "pids";
-  net_.Conclude(&r);
-  net_.Stop();
-  cgroups_.Remove();
-  if (seccomp_only()) {
-    KillEveryProcessOf(guest_host_uid_);  // a process that outlived the sandbox's end
-    ReapOrphans();
-    host_store_.Remove();
-  }
-  clock_.Mark("cleanup");
-
-  if (!o_.log_path.empty()) {
-    AuditRecord rec;
-    rec.run_id = absl::StrFormat("%d-%d", getpid(), static_cast<int>(start_ms_));
-    rec.argv = o_.argv;
-    if (!script_.empty()) {
-      std::ifstream f(script_, std::ios::binary);
-      std::stringstream ss;
-      ss << f.rdbuf();
-      rec.code_hash = Sha256Hex(ss.str());
-      rec.code = ss.str().substr(0, 64 << 10);
-    }
-    rec.limits = absl::StrFormat(
-        "{\"timeoutSec\":%g,\"memoryBytes\":%d,\"pids\":%d,\"cpus\":%g,\"diskBytes\":%d,"
-        "\"maxOutputBytes\":%d,\"nofile\":%d}",
-        o_.timeout_sec, o_.memory_bytes, o_.pids, o_.cpus, o_.disk_bytes, o_.max_output, o_.nofile);
-    rec.result = &r;
-    rec.phases_ms = clock_.Json();
-    rusage self;
-    if (getrusage(RUSAGE_SELF, &self) == 0) {
-      rec.sentry_max_rss_bytes = static_cast<uint64_t>(self.ru_maxrss) * 1024;
-    }
-    if (absl::Status s = AppendAuditRecord(o_.log_path, rec); !s.ok()) {
-      std::fprintf(stderr, "sentry: %s\n", std::string(s.message()).c_str());
-    }
-  }
-  if (o_.timings) {
-    clock_.Mark("log");
-    std::fputs(clock_.Text().c_str(), stderr);
-  }
-  if (o_.json) {
-    std::string json = ResultJson(r) + "\n";
-    fwrite(json.data(), 1, json.size(), stdout);
-    fflush(stdout);
-  } else if (r.error) {
-    std::fprintf(stderr, "sentry: %s\n", r.error->c_str());
-  } else if (r.timed_out) {
-    std::fprintf(stderr, "sentry: timed out after %gs\n", o_.timeout_sec);
-  } else if (r.limit == "memory") {
-    std::fprintf(stderr, "sentry: the guest was killed at its memory limit\n");
-  }
-  return code;
 }
 
 // Starts the loader in new namespaces; where the kernel refuses them (and the
@@ -666,7 +307,7 @@ int Run::Serve(const RunOptions& request, int peer_fd) {
   o_.namespaces = shape.namespaces;
   o_.net = shape.net;
   o_.net_bytes = shape.net_bytes;
-  peer_fd_ = peer_fd;
+  peer_fd_ = client_fd_ = peer_fd;
   start_ms_ = MonotonicMs();
   clock_ = PhaseClock(start_ms_);
   cgroups_.SetLimits({o_.memory_bytes, o_.pids, o_.cpus});
@@ -683,7 +324,9 @@ int Run::Serve(const RunOptions& request, int peer_fd) {
   return Conclude(std::nullopt);
 }
 
-}  // namespace
+}  // namespace run_internal
+
+using run_internal::Run;
 
 int RunSandbox(const RunOptions& options) {
   if (options.argv.empty()) {

@@ -61,7 +61,8 @@ class WarmSandbox {
   static std::unique_ptr<WarmSandbox> Make(const RunOptions& shape, std::string* error);
   ~WarmSandbox();
   // Runs request; a signal number read from peer_fd goes to the guest as
-  // sentry's own would, and peer_fd's end ends the run. Returns the exit code.
+  // sentry's own would, and peer_fd's end ends the run. The exit code (also
+  // returned) is sent on peer_fd as an int32 once the output is written.
   int Serve(const RunOptions& request, int peer_fd);
 
  private:

@@ -1,0 +1,257 @@
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "sentry/base/fs_identity.h"
+#include "sentry/run/audit_log.h"
+#include "sentry/run/run_internal.h"
+
+namespace sentry::run_internal {
+
+void Run::Supervise() {
+  UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd timer(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+  if (o_.timeout_sec > 0) {
+    itimerspec its{};
+    its.it_value.tv_sec = static_cast<time_t>(o_.timeout_sec);
+    its.it_value.tv_nsec = static_cast<long>((o_.timeout_sec - its.it_value.tv_sec) * 1e9);
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
+    timerfd_settime(timer.get(), 0, &its, nullptr);
+  }
+  // The timeout must hold even if this thread is held up (waiting for the
+  // kernel lock behind a handler that waits on the guest): a watchdog that
+  // needs nothing but the init pid kills the sandbox shortly after it.
+  std::mutex watchdog_mu;
+  std::condition_variable watchdog_cv;
+  bool supervised = false;
+  std::thread watchdog;
+  if (o_.timeout_sec > 0) {
+    watchdog = std::thread([&] {
+      constexpr double kSlackSec = 0.1;
+      std::unique_lock<std::mutex> lock(watchdog_mu);
+      auto deadline = std::chrono::steady_clock::now() +
+                      std::chrono::duration<double>(o_.timeout_sec + kSlackSec);
+      if (!watchdog_cv.wait_until(lock, deadline, [&] { return supervised; })) {
+        watchdog_fired_ = true;
+        KillSandbox();
+      }
+    });
+  }
+  // A signal the user sends sentry goes to the guest first; the sandbox ends
+  // when the guest does, or after this grace, or at a second signal.
+  UniqueFd grace(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+  constexpr time_t kGraceSec = 2;
+  // The start-up pin ends when the guest traps rarely: it computes, and may
+  // do it on any CPU (see sentry/kernel/colocation.h).
+  UniqueFd pin_check(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+  constexpr long kPinCheckNs = 50 * 1000 * 1000;
+  constexpr uint64_t kMinTrapsPerCheck = 20;  // 400 a second
+  uint64_t traps_seen = 0;
+  {
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    if (kernel_->colocation().active()) {
+      itimerspec its{{0, kPinCheckNs}, {0, kPinCheckNs}};
+      timerfd_settime(pin_check.get(), 0, &its, nullptr);
+    }
+  }
+  bool init_reaped = false;
+  bool leader_seen_done = false;
+  // A user signal (from this process's signalfd, or from a pool's client)
+  // goes to the guest; a second one, or the grace's end, ends the sandbox.
+  auto user_signal = [&](int signo) {
+    if (user_signal_ == 0) {
+      user_signal_ = signo;
+      kill(spawned_->guest_pid(), user_signal_);
+      itimerspec its{};
+      its.it_value.tv_sec = kGraceSec;
+      timerfd_settime(grace.get(), 0, &its, nullptr);
+    } else {
+      KillSandbox();
+    }
+  };
+  while (!init_reaped) {
+    pollfd pfd[5] = {{sig.get(), POLLIN, 0},
+                     {timer.get(), POLLIN, 0},
+                     {grace.get(), POLLIN, 0},
+                     {pin_check.get(), POLLIN, 0},
+                     {peer_fd_, POLLIN, 0}};
+    if (poll(pfd, peer_fd_ >= 0 ? 5 : 4, -1) < 0 && errno != EINTR) break;
+    uint64_t ticks;
+    if (pfd[3].revents & POLLIN) {
+      (void)!read(pin_check.get(), &ticks, sizeof(ticks));
+      uint64_t traps = loop_->handled();
+      if (traps - traps_seen < kMinTrapsPerCheck * ticks) {
+        std::lock_guard<std::mutex> lock(kernel_->mu());
+        kernel_->colocation().End();
+        itimerspec off{};
+        timerfd_settime(pin_check.get(), 0, &off, nullptr);
+      }
+      traps_seen = traps;
+    }
+    if (peer_fd_ >= 0 && pfd[4].revents) {
+      // A pool's client forwards the signals it gets; when it is gone
+      // (killed, or its caller hung up) nobody waits for the run: it ends.
+      int32_t signo = 0;
+      if (read(peer_fd_, &signo, sizeof(signo)) == sizeof(signo) && signo > 0 && signo < NSIG) {
+        user_signal(signo);
+      } else {
+        peer_fd_ = -1;
+        if (user_signal_ == 0) user_signal_ = SIGHUP;
+        KillSandbox();
+      }
+    }
+    if (pfd[1].revents & POLLIN) {
+      (void)!read(timer.get(), &ticks, sizeof(ticks));
+      if (!tracer_->leader_done()) timed_out_ = true;
+      KillSandbox();
+    }
+    if (pfd[2].revents & POLLIN) {
+      (void)!read(grace.get(), &ticks, sizeof(ticks));
+      KillSandbox();
+    }
+    if (!(pfd[0].revents & POLLIN)) continue;
+    signalfd_siginfo si;
+    while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
+      if (si.ssi_signo != SIGCHLD) user_signal(static_cast<int>(si.ssi_signo));
+    }
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
+      if (pid == spawned_->init_pid()) {
+        if (WIFEXITED(status) || WIFSIGNALED(status)) init_reaped = true;
+        continue;
+      }
+      tracer_->OnWaitStatus(pid, status);
+      if (tracer_->leader_done() && !leader_seen_done) {
+        leader_seen_done = true;
+        clock_.Mark("guest");
+      }
+      if (tracer_->leader_done()) KillSandbox();
+    }
+  }
+  if (watchdog.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(watchdog_mu);
+      supervised = true;
+    }
+    watchdog_cv.notify_all();
+    watchdog.join();
+  }
+  if (!leader_seen_done) clock_.Mark("guest");  // killed with the sandbox (timeout, signal)
+  clock_.Mark("sandbox exit");
+}
+
+int Run::Conclude(std::optional<RunError> error) {
+  RunResult r;
+  // The guest is gone or going: this thread works for the operator again
+  // (cgroups to remove, the log to write).
+  DropFsIdentity(0, 0);
+  if (error) {
+    KillSandbox();
+    if (spawned_) {
+      kill(spawned_->init_pid(), SIGKILL);
+      int status;
+      while (waitpid(spawned_->init_pid(), &status, __WALL) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  if (loop_) loop_->Stop();
+  stdio_.Finish();
+  clock_.Mark("drain");
+  r.duration_ms = static_cast<uint64_t>(MonotonicMs() - start_ms_);
+  r.stdout_text = stdio_.out().Text();
+  r.stderr_text = stdio_.err().Text();
+  r.stdout_dropped = stdio_.out().dropped();
+  r.stderr_dropped = stdio_.err().dropped();
+  r.cpu_ms = cgroups_.CpuNanos() / 1000000;
+  r.peak_memory_bytes = cgroups_.PeakMemoryBytes();
+  r.walls = {"seccomp"};
+  if (!seccomp_only()) r.walls.push_back("namespaces");
+  for (const std::string& w : cgroups_.enforced()) r.walls.push_back(w);
+  if (!cgroups_.has_memory() && o_.memory_bytes) r.walls.push_back("rlimit-as");
+  if (o_.pids) r.walls.push_back("rlimit-nproc");
+  if (o_.cpus > 0 && !cgroups_.has_cpu() && o_.timeout_sec > 0) r.walls.push_back("rlimit-cpu");
+
+  int code;
+  if (error) {
+    code = error->code;
+    r.error = error->message;
+  } else if (tracer_ && !tracer_->violation().empty()) {
+    code = kExitSentryError;
+    r.error = tracer_->violation();
+  } else if (timed_out_ || (watchdog_fired_ && !(tracer_ && tracer_->leader_done()))) {
+    code = kExitTimeout;
+    r.timed_out = true;
+    r.limit = "timeout";
+    r.signal = "SIGKILL";
+  } else if (user_signal_) {
+    code = 128 + user_signal_;
+    r.signal = SignalName(user_signal_);
+    r.error = absl::StrCat("sentry received ", SignalName(user_signal_));
+  } else if (tracer_ && tracer_->leader_done()) {
+    int s = tracer_->leader_status();
+    if (WIFEXITED(s)) {
+      code = WEXITSTATUS(s);
+    } else {
+      code = 128 + WTERMSIG(s);
+      r.signal = SignalName(WTERMSIG(s));
+      if (WTERMSIG(s) == SIGKILL && cgroups_.MemoryLimitHit()) r.limit = "memory";
+    }
+  } else {
+    code = kExitSentryError;
+    r.error = "the guest ended without an exit status";
+  }
+  r.exit_code = code;
+  if (kernel_) {
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    for (const Denial& d : kernel_->denials) r.denied.push_back(ExplainDenial(d));
+  }
+  if (!r.limit && cgroups_.PidsLimitHit()) r.limit = "pids";
+  net_.Conclude(&r);
+  // A pool's client is answered before the sandbox is taken down: nothing of
+  // what follows is its concern (a cold run's caller waits for this process).
+  if (warm_) {
+    Report(r);
+    int32_t c = code;
+    if (client_fd_ >= 0) (void)!send(client_fd_, &c, sizeof(c), MSG_NOSIGNAL);
+  }
+  net_.Stop();
+  cgroups_.Remove();
+  if (seccomp_only()) {
+    KillEveryProcessOf(guest_host_uid_);  // a process that outlived the sandbox's end
+    ReapOrphans();
+    host_store_.Remove();
+  }
+  clock_.Mark("cleanup");
+  if (!o_.log_path.empty()) {
+    LogRun(o_, absl::StrFormat("%d-%d", getpid(), static_cast<int>(start_ms_)), script_, r,
+           clock_.Json());
+  }
+  if (!warm_) Report(r);
+  return code;
+}
+
+// What the caller reads at the end: the phases (--timings), then the result
+// (--json) or the line that says why sentry ended the run.
+void Run::Report(const RunResult& r) {
+  if (o_.timings) {
+    clock_.Mark("log");
+    std::fputs(clock_.Text().c_str(), stderr);
+  }
+  PrintOutcome(r, o_.json, o_.timeout_sec);
+}
+
+}  // namespace sentry::run_internal

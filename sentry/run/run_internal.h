@@ -1,0 +1,113 @@
+// The one run behind `sentry run` and each warm sandbox of `sentry pool`:
+// its phases (run.cc: the sandbox, the command, the guest's start;
+// run_end.cc: supervision and the end), in one class both files share.
+#ifndef SENTRY_RUN_RUN_INTERNAL_H_
+#define SENTRY_RUN_RUN_INTERNAL_H_
+
+#include <signal.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loader/loader.h"
+#include "sentry/kernel/dispatcher.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/platform/notify_loop.h"
+#include "sentry/platform/tracer.h"
+#include "sentry/platform/unotify.h"
+#include "sentry/run/cgroups.h"
+#include "sentry/run/phase_clock.h"
+#include "sentry/run/result.h"
+#include "sentry/run/run.h"
+#include "sentry/run/sandbox_net.h"
+#include "sentry/run/sandbox_tree.h"
+#include "sentry/run/seccomp_only.h"
+#include "sentry/run/spawn.h"
+#include "sentry/run/stdio.h"
+
+namespace sentry::run_internal {
+
+// A failure that ends the run before the guest starts, with its exit code.
+struct RunError {
+  int code;
+  std::string message;
+};
+
+class Run {
+ public:
+  // warm: a sandbox made before its command is known (see WarmSandbox); o is
+  // then the pool's shape, and Serve gives the request.
+  Run(RunOptions o, bool warm)
+      : o_(std::move(o)), warm_(warm), start_ms_(MonotonicMs()), clock_(start_ms_) {}
+  int Execute();
+  std::optional<RunError> Warm();
+  int Serve(const RunOptions& request, int peer_fd);
+
+ private:
+  std::optional<RunError> Prepare();
+  std::optional<RunError> BuildSandbox();
+  std::optional<RunError> Admit();
+  std::optional<RunError> StartGuest();
+  std::optional<RunError> UseSeccompWallAlone(const std::string& why);
+  absl::StatusOr<Spawned> StartSandbox();
+  void Supervise();
+  int Conclude(std::optional<RunError> error);
+  void Report(const RunResult& r);
+  void KillSandbox() {
+    // Without a pid namespace nothing dies with the loader: every process of
+    // the guest's uid is killed instead, and the loader, their subreaper,
+    // reaps them and exits when it has no child left.
+    // One sweep is enough: after it no process of the uid is left to fork,
+    // and the loader makes the guest only once.
+    if (seccomp_only()) {
+      if (!uid_swept_.exchange(true)) KillEveryProcessOf(guest_host_uid_);
+    } else if (spawned_) {
+      kill(spawned_->init_pid(), SIGKILL);
+    }
+  }
+  // No namespaces: the seccomp wall alone (see UseSeccompWallAlone).
+  bool seccomp_only() const { return !spec_.namespaces; }
+  // The host uid the guest's processes run as.
+  uid_t GuestHostUid() const {
+    if (seccomp_only()) return guest_host_uid_;
+    return tree_.uid == 0 ? kHostIdBase : kHostIdBase + 1;
+  }
+
+  RunOptions o_;
+  const bool warm_;
+  int peer_fd_ = -1;    // a pool's client: its hang-up or signal ends the run
+  int client_fd_ = -1;  // the same, kept to answer it
+  double start_ms_;
+  PhaseClock clock_;
+  TreeConfig tree_;
+  LoaderSpec spec_;
+  GuestStdio stdio_;
+  Cgroups cgroups_;
+  std::optional<Spawned> spawned_;
+  // Set once the first sweep of the guest's uid is done (see KillSandbox).
+  std::atomic<bool> uid_swept_{false};
+  uid_t guest_host_uid_ = 0;  // with seccomp_only(), the run's own host uid
+  HostStore host_store_;      // with seccomp_only(), the backing store
+  std::unique_ptr<Kernel> kernel_;
+  SandboxNet net_;  // after kernel_: stopped before the kernel goes
+  std::unique_ptr<Tracer> tracer_;
+  std::unique_ptr<Unotify> unotify_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<NotifyLoop> loop_;
+  vfs::Creds creds_;
+  vfs::NodeRef cwd_;
+  GuestLaunch launch_;
+  std::vector<GuestLaunch::Rlimit> wall_rlimits_;  // those of the seccomp wall alone
+  std::string script_;
+  sigset_t mask_;
+  bool timed_out_ = false;
+  std::atomic<bool> watchdog_fired_{false};  // the timeout, seen by the watchdog
+  int user_signal_ = 0;
+};
+
+}  // namespace sentry::run_internal
+
+#endif  // SENTRY_RUN_RUN_INTERNAL_H_
