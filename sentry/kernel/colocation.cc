@@ -2,7 +2,7 @@
 
 namespace sentry {
 
-int CoLocation::Start(pid_t guest_tid) {
+int CoLocation::Start(pid_t guest_tid, pid_t notifier_tid) {
   cpu_set_t mask;
   if (sched_getaffinity(guest_tid, sizeof(mask), &mask) < 0 || CPU_COUNT(&mask) < 2) return -1;
   int cpu = sched_getcpu();
@@ -14,15 +14,8 @@ int CoLocation::Start(pid_t guest_tid) {
   original_ = mask;
   cpu_ = cpu;
   pinned_.insert(guest_tid);
-  return cpu;
-}
-
-void CoLocation::PinNotifier(pid_t notifier_tid) {
-  if (cpu_ < 0) return;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu_, &one);
   if (sched_setaffinity(notifier_tid, sizeof(one), &one) == 0) notifier_ = notifier_tid;
+  return cpu;
 }
 
 void CoLocation::Inherit(pid_t parent_tid, pid_t child_tid) {

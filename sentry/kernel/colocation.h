@@ -27,11 +27,9 @@ namespace sentry {
 
 class CoLocation final {
  public:
-  // Pins guest_tid to the calling thread's CPU, if the sentry may use more
-  // than one. Returns the CPU, or -1 (nothing pinned).
-  int Start(pid_t guest_tid);
-  // The notification thread pins itself (it calls this from its own start).
-  void PinNotifier(pid_t notifier_tid);
+  // Pins guest_tid and the notification thread to the calling thread's CPU,
+  // if the sentry may use more than one. Returns the CPU, or -1 (no pin).
+  int Start(pid_t guest_tid, pid_t notifier_tid);
   // Unpins every task still pinned, and the notification thread. Idempotent.
   void End();
   bool active() const { return cpu_ >= 0; }

@@ -24,6 +24,8 @@ class Dispatcher final {
   // was built from SyscallTableWithoutNamespaces().
   explicit Dispatcher(FILE* trace, bool namespaces = true)
       : trace_(trace), find_(namespaces ? &FindSyscall : &FindSyscallWithoutNamespaces) {}
+  // Before the guest's go (a warm sandbox learns --trace with its command).
+  void set_trace(FILE* trace) { trace_ = trace; }
   DispatchResult Dispatch(SyscallContext& ctx, int nr);
 
   // "openat(AT_FDCWD, \"/etc/passwd\", 0x80000, 0)": arguments decoded by the

@@ -118,6 +118,7 @@ void NotifyLoop::Start() {
   sa.sa_handler = NoopHandler;  // no SA_RESTART: the blocking receive returns EINTR
   sigaction(kWakeSignal, &sa, nullptr);
   thread_ = std::thread([this] { Run(); });
+  while (tid_.load() == 0) sched_yield();  // a few microseconds
 }
 
 void NotifyLoop::Stop() {
@@ -136,10 +137,7 @@ void NotifyLoop::Stop() {
 }
 
 void NotifyLoop::Run() {
-  {
-    std::lock_guard<std::mutex> lock(kernel_.mu());
-    kernel_.colocation().PinNotifier(static_cast<pid_t>(syscall(SYS_gettid)));
-  }
+  tid_ = static_cast<pid_t>(syscall(SYS_gettid));
   if (!DropFsIdentity(fs_id_, fs_id_)) {
     std::fprintf(stderr, "sentry: cannot take an unprivileged file identity; stopping\n");
     done_ = true;

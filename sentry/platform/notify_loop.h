@@ -32,6 +32,8 @@ class NotifyLoop final {
   // Interrupts the blocking receive and joins the thread.
   void Stop();
   uint64_t handled() const { return handled_.load(); }
+  // The loop thread's tid (known once Start returns).
+  pid_t tid() const { return tid_.load(); }
 
  private:
   void Run();
@@ -45,6 +47,7 @@ class NotifyLoop final {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> handled_{0};
   std::atomic<bool> done_{false};
+  std::atomic<pid_t> tid_{0};
 };
 
 }  // namespace sentry

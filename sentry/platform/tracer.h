@@ -20,6 +20,8 @@ class Tracer final {
  public:
   Tracer(Kernel& kernel, std::vector<std::string> view_roots, FILE* trace)
       : kernel_(kernel), view_roots_(std::move(view_roots)), trace_(trace) {}
+  // Before the guest's go (a warm sandbox learns --trace with its command).
+  void set_trace(FILE* trace) { trace_ = trace; }
 
   // Seizes the first guest task (stopped on its go pipe) with every option.
   int Seize(pid_t pid);

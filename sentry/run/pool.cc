@@ -104,10 +104,14 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   do {
     client = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
   } while (client < 0 && (errno == EINTR || errno == ECONNABORTED));
-  if (client < 0) _exit(kExitSentryError);
+  if (client < 0) {
+    // The daemon shut the socket down: it stops. The sandbox goes with this
+    // process, which reaps it (its guest is traced from here).
+    warm->Abandon();
+    _exit(0);
+  }
   // Taken (the daemon makes the next one when this run is over). This run
-  // finishes even if the
-  // daemon goes away meanwhile.
+  // finishes even if the daemon goes away meanwhile.
   pid_t self = getpid();
   (void)!write(taken, &self, sizeof(self));
   close(taken);
@@ -215,6 +219,9 @@ int RunPool(const PoolOptions& options) {
   for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   UniqueFd sig(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  // What a killed worker leaves (its sandbox's pid 1, dying of its parent's
+  // death) comes here to be reaped, not to the host's init.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   std::set<pid_t> warm;  // workers that have not taken a client
   std::set<pid_t> busy;  // workers serving one
@@ -275,13 +282,25 @@ int RunPool(const PoolOptions& options) {
     }
     Cgroups::SweepStale();  // what killed workers left
   }
-  // Sandboxes waiting for a client go; runs in progress finish on their own.
-  for (pid_t pid : warm) kill(pid, SIGKILL);
-  for (pid_t pid : warm) waitpid(pid, nullptr, 0);
+  // Sandboxes waiting for a client go (shut down, their accept fails and
+  // they take their sandboxes down); runs in progress finish on their own.
   unlink(options.socket_path.c_str());
+  shutdown(listener.get(), SHUT_RDWR);
+  for (int i = 0; i < 2000 && !warm.empty(); ++i) {
+    pid_t pid;
+    while ((pid = waitpid(-1, nullptr, WNOHANG)) > 0) warm.erase(pid);
+    if (!warm.empty()) usleep(1000);
+  }
+  bool killed = !warm.empty();
+  for (pid_t pid : warm) kill(pid, SIGKILL);  // a worker that did not stop in 2 s
+  for (pid_t pid : warm) waitpid(pid, nullptr, 0);
   // Their sandboxes die with them (their loaders' parent-death signal); the
   // cgroups can go once the last task has.
-  for (int i = 0; i < 1000 && Cgroups::SweepStale() > 0; ++i) usleep(1000);
+  for (int i = 0; i < 1000 && Cgroups::SweepStale() > 0 && killed; ++i) {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    usleep(1000);
+  }
   return code;
 }
 

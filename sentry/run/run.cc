@@ -90,6 +90,7 @@ std::optional<RunError> Run::BuildSandbox() {
   auto spawned = StartSandbox();
   if (!spawned.ok()) return RunError{kExitSentryError, std::string(spawned.status().message())};
   spawned_.emplace(std::move(*spawned));
+  if (warm_) stdio_.StartOutputsEarly();
   clock_.Mark("namespaces");
 
   std::unique_ptr<vfs::Store> store;
@@ -166,17 +167,16 @@ std::optional<RunError> Run::Admit() {
   return std::nullopt;
 }
 
-std::optional<RunError> Run::StartGuest() {
-  FILE* trace = o_.trace ? stderr : nullptr;
-  tracer_ = std::make_unique<Tracer>(*kernel_, tree_.lower_roots, trace);
+// The guest, waiting for its go: its listener, its task, its tracer and the
+// thread that answers its traps (a warm sandbox does this ahead).
+std::optional<RunError> Run::AttachGuest() {
+  tracer_ = std::make_unique<Tracer>(*kernel_, tree_.lower_roots, nullptr);
   if (absl::Status st = spawned_->AwaitGuest(); !st.ok()) {
     return RunError{kExitSentryError, std::string(st.message())};
   }
   clock_.Mark("loader");
   unotify_ = std::make_unique<Unotify>(spawned_->TakeListener());
-  if (!unotify_->SetSyncWakeup() && trace) {
-    std::fprintf(stderr, "sentry: notice: no synchronous wake-up (Linux < 6.6): slower traps\n");
-  }
+  sync_wakeup_ = unotify_->SetSyncWakeup();
   {
     std::lock_guard<std::mutex> lock(kernel_->mu());
     Task t;
@@ -184,7 +184,6 @@ std::optional<RunError> Run::StartGuest() {
     t.ns_tid = ReadNsPid(t.tid);
     t.pidfd = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, t.tid, 0)));
     t.fs = std::make_shared<FsContext>();
-    t.fs->cwd = cwd_;
     t.process = std::make_shared<Process>();
     t.process->tgid = t.tid;
     t.process->ns_pid = t.ns_tid;
@@ -196,23 +195,35 @@ std::optional<RunError> Run::StartGuest() {
     return RunError{kExitSentryError, absl::StrCat("cannot trace the guest: ", std::strerror(-r))};
   }
   tracer_->set_leader(spawned_->guest_pid());
-  {
-    std::lock_guard<std::mutex> lock(kernel_->mu());
-    kernel_->colocation().Start(spawned_->guest_pid());
-  }
   if (seccomp_only()) {
     std::vector<std::string> dirs = tree_.lower_roots;
     dirs.push_back(host_store_.path());
     tracer_->CheckMappingsUnder(std::move(dirs));
   }
-  dispatcher_ = std::make_unique<Dispatcher>(trace, !seccomp_only());
+  dispatcher_ = std::make_unique<Dispatcher>(nullptr, !seccomp_only());
+  loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, GuestFsId());
+  loop_->Start();
+  return std::nullopt;
+}
+
+// The go: what the command decided (cwd, --trace), the start-up pin, and the
+// guest's execve.
+std::optional<RunError> Run::LaunchGuest() {
+  FILE* trace = o_.trace ? stderr : nullptr;
+  if (!sync_wakeup_ && trace) {
+    std::fprintf(stderr, "sentry: notice: no synchronous wake-up (Linux < 6.6): slower traps\n");
+  }
+  tracer_->set_trace(trace);
+  dispatcher_->set_trace(trace);
+  {
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    if (Task* t = kernel_->tasks().Find(spawned_->guest_pid())) t->fs->cwd = cwd_;
+    kernel_->colocation().Start(spawned_->guest_pid(), loop_->tid());
+  }
   // Both guest-facing threads (this one answers execve) reach host files as an
   // unprivileged user from here on (without namespaces, the guest's own uid,
   // the only one that may enter the store).
-  const uid_t kFsId = seccomp_only() ? guest_host_uid_ : kHostIdBase + 1;
-  loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, kFsId);
-  loop_->Start();
-  if (!DropFsIdentity(kFsId, kFsId)) {
+  if (!DropFsIdentity(GuestFsId(), GuestFsId())) {
     return RunError{kExitSentryError, "cannot take an unprivileged file identity"};
   }
   // The guest's first execve names the program as found above; the sentry
@@ -286,14 +297,16 @@ int Run::Execute() {
   if (auto e = Prepare()) return Conclude(e);
   if (auto e = BuildSandbox()) return Conclude(e);
   if (auto e = Admit()) return Conclude(e);
-  if (auto e = StartGuest()) return Conclude(e);
+  if (auto e = AttachGuest()) return Conclude(e);
+  if (auto e = LaunchGuest()) return Conclude(e);
   Supervise();
   return Conclude(std::nullopt);
 }
 
 std::optional<RunError> Run::Warm() {
   if (auto e = Prepare()) return e;
-  return BuildSandbox();
+  if (auto e = BuildSandbox()) return e;
+  return AttachGuest();
 }
 
 int Run::Serve(const RunOptions& request, int peer_fd) {
@@ -319,7 +332,7 @@ int Run::Serve(const RunOptions& request, int peer_fd) {
     return Conclude(RunError{kExitSentryError, std::string(s.message())});
   }
   if (auto e = Admit()) return Conclude(e);
-  if (auto e = StartGuest()) return Conclude(e);
+  if (auto e = LaunchGuest()) return Conclude(e);
   Supervise();
   return Conclude(std::nullopt);
 }
@@ -346,12 +359,15 @@ std::unique_ptr<WarmSandbox> WarmSandbox::Make(const RunOptions& shape, std::str
   w->impl_ = std::make_unique<Impl>(shape);
   if (auto e = w->impl_->run.Warm()) {
     *error = e->message;
+    w->impl_->run.Abandon();
     return nullptr;
   }
   return w;
 }
 
 WarmSandbox::~WarmSandbox() = default;
+
+void WarmSandbox::Abandon() { impl_->run.Abandon(); }
 
 int WarmSandbox::Serve(const RunOptions& request, int peer_fd) {
   return impl_->run.Serve(request, peer_fd);

@@ -64,6 +64,8 @@ class WarmSandbox {
   // sentry's own would, and peer_fd's end ends the run. The exit code (also
   // returned) is sent on peer_fd as an int32 once the output is written.
   int Serve(const RunOptions& request, int peer_fd);
+  // Takes the sandbox down unused (instead of Serve).
+  void Abandon();
 
  private:
   WarmSandbox() = default;

@@ -82,7 +82,10 @@ void Run::Supervise() {
       KillSandbox();
     }
   };
-  while (!init_reaped) {
+  // A pool's client waits for the guest, not for the sandbox's teardown:
+  // a warm run leaves this loop once its guest is done and pid 1 killed,
+  // and Conclude reaps pid 1 after it answered the client.
+  while (!init_reaped && !(warm_ && leader_seen_done)) {
     pollfd pfd[5] = {{sig.get(), POLLIN, 0},
                      {timer.get(), POLLIN, 0},
                      {grace.get(), POLLIN, 0},
@@ -150,6 +153,7 @@ void Run::Supervise() {
     watchdog_cv.notify_all();
     watchdog.join();
   }
+  init_reaped_ = init_reaped;
   if (!leader_seen_done) clock_.Mark("guest");  // killed with the sandbox (timeout, signal)
   clock_.Mark("sandbox exit");
 }
@@ -163,9 +167,8 @@ int Run::Conclude(std::optional<RunError> error) {
     KillSandbox();
     if (spawned_) {
       kill(spawned_->init_pid(), SIGKILL);
-      int status;
-      while (waitpid(spawned_->init_pid(), &status, __WALL) < 0 && errno == EINTR) {
-      }
+      ReapUntilInitIsGone();
+      init_reaped_ = true;
     }
   }
   if (loop_) loop_->Stop();
@@ -228,6 +231,10 @@ int Run::Conclude(std::optional<RunError> error) {
     int32_t c = code;
     if (client_fd_ >= 0) (void)!send(client_fd_, &c, sizeof(c), MSG_NOSIGNAL);
   }
+  if (spawned_ && !init_reaped_) {
+    KillSandbox();
+    ReapUntilInitIsGone();
+  }
   net_.Stop();
   cgroups_.Remove();
   if (seccomp_only()) {
@@ -242,6 +249,33 @@ int Run::Conclude(std::optional<RunError> error) {
   }
   if (!warm_) Report(r);
   return code;
+}
+
+void Run::Abandon() {
+  KillSandbox();
+  if (spawned_) {
+    kill(spawned_->init_pid(), SIGKILL);
+    ReapUntilInitIsGone();
+  }
+  if (loop_) loop_->Stop();
+  net_.Stop();
+  cgroups_.Remove();
+  if (seccomp_only()) {
+    KillEveryProcessOf(guest_host_uid_);
+    ReapOrphans();
+    host_store_.Remove();
+  }
+}
+
+void Run::ReapUntilInitIsGone() {
+  // Every child, not pid 1 alone: a traced guest (a warm sandbox's is traced
+  // before its command comes) is reaped by this tracer first, and pid 1 is
+  // not gone before it is.
+  int status;
+  while (true) {
+    pid_t pid = waitpid(-1, &status, __WALL);
+    if (pid == spawned_->init_pid() || (pid < 0 && errno != EINTR)) break;
+  }
 }
 
 // What the caller reads at the end: the phases (--timings), then the result

@@ -45,17 +45,21 @@ class Run {
   int Execute();
   std::optional<RunError> Warm();
   int Serve(const RunOptions& request, int peer_fd);
+  // Takes down a sandbox that will serve no run (a pool that stops).
+  void Abandon();
 
  private:
   std::optional<RunError> Prepare();
   std::optional<RunError> BuildSandbox();
   std::optional<RunError> Admit();
-  std::optional<RunError> StartGuest();
+  std::optional<RunError> AttachGuest();
+  std::optional<RunError> LaunchGuest();
   std::optional<RunError> UseSeccompWallAlone(const std::string& why);
   absl::StatusOr<Spawned> StartSandbox();
   void Supervise();
   int Conclude(std::optional<RunError> error);
   void Report(const RunResult& r);
+  void ReapUntilInitIsGone();
   void KillSandbox() {
     // Without a pid namespace nothing dies with the loader: every process of
     // the guest's uid is killed instead, and the loader, their subreaper,
@@ -70,6 +74,8 @@ class Run {
   }
   // No namespaces: the seccomp wall alone (see UseSeccompWallAlone).
   bool seccomp_only() const { return !spec_.namespaces; }
+  // The file identity of the threads that reach host files for the guest.
+  uid_t GuestFsId() const { return seccomp_only() ? guest_host_uid_ : kHostIdBase + 1; }
   // The host uid the guest's processes run as.
   uid_t GuestHostUid() const {
     if (seccomp_only()) return guest_host_uid_;
@@ -97,6 +103,8 @@ class Run {
   std::unique_ptr<Unotify> unotify_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<NotifyLoop> loop_;
+  bool sync_wakeup_ = true;
+  bool init_reaped_ = false;  // the sandbox's pid 1 (the loader) is reaped
   vfs::Creds creds_;
   vfs::NodeRef cwd_;
   GuestLaunch launch_;

@@ -77,6 +77,7 @@ absl::Status GuestStdio::Configure(const Options& options) {
   options_.max_output = options.max_output;
   out_ = std::make_unique<OutputBuffer>(options.max_output);
   err_ = std::make_unique<OutputBuffer>(options.max_output);
+  configured_.store(true, std::memory_order_release);
   if (!options.stdin_path.empty() && options.stdin_path != "-") {
     int fd = open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return ErrnoStatus(absl::StrCat("--stdin ", options.stdin_path));
@@ -129,6 +130,7 @@ void GuestStdio::Start() {
       if (from > 2) close(from);
     }).detach();
   }
+  if (outputs_started_) return;
   for (int i = 1; i <= 2; ++i) {
     if (!ours_[i]) continue;
     int from = ours_[i].get();
@@ -136,6 +138,34 @@ void GuestStdio::Start() {
     OutputBuffer* capture = options_.capture ? (i == 1 ? out_.get() : err_.get()) : nullptr;
     outputs_.emplace_back([from, to, capture] { Pump(from, to, capture); });
   }
+  outputs_started_ = true;
+}
+
+void GuestStdio::StartOutputsEarly() {
+  for (int i = 1; i <= 2; ++i) {
+    child_[i].Reset();
+    if (!ours_[i]) continue;
+    int from = ours_[i].get();
+    // Nothing comes before the guest's go, which follows Configure: the
+    // first chunk finds the destination set (the go's pipe write and the
+    // guest's own write order it; the flag's release/acquire says so).
+    outputs_.emplace_back([this, from, i] {
+      char buf[1 << 16];
+      bool writable = true;
+      while (true) {
+        ssize_t n = read(from, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        bool capture = configured_.load(std::memory_order_acquire) && options_.capture;
+        if (capture) {
+          (i == 1 ? out_ : err_)->Append(buf, static_cast<size_t>(n));
+        } else if (writable) {
+          writable = WriteAll(i, buf, static_cast<size_t>(n));
+        }
+      }
+    });
+  }
+  outputs_started_ = true;
 }
 
 void GuestStdio::Finish() {

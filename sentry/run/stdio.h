@@ -8,6 +8,7 @@
 #define SENTRY_RUN_STDIO_H_
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -50,6 +51,10 @@ class GuestStdio final {
   absl::Status Configure(const Options& options);
   // Once the loader holds its copies: closes the sentry's, starts the relays.
   void Start();
+  // With relay_all, once the loader holds its copies: starts the stdout and
+  // stderr relays ahead (thread starts cost ~0.3 ms each here), before
+  // Configure says where they go; Start then starts stdin's alone.
+  void StartOutputsEarly();
   // Waits until the guest's ends are all closed and the relays are done.
   void Finish();
 
@@ -66,6 +71,8 @@ class GuestStdio final {
   std::array<int, 3> passthrough_ = {-1, -1, -1};
   std::unique_ptr<OutputBuffer> out_, err_;
   std::vector<std::thread> outputs_;
+  bool outputs_started_ = false;
+  std::atomic<bool> configured_{false};
 };
 
 }  // namespace sentry
