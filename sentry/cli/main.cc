@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sentry/cli/commands.h"
+#include "sentry/run/result.h"
 #include "sentry/run/run.h"
 
 namespace {
@@ -22,6 +23,7 @@ Commands:
   check [--json]                 whether sentry runs on this host, and with which walls
   pool --socket PATH [--size N]  keep sandboxes warm for `sentry run --pool PATH`
   help                           this text
+  version                        sentry's release (also --version)
 
 Exit codes: see `sentry run --help`.
 )";
@@ -33,6 +35,10 @@ int main(int argc, char** argv) {
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? sentry::kExitSentryError : 0;
+  }
+  if (args[0] == "version" || args[0] == "--version") {
+    std::printf("sentry %s\n", sentry::SentryVersion());
+    return 0;
   }
   std::string cmd = args[0];
   args.erase(args.begin());

@@ -125,6 +125,8 @@ DeniedOperation ExplainDenial(const Denial& d) {
   return out;
 }
 
+const char* SentryVersion() { return SENTRY_VERSION; }
+
 void PrintOutcome(const RunResult& r, bool json, double timeout_sec) {
   if (json) {
     std::string text = ResultJson(r) + "\n";

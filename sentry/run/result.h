@@ -41,6 +41,9 @@ std::string JsonString(const std::string& s);
 
 std::string ResultJson(const RunResult& r);
 
+// sentry's release ("0.1.0"), as the result and `sentry --version` give it.
+const char* SentryVersion();
+
 // The end of a run as its caller reads it: with json, the result object on
 // stdout; else, where sentry ended the run, one line on stderr saying why.
 void PrintOutcome(const RunResult& r, bool json, double timeout_sec);

@@ -40,6 +40,11 @@ TEST(CliTest, TopLevelHelp) {
   ProcessResult none = Sentry({});
   EXPECT_EQ(none.exit_code, 125);
   EXPECT_NE(none.err.find("usage"), std::string::npos);
+  for (const char* flag : {"--version", "version"}) {
+    ProcessResult v = Sentry({flag});
+    EXPECT_EQ(v.exit_code, 0) << Describe(v);
+    EXPECT_EQ(v.out.rfind("sentry ", 0), 0u) << v.out;
+  }
 }
 
 TEST(CliTest, RunHelpMentionsEveryFlagAndExitCode) {
