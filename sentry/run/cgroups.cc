@@ -101,8 +101,13 @@ void Cgroups::Create(const std::string& name, const CgroupLimits& l, bool every_
 }
 
 void Cgroups::SetLimits(const CgroupLimits& l) {
+  // Only what changes is written (a warm sandbox's request mostly asks for
+  // what it was made with): each write is an open, a write and a close.
+  bool fresh = !limits_set_;
+  CgroupLimits old = limits_;
   limits_ = l;
-  if (!memory_.empty()) {
+  limits_set_ = true;
+  if (!memory_.empty() && (fresh || l.memory_bytes != old.memory_bytes)) {
     // No swap: the cap is on memory itself. The kernel wants memory's limit
     // at most memsw's at every step, so the order depends on the direction.
     std::string v = l.memory_bytes ? std::to_string(l.memory_bytes) : "-1";
@@ -113,10 +118,11 @@ void Cgroups::SetLimits(const CgroupLimits& l) {
     if (!WriteValue(limit, v)) Drop(&memory_);
     if (!raising && !memory_.empty()) WriteValue(memsw, v);
   }
-  if (!pids_.empty() && !WriteValue(pids_ + "/pids.max", l.pids ? std::to_string(l.pids) : "max")) {
+  if (!pids_.empty() && (fresh || l.pids != old.pids) &&
+      !WriteValue(pids_ + "/pids.max", l.pids ? std::to_string(l.pids) : "max")) {
     Drop(&pids_);
   }
-  if (!cpu_.empty()) {
+  if (!cpu_.empty() && (fresh || l.cpus != old.cpus)) {
     std::string quota =
         l.cpus > 0 ? std::to_string(static_cast<uint64_t>(l.cpus * kCpuPeriodUs)) : "-1";
     if (!WriteValue(cpu_ + "/cpu.cfs_quota_us", quota)) Drop(&cpu_);

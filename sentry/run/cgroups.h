@@ -54,6 +54,7 @@ class Cgroups final {
   void Drop(std::string* dir);  // a controller that failed: removed, not enforced
 
   CgroupLimits limits_;
+  bool limits_set_ = false;
   std::string memory_, pids_, cpu_, cpuacct_;  // the directories made
 };
 

@@ -50,12 +50,19 @@ UniqueFd Connect(const std::string& path) {
 }
 
 // One request in the warm sandbox; the connection's other end is the client.
+// A request this sandbox will not serve: the client is told why (it runs
+// cold), and the sandbox is taken down unused.
+int Refuse(WarmSandbox& warm, int client, const std::string& why) {
+  pool::SendVerdict(client, false, why);
+  warm.Abandon();
+  return kExitSentryError;
+}
+
 int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   ucred peer{};
   socklen_t len = sizeof(peer);
   if (getsockopt(client, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || peer.uid != geteuid()) {
-    pool::SendVerdict(client, false, absl::StrCat("this pool serves uid ", geteuid(), " only"));
-    return kExitSentryError;
+    return Refuse(warm, client, absl::StrCat("this pool serves uid ", geteuid(), " only"));
   }
   timeval tv{kRequestTimeoutSec, 0};
   setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -71,21 +78,15 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   } else if (chdir(req->cwd.c_str()) < 0) {
     refusal = absl::StrCat("cannot enter ", req->cwd, ": ", std::strerror(errno));
   }
-  if (!refusal.empty()) {
-    pool::SendVerdict(client, false, refusal);
-    return kExitSentryError;
-  }
+  if (!refusal.empty()) return Refuse(warm, client, refusal);
   tv = {0, 0};
   setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   // From here this process's stdio is the client's: the guest's relays, the
   // result and every message go there.
   for (int i = 0; i < 3; ++i) {
-    if (dup2(fds[i].get(), i) < 0) {
-      pool::SendVerdict(client, false, "cannot take the client's stdio");
-      return kExitSentryError;
-    }
+    if (dup2(fds[i].get(), i) < 0) return Refuse(warm, client, "cannot take the client's stdio");
   }
-  if (!pool::SendVerdict(client, true, "")) return kExitSentryError;
+  if (!pool::SendVerdict(client, true, "")) return Refuse(warm, client, "the client is gone");
   return warm.Serve(req->options, client);  // which answers the exit code on client
 }
 

@@ -1,6 +1,8 @@
 #include "sentry/run/stdio.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,6 +38,13 @@ void Pump(int from, int to, OutputBuffer* capture) {
   }
 }
 
+// The caller's stdin is /dev/null (an agent's usual): nothing to relay, and
+// a thread not started.
+bool IsDevNull(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
+}
+
 }  // namespace
 
 GuestStdio::~GuestStdio() { Finish(); }
@@ -49,7 +58,7 @@ absl::Status GuestStdio::Setup(const Options& options) {
     RETURN_IF_ERROR(MakeRelay(0));  // its source: see Configure
   } else if (!options.stdin_path.empty() && options.stdin_path != "-") {
     RETURN_IF_ERROR(OpenStdinFile(options.stdin_path));
-  } else if (options.capture && options.stdin_path.empty()) {
+  } else if ((options.capture && options.stdin_path.empty()) || IsDevNull(0)) {
     int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return ErrnoStatus("open /dev/null");
     child_[0] = UniqueFd(fd);
@@ -82,7 +91,7 @@ absl::Status GuestStdio::Configure(const Options& options) {
     int fd = open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return ErrnoStatus(absl::StrCat("--stdin ", options.stdin_path));
     passthrough_[0] = fd;
-  } else if (!(options.capture && options.stdin_path.empty())) {
+  } else if (!(options.capture && options.stdin_path.empty()) && !IsDevNull(0)) {
     passthrough_[0] = 0;
   }  // else none: the guest reads an empty stdin
   return absl::OkStatus();
