@@ -307,17 +307,6 @@ std::string SeccompName(int nr) {
 
 // `sentry check` tries each feature for real; on this host all of them work.
 // The sentry-* cgroups under the pids controller's root (the probe's among them).
-std::set<std::string> SentryCgroups() {
-  std::set<std::string> out;
-  if (DIR* d = opendir("/sys/fs/cgroup/pids")) {
-    while (dirent* e = readdir(d)) {
-      if (std::string(e->d_name).rfind("sentry-", 0) == 0) out.insert(e->d_name);
-    }
-    closedir(d);
-  }
-  return out;
-}
-
 TEST(CliTest, CheckFindsEverythingSentryNeedsOnThisHost) {
   std::set<std::string> cgroups_before = SentryCgroups();
   ProcessResult r = Sentry({"check"});

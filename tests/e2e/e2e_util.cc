@@ -1,5 +1,6 @@
 #include "tests/e2e/e2e_util.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -101,6 +102,17 @@ std::string Describe(const ProcessResult& r) {
      << r.out << "--- stderr:\n"
      << r.err;
   return os.str();
+}
+
+std::set<std::string> SentryCgroups() {
+  std::set<std::string> out;
+  if (DIR* d = opendir("/sys/fs/cgroup/pids")) {
+    while (dirent* e = readdir(d)) {
+      if (std::string(e->d_name).rfind("sentry-", 0) == 0) out.insert(e->d_name);
+    }
+    closedir(d);
+  }
+  return out;
 }
 
 }  // namespace sentry::testing

@@ -5,6 +5,7 @@
 #define SENTRY_TESTS_E2E_E2E_UTIL_H_
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,9 @@ std::map<std::string, std::string> KeyValues(const std::string& text);
 std::string BinaryDir();
 
 std::string ReadHostFile(const std::string& path);
+
+// The sentry-* cgroups (pids hierarchy) that exist now.
+std::set<std::string> SentryCgroups();
 
 // Everything a failed run said, for test failure messages.
 std::string Describe(const ProcessResult& r);

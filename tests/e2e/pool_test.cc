@@ -23,17 +23,6 @@
 namespace sentry::testing {
 namespace {
 
-std::set<std::string> SentryCgroups() {
-  std::set<std::string> out;
-  if (DIR* d = opendir("/sys/fs/cgroup/pids")) {
-    while (dirent* e = readdir(d)) {
-      if (std::string(e->d_name).rfind("sentry-", 0) == 0) out.insert(e->d_name);
-    }
-    closedir(d);
-  }
-  return out;
-}
-
 int ConnectTo(const std::string& path) {
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un a{};
