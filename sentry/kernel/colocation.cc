@@ -1,20 +1,59 @@
 #include "sentry/kernel/colocation.h"
 
+#include <dirent.h>
+
+#include <cstdlib>
+
 namespace sentry {
 
-int CoLocation::Start(pid_t guest_tid, pid_t notifier_tid) {
-  cpu_set_t mask;
-  if (sched_getaffinity(guest_tid, sizeof(mask), &mask) < 0 || CPU_COUNT(&mask) < 2) return -1;
-  int cpu = sched_getcpu();
-  if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask)) return -1;
+namespace {
+
+cpu_set_t OneCpu(int cpu) {
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
-  if (sched_setaffinity(guest_tid, sizeof(one), &one) < 0) return -1;
+  return one;
+}
+
+}  // namespace
+
+std::optional<cpu_set_t> CoLocation::PinCallerEarly() {
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof(mask), &mask) < 0 || CPU_COUNT(&mask) < 2) return std::nullopt;
+  int cpu = sched_getcpu();
+  if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask)) return std::nullopt;
+  cpu_set_t one = OneCpu(cpu);
+  if (sched_setaffinity(0, sizeof(one), &one) < 0) return std::nullopt;
+  return mask;
+}
+
+int CoLocation::Start(pid_t guest_tid, pid_t notifier_tid, const std::optional<cpu_set_t>& early,
+                      pid_t init_pid) {
+  cpu_set_t mask;
+  if (early) {
+    mask = *early;
+  } else if (sched_getaffinity(guest_tid, sizeof(mask), &mask) < 0) {
+    return -1;
+  }
+  int cpu = sched_getcpu();
+  cpu_set_t one = OneCpu(cpu < 0 || cpu >= CPU_SETSIZE ? 0 : cpu);
+  if (CPU_COUNT(&mask) < 2 || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask) ||
+      sched_setaffinity(guest_tid, sizeof(one), &one) < 0) {
+    if (early) {  // no pin after all: what PinCallerEarly pinned is unpinned
+      original_ = mask;
+      whole_sentry_ = true;
+      init_ = init_pid;
+      cpu_ = 0;
+      End();
+    }
+    return -1;
+  }
   original_ = mask;
   cpu_ = cpu;
   pinned_.insert(guest_tid);
   if (sched_setaffinity(notifier_tid, sizeof(one), &one) == 0) notifier_ = notifier_tid;
+  whole_sentry_ = early.has_value();
+  init_ = init_pid;
   return cpu;
 }
 
@@ -29,6 +68,19 @@ void CoLocation::End() {
   pinned_.clear();
   if (notifier_ >= 0) sched_setaffinity(notifier_, sizeof(original_), &original_);
   notifier_ = -1;
+  if (whole_sentry_) {
+    // Every thread of ours (a thread made after this reads its maker's
+    // mask, already the original one), and the sandbox's pid 1.
+    if (DIR* d = opendir("/proc/self/task")) {
+      while (dirent* e = readdir(d)) {
+        pid_t tid = static_cast<pid_t>(atoi(e->d_name));
+        if (tid > 0) sched_setaffinity(tid, sizeof(original_), &original_);
+      }
+      closedir(d);
+    }
+    if (init_ > 0) sched_setaffinity(init_, sizeof(original_), &original_);
+    whole_sentry_ = false;
+  }
   cpu_ = -1;
 }
 

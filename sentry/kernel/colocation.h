@@ -21,15 +21,26 @@
 #include <sched.h>
 #include <sys/types.h>
 
+#include <optional>
 #include <set>
 
 namespace sentry {
 
 class CoLocation final {
  public:
+  // A cold run pins its whole self (this thread, so every thread and process
+  // it makes from here) to the CPU it is on, before it makes the sandbox:
+  // on this VM work on the other vCPU slows this one (measured: the VFS
+  // tree 1.5 ms unpinned, 0.6 ms pinned). Returns the mask to come back to,
+  // or nullopt (one CPU only: nothing pinned).
+  static std::optional<cpu_set_t> PinCallerEarly();
+
   // Pins guest_tid and the notification thread to the calling thread's CPU,
-  // if the sentry may use more than one. Returns the CPU, or -1 (no pin).
-  int Start(pid_t guest_tid, pid_t notifier_tid);
+  // if the sentry may use more than one. early: what PinCallerEarly returned
+  // (then every sentry thread and the loader, init_pid, are pinned too, and
+  // End unpins them). Returns the CPU, or -1 (no pin).
+  int Start(pid_t guest_tid, pid_t notifier_tid, const std::optional<cpu_set_t>& early = {},
+            pid_t init_pid = -1);
   // Unpins every task still pinned, and the notification thread. Idempotent.
   void End();
   bool active() const { return cpu_ >= 0; }
@@ -45,6 +56,8 @@ class CoLocation final {
  private:
   int cpu_ = -1;
   pid_t notifier_ = -1;
+  bool whole_sentry_ = false;  // PinCallerEarly pinned every thread of ours
+  pid_t init_ = -1;
   cpu_set_t original_{};
   std::set<pid_t> pinned_;
 };

@@ -43,6 +43,9 @@ namespace sentry {
 namespace run_internal {
 
 std::optional<RunError> Run::Prepare() {
+  // A warm sandbox is pinned when its command comes (to the CPU it is woken
+  // on then); a cold run from here (see CoLocation::PinCallerEarly).
+  if (!warm_) early_pin_ = CoLocation::PinCallerEarly();
   if (o_.root) {
     tree_.uid = 0;
     tree_.gid = 0;
@@ -218,7 +221,8 @@ std::optional<RunError> Run::LaunchGuest() {
   {
     std::lock_guard<std::mutex> lock(kernel_->mu());
     if (Task* t = kernel_->tasks().Find(spawned_->guest_pid())) t->fs->cwd = cwd_;
-    kernel_->colocation().Start(spawned_->guest_pid(), loop_->tid());
+    kernel_->colocation().Start(spawned_->guest_pid(), loop_->tid(), early_pin_,
+                                spawned_->init_pid());
   }
   // Both guest-facing threads (this one answers execve) reach host files as an
   // unprivileged user from here on (without namespaces, the guest's own uid,

@@ -104,7 +104,8 @@ class Run {
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<NotifyLoop> loop_;
   bool sync_wakeup_ = true;
-  bool init_reaped_ = false;  // the sandbox's pid 1 (the loader) is reaped
+  std::optional<cpu_set_t> early_pin_;  // the mask a cold run comes back to
+  bool init_reaped_ = false;            // the sandbox's pid 1 (the loader) is reaped
   vfs::Creds creds_;
   vfs::NodeRef cwd_;
   GuestLaunch launch_;
