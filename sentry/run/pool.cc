@@ -49,7 +49,6 @@ UniqueFd Connect(const std::string& path) {
   return s;
 }
 
-// One request in the warm sandbox; the connection's other end is the client.
 // A request this sandbox will not serve: the client is told why (it runs
 // cold), and the sandbox is taken down unused.
 int Refuse(WarmSandbox& warm, int client, const std::string& why) {
@@ -58,6 +57,7 @@ int Refuse(WarmSandbox& warm, int client, const std::string& why) {
   return kExitSentryError;
 }
 
+// One request in the warm sandbox; the connection's other end is the client.
 int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   ucred peer{};
   socklen_t len = sizeof(peer);
