@@ -163,14 +163,7 @@ int Run::Conclude(std::optional<RunError> error) {
   // The guest is gone or going: this thread works for the operator again
   // (cgroups to remove, the log to write).
   DropFsIdentity(0, 0);
-  if (error) {
-    KillSandbox();
-    if (spawned_) {
-      kill(spawned_->init_pid(), SIGKILL);
-      ReapUntilInitIsGone();
-      init_reaped_ = true;
-    }
-  }
+  if (error) EndSandboxProcesses();  // before the drain, which waits for them
   if (loop_) loop_->Stop();
   stdio_.Finish();
   clock_.Mark("drain");
@@ -231,17 +224,8 @@ int Run::Conclude(std::optional<RunError> error) {
     int32_t c = code;
     if (client_fd_ >= 0) (void)!send(client_fd_, &c, sizeof(c), MSG_NOSIGNAL);
   }
-  if (spawned_ && !init_reaped_) {
-    KillSandbox();
-    ReapUntilInitIsGone();
-  }
-  net_.Stop();
-  cgroups_.Remove();
-  if (seccomp_only()) {
-    KillEveryProcessOf(guest_host_uid_);  // a process that outlived the sandbox's end
-    ReapOrphans();
-    host_store_.Remove();
-  }
+  EndSandboxProcesses();
+  ReleaseSandbox();
   clock_.Mark("cleanup");
   if (!o_.log_path.empty()) {
     LogRun(o_, absl::StrFormat("%d-%d", getpid(), static_cast<int>(start_ms_)), script_, r,
@@ -252,22 +236,15 @@ int Run::Conclude(std::optional<RunError> error) {
 }
 
 void Run::Abandon() {
-  KillSandbox();
-  if (spawned_) {
-    kill(spawned_->init_pid(), SIGKILL);
-    ReapUntilInitIsGone();
-  }
+  EndSandboxProcesses();
   if (loop_) loop_->Stop();
-  net_.Stop();
-  cgroups_.Remove();
-  if (seccomp_only()) {
-    KillEveryProcessOf(guest_host_uid_);
-    ReapOrphans();
-    host_store_.Remove();
-  }
+  ReleaseSandbox();
 }
 
-void Run::ReapUntilInitIsGone() {
+void Run::EndSandboxProcesses() {
+  if (!spawned_ || init_reaped_) return;
+  KillSandbox();
+  kill(spawned_->init_pid(), SIGKILL);
   // Every child, not pid 1 alone: a traced guest (a warm sandbox's is traced
   // before its command comes) is reaped by this tracer first, and pid 1 is
   // not gone before it is.
@@ -275,6 +252,17 @@ void Run::ReapUntilInitIsGone() {
   while (true) {
     pid_t pid = waitpid(-1, &status, __WALL);
     if (pid == spawned_->init_pid() || (pid < 0 && errno != EINTR)) break;
+  }
+  init_reaped_ = true;
+}
+
+void Run::ReleaseSandbox() {
+  net_.Stop();
+  cgroups_.Remove();
+  if (seccomp_only()) {
+    KillEveryProcessOf(guest_host_uid_);  // a process that outlived the sandbox's end
+    ReapOrphans();
+    host_store_.Remove();
   }
 }
 

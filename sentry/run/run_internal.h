@@ -59,7 +59,11 @@ class Run {
   void Supervise();
   int Conclude(std::optional<RunError> error);
   void Report(const RunResult& r);
-  void ReapUntilInitIsGone();
+  // Kills the sandbox and reaps its pid 1 (once).
+  void EndSandboxProcesses();
+  // What outlives the processes: the network servers, the cgroups and,
+  // without namespaces, the host store.
+  void ReleaseSandbox();
   void KillSandbox() {
     // Without a pid namespace nothing dies with the loader: every process of
     // the guest's uid is killed instead, and the loader, their subreaper,
