@@ -87,6 +87,7 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
     if (dup2(fds[i].get(), i) < 0) return Refuse(warm, client, "cannot take the client's stdio");
   }
   if (!pool::SendVerdict(client, true, "")) return Refuse(warm, client, "the client is gone");
+  pool::TakeShape(shape, &req->options);
   return warm.Serve(req->options, client);  // which answers the exit code on client
 }
 

@@ -80,6 +80,15 @@ std::string ShapeOf(const RunOptions& o) {
                       " network=", network ? "custom" : "none");
 }
 
+void TakeShape(const RunOptions& shape, RunOptions* o) {
+  o->root = shape.root;
+  o->disk_bytes = shape.disk_bytes;
+  o->cgroups = shape.cgroups;
+  o->namespaces = shape.namespaces;
+  o->net = shape.net;
+  o->net_bytes = shape.net_bytes;
+}
+
 std::string EncodeRequest(const RunOptions& o, const std::string& cwd) {
   std::string body;
   for (const std::string& a : o.argv) Put(&body, kArgv, a);

@@ -35,6 +35,9 @@ struct Request {
 // What a sandbox must be made with to serve o: the options a request cannot
 // change once the sandbox exists.
 std::string ShapeOf(const RunOptions& o);
+// Gives o the shape's values of those options (what a request decoded here
+// leaves at their defaults).
+void TakeShape(const RunOptions& shape, RunOptions* o);
 
 std::string EncodeRequest(const RunOptions& o, const std::string& cwd);
 absl::StatusOr<Request> DecodeRequest(std::string_view body);

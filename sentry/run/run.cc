@@ -314,16 +314,7 @@ std::optional<RunError> Run::Warm() {
 }
 
 int Run::Serve(const RunOptions& request, int peer_fd) {
-  // What the sandbox was made with stays (the pool only serves requests of
-  // its shape: see PoolCanServe); the rest is the request's.
-  RunOptions shape = std::move(o_);
-  o_ = request;
-  o_.root = shape.root;
-  o_.disk_bytes = shape.disk_bytes;
-  o_.cgroups = shape.cgroups;
-  o_.namespaces = shape.namespaces;
-  o_.net = shape.net;
-  o_.net_bytes = shape.net_bytes;
+  o_ = request;  // of the sandbox's shape (pool::TakeShape)
   peer_fd_ = client_fd_ = peer_fd;
   start_ms_ = MonotonicMs();
   clock_ = PhaseClock(start_ms_);

@@ -60,7 +60,8 @@ class WarmSandbox {
   // nullptr, with *error saying why, if the sandbox cannot be made.
   static std::unique_ptr<WarmSandbox> Make(const RunOptions& shape, std::string* error);
   ~WarmSandbox();
-  // Runs request; a signal number read from peer_fd goes to the guest as
+  // Runs request, which must have the shape the sandbox was made with
+  // (pool::TakeShape); a signal number read from peer_fd goes to the guest as
   // sentry's own would, and peer_fd's end ends the run. The exit code (also
   // returned) is sent on peer_fd as an int32 once the output is written.
   int Serve(const RunOptions& request, int peer_fd);
