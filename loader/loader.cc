@@ -276,9 +276,22 @@ LOADER_CODE void CloseAllBut(const Prepared& p) {
   syscall(SYS_close_range, next, ~0U, 0);
 }
 
+// Joins the sandbox's cgroups (see LoaderSpec::cgroup_tasks) while this
+// process has one thread and, still having the sentry's host ids, may be
+// moved by a sentry that is not root. Returns a bit per file that refused.
+LOADER_CODE int JoinCgroups(const Prepared& p) {
+  int failed = 0;
+  for (int i = 0; i < kMaxLoaderCgroups; ++i) {
+    int fd = p.spec->cgroup_tasks[i];
+    if (fd >= 0 && write(fd, "0", 1) != 1) failed |= 1 << i;
+  }
+  return failed;
+}
+
 LOADER_CODE int LoaderMain(void* arg) {
   const Prepared& p = *static_cast<const Prepared*>(arg);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  int cgroups_failed = JoinCgroups(p);
   CloseAllBut(p);
   char byte;
   if (read(p.pipes.maps_read, &byte, 1) != 1) Fail(p, LoaderStep::kWaitMaps);
@@ -303,10 +316,7 @@ LOADER_CODE int LoaderMain(void* arg) {
       Fail(p, LoaderStep::kSubreaper);
     }
   }
-  // The sentry joined this process to the cgroups while the view was built;
-  // the guest, forked next, must start inside them.
-  if (read(p.pipes.maps_read, &byte, 1) != 1) Fail(p, LoaderStep::kWaitCgroups);
-  Report(p, LoaderStep::kReady, 0);
+  Report(p, LoaderStep::kReady, 0, cgroups_failed);
   // The guest's fds: 0-2 and its two pipes; nothing else of the sentry's.
   pid_t child = fork();
   if (child < 0) Fail(p, LoaderStep::kFork);
@@ -420,8 +430,6 @@ const char* LoaderStepName(LoaderStep step) {
       return "set up stdin/stdout/stderr";
     case LoaderStep::kRlimits:
       return "set resource limits";
-    case LoaderStep::kWaitCgroups:
-      return "wait for the cgroups";
     case LoaderStep::kSubreaper:
       return "become the guest's subreaper, in a session of its own";
     case LoaderStep::kReady:

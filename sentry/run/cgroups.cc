@@ -134,15 +134,28 @@ void Cgroups::Drop(std::string* dir) {
   dir->clear();
 }
 
-void Cgroups::Add(pid_t pid) {
-  std::string p = std::to_string(pid);
-  for (std::string* dir : {&memory_, &pids_, &cpu_, &cpuacct_}) {
-    if (!dir->empty() && !WriteValue(*dir + "/cgroup.procs", p)) Drop(dir);
+std::array<int, 4> Cgroups::OpenJoinFiles() {
+  std::array<int, 4> fds = {-1, -1, -1, -1};
+  std::array<std::string*, 4> dirs = Dirs();
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    if (dirs[i]->empty()) continue;
+    join_files_[i] = UniqueFd(open((*dirs[i] + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));
+    if (!join_files_[i]) Drop(dirs[i]);
+    fds[i] = join_files_[i].get();
+  }
+  return fds;
+}
+
+void Cgroups::Joined(int refused) {
+  std::array<std::string*, 4> dirs = Dirs();
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    if (refused & (1 << i)) Drop(dirs[i]);
+    join_files_[i].Reset();
   }
 }
 
 void Cgroups::Remove() {
-  for (std::string* dir : {&memory_, &pids_, &cpu_, &cpuacct_}) {
+  for (std::string* dir : Dirs()) {
     if (dir->empty()) continue;
     // The last tasks may still be on their way out: try for a while.
     for (int i = 0; i < 200 && rmdir(dir->c_str()) < 0 && errno == EBUSY; ++i) usleep(1000);

@@ -6,9 +6,12 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "sentry/base/unique_fd.h"
 
 namespace sentry {
 
@@ -32,8 +35,13 @@ class Cgroups final {
   void Create(const std::string& name, const CgroupLimits& limits, bool every_controller = false);
   // Sets the limits of the cgroups made (0: none).
   void SetLimits(const CgroupLimits& limits);
-  // Moves pid (the sandbox's pid 1, before anything else starts) into them.
-  void Add(pid_t pid);
+  // The sandbox's pid 1 joins the cgroups itself (see
+  // LoaderSpec::cgroup_tasks): opens their `tasks` files for it, in a fixed
+  // order of controllers, -1 for one not made. They stay open until Joined.
+  std::array<int, 4> OpenJoinFiles();
+  // What the loader reported: bit i set, it could not join the i-th of those
+  // (that controller is then removed, not enforced).
+  void Joined(int refused);
   // Removes the cgroups (once their processes are gone).
   void Remove();
   // Removes what runs whose sentry died (SIGKILL) left: "sentry-PID" cgroups
@@ -52,10 +60,12 @@ class Cgroups final {
 
  private:
   void Drop(std::string* dir);  // a controller that failed: removed, not enforced
+  std::array<std::string*, 4> Dirs() { return {&memory_, &pids_, &cpu_, &cpuacct_}; }
 
   CgroupLimits limits_;
   bool limits_set_ = false;
   std::string memory_, pids_, cpu_, cpuacct_;  // the directories made
+  std::array<UniqueFd, 4> join_files_;         // their `tasks` files, until Joined
 };
 
 }  // namespace sentry

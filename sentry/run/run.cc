@@ -242,21 +242,23 @@ std::optional<RunError> Run::LaunchGuest() {
 // Starts the loader in new namespaces; where the kernel refuses them (and the
 // operator did not --require-namespaces), on the seccomp wall alone.
 absl::StatusOr<Spawned> Run::StartSandbox() {
-  auto joined = [this](pid_t init) { cgroups_.Add(init); };
-  if (seccomp_only()) return Spawned::Start(spec_, joined);
-  auto spawned = Spawned::Start(spec_, joined);
-  if (spawned.ok() || !absl::IsFailedPrecondition(spawned.status())) return spawned;
-  if (o_.namespaces == NamespaceMode::kRequire) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        spawned.status().message(),
-        ", and --require-namespaces forbids running without them (sentry needs user, mount, "
-        "pid and net namespaces: run as root or enable unprivileged user namespaces; `sentry "
-        "check` says what this host lacks)"));
+  spec_.cgroup_tasks = cgroups_.OpenJoinFiles();
+  auto spawned = Spawned::Start(spec_);
+  if (!seccomp_only() && !spawned.ok() && absl::IsFailedPrecondition(spawned.status())) {
+    if (o_.namespaces == NamespaceMode::kRequire) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          spawned.status().message(),
+          ", and --require-namespaces forbids running without them (sentry needs user, mount, "
+          "pid and net namespaces: run as root or enable unprivileged user namespaces; `sentry "
+          "check` says what this host lacks)"));
+    }
+    if (auto e = UseSeccompWallAlone(std::string(spawned.status().message()))) {
+      return absl::FailedPreconditionError(e->message);
+    }
+    spawned = Spawned::Start(spec_);
   }
-  if (auto e = UseSeccompWallAlone(std::string(spawned.status().message()))) {
-    return absl::FailedPreconditionError(e->message);
-  }
-  return Spawned::Start(spec_, joined);
+  cgroups_.Joined(spawned.ok() ? spawned->cgroups_refused() : 0);
+  return spawned;
 }
 
 // Makes this run one without namespaces (see seccomp_only.h and

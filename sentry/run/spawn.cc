@@ -38,8 +38,7 @@ absl::Status StepError(const LoaderMessage& m) {
 
 }  // namespace
 
-absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
-                                       const std::function<void(pid_t)>& on_cloned) {
+absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
   int maps[2], report[2], go[2];
   if (pipe2(maps, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
     return ErrnoStatus("pipe");
@@ -76,13 +75,9 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec,
     RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid)));
   }
   if (write(maps_w.get(), "m", 1) != 1) return ErrnoStatus("signal the loader");
-  // Joining cgroups costs about a millisecond here (an RCU grace period per
-  // v1 hierarchy): done while the loader builds its mount view, which it
-  // does before it forks anything.
-  on_cloned(pid);
-  if (write(maps_w.get(), "c", 1) != 1) return ErrnoStatus("signal the loader");
   ASSIGN_OR_RETURN(LoaderMessage m, s.ReadMessage());
   if (m.step != LoaderStep::kReady) return StepError(m);
+  s.cgroups_refused_ = m.value;
   if (!spec.namespaces) return s;  // no mount view: the run made its store on the host
   int store =
       open((proc + "/root" + vfs::Store::kGuestPath).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);

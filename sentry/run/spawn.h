@@ -6,8 +6,6 @@
 
 #include <sys/types.h>
 
-#include <functional>
-
 #include "absl/status/statusor.h"
 #include "loader/loader.h"
 #include "sentry/base/unique_fd.h"
@@ -24,10 +22,8 @@ class Spawned final {
  public:
   // Clones the loader (in new namespaces if spec.namespaces) and waits until
   // the mount view is built; a kernel that refuses the namespaces gives
-  // FailedPreconditionError. on_cloned runs with the loader's pid (to put it
-  // in cgroups) before the loader forks anything, while it builds the view.
-  static absl::StatusOr<Spawned> Start(const LoaderSpec& spec,
-                                       const std::function<void(pid_t)>& on_cloned);
+  // FailedPreconditionError.
+  static absl::StatusOr<Spawned> Start(const LoaderSpec& spec);
 
   // Waits for the guest's filter; returns its host pid and takes its listener.
   absl::Status AwaitGuest();
@@ -43,12 +39,15 @@ class Spawned final {
   // The sandbox's devpts instance (O_PATH), or an invalid fd if it has none.
   UniqueFd TakePtsDir() { return std::move(pts_dir_); }
   int report_fd() const { return report_.get(); }
+  // Bit i set: the loader could not join the cgroup of spec.cgroup_tasks[i].
+  int cgroups_refused() const { return cgroups_refused_; }
 
  private:
   absl::StatusOr<LoaderMessage> ReadMessage();
 
   pid_t init_pid_ = -1;
   pid_t guest_pid_ = -1;
+  int cgroups_refused_ = 0;
   UniqueFd report_, go_, listener_, store_dir_, pts_dir_;
 };
 
