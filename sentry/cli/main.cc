@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "sentry/base/fd_table.h"
 #include "sentry/cli/commands.h"
 #include "sentry/run/result.h"
 #include "sentry/run/run.h"
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   }
   std::string cmd = args[0];
   args.erase(args.begin());
+  sentry::ReserveFdTable();  // before any thread (see fd_table.h)
   if (cmd == "run") return sentry::cli::RunCommand(args);
   if (cmd == "syscalls") return sentry::cli::SyscallsCommand(args);
   if (cmd == "check") return sentry::cli::CheckCommand(args);

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/base/fd_table.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/pool_wire.h"
@@ -95,6 +96,7 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
 [[noreturn]] void WorkerMain(int listener, int taken, pid_t daemon) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != daemon) _exit(kExitSentryError);
+  ReserveFdTable();  // the fork gave this process a table of its own
   RunOptions shape;
   std::string error;
   std::unique_ptr<WarmSandbox> warm = WarmSandbox::Make(shape, &error);
