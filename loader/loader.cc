@@ -276,14 +276,30 @@ LOADER_CODE void CloseAllBut(const Prepared& p) {
   syscall(SYS_close_range, next, ~0U, 0);
 }
 
-// Joins the sandbox's cgroups (see LoaderSpec::cgroup_tasks) while this
-// process has one thread and, still having the sentry's host ids, may be
-// moved by a sentry that is not root. Returns a bit per file that refused.
+// Waits for the sentry's "c" and joins the cgroups whose files come with it
+// (see LoaderPipes). Returns a bit per file that refused.
 LOADER_CODE int JoinCgroups(const Prepared& p) {
+  char byte;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxLoaderCgroups)];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  if (recvmsg(p.pipes.maps_read, &msg, MSG_CMSG_CLOEXEC) != 1 || byte != 'c') {
+    Fail(p, LoaderStep::kWaitCgroups);
+  }
   int failed = 0;
-  for (int i = 0; i < kMaxLoaderCgroups; ++i) {
-    int fd = p.spec->cgroup_tasks[i];
-    if (fd >= 0 && write(fd, "0", 1) != 1) failed |= 1 << i;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+    int n = static_cast<int>((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+    for (int i = 0; i < n && i < kMaxLoaderCgroups; ++i) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      if (write(fd, "0", 1) != 1) failed |= 1 << i;
+      close(fd);
+    }
   }
   return failed;
 }
@@ -291,10 +307,9 @@ LOADER_CODE int JoinCgroups(const Prepared& p) {
 LOADER_CODE int LoaderMain(void* arg) {
   const Prepared& p = *static_cast<const Prepared*>(arg);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  int cgroups_failed = JoinCgroups(p);
   CloseAllBut(p);
   char byte;
-  if (read(p.pipes.maps_read, &byte, 1) != 1) Fail(p, LoaderStep::kWaitMaps);
+  if (read(p.pipes.maps_read, &byte, 1) != 1 || byte != 'm') Fail(p, LoaderStep::kWaitMaps);
   if (p.spec->namespaces) {
     // Become the namespace's root (an unprivileged host id) so what pid 1 makes
     // in its tmpfs has an owner the namespace can name. A change of ids
@@ -316,7 +331,7 @@ LOADER_CODE int LoaderMain(void* arg) {
       Fail(p, LoaderStep::kSubreaper);
     }
   }
-  Report(p, LoaderStep::kReady, 0, cgroups_failed);
+  Report(p, LoaderStep::kReady, 0, JoinCgroups(p));
   // The guest's fds: 0-2 and its two pipes; nothing else of the sentry's.
   pid_t child = fork();
   if (child < 0) Fail(p, LoaderStep::kFork);
@@ -430,6 +445,8 @@ const char* LoaderStepName(LoaderStep step) {
       return "set up stdin/stdout/stderr";
     case LoaderStep::kRlimits:
       return "set resource limits";
+    case LoaderStep::kWaitCgroups:
+      return "join the cgroups";
     case LoaderStep::kSubreaper:
       return "become the guest's subreaper, in a session of its own";
     case LoaderStep::kReady:

@@ -52,8 +52,9 @@ enum class LoaderStep : int {
   kExec,
   kStdio,
   kRlimits,
+  kWaitCgroups,
   kSubreaper,
-  kReady = 100,     // mount view built (value: bit i set: cgroup_tasks[i] refused the loader)
+  kReady = 100,     // mount view built (value: bit i set: the i-th cgroup refused the loader)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };
 
@@ -64,8 +65,6 @@ struct LoaderMessage {
   int err;    // errno of a failed step, 0 for kReady/kListener
   int value;  // kListener: the fd number
 };
-
-inline constexpr int kMaxLoaderCgroups = 4;
 
 struct LoaderSpec {
   // Top-level host entries shown in the mount view at the same path (usr, lib,
@@ -78,13 +77,6 @@ struct LoaderSpec {
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;
   std::array<int, 3> stdio = {-1, -1, -1};  // sentry fds the guest gets as 0, 1, 2
-  // The v1 `tasks` files of the sandbox's cgroups (-1: none), opened by the
-  // sentry. The loader writes "0" to each as its first act, so it and all it
-  // forks live in them. A process that joins itself that way needs no global
-  // lock; one moved by another through cgroup.procs takes the kernel's
-  // threadgroup lock for writing, which waits an RCU grace period: 12-15 ms
-  // per run on this VM once it has idled, against 0.1 ms.
-  std::array<int, kMaxLoaderCgroups> cgroup_tasks = {-1, -1, -1, -1};
 };
 
 // What the guest needs to call execve, sent with the go (so that a sandbox can
@@ -109,8 +101,19 @@ inline constexpr size_t kMaxLaunchRlimits = 16;
 // The go message for `launch`, or an empty string if it exceeds the bounds.
 std::string EncodeGuestLaunch(const GuestLaunch& launch);
 
+// The v1 `tasks` files of the sandbox's cgroups, opened by the sentry, come
+// with its "c": the loader writes "0" to each before it forks anything, so it
+// and all it forks live in them. A process that joins itself that way needs
+// no global lock; one moved by another through cgroup.procs takes the
+// kernel's threadgroup lock for writing, which waits an RCU grace period:
+// 12-15 ms per run on this VM once it has idled, against 0.1 ms. (Sent once
+// the loader runs, so that the sentry makes the cgroups while the loader
+// builds its mount view.)
+inline constexpr int kMaxLoaderCgroups = 4;
+
 struct LoaderPipes {
-  // sentry → loader: "m" once the id maps are written.
+  // sentry → loader, a unix socket: "m" once the id maps are written, then
+  // "c" with up to kMaxLoaderCgroups cgroup files (SCM_RIGHTS).
   int maps_read = -1;
   int report_write = -1;  // loader → sentry: LoaderMessage
   int go_read = -1;       // sentry → guest: start

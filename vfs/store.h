@@ -39,6 +39,9 @@ class Store final {
   // of its own, reads fail with EISDIR, and lookups in it find nothing.
   SysResult<UniqueFd> NewDirToken();
   int dir_fd() const { return dir_fd_.get(); }
+  // For a store made before its directory exists (a sandbox's tmpfs, mounted
+  // by its loader while the sentry builds the tree): given once it does.
+  void set_dir_fd(UniqueFd dir_fd) { dir_fd_ = std::move(dir_fd); }
   // Where the guest's exec finds the store: kGuestPath in its mount view, or
   // the store's host path in a sandbox without a mount namespace.
   const std::string& exec_dir() const { return exec_dir_; }

@@ -35,9 +35,9 @@ class Cgroups final {
   void Create(const std::string& name, const CgroupLimits& limits, bool every_controller = false);
   // Sets the limits of the cgroups made (0: none).
   void SetLimits(const CgroupLimits& limits);
-  // The sandbox's pid 1 joins the cgroups itself (see
-  // LoaderSpec::cgroup_tasks): opens their `tasks` files for it, in a fixed
-  // order of controllers, -1 for one not made. They stay open until Joined.
+  // The sandbox's pid 1 joins the cgroups itself (see loader.h): opens their
+  // `tasks` files for it, in a fixed order of controllers, -1 for one not
+  // made. They stay open until Joined.
   std::array<int, 4> OpenJoinFiles();
   // What the loader reported: bit i set, it could not join the i-th of those
   // (that controller is then removed, not enforced).

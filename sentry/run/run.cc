@@ -74,12 +74,6 @@ std::optional<RunError> Run::Prepare() {
     if (auto e = UseSeccompWallAlone("--no-namespaces")) return e;
   }
   clock_.Mark("prepare");
-  Cgroups::SweepStale();
-  if (o_.cgroups) {
-    CgroupLimits limits{o_.memory_bytes, o_.pids, o_.cpus};
-    cgroups_.Create(absl::StrCat("sentry-", getpid()), limits, /*every_controller=*/warm_);
-  }
-  clock_.Mark("cgroups");
   return std::nullopt;
 }
 
@@ -94,14 +88,29 @@ std::optional<RunError> Run::BuildSandbox() {
   if (!spawned.ok()) return RunError{kExitSentryError, std::string(spawned.status().message())};
   spawned_.emplace(std::move(*spawned));
   if (warm_) stdio_.StartOutputsEarly();
+  // The loader was cloned onto this thread's CPU (see PinCallerEarly): it
+  // builds its view on any other, while this thread does the rest.
+  if (early_pin_) sched_setaffinity(spawned_->init_pid(), sizeof(*early_pin_), &*early_pin_);
   clock_.Mark("namespaces");
+
+  // The loader builds its mount view meanwhile: the cgroups, the tree and
+  // the kernel are made at the same time, on this thread.
+  Cgroups::SweepStale();
+  if (o_.cgroups) {
+    CgroupLimits limits{o_.memory_bytes, o_.pids, o_.cpus};
+    cgroups_.Create(absl::StrCat("sentry-", getpid()), limits, /*every_controller=*/warm_);
+  }
+  if (absl::Status s = spawned_->SendCgroups(cgroups_.OpenJoinFiles()); !s.ok()) {
+    return RunError{kExitSentryError, std::string(s.message())};
+  }
+  clock_.Mark("cgroups");
 
   std::unique_ptr<vfs::Store> store;
   if (seccomp_only()) {
     store = std::make_unique<vfs::Store>(host_store_.OpenDir(), guest_host_uid_, guest_host_uid_);
     store->set_exec_dir(host_store_.path());
   } else {
-    store = std::make_unique<vfs::Store>(spawned_->TakeStoreDir(), kHostIdBase, kHostIdBase);
+    store = std::make_unique<vfs::Store>(UniqueFd(), kHostIdBase, kHostIdBase);  // see below
   }
   auto vfs_or = BuildSandboxTree(tree_, std::move(store));
   if (!vfs_or.ok()) return RunError{kExitSentryError, std::string(vfs_or.status().message())};
@@ -124,9 +133,17 @@ std::optional<RunError> Run::BuildSandbox() {
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
+  clock_.Mark("kernel");
+
+  if (absl::Status s = spawned_->AwaitReady(); !s.ok()) {
+    return RunError{kExitSentryError, std::string(s.message())};
+  }
+  cgroups_.Joined(spawned_->cgroups_refused());
+  // The backing store is the loader's tmpfs, in the view it has now built.
+  if (!seccomp_only()) kernel_->vfs().store().set_dir_fd(spawned_->TakeStoreDir());
   auto dev = kernel_->vfs().Lookup(kernel_->vfs().root(), "/dev", {}, creds_);
   MountDevpts(*kernel_, dev.ok() ? dev.value() : nullptr, spawned_->TakePtsDir());
-  clock_.Mark("kernel");
+  clock_.Mark("mount view");
   // Without a network namespace there is no loopback of the sandbox's own for
   // a DNS server to listen on (and the guest can make no network socket).
   if (!seccomp_only()) net_.Start(*kernel_, spawned_->init_pid(), o_);
@@ -242,23 +259,21 @@ std::optional<RunError> Run::LaunchGuest() {
 // Starts the loader in new namespaces; where the kernel refuses them (and the
 // operator did not --require-namespaces), on the seccomp wall alone.
 absl::StatusOr<Spawned> Run::StartSandbox() {
-  spec_.cgroup_tasks = cgroups_.OpenJoinFiles();
   auto spawned = Spawned::Start(spec_);
-  if (!seccomp_only() && !spawned.ok() && absl::IsFailedPrecondition(spawned.status())) {
-    if (o_.namespaces == NamespaceMode::kRequire) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          spawned.status().message(),
-          ", and --require-namespaces forbids running without them (sentry needs user, mount, "
-          "pid and net namespaces: run as root or enable unprivileged user namespaces; `sentry "
-          "check` says what this host lacks)"));
-    }
-    if (auto e = UseSeccompWallAlone(std::string(spawned.status().message()))) {
-      return absl::FailedPreconditionError(e->message);
-    }
-    spawned = Spawned::Start(spec_);
+  if (seccomp_only() || spawned.ok() || !absl::IsFailedPrecondition(spawned.status())) {
+    return spawned;
   }
-  cgroups_.Joined(spawned.ok() ? spawned->cgroups_refused() : 0);
-  return spawned;
+  if (o_.namespaces == NamespaceMode::kRequire) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        spawned.status().message(),
+        ", and --require-namespaces forbids running without them (sentry needs user, mount, "
+        "pid and net namespaces: run as root or enable unprivileged user namespaces; `sentry "
+        "check` says what this host lacks)"));
+  }
+  if (auto e = UseSeccompWallAlone(std::string(spawned.status().message()))) {
+    return absl::FailedPreconditionError(e->message);
+  }
+  return Spawned::Start(spec_);
 }
 
 // Makes this run one without namespaces (see seccomp_only.h and

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -40,11 +41,14 @@ absl::Status StepError(const LoaderMessage& m) {
 
 absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
   int maps[2], report[2], go[2];
-  if (pipe2(maps, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, maps) < 0 ||
+      pipe2(report, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
     return ErrnoStatus("pipe");
   }
-  UniqueFd maps_r(maps[0]), maps_w(maps[1]), report_w(report[1]), go_r(go[0]);
+  UniqueFd maps_r(maps[0]), report_w(report[1]), go_r(go[0]);
   Spawned s;
+  s.namespaces_ = spec.namespaces;
+  s.maps_ = UniqueFd(maps[1]);
   s.report_ = UniqueFd(report[0]);
   s.go_ = UniqueFd(go[1]);
   LoaderPipes pipes{maps[0], report[1], go[0]};
@@ -74,23 +78,57 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
     RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid)));
     RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid)));
   }
-  if (write(maps_w.get(), "m", 1) != 1) return ErrnoStatus("signal the loader");
-  ASSIGN_OR_RETURN(LoaderMessage m, s.ReadMessage());
+  if (write(s.maps_.get(), "m", 1) != 1) return ErrnoStatus("signal the loader");
+  return s;
+}
+
+absl::Status Spawned::SendCgroups(const std::array<int, kMaxLoaderCgroups>& tasks_files) {
+  char byte = 'c';
+  iovec iov{&byte, 1};
+  int fds[kMaxLoaderCgroups];
+  int n = 0;
+  for (int i = 0; i < kMaxLoaderCgroups; ++i) {
+    if (tasks_files[i] < 0) continue;
+    sent_as_[n] = i;  // the loader numbers only the files it got
+    fds[n++] = tasks_files[i];
+  }
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(fds))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (n > 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+  }
+  if (sendmsg(maps_.get(), &msg, MSG_NOSIGNAL) != 1) return ErrnoStatus("signal the loader");
+  maps_.Reset();
+  return absl::OkStatus();
+}
+
+absl::Status Spawned::AwaitReady() {
+  ASSIGN_OR_RETURN(LoaderMessage m, ReadMessage());
   if (m.step != LoaderStep::kReady) return StepError(m);
-  s.cgroups_refused_ = m.value;
-  if (!spec.namespaces) return s;  // no mount view: the run made its store on the host
+  for (int k = 0; k < kMaxLoaderCgroups; ++k) {
+    if (m.value & (1 << k)) cgroups_refused_ |= 1 << sent_as_[k];
+  }
+  if (!namespaces_) return absl::OkStatus();  // no mount view: the run made its store on the host
+  std::string proc = absl::StrCat("/proc/", init_pid_);
   int store =
       open((proc + "/root" + vfs::Store::kGuestPath).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (store < 0) return ErrnoStatus("open the backing store");
-  s.store_dir_ = UniqueFd(store);
-  s.pts_dir_ = UniqueFd(open((proc + "/root" + kGuestPtsPath).c_str(),
-                             O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  store_dir_ = UniqueFd(store);
+  pts_dir_ = UniqueFd(open((proc + "/root" + kGuestPtsPath).c_str(),
+                           O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct statfs pts_fs;
-  if (s.pts_dir_ &&
-      (fstatfs(s.pts_dir_.get(), &pts_fs) < 0 || pts_fs.f_type != DEVPTS_SUPER_MAGIC)) {
-    s.pts_dir_.Reset();  // the mount failed: an empty directory, no ptys
+  if (pts_dir_ && (fstatfs(pts_dir_.get(), &pts_fs) < 0 || pts_fs.f_type != DEVPTS_SUPER_MAGIC)) {
+    pts_dir_.Reset();  // the mount failed: an empty directory, no ptys
   }
-  return s;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<LoaderMessage> Spawned::ReadMessage() {

@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <array>
+
 #include "absl/status/statusor.h"
 #include "loader/loader.h"
 #include "sentry/base/unique_fd.h"
@@ -20,10 +22,15 @@ inline constexpr uid_t kNobodyId = 65534;
 
 class Spawned final {
  public:
-  // Clones the loader (in new namespaces if spec.namespaces) and waits until
-  // the mount view is built; a kernel that refuses the namespaces gives
-  // FailedPreconditionError.
+  // Clones the loader (in new namespaces if spec.namespaces), writes its id
+  // maps and lets it build its mount view; a kernel that refuses the
+  // namespaces gives FailedPreconditionError.
   static absl::StatusOr<Spawned> Start(const LoaderSpec& spec);
+  // Sends the loader the `tasks` files of the sandbox's cgroups (-1: none),
+  // which it joins before it forks anything (see loader.h).
+  absl::Status SendCgroups(const std::array<int, kMaxLoaderCgroups>& tasks_files);
+  // Waits until the mount view is built and the cgroups joined.
+  absl::Status AwaitReady();
 
   // Waits for the guest's filter; returns its host pid and takes its listener.
   absl::Status AwaitGuest();
@@ -39,16 +46,18 @@ class Spawned final {
   // The sandbox's devpts instance (O_PATH), or an invalid fd if it has none.
   UniqueFd TakePtsDir() { return std::move(pts_dir_); }
   int report_fd() const { return report_.get(); }
-  // Bit i set: the loader could not join the cgroup of spec.cgroup_tasks[i].
+  // After AwaitReady, bit i set: the loader could not join the i-th cgroup.
   int cgroups_refused() const { return cgroups_refused_; }
 
  private:
   absl::StatusOr<LoaderMessage> ReadMessage();
 
+  bool namespaces_ = true;
   pid_t init_pid_ = -1;
   pid_t guest_pid_ = -1;
   int cgroups_refused_ = 0;
-  UniqueFd report_, go_, listener_, store_dir_, pts_dir_;
+  std::array<int, kMaxLoaderCgroups> sent_as_ = {};  // SendCgroups' k-th file: tasks_files[i]
+  UniqueFd maps_, report_, go_, listener_, store_dir_, pts_dir_;
 };
 
 }  // namespace sentry
