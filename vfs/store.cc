@@ -39,6 +39,23 @@ SysStatus Store::Truncate(const std::string& name, off_t len) {
 }
 
 SysResult<UniqueFd> Store::NewDirToken() {
+  if (stash_) {
+    if (UniqueFd token = stash_->Take()) return token;
+  }
+  return MakeDirToken();
+}
+
+void Store::StartDirTokenStash(const std::optional<cpu_set_t>& cpus) {
+  stash_ = std::make_unique<DirTokenStash>([this] { return MakeDirToken(); }, cpus);
+  if (dir_fd_) stash_->Resume();
+}
+
+void Store::set_dir_fd(UniqueFd dir_fd) {
+  dir_fd_ = std::move(dir_fd);
+  if (stash_) stash_->Resume();
+}
+
+SysResult<UniqueFd> Store::MakeDirToken() {
   std::string name = "d" + std::to_string(next_++);
   {
     AsOwner as(uid_, gid_);

@@ -8,13 +8,18 @@
 #ifndef SENTRY_VFS_STORE_H_
 #define SENTRY_VFS_STORE_H_
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <atomic>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
+#include "vfs/dir_token_stash.h"
 
 namespace sentry::vfs {
 
@@ -36,12 +41,17 @@ class Store final {
   SysStatus Truncate(const std::string& name, off_t len);
   void Remove(const std::string& name);
   // A directory token: an open, already removed, empty directory. It has an inode
-  // of its own, reads fail with EISDIR, and lookups in it find nothing.
+  // of its own, reads fail with EISDIR, and lookups in it find nothing. Taken
+  // from the stash when there is one (see dir_token_stash.h), else made.
   SysResult<UniqueFd> NewDirToken();
+  SysResult<UniqueFd> MakeDirToken();  // thread-safe
+  // Starts a thread that makes directory tokens ahead (on `cpus` if given),
+  // from when the store has its directory.
+  void StartDirTokenStash(const std::optional<cpu_set_t>& cpus);
   int dir_fd() const { return dir_fd_.get(); }
   // For a store made before its directory exists (a sandbox's tmpfs, mounted
   // by its loader while the sentry builds the tree): given once it does.
-  void set_dir_fd(UniqueFd dir_fd) { dir_fd_ = std::move(dir_fd); }
+  void set_dir_fd(UniqueFd dir_fd);
   // Where the guest's exec finds the store: kGuestPath in its mount view, or
   // the store's host path in a sandbox without a mount namespace.
   const std::string& exec_dir() const { return exec_dir_; }
@@ -60,7 +70,8 @@ class Store final {
   std::string exec_dir_ = kGuestPath;
   uid_t uid_;
   gid_t gid_;
-  uint64_t next_ = 1;
+  std::atomic<uint64_t> next_ = 1;        // also used by the stash's thread
+  std::unique_ptr<DirTokenStash> stash_;  // last: its thread stops first
 };
 
 }  // namespace sentry::vfs

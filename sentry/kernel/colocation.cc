@@ -27,6 +27,15 @@ std::optional<cpu_set_t> CoLocation::PinCallerEarly() {
   return mask;
 }
 
+std::optional<cpu_set_t> CoLocation::Elsewhere(const std::optional<cpu_set_t>& early) {
+  int cpu = sched_getcpu();
+  if (!early || cpu < 0 || cpu >= CPU_SETSIZE) return std::nullopt;
+  cpu_set_t others = *early;
+  CPU_CLR(cpu, &others);
+  if (CPU_COUNT(&others) == 0) return std::nullopt;
+  return others;
+}
+
 int CoLocation::Start(pid_t guest_tid, pid_t notifier_tid, const std::optional<cpu_set_t>& early,
                       pid_t init_pid) {
   cpu_set_t mask;

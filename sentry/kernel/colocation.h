@@ -34,6 +34,11 @@ class CoLocation final {
   // tree 1.5 ms unpinned, 0.6 ms pinned). Returns the mask to come back to,
   // or nullopt (one CPU only: nothing pinned).
   static std::optional<cpu_set_t> PinCallerEarly();
+  // The CPUs of `early` but the caller's: where work that runs beside the
+  // pinned one goes (the loader building its mount view, the directory-token
+  // maker). Given the whole mask instead, the scheduler wakes such a task on
+  // its waker's CPU, where it waits for the pinned thread. nullopt if none.
+  static std::optional<cpu_set_t> Elsewhere(const std::optional<cpu_set_t>& early);
 
   // Pins guest_tid and the notification thread to the calling thread's CPU,
   // if the sentry may use more than one. early: what PinCallerEarly returned

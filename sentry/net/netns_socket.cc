@@ -1,5 +1,6 @@
 #include "sentry/net/netns_socket.h"
 
+#include <netinet/in.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -23,6 +24,10 @@ SysResult<UniqueFd> BoundSocketInNetns(int netns_fd, int domain, int type, const
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    // The sandbox's loopback may not be up yet (its loader brings it up
+    // while the sentry starts this): bound anyway, the socket gets what is
+    // sent to the address once it is.
+    if (domain == AF_INET) setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
     if (bind(fd, addr, len) < 0) {
       err = errno;
       close(fd);

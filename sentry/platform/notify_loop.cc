@@ -1,6 +1,7 @@
 #include "sentry/platform/notify_loop.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -138,6 +139,7 @@ void NotifyLoop::Stop() {
 }
 
 void NotifyLoop::Run() {
+  pthread_setname_np(pthread_self(), "sentry-notify");  // for top -H, perf, ps
   tid_ = static_cast<pid_t>(syscall(SYS_gettid));
   if (!DropFsIdentity(fs_id_, fs_id_)) {
     std::fprintf(stderr, "sentry: cannot take an unprivileged file identity; stopping\n");

@@ -46,6 +46,7 @@ std::optional<RunError> Run::Prepare() {
   // A warm sandbox is pinned when its command comes (to the CPU it is woken
   // on then); a cold run from here (see CoLocation::PinCallerEarly).
   if (!warm_) early_pin_ = CoLocation::PinCallerEarly();
+  elsewhere_ = CoLocation::Elsewhere(early_pin_);
   if (o_.root) {
     tree_.uid = 0;
     tree_.gid = 0;
@@ -89,8 +90,8 @@ std::optional<RunError> Run::BuildSandbox() {
   spawned_.emplace(std::move(*spawned));
   if (warm_) stdio_.StartOutputsEarly();
   // The loader was cloned onto this thread's CPU (see PinCallerEarly): it
-  // builds its view on any other, while this thread does the rest.
-  if (early_pin_) sched_setaffinity(spawned_->init_pid(), sizeof(*early_pin_), &*early_pin_);
+  // builds its view on another, while this thread does the rest.
+  if (elsewhere_) sched_setaffinity(spawned_->init_pid(), sizeof(*elsewhere_), &*elsewhere_);
   clock_.Mark("namespaces");
 
   // The loader builds its mount view meanwhile: the cgroups, the tree and
@@ -133,7 +134,14 @@ std::optional<RunError> Run::BuildSandbox() {
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
+  // Its maker thread runs where the loader does; it makes tokens once the
+  // store is there.
+  kernel_->vfs().store().StartDirTokenStash(elsewhere_);
   clock_.Mark("kernel");
+  // Without a network namespace there is no loopback of the sandbox's own for
+  // a DNS server to listen on (and the guest can make no network socket).
+  if (!seccomp_only()) net_.Start(*kernel_, spawned_->init_pid(), o_);
+  clock_.Mark("network");
 
   if (absl::Status s = spawned_->AwaitReady(); !s.ok()) {
     return RunError{kExitSentryError, std::string(s.message())};
@@ -144,10 +152,6 @@ std::optional<RunError> Run::BuildSandbox() {
   auto dev = kernel_->vfs().Lookup(kernel_->vfs().root(), "/dev", {}, creds_);
   MountDevpts(*kernel_, dev.ok() ? dev.value() : nullptr, spawned_->TakePtsDir());
   clock_.Mark("mount view");
-  // Without a network namespace there is no loopback of the sandbox's own for
-  // a DNS server to listen on (and the guest can make no network socket).
-  if (!seccomp_only()) net_.Start(*kernel_, spawned_->init_pid(), o_);
-  clock_.Mark("network");
   return std::nullopt;
 }
 

@@ -191,9 +191,9 @@ Timings ParseTimings(const std::string& err) {
 // --timings names every phase once, in order, and they add up to the total,
 // also when the guest is killed at its timeout.
 TEST(CliTest, TimingsListEveryPhaseOfTheRun) {
-  const std::vector<std::string> expected = {"prepare", "namespaces", "cgroups", "vfs",
-                                             "kernel",  "mount view", "network", "admit",
-                                             "loader",  "supervisor", "guest",   "sandbox exit",
+  const std::vector<std::string> expected = {"prepare", "namespaces", "cgroups",    "vfs",
+                                             "kernel",  "network",    "mount view", "admit",
+                                             "loader",  "supervisor", "guest",      "sandbox exit",
                                              "drain",   "cleanup",    "log"};
   ProcessResult r = RunSentry({"--timings"}, {"/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
   EXPECT_EQ(r.exit_code, 7) << Describe(r);
