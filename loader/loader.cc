@@ -32,6 +32,21 @@ namespace {
 // would print its warnings on the guest's stderr), and none of it allocates.
 #define LOADER_CODE __attribute__((no_sanitize("address", "undefined")))
 
+// Whatever threads the sentry has when it clones the loader, the clone copies
+// their locks but not them (a cgroup-making thread started before the clone
+// once hung the loader here). So the loader and the guest before its execve
+// make raw system calls where glibc would reach for the other threads: its
+// setresuid/setresgid/setgroups apply the change to every thread of the
+// process (and wait for threads that do not exist here), and its fork takes
+// the allocator's locks and runs atfork handlers. Each call below changes
+// the calling task alone.
+LOADER_CODE int RawSetIds(uid_t uid, gid_t gid) {
+  if (syscall(SYS_setresgid, gid, gid, gid) < 0) return -1;
+  return static_cast<int>(syscall(SYS_setresuid, uid, uid, uid));
+}
+
+LOADER_CODE pid_t RawFork() { return static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0)); }
+
 // Where the new root is assembled, in the loader's private mount namespace.
 constexpr const char* kNewRoot = "/tmp";
 
@@ -226,8 +241,7 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   // Nothing of the sentry's but the pipes to it survives exec.
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
   DropCapabilities(p);
-  if (setgroups(0, nullptr) < 0 || setresgid(p.spec->gid, p.spec->gid, p.spec->gid) < 0 ||
-      setresuid(p.spec->uid, p.spec->uid, p.spec->uid) < 0) {
+  if (syscall(SYS_setgroups, 0, nullptr) < 0 || RawSetIds(p.spec->uid, p.spec->gid) < 0) {
     Fail(p, LoaderStep::kSetIds);
   }
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the change of ids
@@ -315,7 +329,7 @@ LOADER_CODE int LoaderMain(void* arg) {
     // in its tmpfs has an owner the namespace can name. A change of ids
     // clears the parent-death signal: it is set again. (Should the sentry
     // die before that, the read of its "c" below ends the loader.)
-    if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) Fail(p, LoaderStep::kWaitMaps);
+    if (RawSetIds(0, 0) < 0) Fail(p, LoaderStep::kWaitMaps);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     BuildMountView(p);
     if (sethostname(p.spec->hostname.data(), p.spec->hostname.size()) < 0) {
@@ -333,7 +347,7 @@ LOADER_CODE int LoaderMain(void* arg) {
   }
   Report(p, LoaderStep::kReady, 0, JoinCgroups(p));
   // The guest's fds: 0-2 and its two pipes; nothing else of the sentry's.
-  pid_t child = fork();
+  pid_t child = RawFork();
   if (child < 0) Fail(p, LoaderStep::kFork);
   if (child == 0) RunGuest(p);
   syscall(SYS_close_range, 3, ~0U, 0);

@@ -8,19 +8,8 @@ DirTokenStash::DirTokenStash(std::function<SysResult<UniqueFd>()> make,
                              const std::optional<cpu_set_t>& cpus)
     : make_(std::move(make)) {
   tokens_.reserve(kHigh);
-  // Placed before it starts: a thread made on a pinned CPU would otherwise
-  // run there first, in its maker's way.
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  if (cpus) pthread_attr_setaffinity_np(&attr, sizeof(*cpus), &*cpus);
-  started_ = pthread_create(&thread_, &attr, &DirTokenStash::Main, this) == 0;
-  pthread_attr_destroy(&attr);
-}
-
-void* DirTokenStash::Main(void* self) {
-  pthread_setname_np(pthread_self(), "sentry-dirtoken");
-  static_cast<DirTokenStash*>(self)->Loop();
-  return nullptr;
+  thread_ = PlacedThread(
+      cpus, [this] { Loop(); }, "sentry-dirtoken");
 }
 
 DirTokenStash::~DirTokenStash() {
@@ -29,7 +18,7 @@ DirTokenStash::~DirTokenStash() {
     stop_ = true;
   }
   low_.notify_one();
-  if (started_) pthread_join(thread_, nullptr);
+  thread_.Join();
 }
 
 UniqueFd DirTokenStash::Take() {

@@ -8,7 +8,6 @@
 #ifndef SENTRY_VFS_DIR_TOKEN_STASH_H_
 #define SENTRY_VFS_DIR_TOKEN_STASH_H_
 
-#include <pthread.h>
 #include <sched.h>
 
 #include <condition_variable>
@@ -17,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "sentry/base/placed_thread.h"
 #include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
 
@@ -43,7 +43,6 @@ class DirTokenStash final {
 
  private:
   void Loop();
-  static void* Main(void* self);
 
   std::function<SysResult<UniqueFd>()> make_;
   std::mutex mu_;
@@ -51,8 +50,7 @@ class DirTokenStash final {
   std::vector<UniqueFd> tokens_;
   bool stop_ = false;
   bool resumed_ = false;
-  bool started_ = false;
-  pthread_t thread_{};
+  PlacedThread thread_;  // last: it runs Loop on the members above
 };
 
 }  // namespace sentry::vfs
