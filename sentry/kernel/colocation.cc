@@ -63,6 +63,9 @@ int CoLocation::Start(pid_t guest_tid, pid_t notifier_tid, const std::optional<c
   if (sched_setaffinity(notifier_tid, sizeof(one), &one) == 0) notifier_ = notifier_tid;
   whole_sentry_ = early.has_value();
   init_ = init_pid;
+  guest_ = guest_tid;
+  guest_notifier_ = notifier_tid;
+  resumable_ = true;
   return cpu;
 }
 
@@ -71,6 +74,22 @@ void CoLocation::Inherit(pid_t parent_tid, pid_t child_tid) {
 }
 
 void CoLocation::End() {
+  resumable_ = false;
+  Unpin();
+}
+
+void CoLocation::Pause() {
+  // Only a guest still one task, pinned as Start pinned it, is pinned again.
+  resumable_ = resumable_ && pinned_.size() == 1 && pinned_.count(guest_);
+  Unpin();
+}
+
+bool CoLocation::Resume() {
+  if (!paused()) return false;
+  return Start(guest_, guest_notifier_) >= 0;
+}
+
+void CoLocation::Unpin() {
   if (cpu_ < 0) return;
   // A task gone meanwhile fails with ESRCH: nothing to undo.
   for (pid_t tid : pinned_) sched_setaffinity(tid, sizeof(original_), &original_);

@@ -96,10 +96,13 @@ void Run::Supervise() {
     if (pfd[3].revents & POLLIN) {
       (void)!read(pin_check.get(), &ticks, sizeof(ticks));
       uint64_t traps = loop_->handled();
-      if (traps - traps_seen < kMinTrapsPerCheck * ticks) {
-        std::lock_guard<std::mutex> lock(kernel_->mu());
-        kernel_->colocation().End();
-        itimerspec off{};
+      bool often = traps - traps_seen >= kMinTrapsPerCheck * ticks;
+      std::lock_guard<std::mutex> lock(kernel_->mu());
+      CoLocation& pin = kernel_->colocation();
+      if (pin.active() && !often) pin.Pause();
+      if (pin.paused() && often) pin.Resume();
+      if (!pin.active() && !pin.paused()) {
+        itimerspec off{};  // ended for good
         timerfd_settime(pin_check.get(), 0, &off, nullptr);
       }
       traps_seen = traps;

@@ -9,17 +9,19 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/e2e/e2e_util.h"
 
 namespace sentry::testing {
 namespace {
 
-// The children of this test process (every thread's), by pid.
-std::set<pid_t> OwnChildren() {
+// The children of a process (every thread's), by pid.
+std::set<pid_t> Children(pid_t pid) {
   std::set<pid_t> out;
-  std::string tasks = "/proc/self/task";
-  for (const auto& tid : std::filesystem::directory_iterator(tasks)) {
+  std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& tid : std::filesystem::directory_iterator(tasks, ec)) {
     std::ifstream f(tid.path() / "children");
     pid_t pid;
     while (f >> pid) out.insert(pid);
@@ -36,32 +38,35 @@ std::string StatusField(pid_t pid, const std::string& field) {
   return "";
 }
 
-// A `sentry run -- /bin/sleep 2` in the background: the sentry's host pid
-// and its sandbox's processes, found while it runs.
+// A `sentry run -- CMD` (by default /bin/sleep 2) in the background: the
+// sentry's host pid and its guest, found while it runs.
 class BackgroundRun {
  public:
-  BackgroundRun() {
-    thread_ = std::thread([this] { result_ = RunSentry({}, {"/bin/sleep", "2"}); });
+  // guest_comm: the comm of the guest's program (python3 runs as python3.X).
+  explicit BackgroundRun(std::vector<std::string> cmd = {"/bin/sleep", "2"},
+                         std::string guest_comm = "sleep")
+      : guest_comm_(std::move(guest_comm)) {
+    thread_ = std::thread([this, cmd] { result_ = RunSentry({}, cmd); });
     for (int i = 0; i < 200 && sentry_ <= 0; ++i) {
       usleep(10000);
-      for (pid_t p : OwnChildren()) {
+      for (pid_t p : Children(getpid())) {
         if (ReadHostFile("/proc/" + std::to_string(p) + "/comm") == "sentry\n") sentry_ = p;
       }
     }
   }
   ~BackgroundRun() { thread_.join(); }
   pid_t sentry() const { return sentry_; }
-  // The guest (the sleep), a grandchild of the sentry: its host pid.
+  // The guest, a grandchild of the sentry: its host pid.
   pid_t Guest() const {
+    // The sentry's child is the sandbox's pid 1, whose one child is the guest
+    // (once it has exec'd: comm is then the program's).
     for (int i = 0; i < 200; ++i) {
-      for (const auto& t : std::filesystem::directory_iterator("/proc")) {
-        std::string name = t.path().filename();
-        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-        if (ReadHostFile(t.path() / "comm") != "sleep\n") continue;
-        std::string ppid = StatusField(std::stoi(name), "PPid");
-        pid_t parent = std::stoi(ppid.empty() ? "0" : ppid);
-        std::string gp = StatusField(parent, "PPid");
-        if (!gp.empty() && std::stoi(gp) == sentry_) return std::stoi(name);
+      for (pid_t init : Children(sentry_)) {
+        for (pid_t guest : Children(init)) {
+          if (ReadHostFile("/proc/" + std::to_string(guest) + "/comm") == guest_comm_ + "\n") {
+            return guest;
+          }
+        }
       }
       usleep(10000);
     }
@@ -70,6 +75,7 @@ class BackgroundRun {
   const ProcessResult& result() const { return result_; }
 
  private:
+  std::string guest_comm_;
   std::thread thread_;
   pid_t sentry_ = -1;
   ProcessResult result_;
@@ -108,6 +114,33 @@ TEST(SentryProcessTest, TheGuestIsInTheRunsCgroups) {
   EXPECT_TRUE(joined.count("memory")) << ReadHostFile("/proc/" + std::to_string(guest) + "/cgroup");
   EXPECT_TRUE(joined.count("pids"));
   EXPECT_TRUE(joined.count("cpuacct"));
+}
+
+// The guest and the notification thread share a CPU while the guest traps
+// often (see colocation.h): the pin pauses while the guest computes, and
+// comes back when it traps often again.
+TEST(SentryProcessTest, TheCpuPinPausesWhileTheGuestComputes) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: nothing is pinned";
+  const char* script =
+      "import os, time\n"
+      "t = time.time()\n"
+      "while time.time() - t < 1.0: pass\n"  // computes
+      "t = time.time()\n"
+      "while time.time() - t < 1.5: os.stat('/usr')\n";  // traps often
+  std::string comm = std::filesystem::canonical("/usr/bin/python3").filename();
+  BackgroundRun run({"/usr/bin/python3", "-c", script}, comm);
+  ASSERT_GT(run.sentry(), 0);
+  pid_t guest = run.Guest();
+  ASSERT_GT(guest, 0);
+  std::string all = StatusField(getpid(), "Cpus_allowed_list");
+  auto allowed = [guest] { return StatusField(guest, "Cpus_allowed_list"); };
+  usleep(600000);  // computing
+  std::string computing = allowed();
+  usleep(1200000);  // statting
+  std::string trapping = allowed();
+  EXPECT_EQ(computing, all);
+  EXPECT_NE(trapping, all);
+  EXPECT_EQ(trapping.find_first_of(",-"), std::string::npos) << trapping;  // one CPU
 }
 
 }  // namespace
