@@ -347,6 +347,12 @@ LOADER_CODE int LoaderMain(void* arg) {
   }
   Report(p, LoaderStep::kReady, 0, JoinCgroups(p));
   // The guest's fds: 0-2 and its two pipes; nothing else of the sentry's.
+  if (p.spec->guest_cpu >= 0 && p.spec->guest_cpu < CPU_SETSIZE) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(p.spec->guest_cpu, &one);
+    sched_setaffinity(0, sizeof(one), &one);
+  }
   pid_t child = RawFork();
   if (child < 0) Fail(p, LoaderStep::kFork);
   if (child == 0) RunGuest(p);

@@ -77,6 +77,11 @@ struct LoaderSpec {
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;
   std::array<int, 3> stdio = {-1, -1, -1};  // sentry fds the guest gets as 0, 1, 2
+  // The CPU the loader moves to before it forks the guest (-1: none): the
+  // one the sentry is pinned to, where the guest's first steps answer the
+  // sentry without a cross-CPU wake-up (the loader builds its view on
+  // another, see CoLocation::Elsewhere).
+  int guest_cpu = -1;
 };
 
 // What the guest needs to call execve, sent with the go (so that a sandbox can

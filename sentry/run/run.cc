@@ -47,6 +47,7 @@ std::optional<RunError> Run::Prepare() {
   // on then); a cold run from here (see CoLocation::PinCallerEarly).
   if (!warm_) early_pin_ = CoLocation::PinCallerEarly();
   elsewhere_ = CoLocation::Elsewhere(early_pin_);
+  if (early_pin_) spec_.guest_cpu = sched_getcpu();
   if (o_.root) {
     tree_.uid = 0;
     tree_.gid = 0;
