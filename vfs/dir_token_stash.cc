@@ -6,11 +6,9 @@ namespace sentry::vfs {
 
 DirTokenStash::DirTokenStash(std::function<SysResult<UniqueFd>()> make,
                              const std::optional<cpu_set_t>& cpus)
-    : make_(std::move(make)) {
-  tokens_.reserve(kHigh);
-  thread_ = PlacedThread(
-      cpus, [this] { Loop(); }, "sentry-dirtoken");
-}
+    : make_(std::move(make)),
+      thread_(
+          cpus, [this] { Loop(); }, "sentry-dirtoken") {}
 
 DirTokenStash::~DirTokenStash() {
   {

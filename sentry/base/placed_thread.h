@@ -11,7 +11,6 @@
 #include <sched.h>
 
 #include <functional>
-#include <memory>
 #include <optional>
 #include <utility>
 
@@ -19,26 +18,16 @@ namespace sentry {
 
 class PlacedThread final {
  public:
-  PlacedThread() = default;
   // Runs fn on `cpus` (nullopt: where its maker may run), named `name` (at
-  // most 15 characters, for top -H and perf).
+  // most 15 characters, for top -H and perf). Should no thread be made, fn
+  // does not run.
   PlacedThread(const std::optional<cpu_set_t>& cpus, std::function<void()> fn, const char* name)
-      : start_(std::make_unique<Start>(Start{std::move(fn), name})) {
+      : fn_(std::move(fn)), name_(name) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     if (cpus) pthread_attr_setaffinity_np(&attr, sizeof(*cpus), &*cpus);
-    running_ = pthread_create(&thread_, &attr, &PlacedThread::Main, start_.get()) == 0;
+    running_ = pthread_create(&thread_, &attr, &PlacedThread::Main, this) == 0;
     pthread_attr_destroy(&attr);
-  }
-  PlacedThread(PlacedThread&& o) noexcept { *this = std::move(o); }
-  PlacedThread& operator=(PlacedThread&& o) noexcept {
-    if (this != &o) {
-      Join();
-      start_ = std::move(o.start_);
-      thread_ = o.thread_;
-      running_ = std::exchange(o.running_, false);
-    }
-    return *this;
   }
   PlacedThread(const PlacedThread&) = delete;
   PlacedThread& operator=(const PlacedThread&) = delete;
@@ -50,18 +39,15 @@ class PlacedThread final {
   }
 
  private:
-  struct Start {
-    std::function<void()> fn;
-    const char* name;
-  };
-  static void* Main(void* arg) {
-    auto* s = static_cast<Start*>(arg);
-    pthread_setname_np(pthread_self(), s->name);
-    s->fn();
+  static void* Main(void* self) {
+    auto* t = static_cast<PlacedThread*>(self);
+    pthread_setname_np(pthread_self(), t->name_);
+    t->fn_();
     return nullptr;
   }
 
-  std::unique_ptr<Start> start_;  // stays put while the thread reads it
+  std::function<void()> fn_;
+  const char* name_;
   pthread_t thread_{};
   bool running_ = false;
 };

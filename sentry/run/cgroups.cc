@@ -134,23 +134,21 @@ void Cgroups::Drop(std::string* dir) {
   dir->clear();
 }
 
-std::array<int, 4> Cgroups::OpenJoinFiles() {
-  std::array<int, 4> fds = {-1, -1, -1, -1};
+std::array<UniqueFd, 4> Cgroups::OpenJoinFiles() {
+  std::array<UniqueFd, 4> files;
   std::array<std::string*, 4> dirs = Dirs();
   for (size_t i = 0; i < dirs.size(); ++i) {
     if (dirs[i]->empty()) continue;
-    join_files_[i] = UniqueFd(open((*dirs[i] + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));
-    if (!join_files_[i]) Drop(dirs[i]);
-    fds[i] = join_files_[i].get();
+    files[i] = UniqueFd(open((*dirs[i] + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));
+    if (!files[i]) Drop(dirs[i]);
   }
-  return fds;
+  return files;
 }
 
 void Cgroups::Joined(int refused) {
   std::array<std::string*, 4> dirs = Dirs();
   for (size_t i = 0; i < dirs.size(); ++i) {
     if (refused & (1 << i)) Drop(dirs[i]);
-    join_files_[i].Reset();
   }
 }
 

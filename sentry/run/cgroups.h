@@ -36,9 +36,9 @@ class Cgroups final {
   // Sets the limits of the cgroups made (0: none).
   void SetLimits(const CgroupLimits& limits);
   // The sandbox's pid 1 joins the cgroups itself (see loader.h): opens their
-  // `tasks` files for it, in a fixed order of controllers, -1 for one not
-  // made. They stay open until Joined.
-  std::array<int, 4> OpenJoinFiles();
+  // `tasks` files for it, in a fixed order of controllers (none for one not
+  // made).
+  std::array<UniqueFd, 4> OpenJoinFiles();
   // What the loader reported: bit i set, it could not join the i-th of those
   // (that controller is then removed, not enforced).
   void Joined(int refused);
@@ -65,7 +65,6 @@ class Cgroups final {
   CgroupLimits limits_;
   bool limits_set_ = false;
   std::string memory_, pids_, cpu_, cpuacct_;  // the directories made
-  std::array<UniqueFd, 4> join_files_;         // their `tasks` files, until Joined
 };
 
 }  // namespace sentry

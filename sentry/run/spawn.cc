@@ -82,15 +82,15 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
   return s;
 }
 
-absl::Status Spawned::SendCgroups(const std::array<int, kMaxLoaderCgroups>& tasks_files) {
+absl::Status Spawned::SendCgroups(const std::array<UniqueFd, kMaxLoaderCgroups>& tasks_files) {
   char byte = 'c';
   iovec iov{&byte, 1};
   int fds[kMaxLoaderCgroups];
   int n = 0;
   for (int i = 0; i < kMaxLoaderCgroups; ++i) {
-    if (tasks_files[i] < 0) continue;
+    if (!tasks_files[i]) continue;
     sent_as_[n] = i;  // the loader numbers only the files it got
-    fds[n++] = tasks_files[i];
+    fds[n++] = tasks_files[i].get();
   }
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(fds))] = {};
   msghdr msg{};

@@ -26,9 +26,9 @@ class Spawned final {
   // maps and lets it build its mount view; a kernel that refuses the
   // namespaces gives FailedPreconditionError.
   static absl::StatusOr<Spawned> Start(const LoaderSpec& spec);
-  // Sends the loader the `tasks` files of the sandbox's cgroups (-1: none),
-  // which it joins before it forks anything (see loader.h).
-  absl::Status SendCgroups(const std::array<int, kMaxLoaderCgroups>& tasks_files);
+  // Sends the loader the `tasks` files of the sandbox's cgroups (invalid:
+  // none), which it joins before it forks anything (see loader.h).
+  absl::Status SendCgroups(const std::array<UniqueFd, kMaxLoaderCgroups>& tasks_files);
   // Waits until the mount view is built and the cgroups joined.
   absl::Status AwaitReady();
 
