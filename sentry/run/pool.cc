@@ -155,7 +155,16 @@ std::optional<int> RunInPool(const std::string& socket_path, const RunOptions& o
     return std::nullopt;
   }
   if (!pool::SendRequest(s.get(), pool::EncodeRequest(o, cwd))) {
-    *why = absl::StrCat("cannot send the request to the pool: ", std::strerror(errno));
+    int err = errno;
+    // A pool that refuses a caller before it reads the request (another
+    // uid) has sent its verdict and closed, which can break the send: the
+    // verdict is then the reason.
+    char verdict;
+    if (recv(s.get(), &verdict, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && verdict == 'R') {
+      pool::ReceiveVerdict(s.get(), why);
+    } else {
+      *why = absl::StrCat("cannot send the request to the pool: ", std::strerror(err));
+    }
     return std::nullopt;
   }
   if (!pool::ReceiveVerdict(s.get(), why)) return std::nullopt;
