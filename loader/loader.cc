@@ -331,11 +331,15 @@ LOADER_CODE int LoaderMain(void* arg) {
     // die before that, the read of its "c" below ends the loader.)
     if (RawSetIds(0, 0) < 0) Fail(p, LoaderStep::kWaitMaps);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // First, so the sentry can start its DNS server in it while the mount
+    // view is built. The guest is forked into it.
+    if (unshare(CLONE_NEWNET) < 0) Fail(p, LoaderStep::kNetns);
+    BringUpLoopback(p);
+    Report(p, LoaderStep::kNetnsMade, 0, 0);
     BuildMountView(p);
     if (sethostname(p.spec->hostname.data(), p.spec->hostname.size()) < 0) {
       Fail(p, LoaderStep::kHostname);
     }
-    BringUpLoopback(p);
   } else {
     // Orphans of the guest come here, not to the host's init; no native call
     // the guest makes resolves a relative path against the sentry's cwd; and
@@ -469,6 +473,10 @@ const char* LoaderStepName(LoaderStep step) {
       return "join the cgroups";
     case LoaderStep::kSubreaper:
       return "become the guest's subreaper, in a session of its own";
+    case LoaderStep::kNetns:
+      return "make the network namespace";
+    case LoaderStep::kNetnsMade:
+      return "network namespace made";
     case LoaderStep::kReady:
       return "ready";
     case LoaderStep::kListener:

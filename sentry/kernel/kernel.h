@@ -70,6 +70,8 @@ class Kernel final {
   CoLocation& colocation() { return colocation_; }
   // A warm sandbox learns its memory cap with its command (sentry pool).
   void set_memory_bytes(uint64_t bytes) { config_.memory_bytes = bytes; }
+  // The loader makes the network namespace while the kernel is made.
+  void set_net_ns_ino(ino_t ino) { config_.net_ns_ino = ino; }
 
   // The first denials of the run (see Denial), and how many there were.
   static constexpr size_t kMaxDenials = 20;

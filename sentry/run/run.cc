@@ -130,10 +130,6 @@ std::optional<RunError> Run::BuildSandbox() {
   kc.user_gid = tree_.gid;
   kc.user_host_uid = kc.user_host_gid = GuestHostUid();
   kc.namespaces = !seccomp_only();
-  struct stat netns;
-  if (stat(absl::StrCat("/proc/", spawned_->init_pid(), "/ns/net").c_str(), &netns) == 0) {
-    kc.net_ns_ino = netns.st_ino;
-  }
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
@@ -141,6 +137,16 @@ std::optional<RunError> Run::BuildSandbox() {
   // store is there.
   kernel_->vfs().store().StartDirTokenStash(elsewhere_);
   clock_.Mark("kernel");
+
+  if (absl::Status s = spawned_->AwaitNetns(); !s.ok()) {
+    return RunError{kExitSentryError, std::string(s.message())};
+  }
+  // The loader's network namespace (the host's without namespaces) is the one
+  // whose sockets the guest may use.
+  struct stat netns;
+  if (stat(absl::StrCat("/proc/", spawned_->init_pid(), "/ns/net").c_str(), &netns) == 0) {
+    kernel_->set_net_ns_ino(netns.st_ino);
+  }
   // Without a network namespace there is no loopback of the sandbox's own for
   // a DNS server to listen on (and the guest can make no network socket).
   if (!seccomp_only()) net_.Start(*kernel_, spawned_->init_pid(), o_);

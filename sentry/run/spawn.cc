@@ -52,9 +52,7 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
   s.report_ = UniqueFd(report[0]);
   s.go_ = UniqueFd(go[1]);
   LoaderPipes pipes{maps[0], report[1], go[0]};
-  int flags = spec.namespaces ? CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-                                    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
-                              : 0;
+  int flags = spec.namespaces ? kLoaderCloneNamespaces : 0;
   pid_t pid = StartLoader(spec, pipes, flags);
   if (pid < 0) {
     return absl::FailedPreconditionError(
@@ -107,6 +105,13 @@ absl::Status Spawned::SendCgroups(const std::array<UniqueFd, kMaxLoaderCgroups>&
   }
   if (sendmsg(maps_.get(), &msg, MSG_NOSIGNAL) != 1) return ErrnoStatus("signal the loader");
   maps_.Reset();
+  return absl::OkStatus();
+}
+
+absl::Status Spawned::AwaitNetns() {
+  if (!namespaces_) return absl::OkStatus();
+  ASSIGN_OR_RETURN(LoaderMessage m, ReadMessage());
+  if (m.step != LoaderStep::kNetnsMade) return StepError(m);
   return absl::OkStatus();
 }
 

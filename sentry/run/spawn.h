@@ -29,6 +29,9 @@ class Spawned final {
   // Sends the loader the `tasks` files of the sandbox's cgroups (invalid:
   // none), which it joins before it forks anything (see loader.h).
   absl::Status SendCgroups(const std::array<UniqueFd, kMaxLoaderCgroups>& tasks_files);
+  // Waits until the loader has made the sandbox's network namespace (at once
+  // without namespaces); then /proc/<init_pid>/ns/net is the sandbox's.
+  absl::Status AwaitNetns();
   // Waits until the mount view is built and the cgroups joined.
   absl::Status AwaitReady();
 

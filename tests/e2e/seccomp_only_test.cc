@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -27,8 +28,14 @@ namespace {
 
 const std::vector<std::string> kSeccompOnly = {"--no-namespaces"};
 
+constexpr long kFirstSeccompOnlyId = 2000000000L + 0x10000;  // spawn.h's kHostIdBase + 0x10000
+
+bool Running(long pid) { return pid > 0 && kill(static_cast<pid_t>(pid), 0) == 0; }
+
 // Host processes whose real uid is one a seccomp-only run gives its guest
-// (spawn.h's kHostIdBase + 0x10000 and up), zombies aside.
+// (kFirstSeccompOnlyId + the sentry's pid), zombies aside, left by a sentry
+// that has exited. A live sentry's guests are not counted: ctest runs other
+// suites with seccomp-only sandboxes at the same time.
 std::vector<std::string> SeccompOnlyProcesses() {
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
@@ -41,18 +48,24 @@ std::vector<std::string> SeccompOnlyProcesses() {
       if (line.rfind("State:", 0) == 0) state = line;
       if (line.rfind("Uid:", 0) == 0) uid = std::stol(line.substr(4));
     }
-    if (uid >= 2000000000L + 0x10000 && state.find("zombie") == std::string::npos) {
+    if (uid >= kFirstSeccompOnlyId && state.find("zombie") == std::string::npos &&
+        !Running(uid - kFirstSeccompOnlyId)) {
       out.push_back(name + " " + state);
     }
   }
   return out;
 }
 
-std::vector<std::string> HostStores() {
+// The backing stores on the host ("sentry-store-PID-XXXXXX") of sentries that
+// have exited, or of the one with the given pid (alive or not).
+std::vector<std::string> HostStores(long of_pid = 0) {
   std::vector<std::string> out;
   for (const char* dir : {"/dev/shm", "/tmp"}) {
     for (const auto& e : std::filesystem::directory_iterator(dir)) {
-      if (e.path().filename().string().rfind("sentry-store-", 0) == 0) out.push_back(e.path());
+      std::string name = e.path().filename();
+      if (name.rfind("sentry-store-", 0) != 0) continue;
+      long pid = std::atol(name.c_str() + std::strlen("sentry-store-"));
+      if (of_pid ? pid == of_pid : !Running(pid)) out.push_back(e.path());
     }
   }
   return out;
@@ -227,7 +240,6 @@ TEST(SeccompOnlyTest, FilesStayInTheSandboxAndInMemoryFilesRun) {
   struct stat before {};
   ASSERT_EQ(stat("/usr/bin/true", &before), 0);
   std::string hostname = ReadHostFile("/etc/hostname");
-  std::vector<std::string> stores = HostStores();
   ProcessResult r = RunSentry(
       {"--no-namespaces", "--root"},
       {"/bin/sh", "-c",
@@ -245,7 +257,7 @@ TEST(SeccompOnlyTest, FilesStayInTheSandboxAndInMemoryFilesRun) {
   struct stat sh {};
   ASSERT_EQ(stat("/bin/sh", &sh), 0);
   EXPECT_NE(sh.st_mode & 07777, 0777u);
-  EXPECT_EQ(HostStores(), stores);  // the run's backing store is gone
+  EXPECT_EQ(HostStores(), std::vector<std::string>{});  // the run's backing store is gone
 }
 
 TEST(SeccompOnlyTest, GuestCannotSignalHostProcessesAndLeavesNoneBehind) {
@@ -285,7 +297,6 @@ TEST(SeccompOnlyTest, GuestCannotSignalHostProcessesAndLeavesNoneBehind) {
 // its tmpfs): the next run without namespaces sweeps it. The guest dies with
 // its tracer.
 TEST(SeccompOnlyTest, TheStoreOfAKilledSentryIsSweptByTheNextRun) {
-  std::vector<std::string> before = HostStores();
   pid_t sentry = fork();
   ASSERT_GE(sentry, 0);
   if (sentry == 0) {
@@ -298,22 +309,23 @@ TEST(SeccompOnlyTest, TheStoreOfAKilledSentryIsSweptByTheNextRun) {
     execv(args[0], args.data());
     _exit(127);
   }
-  std::vector<std::string> during;
-  for (int i = 0; i < 200 && during.size() <= before.size(); ++i) {
+  std::vector<std::string> its_store;
+  for (int i = 0; i < 200 && its_store.empty(); ++i) {
     usleep(10000);
-    during = HostStores();
+    its_store = HostStores(sentry);
   }
-  ASSERT_GT(during.size(), before.size());
+  ASSERT_EQ(its_store.size(), 1u);
   usleep(100000);
   kill(sentry, SIGKILL);
   waitpid(sentry, nullptr, 0);
-  EXPECT_NE(HostStores(), before);  // left behind
+  EXPECT_EQ(HostStores(sentry), its_store);  // left behind
   ProcessResult r = RunSentry(kSeccompOnly, {"/bin/true"});
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
-  EXPECT_EQ(HostStores(), before);
+  EXPECT_EQ(HostStores(sentry), std::vector<std::string>{});
+  EXPECT_EQ(HostStores(), std::vector<std::string>{});
   std::ifstream mounts("/proc/self/mountinfo");
   std::string text((std::istreambuf_iterator<char>(mounts)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text.find("sentry-store-"), std::string::npos) << text;
+  EXPECT_EQ(text.find(its_store[0]), std::string::npos) << text;
   EXPECT_EQ(SeccompOnlyProcesses(), std::vector<std::string>{});
 }
 

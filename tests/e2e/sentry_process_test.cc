@@ -117,6 +117,27 @@ TEST(SentryProcessTest, TheGuestIsInTheRunsCgroups) {
   EXPECT_TRUE(joined.count("cpuacct"));
 }
 
+// The loader makes the sandbox's network namespace itself, after its clone
+// (see loader.h): the guest, forked after that, is in it, with the loader,
+// and the host's is no one's in the sandbox.
+TEST(SentryProcessTest, TheGuestHasANetworkNamespaceOfItsOwn) {
+  BackgroundRun run;
+  ASSERT_GT(run.sentry(), 0);
+  pid_t guest = run.Guest();
+  ASSERT_GT(guest, 0);
+  auto netns = [](pid_t pid) {
+    std::error_code ec;
+    return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/net", ec).string();
+  };
+  std::set<pid_t> init = Children(run.sentry());
+  ASSERT_EQ(init.size(), 1u);
+  std::string ns = netns(guest);
+  ASSERT_FALSE(ns.empty());
+  EXPECT_NE(ns, netns(getpid()));
+  EXPECT_NE(ns, netns(run.sentry()));
+  EXPECT_EQ(ns, netns(*init.begin()));
+}
+
 // The guest and the notification thread share a CPU while the guest traps
 // often (see colocation.h): the pin pauses while the guest computes, and
 // comes back when it traps often again.

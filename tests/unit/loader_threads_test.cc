@@ -41,8 +41,6 @@ TEST(LoaderThreadsTest, StartsWhileAnotherThreadIsBeingMade) {
   spec.lower_roots = {"/usr"};
   spec.store_options = "size=1m";
   spec.filter.assign(filter.begin(), filter.end());
-  constexpr int kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-                              CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
   for (int i = 0; i < 100; ++i) {
     // Made just before the clone, as a helper of the sentry's could be: it
     // is still starting (on another CPU) when the loader is cloned.
@@ -51,7 +49,8 @@ TEST(LoaderThreadsTest, StartsWhileAnotherThreadIsBeingMade) {
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, maps), 0);
     ASSERT_EQ(pipe2(report, O_CLOEXEC), 0);
     ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
-    pid_t loader = StartLoader(spec, LoaderPipes{maps[0], report[1], go[0]}, kNamespaces);
+    pid_t loader =
+        StartLoader(spec, LoaderPipes{maps[0], report[1], go[0]}, kLoaderCloneNamespaces);
     helper.join();
     ASSERT_GT(loader, 0);
     for (const char* map : {"uid_map", "gid_map"}) {
@@ -63,6 +62,7 @@ TEST(LoaderThreadsTest, StartsWhileAnotherThreadIsBeingMade) {
     close(go[0]);
     ASSERT_EQ(write(maps[1], "m", 1), 1);
     ASSERT_EQ(send(maps[1], "c", 1, MSG_NOSIGNAL), 1);  // no cgroups to join
+    LoaderMessage netns = NextReport(report[0]);
     LoaderMessage ready = NextReport(report[0]);
     LoaderMessage listener = NextReport(report[0]);
     close(go[1]);  // the guest reads end-of-file and exits, then the loader
@@ -70,6 +70,7 @@ TEST(LoaderThreadsTest, StartsWhileAnotherThreadIsBeingMade) {
     waitpid(loader, nullptr, 0);
     close(maps[1]);
     close(report[0]);
+    EXPECT_EQ(netns.step, LoaderStep::kNetnsMade) << "run " << i << ": err " << netns.err;
     EXPECT_EQ(ready.step, LoaderStep::kReady) << "run " << i;
     EXPECT_EQ(listener.step, LoaderStep::kListener) << "run " << i << ": err " << listener.err;
     if (HasFailure()) break;
