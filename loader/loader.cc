@@ -45,8 +45,6 @@ LOADER_CODE int RawSetIds(uid_t uid, gid_t gid) {
   return static_cast<int>(syscall(SYS_setresuid, uid, uid, uid));
 }
 
-LOADER_CODE pid_t RawFork() { return static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0)); }
-
 // Where the new root is assembled, in the loader's private mount namespace.
 constexpr const char* kNewRoot = "/tmp";
 
@@ -60,6 +58,7 @@ struct Prepared {
   std::string store_path;                 // "/tmp/.sentry-store"
   std::string pts_path;                   // "/tmp/.sentry-pts"
   sock_fprog prog;
+  char* guest_stack_top;  // where the guest runs until its execve (see GuestMain)
 };
 
 LOADER_CODE void Report(const Prepared& p, LoaderStep step, int err, int value = 0) {
@@ -266,6 +265,14 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   Fail(p, LoaderStep::kExec);
 }
 
+// The guest until its execve. It is cloned with CLONE_VM, on the loader's
+// memory (a stack of its own), as vfork does: no copy of the loader's page
+// tables and no copy-on-write faults on either side before the execve gives
+// it a memory of its own (`sentry run -- /bin/true` 5.75 -> 5.55 ms median,
+// interleaved). Nothing it does before then touches what the loader uses
+// after, and the loader waits meanwhile.
+LOADER_CODE int GuestMain(void* arg) { RunGuest(*static_cast<const Prepared*>(arg)); }
+
 // Closes every fd the clone copied from the sentry but the loader's pipes
 // and the guest's stdio: with the sentry's ends of the pipes gone, a sentry
 // that dies (before it traces the guest) leaves the loader and the guest
@@ -357,9 +364,10 @@ LOADER_CODE int LoaderMain(void* arg) {
     CPU_SET(p.spec->guest_cpu, &one);
     sched_setaffinity(0, sizeof(one), &one);
   }
-  pid_t child = RawFork();
+  // CLONE_VFORK: the loader waits until the guest has exec'd or exited.
+  pid_t child = clone(GuestMain, p.guest_stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                      const_cast<Prepared*>(&p));
   if (child < 0) Fail(p, LoaderStep::kFork);
-  if (child == 0) RunGuest(p);
   syscall(SYS_close_range, 3, ~0U, 0);
   // pid 1 of the sandbox (or its subreaper): reap every orphan until none is left.
   while (true) {
@@ -398,8 +406,10 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   p.prog.len = static_cast<unsigned short>(spec.filter.size());
   p.prog.filter = const_cast<sock_filter*>(spec.filter.data());
 
-  constexpr size_t kStackSize = 1 << 20;
+  constexpr size_t kStackSize = 1 << 20, kGuestStackSize = 256 << 10;
   static char* stack = new char[kStackSize];
+  static char* guest_stack = new char[kGuestStackSize];
+  p.guest_stack_top = guest_stack + kGuestStackSize;
   pid_t pid = clone(LoaderMain, stack + kStackSize, clone_flags | SIGCHLD, &p);
   return pid < 0 ? -errno : pid;
 }
