@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -42,16 +43,24 @@ uint64_t ReadNumber(const std::string& path) {
 }
 
 // The sentry's own cgroup in a v1 hierarchy (the line "N:controller:/path").
+// /proc/self/cgroup is read once: a read takes the kernel's cgroup locks, and
+// a run wanted it eight times (SweepStale and Create, each controller).
 std::string OwnCgroup(const std::string& controller) {
-  std::ifstream f("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(f, line)) {
-    std::vector<std::string> parts = absl::StrSplit(line, absl::MaxSplits(':', 2));
-    if (parts.size() != 3) continue;
-    for (absl::string_view c : absl::StrSplit(parts[1], ','))
-      if (c == controller) return parts[2] == "/" ? "" : parts[2];
-  }
-  return "";
+  static const std::map<std::string, std::string, std::less<>> own = [] {
+    std::map<std::string, std::string, std::less<>> m;
+    std::ifstream f("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(f, line)) {
+      std::vector<std::string> parts = absl::StrSplit(line, absl::MaxSplits(':', 2));
+      if (parts.size() != 3) continue;
+      for (absl::string_view c : absl::StrSplit(parts[1], ',')) {
+        m.emplace(std::string(c), parts[2] == "/" ? "" : parts[2]);
+      }
+    }
+    return m;
+  }();
+  auto it = own.find(controller);
+  return it == own.end() ? "" : it->second;
 }
 
 // Makes <root>/<controller>/<own cgroup>/<name>; "" when the controller is absent.
@@ -72,6 +81,10 @@ int Cgroups::SweepStale() {
   int left = 0;
   for (const char* controller : {"memory", "pids", "cpu", "cpuacct"}) {
     std::string parent = absl::StrCat(kRoot, "/", controller, OwnCgroup(controller));
+    // A cgroup directory's link count is 2 plus its subdirectories: at 2,
+    // there is no sentry-* cgroup, live or stale, to read for.
+    struct stat st;
+    if (stat(parent.c_str(), &st) == 0 && st.st_nlink == 2) continue;
     DIR* d = opendir(parent.c_str());
     if (!d) continue;
     while (dirent* e = readdir(d)) {

@@ -1,6 +1,7 @@
 // The sentry process and its sandbox as the host sees them during a run:
 // what they hold, and where the kernel put them.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -136,6 +137,50 @@ TEST(SentryProcessTest, TheGuestHasANetworkNamespaceOfItsOwn) {
   EXPECT_NE(ns, netns(getpid()));
   EXPECT_NE(ns, netns(run.sentry()));
   EXPECT_EQ(ns, netns(*init.begin()));
+}
+
+// The run's cgroup directories in each v1 hierarchy ("sentry-PID" under the
+// sentry's own cgroup, which is this process's: it is the sentry's parent).
+std::vector<std::string> RunCgroupDirs(pid_t sentry) {
+  std::vector<std::string> out;
+  std::istringstream own(ReadHostFile("/proc/self/cgroup"));
+  std::string line;
+  while (std::getline(own, line)) {
+    // "N:controllers:/path"
+    size_t a = line.find(':'), b = line.find(':', a + 1);
+    std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (controllers.empty()) continue;  // the v2 line
+    std::string dir = "/sys/fs/cgroup/" + controllers + (path == "/" ? "" : path) + "/sentry-" +
+                      std::to_string(sentry);
+    if (std::filesystem::is_directory(dir)) out.push_back(dir);
+  }
+  return out;
+}
+
+// A sentry killed outright cannot remove its cgroups: the next run removes
+// them (Cgroups::SweepStale, which reads a hierarchy only when its link count
+// says it has subdirectories).
+TEST(SentryProcessTest, TheCgroupsOfAKilledSentryAreSweptByTheNextRun) {
+  std::vector<std::string> dirs;
+  pid_t sentry;
+  {
+    BackgroundRun run({"/bin/sleep", "30"});
+    sentry = run.sentry();
+    ASSERT_GT(sentry, 0);
+    ASSERT_GT(run.Guest(), 0);
+    dirs = RunCgroupDirs(sentry);
+    ASSERT_FALSE(dirs.empty());
+    kill(sentry, SIGKILL);
+  }  // reaped; its sandbox dies with it (the loader's parent-death signal)
+  EXPECT_EQ(RunCgroupDirs(sentry), dirs);  // left behind
+  // The next run sweeps them once their last task has left (rmdir fails
+  // with EBUSY until then: the next run after that tries again).
+  for (int i = 0; i < 50 && !RunCgroupDirs(sentry).empty(); ++i) {
+    ProcessResult r = RunSentry({}, {"/bin/true"});
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    if (!RunCgroupDirs(sentry).empty()) usleep(20000);
+  }
+  EXPECT_EQ(RunCgroupDirs(sentry), std::vector<std::string>{});
 }
 
 // The guest and the notification thread share a CPU while the guest traps
