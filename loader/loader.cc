@@ -5,10 +5,8 @@
 #include <linux/capability.h>
 #include <linux/close_range.h>
 #include <linux/seccomp.h>
-#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -127,17 +125,6 @@ LOADER_CODE void BuildMountView(const Prepared& p) {
             nullptr) < 0) {
     Fail(p, LoaderStep::kRemountRoot);
   }
-}
-
-LOADER_CODE void BringUpLoopback(const Prepared& p) {
-  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) Fail(p, LoaderStep::kLoopback);
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) Fail(p, LoaderStep::kLoopback);
-  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-  if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) Fail(p, LoaderStep::kLoopback);
-  close(s);
 }
 
 LOADER_CODE void DropCapabilities(const Prepared& p) {
@@ -341,8 +328,7 @@ LOADER_CODE int LoaderMain(void* arg) {
     // First, so the sentry can start its DNS server in it while the mount
     // view is built. The guest is forked into it.
     if (unshare(CLONE_NEWNET) < 0) Fail(p, LoaderStep::kNetns);
-    BringUpLoopback(p);
-    Report(p, LoaderStep::kNetnsMade, 0, 0);
+    Report(p, LoaderStep::kNetnsMade, 0, 0);  // the sentry brings its loopback up
     BuildMountView(p);
     if (sethostname(p.spec->hostname.data(), p.spec->hostname.size()) < 0) {
       Fail(p, LoaderStep::kHostname);
@@ -459,8 +445,6 @@ const char* LoaderStepName(LoaderStep step) {
       return "make the root read-only";
     case LoaderStep::kHostname:
       return "set the hostname";
-    case LoaderStep::kLoopback:
-      return "bring up loopback";
     case LoaderStep::kFork:
       return "fork the guest";
     case LoaderStep::kDropCaps:

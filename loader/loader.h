@@ -43,7 +43,6 @@ enum class LoaderStep : int {
   kPivotRoot,
   kRemountRoot,
   kHostname,
-  kLoopback,
   kFork,
   kDropCaps,
   kSetIds,
@@ -56,7 +55,7 @@ enum class LoaderStep : int {
   kWaitCgroups,
   kSubreaper,
   kNetns,
-  kNetnsMade = 99,  // network namespace made, its loopback up (only with namespaces)
+  kNetnsMade = 99,  // network namespace made (only with namespaces)
   kReady = 100,     // mount view built (value: bit i set: the i-th cgroup refused the loader)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };

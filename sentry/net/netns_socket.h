@@ -16,6 +16,10 @@ namespace sentry::net {
 SysResult<UniqueFd> BoundSocketInNetns(int netns_fd, int domain, int type, const sockaddr* addr,
                                        socklen_t len);
 
+// The loopback of netns_fd's namespace, up (a new namespace's is down), from
+// a short thread in it the same way.
+SysStatus BringUpLoopbackInNetns(int netns_fd);
+
 }  // namespace sentry::net
 
 #endif  // SENTRY_NET_NETNS_SOCKET_H_

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "sentry/net/netns_socket.h"
 
 namespace sentry {
 namespace {
@@ -41,9 +42,17 @@ std::set<ino_t> SocketsHeldBy(const std::vector<pid_t>& pids) {
 
 }  // namespace
 
-void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o) {
+absl::Status SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o) {
   net::NetPolicy* policy;
   int netns = open(absl::StrCat("/proc/", init_pid, "/ns/net").c_str(), O_RDONLY | O_CLOEXEC);
+  // Here rather than in the loader, whose path to its ready is the longer
+  // one: ~0.1 ms (once 1 ms) of it was this.
+  SysStatus up = netns < 0 ? SysStatus(Errno{errno}) : net::BringUpLoopbackInNetns(netns);
+  if (!up.ok()) {
+    if (netns >= 0) close(netns);
+    return absl::InternalError(absl::StrCat("the sandbox could not start: bring up its loopback: ",
+                                            std::strerror(up.error())));
+  }
   if (!o.net.allow.empty() || !o.net.secrets.empty()) {
     egress_ = std::make_shared<net::Egress>(o.net, o.net_bytes);
     egress_->set_guest_sockets([&kernel] {
@@ -81,6 +90,7 @@ void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o) {
     std::fprintf(stderr, "sentry: warning: no DNS server in the sandbox (%s)\n",
                  std::strerror(st.error()));
   }
+  return absl::OkStatus();
 }
 
 void SandboxNet::Conclude(RunResult* r) {
