@@ -97,13 +97,16 @@ std::vector<uint8_t> BuildDnsResponse(const uint8_t* query, const DnsQuestion& q
   return out;
 }
 
-SysStatus DnsServer::Start(int netns_fd) {
+sockaddr_in DnsServer::Address() {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(53);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  SYS_ASSIGN_OR_RETURN(sock_, BoundSocketInNetns(netns_fd, AF_INET, SOCK_DGRAM,
-                                                 reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
+  return addr;
+}
+
+SysStatus DnsServer::Start(UniqueFd socket) {
+  sock_ = std::move(socket);
   wake_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (wake_.get() < 0) return Errno{errno};
   thread_ = std::thread([this] { Loop(); });

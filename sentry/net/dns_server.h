@@ -9,6 +9,8 @@
 #ifndef SENTRY_NET_DNS_SERVER_H_
 #define SENTRY_NET_DNS_SERVER_H_
 
+#include <netinet/in.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -50,8 +52,11 @@ class DnsServer final {
   DnsServer(const DnsServer&) = delete;
   DnsServer& operator=(const DnsServer&) = delete;
 
-  // Binds 127.0.0.1:53 in the namespace of netns_fd and starts answering.
-  SysStatus Start(int netns_fd);
+  // Where it listens: 127.0.0.1:53.
+  static sockaddr_in Address();
+  // Starts answering on `socket`, bound to Address() in the sandbox's
+  // network namespace (see netns_socket.h).
+  SysStatus Start(UniqueFd socket);
   void Stop();
 
  private:

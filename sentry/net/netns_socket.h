@@ -7,18 +7,25 @@
 
 #include <sys/socket.h>
 
+#include <functional>
+
 #include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
 
 namespace sentry::net {
 
+// Runs fn on a short thread of its own that has joined netns_fd's network
+// namespace; returns fn's result (an errno, 0 for success), or setns's errno.
+int InNetns(int netns_fd, const std::function<int()>& fn);
+
+// In the calling thread's network namespace (inside InNetns): a socket bound
+// to addr, and the loopback brought up (a new namespace's is down).
+SysResult<UniqueFd> BoundSocket(int domain, int type, const sockaddr* addr, socklen_t len);
+SysStatus BringUpLoopback();
+
 // A socket in the network namespace of netns_fd, bound to addr.
 SysResult<UniqueFd> BoundSocketInNetns(int netns_fd, int domain, int type, const sockaddr* addr,
                                        socklen_t len);
-
-// The loopback of netns_fd's namespace, up (a new namespace's is down), from
-// a short thread in it the same way.
-SysStatus BringUpLoopbackInNetns(int netns_fd);
 
 }  // namespace sentry::net
 

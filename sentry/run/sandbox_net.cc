@@ -40,19 +40,30 @@ std::set<ino_t> SocketsHeldBy(const std::vector<pid_t>& pids) {
   return out;
 }
 
+// On a thread in the sandbox's network namespace: its loopback up (an errno
+// if it cannot be), and the DNS server's socket bound (or why not).
+int ReadyNetns(SysResult<UniqueFd>* dns_socket) {
+  if (SysStatus up = net::BringUpLoopback(); !up.ok()) return up.error();
+  sockaddr_in a = net::DnsServer::Address();
+  *dns_socket = net::BoundSocket(AF_INET, SOCK_DGRAM, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  return 0;
+}
+
 }  // namespace
 
 absl::Status SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o) {
-  net::NetPolicy* policy;
-  int netns = open(absl::StrCat("/proc/", init_pid, "/ns/net").c_str(), O_RDONLY | O_CLOEXEC);
-  // Here rather than in the loader, whose path to its ready is the longer
-  // one: ~0.1 ms (once 1 ms) of it was this.
-  SysStatus up = netns < 0 ? SysStatus(Errno{errno}) : net::BringUpLoopbackInNetns(netns);
-  if (!up.ok()) {
-    if (netns >= 0) close(netns);
-    return absl::InternalError(absl::StrCat("the sandbox could not start: bring up its loopback: ",
-                                            std::strerror(up.error())));
+  UniqueFd netns(open(absl::StrCat("/proc/", init_pid, "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+  int netns_err = netns ? 0 : errno;
+  // One short thread in the namespace brings its loopback up (here rather
+  // than in the loader, whose path to its ready is the longer one: ~0.1 ms
+  // of it, once 1 ms) and binds the DNS server's socket.
+  SysResult<UniqueFd> dns_socket = Errno{netns_err};
+  int err = netns ? net::InNetns(netns.get(), [&] { return ReadyNetns(&dns_socket); }) : netns_err;
+  if (err != 0) {
+    return absl::InternalError(
+        absl::StrCat("the sandbox could not start: bring up its loopback: ", std::strerror(err)));
   }
+  net::NetPolicy* policy;
   if (!o.net.allow.empty() || !o.net.secrets.empty()) {
     egress_ = std::make_shared<net::Egress>(o.net, o.net_bytes);
     egress_->set_guest_sockets([&kernel] {
@@ -66,7 +77,7 @@ absl::Status SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions&
     kernel.egress = egress_;
     policy = &egress_->policy();
     if (!o.net.secrets.empty()) {
-      SysStatus st = netns < 0 ? SysStatus(Errno{errno}) : egress_->StartProxy(netns);
+      SysStatus st = egress_->StartProxy(netns.get());
       if (!st.ok()) {
         std::fprintf(stderr, "sentry: warning: no credentials proxy (%s): --secret hosts fail\n",
                      std::strerror(st.error()));
@@ -84,8 +95,7 @@ absl::Status SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions&
           kernel.denials.push_back({call, "dns", ENETUNREACH, hint});
         }
       });
-  SysStatus st = netns < 0 ? SysStatus(Errno{errno}) : dns_->Start(netns);
-  if (netns >= 0) close(netns);
+  SysStatus st = dns_socket.ok() ? dns_->Start(std::move(*dns_socket)) : Errno{dns_socket.error()};
   if (!st.ok()) {
     std::fprintf(stderr, "sentry: warning: no DNS server in the sandbox (%s)\n",
                  std::strerror(st.error()));
