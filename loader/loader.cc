@@ -5,8 +5,11 @@
 #include <linux/capability.h>
 #include <linux/close_range.h>
 #include <linux/seccomp.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -125,6 +128,44 @@ LOADER_CODE void BuildMountView(const Prepared& p) {
             nullptr) < 0) {
     Fail(p, LoaderStep::kRemountRoot);
   }
+}
+
+// The new network namespace's loopback up, and the DNS server's socket
+// bound there and sent to the sentry (see NetnsMade): made here, in the
+// namespace, the sentry needs no thread of its own to enter it.
+LOADER_CODE void ReadyNetns(const Prepared& p) {
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) Fail(p, LoaderStep::kLoopback);
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) Fail(p, LoaderStep::kLoopback);
+  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+  if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) Fail(p, LoaderStep::kLoopback);
+  NetnsMade made;
+  sockaddr_in dns{};
+  dns.sin_family = AF_INET;
+  dns.sin_port = htons(kDnsPort);
+  dns.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(s, reinterpret_cast<sockaddr*>(&dns), sizeof(dns)) < 0) made.dns_err = errno;
+  iovec iov{&made, sizeof(made)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (made.dns_err == 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &s, sizeof(int));
+  }
+  // Should the sentry be gone, the read of its "c" ends the loader.
+  (void)!sendmsg(p.pipes.maps_read, &msg, MSG_NOSIGNAL);
+  close(s);
 }
 
 LOADER_CODE void DropCapabilities(const Prepared& p) {
@@ -328,7 +369,7 @@ LOADER_CODE int LoaderMain(void* arg) {
     // First, so the sentry can start its DNS server in it while the mount
     // view is built. The guest is forked into it.
     if (unshare(CLONE_NEWNET) < 0) Fail(p, LoaderStep::kNetns);
-    Report(p, LoaderStep::kNetnsMade, 0, 0);  // the sentry brings its loopback up
+    ReadyNetns(p);
     BuildMountView(p);
     if (sethostname(p.spec->hostname.data(), p.spec->hostname.size()) < 0) {
       Fail(p, LoaderStep::kHostname);
@@ -469,8 +510,8 @@ const char* LoaderStepName(LoaderStep step) {
       return "become the guest's subreaper, in a session of its own";
     case LoaderStep::kNetns:
       return "make the network namespace";
-    case LoaderStep::kNetnsMade:
-      return "network namespace made";
+    case LoaderStep::kLoopback:
+      return "bring up loopback";
     case LoaderStep::kReady:
       return "ready";
     case LoaderStep::kListener:

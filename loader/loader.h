@@ -55,7 +55,7 @@ enum class LoaderStep : int {
   kWaitCgroups,
   kSubreaper,
   kNetns,
-  kNetnsMade = 99,  // network namespace made (only with namespaces)
+  kLoopback,
   kReady = 100,     // mount view built (value: bit i set: the i-th cgroup refused the loader)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };
@@ -119,12 +119,23 @@ std::string EncodeGuestLaunch(const GuestLaunch& launch);
 inline constexpr int kMaxLoaderCgroups = 4;
 
 struct LoaderPipes {
-  // sentry → loader, a unix socket: "m" once the id maps are written, then
-  // "c" with up to kMaxLoaderCgroups cgroup files (SCM_RIGHTS).
+  // A unix socket. sentry → loader: "m" once the id maps are written, then
+  // "c" with up to kMaxLoaderCgroups cgroup files (SCM_RIGHTS). loader →
+  // sentry (with namespaces): a NetnsMade, once the loader has made the
+  // sandbox's network namespace and brought its loopback up, with the DNS
+  // server's socket bound there (SCM_RIGHTS) unless dns_err says why not.
   int maps_read = -1;
   int report_write = -1;  // loader → sentry: LoaderMessage
   int go_read = -1;       // sentry → guest: start
 };
+
+struct NetnsMade {
+  char tag = 'n';
+  int dns_err = 0;  // errno of the DNS socket's socket() or bind(); 0: it comes along
+};
+
+// Where the sandbox's DNS server listens, in its network namespace.
+inline constexpr uint16_t kDnsPort = 53;  // on 127.0.0.1
 
 // The namespaces the loader is cloned into. Its network namespace is not
 // among them: the loader makes that itself (unshare) once it runs, on

@@ -10,7 +10,6 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
-#include "sentry/net/netns_socket.h"
 
 namespace sentry::net {
 namespace {
@@ -95,14 +94,6 @@ std::vector<uint8_t> BuildDnsResponse(const uint8_t* query, const DnsQuestion& q
     out.insert(out.end(), a.bytes, a.bytes + len);
   }
   return out;
-}
-
-sockaddr_in DnsServer::Address() {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(53);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
 }
 
 SysStatus DnsServer::Start(UniqueFd socket) {

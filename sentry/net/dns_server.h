@@ -9,8 +9,6 @@
 #ifndef SENTRY_NET_DNS_SERVER_H_
 #define SENTRY_NET_DNS_SERVER_H_
 
-#include <netinet/in.h>
-
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -52,10 +50,8 @@ class DnsServer final {
   DnsServer(const DnsServer&) = delete;
   DnsServer& operator=(const DnsServer&) = delete;
 
-  // Where it listens: 127.0.0.1:53.
-  static sockaddr_in Address();
-  // Starts answering on `socket`, bound to Address() in the sandbox's
-  // network namespace (see netns_socket.h).
+  // Starts answering on `socket`, bound to 127.0.0.1:53 in the sandbox's
+  // network namespace (by its loader: see loader.h).
   SysStatus Start(UniqueFd socket);
   void Stop();
 

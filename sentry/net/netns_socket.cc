@@ -1,18 +1,19 @@
 #include "sentry/net/netns_socket.h"
 
-#include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <functional>
 #include <thread>
 
 namespace sentry::net {
 
+namespace {
+
+// Runs fn on a short thread of its own that has joined netns_fd's namespace;
+// fn's errno (0 for success), or setns's.
 int InNetns(int netns_fd, const std::function<int()>& fn) {
   int err = 0;
   std::thread([&] { err = setns(netns_fd, CLONE_NEWNET) < 0 ? errno : fn(); }).join();
@@ -31,16 +32,7 @@ SysResult<UniqueFd> BoundSocket(int domain, int type, const sockaddr* addr, sock
   return fd;
 }
 
-SysStatus BringUpLoopback() {
-  UniqueFd s(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!s) return Errno{errno};
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  if (ioctl(s.get(), SIOCGIFFLAGS, &ifr) < 0) return Errno{errno};
-  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-  if (ioctl(s.get(), SIOCSIFFLAGS, &ifr) < 0) return Errno{errno};
-  return {};
-}
+}  // namespace
 
 SysResult<UniqueFd> BoundSocketInNetns(int netns_fd, int domain, int type, const sockaddr* addr,
                                        socklen_t len) {

@@ -149,11 +149,7 @@ std::optional<RunError> Run::BuildSandbox() {
   }
   // Without a network namespace there is no loopback of the sandbox's own for
   // a DNS server to listen on (and the guest can make no network socket).
-  if (!seccomp_only()) {
-    if (absl::Status s = net_.Start(*kernel_, spawned_->init_pid(), o_); !s.ok()) {
-      return RunError{kExitSentryError, std::string(s.message())};
-    }
-  }
+  if (!seccomp_only()) net_.Start(*kernel_, spawned_->init_pid(), o_, spawned_->TakeDnsSocket());
   clock_.Mark("network");
 
   if (absl::Status s = spawned_->AwaitReady(); !s.ok()) {

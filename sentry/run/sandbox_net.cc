@@ -12,7 +12,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "sentry/net/netns_socket.h"
 
 namespace sentry {
 namespace {
@@ -40,29 +39,10 @@ std::set<ino_t> SocketsHeldBy(const std::vector<pid_t>& pids) {
   return out;
 }
 
-// On a thread in the sandbox's network namespace: its loopback up (an errno
-// if it cannot be), and the DNS server's socket bound (or why not).
-int ReadyNetns(SysResult<UniqueFd>* dns_socket) {
-  if (SysStatus up = net::BringUpLoopback(); !up.ok()) return up.error();
-  sockaddr_in a = net::DnsServer::Address();
-  *dns_socket = net::BoundSocket(AF_INET, SOCK_DGRAM, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  return 0;
-}
-
 }  // namespace
 
-absl::Status SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o) {
-  UniqueFd netns(open(absl::StrCat("/proc/", init_pid, "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
-  int netns_err = netns ? 0 : errno;
-  // One short thread in the namespace brings its loopback up (here rather
-  // than in the loader, whose path to its ready is the longer one: ~0.1 ms
-  // of it, once 1 ms) and binds the DNS server's socket.
-  SysResult<UniqueFd> dns_socket = Errno{netns_err};
-  int err = netns ? net::InNetns(netns.get(), [&] { return ReadyNetns(&dns_socket); }) : netns_err;
-  if (err != 0) {
-    return absl::InternalError(
-        absl::StrCat("the sandbox could not start: bring up its loopback: ", std::strerror(err)));
-  }
+void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o,
+                       SysResult<UniqueFd> dns_socket) {
   net::NetPolicy* policy;
   if (!o.net.allow.empty() || !o.net.secrets.empty()) {
     egress_ = std::make_shared<net::Egress>(o.net, o.net_bytes);
@@ -77,7 +57,9 @@ absl::Status SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions&
     kernel.egress = egress_;
     policy = &egress_->policy();
     if (!o.net.secrets.empty()) {
-      SysStatus st = egress_->StartProxy(netns.get());
+      UniqueFd netns(
+          open(absl::StrCat("/proc/", init_pid, "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+      SysStatus st = netns ? egress_->StartProxy(netns.get()) : SysStatus(Errno{errno});
       if (!st.ok()) {
         std::fprintf(stderr, "sentry: warning: no credentials proxy (%s): --secret hosts fail\n",
                      std::strerror(st.error()));
@@ -100,7 +82,6 @@ absl::Status SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions&
     std::fprintf(stderr, "sentry: warning: no DNS server in the sandbox (%s)\n",
                  std::strerror(st.error()));
   }
-  return absl::OkStatus();
 }
 
 void SandboxNet::Conclude(RunResult* r) {

@@ -9,7 +9,6 @@
 #include <memory>
 #include <string>
 
-#include "absl/status/status.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/net/dns_server.h"
 #include "sentry/net/egress.h"
@@ -25,12 +24,11 @@ class SandboxNet final {
   SandboxNet(const SandboxNet&) = delete;
   SandboxNet& operator=(const SandboxNet&) = delete;
 
-  // Brings up the loopback of init_pid's network namespace (its loader made
-  // it: see loader.h), starts the DNS server there and, if the options allow
-  // any egress, sets kernel.egress. A loopback that cannot come up fails the
-  // run (the error says so); a DNS server that cannot start is a warning
+  // Starts the DNS server on dns_socket (bound in init_pid's network
+  // namespace by the loader: see loader.h) and, if the options allow any
+  // egress, sets kernel.egress. A DNS server that cannot start is a warning
   // (lookups then fail with ECONNREFUSED), never a failed run.
-  absl::Status Start(Kernel& kernel, pid_t init_pid, const RunOptions& o);
+  void Start(Kernel& kernel, pid_t init_pid, const RunOptions& o, SysResult<UniqueFd> dns_socket);
   // The run's network figures and, if --net-bytes cut it, limit "network".
   void Conclude(RunResult* r);
   void Stop();

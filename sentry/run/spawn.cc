@@ -104,14 +104,44 @@ absl::Status Spawned::SendCgroups(const std::array<UniqueFd, kMaxLoaderCgroups>&
     memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
   }
   if (sendmsg(maps_.get(), &msg, MSG_NOSIGNAL) != 1) return ErrnoStatus("signal the loader");
-  maps_.Reset();
+  if (!namespaces_) maps_.Reset();  // else the loader's NetnsMade is still to come
   return absl::OkStatus();
 }
 
 absl::Status Spawned::AwaitNetns() {
   if (!namespaces_) return absl::OkStatus();
-  ASSIGN_OR_RETURN(LoaderMessage m, ReadMessage());
-  if (m.step != LoaderStep::kNetnsMade) return StepError(m);
+  NetnsMade made;
+  made.tag = 0;
+  iovec iov{&made, sizeof(made)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(maps_.get(), &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  maps_.Reset();
+  UniqueFd socket;
+  if (cmsghdr* c = CMSG_FIRSTHDR(&msg); n > 0 && c && c->cmsg_level == SOL_SOCKET &&
+                                        c->cmsg_type == SCM_RIGHTS &&
+                                        c->cmsg_len == CMSG_LEN(sizeof(int))) {
+    int fd;
+    memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    socket = UniqueFd(fd);
+  }
+  if (n != sizeof(made) || made.tag != 'n') {
+    // The loader failed before (end of file here): its report says where.
+    ASSIGN_OR_RETURN(LoaderMessage m, ReadMessage());
+    return StepError(m);
+  }
+  if (made.dns_err != 0) {
+    dns_socket_ = Errno{made.dns_err};
+  } else if (socket) {
+    dns_socket_ = std::move(socket);
+  }
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "loader/loader.h"
+#include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
 
 namespace sentry {
@@ -29,9 +30,12 @@ class Spawned final {
   // Sends the loader the `tasks` files of the sandbox's cgroups (invalid:
   // none), which it joins before it forks anything (see loader.h).
   absl::Status SendCgroups(const std::array<UniqueFd, kMaxLoaderCgroups>& tasks_files);
-  // Waits until the loader has made the sandbox's network namespace (at once
-  // without namespaces); then /proc/<init_pid>/ns/net is the sandbox's.
+  // Waits until the loader has made the sandbox's network namespace and
+  // brought its loopback up (at once without namespaces); then
+  // /proc/<init_pid>/ns/net is the sandbox's, and TakeDnsSocket gives the DNS
+  // server's socket, bound there (or why there is none).
   absl::Status AwaitNetns();
+  SysResult<UniqueFd> TakeDnsSocket() { return std::move(dns_socket_); }
   // Waits until the mount view is built and the cgroups joined.
   absl::Status AwaitReady();
 
@@ -61,6 +65,7 @@ class Spawned final {
   int cgroups_refused_ = 0;
   std::array<int, kMaxLoaderCgroups> sent_as_ = {};  // SendCgroups' k-th file: tasks_files[i]
   UniqueFd maps_, report_, go_, listener_, store_dir_, pts_dir_;
+  SysResult<UniqueFd> dns_socket_ = Errno{ENOTCONN};
 };
 
 }  // namespace sentry

@@ -62,7 +62,26 @@ TEST(LoaderThreadsTest, StartsWhileAnotherThreadIsBeingMade) {
     close(go[0]);
     ASSERT_EQ(write(maps[1], "m", 1), 1);
     ASSERT_EQ(send(maps[1], "c", 1, MSG_NOSIGNAL), 1);  // no cgroups to join
-    LoaderMessage netns = NextReport(report[0]);
+    // Its network namespace ready, with the DNS server's socket bound there.
+    NetnsMade netns;
+    netns.tag = 0;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    iovec iov{&netns, sizeof(netns)};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    pollfd pfd{maps[1], POLLIN, 0};
+    bool got_netns = poll(&pfd, 1, 5000) == 1 &&
+                     recvmsg(maps[1], &msg, MSG_CMSG_CLOEXEC) == sizeof(netns);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    bool got_socket = got_netns && c && c->cmsg_type == SCM_RIGHTS;
+    if (got_socket) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+      close(fd);
+    }
     LoaderMessage ready = NextReport(report[0]);
     LoaderMessage listener = NextReport(report[0]);
     close(go[1]);  // the guest reads end-of-file and exits, then the loader
@@ -70,7 +89,8 @@ TEST(LoaderThreadsTest, StartsWhileAnotherThreadIsBeingMade) {
     waitpid(loader, nullptr, 0);
     close(maps[1]);
     close(report[0]);
-    EXPECT_EQ(netns.step, LoaderStep::kNetnsMade) << "run " << i << ": err " << netns.err;
+    EXPECT_TRUE(got_netns && netns.tag == 'n') << "run " << i;
+    EXPECT_TRUE(got_socket) << "run " << i << ": dns_err " << netns.dns_err;
     EXPECT_EQ(ready.step, LoaderStep::kReady) << "run " << i;
     EXPECT_EQ(listener.step, LoaderStep::kListener) << "run " << i << ": err " << listener.err;
     if (HasFailure()) break;
