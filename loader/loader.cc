@@ -132,7 +132,9 @@ LOADER_CODE void BuildMountView(const Prepared& p) {
 
 // The new network namespace's loopback up, and the DNS server's socket
 // bound there and sent to the sentry (see NetnsMade): made here, in the
-// namespace, the sentry needs no thread of its own to enter it.
+// namespace, the sentry needs no thread of its own to enter it. (The message
+// is built by hand, not with sentry/base/fd_passing.h: what runs here stays
+// uninstrumented, see LOADER_CODE.)
 LOADER_CODE void ReadyNetns(const Prepared& p) {
   int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0) Fail(p, LoaderStep::kLoopback);

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sentry/base/fd_passing.h"
 
 namespace sentry::pool {
 namespace {
@@ -209,56 +210,18 @@ bool SendRequest(int sock, const std::string& body) {
     return false;
   }
   uint32_t n = static_cast<uint32_t>(body.size());
-  int fds[3] = {0, 1, 2};
-  char control[CMSG_SPACE(sizeof(fds))] = {};
-  iovec iov{&n, sizeof(n)};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(fds));
-  std::memcpy(CMSG_DATA(c), fds, sizeof(fds));
-  ssize_t sent;
-  do {
-    sent = sendmsg(sock, &msg, MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
+  const int fds[3] = {0, 1, 2};
+  ssize_t sent = SendWithFds(sock, &n, sizeof(n), fds);
   if (sent != sizeof(n)) return false;
   return WriteFull(sock, body.data(), body.size());
 }
 
 absl::StatusOr<std::string> ReceiveRequest(int sock, std::array<UniqueFd, 3>* fds) {
   uint32_t n = 0;
-  char control[CMSG_SPACE(3 * sizeof(int))] = {};
-  iovec iov{&n, sizeof(n)};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ssize_t got;
-  do {
-    got = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-  } while (got < 0 && errno == EINTR);
   // Whatever came, the fds are ours to close.
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    std::vector<int> in(count);
-    std::memcpy(in.data(), CMSG_DATA(c), count * sizeof(int));
-    for (size_t i = 0; i < count; ++i) {
-      if (i < 3) {
-        (*fds)[i] = UniqueFd(in[i]);
-      } else {
-        close(in[i]);
-      }
-    }
-  }
-  if (got != sizeof(n)) return absl::InvalidArgumentError("no request came");
-  if (msg.msg_flags & MSG_CTRUNC) return absl::InvalidArgumentError("too many fds came");
+  Received got = ReceiveWithFds(sock, &n, sizeof(n), *fds, MSG_WAITALL);
+  if (got.bytes != sizeof(n)) return absl::InvalidArgumentError("no request came");
+  if (got.too_many) return absl::InvalidArgumentError("too many fds came");
   for (const UniqueFd& fd : *fds) {
     if (!fd) return absl::InvalidArgumentError("the request came without fds 0-2");
   }

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/base/fd_passing.h"
 #include "sentry/base/status_macros.h"
 #include "vfs/store.h"
 
@@ -81,29 +82,17 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
 }
 
 absl::Status Spawned::SendCgroups(const std::array<UniqueFd, kMaxLoaderCgroups>& tasks_files) {
-  char byte = 'c';
-  iovec iov{&byte, 1};
   int fds[kMaxLoaderCgroups];
-  int n = 0;
+  size_t n = 0;
   for (int i = 0; i < kMaxLoaderCgroups; ++i) {
     if (!tasks_files[i]) continue;
     sent_as_[n] = i;  // the loader numbers only the files it got
     fds[n++] = tasks_files[i].get();
   }
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(fds))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (n > 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * n);
-    memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+  char byte = 'c';
+  if (SendWithFds(maps_.get(), &byte, 1, std::span<const int>(fds, n)) != 1) {
+    return ErrnoStatus("signal the loader");
   }
-  if (sendmsg(maps_.get(), &msg, MSG_NOSIGNAL) != 1) return ErrnoStatus("signal the loader");
   if (!namespaces_) maps_.Reset();  // else the loader's NetnsMade is still to come
   return absl::OkStatus();
 }
@@ -112,26 +101,9 @@ absl::Status Spawned::AwaitNetns() {
   if (!namespaces_) return absl::OkStatus();
   NetnsMade made;
   made.tag = 0;
-  iovec iov{&made, sizeof(made)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ssize_t n;
-  do {
-    n = recvmsg(maps_.get(), &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
+  std::array<UniqueFd, 1> socket;
+  ssize_t n = ReceiveWithFds(maps_.get(), &made, sizeof(made), socket).bytes;
   maps_.Reset();
-  UniqueFd socket;
-  if (cmsghdr* c = CMSG_FIRSTHDR(&msg); n > 0 && c && c->cmsg_level == SOL_SOCKET &&
-                                        c->cmsg_type == SCM_RIGHTS &&
-                                        c->cmsg_len == CMSG_LEN(sizeof(int))) {
-    int fd;
-    memcpy(&fd, CMSG_DATA(c), sizeof(int));
-    socket = UniqueFd(fd);
-  }
   if (n != sizeof(made) || made.tag != 'n') {
     // The loader failed before (end of file here): its report says where.
     ASSIGN_OR_RETURN(LoaderMessage m, ReadMessage());
@@ -139,8 +111,8 @@ absl::Status Spawned::AwaitNetns() {
   }
   if (made.dns_err != 0) {
     dns_socket_ = Errno{made.dns_err};
-  } else if (socket) {
-    dns_socket_ = std::move(socket);
+  } else if (socket[0]) {
+    dns_socket_ = std::move(socket[0]);
   }
   return absl::OkStatus();
 }
