@@ -368,8 +368,8 @@ LOADER_CODE int LoaderMain(void* arg) {
     // die before that, the read of its "c" below ends the loader.)
     if (RawSetIds(0, 0) < 0) Fail(p, LoaderStep::kWaitMaps);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    // First, so the sentry can start its DNS server in it while the mount
-    // view is built. The guest is forked into it.
+    // First, so the sentry starts its DNS server while the mount view is
+    // built. The guest is forked into it.
     if (unshare(CLONE_NEWNET) < 0) Fail(p, LoaderStep::kNetns);
     ReadyNetns(p);
     BuildMountView(p);

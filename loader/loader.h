@@ -130,8 +130,8 @@ struct LoaderPipes {
 };
 
 struct NetnsMade {
-  char tag = 'n';
-  int dns_err = 0;  // errno of the DNS socket's socket() or bind(); 0: it comes along
+  int32_t tag = 'n';
+  int32_t dns_err = 0;  // errno of the DNS socket's bind(); 0: the socket comes along
 };
 
 // Where the sandbox's DNS server listens, in its network namespace.
