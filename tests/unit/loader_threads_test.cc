@@ -73,8 +73,8 @@ TEST(LoaderThreadsTest, StartsWhileAnotherThreadIsBeingMade) {
     msg.msg_control = control;
     msg.msg_controllen = sizeof(control);
     pollfd pfd{maps[1], POLLIN, 0};
-    bool got_netns = poll(&pfd, 1, 5000) == 1 &&
-                     recvmsg(maps[1], &msg, MSG_CMSG_CLOEXEC) == sizeof(netns);
+    bool got_netns =
+        poll(&pfd, 1, 5000) == 1 && recvmsg(maps[1], &msg, MSG_CMSG_CLOEXEC) == sizeof(netns);
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
     bool got_socket = got_netns && c && c->cmsg_type == SCM_RIGHTS;
     if (got_socket) {
