@@ -1,6 +1,5 @@
 #include "sentry/net/netns_socket.h"
 
-#include <netinet/in.h>
 #include <sched.h>
 #include <unistd.h>
 
