@@ -2,6 +2,7 @@
 
 #include <asm/ioctls.h>
 #include <asm/termbits.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/prctl.h>
 #include <linux/seccomp.h>
@@ -269,6 +270,14 @@ class FilterBuilder {
         a_.Goto(RetLabel(deny));
         break;
       }
+      case ArgFilter::kFcntlNotOwner:
+        a_.Load(ArgLow(1));
+        a_.Jump(BPF_JEQ, F_SETOWN, 0, 1);
+        a_.Goto(RetLabel(deny));
+        a_.Jump(BPF_JEQ, F_SETOWN_EX, 0, 1);
+        a_.Goto(RetLabel(deny));
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        break;
       case ArgFilter::kPrioNotUser: {
         uint32_t who_user = std::string(row.name) == "ioprio_set" ? kIoprioWhoUser : kPrioUser;
         a_.Load(ArgLow(0));

@@ -85,6 +85,12 @@ SENTRY_HANDLER(SchedSetaffinity);
 SENTRY_HANDLER(Connect);
 SENTRY_HANDLER(Bind);
 SENTRY_HANDLER(Sendto);
+// sys_pid.cc
+SENTRY_HANDLER(ConfinePids);
+SENTRY_HANDLER(Capget);
+// sys_sendmsg.cc
+SENTRY_HANDLER(Sendmsg);
+SENTRY_HANDLER(Sendmmsg);
 // sys_identity.cc (the seccomp-only table)
 SENTRY_HANDLER(Getuid);
 SENTRY_HANDLER(Getgid);

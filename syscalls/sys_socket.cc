@@ -32,127 +32,10 @@
 #include "sentry/net/egress.h"
 #include "syscalls/common.h"
 #include "syscalls/handlers.h"
+#include "syscalls/socket_common.h"
 
 namespace sentry::sys {
 namespace {
-
-// The most a trapped sendto carries: more than a unix or UDP datagram can be
-// by default (EMSGSIZE for a datagram past it); a stream send may be partial.
-constexpr size_t kMaxSendBytes = 256 << 10;
-
-// Whether a socket lives in the sandbox's network namespace. A socket the
-// guest did not make (one the caller handed it as stdio) may live in the
-// host's, where the sentry must not connect, bind or send on it.
-bool InSandboxNetns(SyscallContext& ctx, int sock) {
-  int ns = ioctl(sock, SIOCGSKNS);
-  if (ns < 0) return false;
-  struct stat st;
-  bool same = fstat(ns, &st) == 0 && st.st_ino == ctx.kernel.config().net_ns_ino;
-  close(ns);
-  return same;
-}
-
-struct SockAddr {
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-  std::string store_name;  // set when the address is a store socket's (StoreAddrOf)
-  const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&addr); }
-  const sockaddr_un& un() const { return reinterpret_cast<const sockaddr_un&>(addr); }
-  // The path of a pathname AF_UNIX address (not abstract, not autobind).
-  std::optional<std::string> UnixPath() const {
-    if (len <= offsetof(sockaddr_un, sun_path) || addr.ss_family != AF_UNIX) return std::nullopt;
-    if (un().sun_path[0] == '\0') return std::nullopt;
-    size_t max = std::min<size_t>(len - offsetof(sockaddr_un, sun_path), sizeof(un().sun_path));
-    return std::string(un().sun_path, strnlen(un().sun_path, max));
-  }
-};
-
-SysResult<SockAddr> ReadSockAddr(SyscallContext& ctx, GuestAddr at, uint64_t len) {
-  if (len > sizeof(sockaddr_storage)) return Errno{EINVAL};
-  SockAddr a;
-  a.len = static_cast<socklen_t>(len);
-  if (len > 0) SYS_TRY(ctx.mem.CopyIn(at, &a.addr, len));
-  return a;
-}
-
-int SocketDomain(int sock) {
-  int domain = -1;
-  socklen_t n = sizeof(domain);
-  getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &n);
-  return domain;
-}
-
-// The guest's socket, checked to be one and to be the sandbox's.
-SysResult<FdRef> GuestSocket(SyscallContext& ctx, int fd) {
-  SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, fd));
-  if (!S_ISSOCK(ref.host_st.st_mode)) return Errno{ENOTSOCK};
-  if (!InSandboxNetns(ctx, ref.host.get())) return Errno{EACCES};
-  // Without a network namespace of its own the sandbox's "netns" is the host's:
-  // only unix sockets (the only ones the filter lets the guest make) are its.
-  if (!ctx.kernel.config().namespaces && SocketDomain(ref.host.get()) != AF_UNIX) {
-    return Errno{EACCES};
-  }
-  return ref;
-}
-
-// An abstract unix name (sun_path[0] == 0, beyond the bare family of an
-// autobind) lives in the network namespace: the host's, without one of the
-// sandbox's own, where the guest must not reach or claim one.
-SysStatus RefuseHostAbstractName(SyscallContext& ctx, const SockAddr& a) {
-  bool abstract = a.addr.ss_family == AF_UNIX && a.len > offsetof(sockaddr_un, sun_path) &&
-                  a.un().sun_path[0] == '\0';
-  if (!abstract || ctx.kernel.config().namespaces) return {};
-  ctx.hint =
-      "abstract unix socket names are the host's in this sandbox (the host gives it no "
-      "network namespace): use a path under /tmp";
-  return Errno{EACCES};
-}
-
-// The address of a store socket, through the store directory's fd.
-SysResult<SockAddr> StoreSocketAddr(int dir_fd, const std::string& store_name) {
-  SockAddr a;
-  auto& un = reinterpret_cast<sockaddr_un&>(a.addr);
-  un.sun_family = AF_UNIX;
-  int n = std::snprintf(un.sun_path, sizeof(un.sun_path), "/proc/self/fd/%d/%s", dir_fd,
-                        store_name.c_str());
-  if (n < 0 || static_cast<size_t>(n) >= sizeof(un.sun_path)) return Errno{ENAMETOOLONG};
-  a.len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n + 1);
-  a.store_name = store_name;
-  return a;
-}
-
-// Where the sentry reaches the socket node a guest path names: its inode in
-// the store. ENOENT when nothing is there, ECONNREFUSED for a name that is
-// not a bound socket (a file, a lower-layer socket of the host), EACCES
-// without write permission (checked first, as Linux does), as connect(2) says.
-SysResult<SockAddr> StoreAddrOf(SyscallContext& ctx, const std::string& path) {
-  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, NodeAtPath(ctx, AT_FDCWD, path, true, false));
-  SYS_TRY(ctx.vfs().Permission(*node, W_OK, ctx.creds()));
-  if (node->kind() != vfs::NodeKind::kSocket || node->store_name.empty()) {
-    return Errno{ECONNREFUSED};
-  }
-  return StoreSocketAddr(ctx.vfs().store().dir_fd(), node->store_name);
-}
-
-// A call finished later holds a store address through a directory fd of its
-// own: the store's fd goes with the run, and a unix connect resolves its path
-// again each time it wakes.
-struct LateTarget {
-  std::shared_ptr<UniqueFd> dir;
-  SockAddr addr;
-};
-LateTarget ForLater(const SockAddr& a) {
-  LateTarget t{nullptr, a};
-  if (a.store_name.empty()) return t;
-  int dir_fd = 0;
-  std::sscanf(a.un().sun_path, "/proc/self/fd/%d/", &dir_fd);
-  t.dir = std::make_shared<UniqueFd>(fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
-  if (t.dir->get() < 0) return t;
-  if (SysResult<SockAddr> rebased = StoreSocketAddr(t.dir->get(), a.store_name); rebased.ok()) {
-    t.addr = *rebased;
-  }
-  return t;
-}
 
 // A connect in the sandbox waits only on the guest itself (a unix listener's
 // full backlog, a TCP handshake with a full accept queue): it is tried at once
@@ -334,54 +217,30 @@ SysResult<uint64_t> Bind(SyscallContext& ctx) { return SocketAddrOp(ctx, false);
 SysResult<uint64_t> Sendto(SyscallContext& ctx) {
   SYS_ASSIGN_OR_RETURN(SockAddr a, ReadSockAddr(ctx, ctx.args.Ptr(4), ctx.args.Uint(5)));
   SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocket(ctx, ctx.args.Int(0)));
-  SYS_TRY(RefuseHostAbstractName(ctx, a));
   int sock = ref.host.get();
   int flags = ctx.args.Int(3);
   size_t len = ctx.args.Ulong(2);
-  int type = 0;
-  socklen_t type_len = sizeof(type);
-  getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &type_len);
+  int type = SocketType(sock);
   if (len > kMaxSendBytes) {
     if (type != SOCK_STREAM) return Errno{EMSGSIZE};
     len = kMaxSendBytes;
   }
-  std::vector<char> data(len);
-  if (len > 0) SYS_TRY(ctx.mem.CopyIn(ctx.args.Ptr(1), data.data(), len));
-  SockAddr dest = a;
-  std::optional<std::string> path = a.UnixPath();
-  if (path && SocketDomain(sock) == AF_UNIX) {
-    // Only a datagram socket goes to the address; stream and seqpacket
-    // sockets refuse or ignore it without resolving the path.
-    if (type == SOCK_DGRAM) {
-      SYS_ASSIGN_OR_RETURN(dest, StoreAddrOf(ctx, *path));
-    } else {
-      dest.len = offsetof(sockaddr_un, sun_path) + 1;
-    }
-  } else if (path) {
-    dest.len = offsetof(sockaddr_un, sun_path);
-  }
-  // The sentry must not take a SIGPIPE meant for the guest: it sends with
-  // MSG_NOSIGNAL and raises the signal in the guest thread itself. A send
-  // that would block (a full receiver) is finished on a thread of its own.
-  bool may_wait = !(flags & MSG_DONTWAIT) && !(fcntl(sock, F_GETFL) & O_NONBLOCK);
-  pid_t tgid = ctx.task.process->tgid, tid = ctx.task.tid;
-  auto send = [tgid, tid, flags](int fd, const std::vector<char>& bytes, const SockAddr& dest,
-                                 int extra) -> SysResult<uint64_t> {
-    ssize_t n =
-        sendto(fd, bytes.data(), bytes.size(), flags | extra | MSG_NOSIGNAL, dest.sa(), dest.len);
-    if (n >= 0) return static_cast<uint64_t>(n);
-    int err = errno;
-    if (err == EPIPE && !(flags & MSG_NOSIGNAL)) syscall(SYS_tgkill, tgid, tid, SIGPIPE);
-    return Errno{err};
+  auto data = std::make_shared<std::vector<char>>(len);
+  if (len > 0) SYS_TRY(ctx.mem.CopyIn(ctx.args.Ptr(1), data->data(), len));
+  SYS_ASSIGN_OR_RETURN(SockAddr dest, SendTarget(ctx, SocketDomain(sock), type, a));
+  auto send_to = [data, flags](const SockAddr& to) -> SendFn {
+    return [data, flags, to](int fd, int extra) -> SysResult<uint64_t> {
+      ssize_t n =
+          sendto(fd, data->data(), data->size(), flags | extra | MSG_NOSIGNAL, to.sa(), to.len);
+      if (n < 0) return Errno{errno};
+      return static_cast<uint64_t>(n);
+    };
   };
-  SysResult<uint64_t> sent = send(sock, data, dest, may_wait ? MSG_DONTWAIT : 0);
-  if (sent.ok() || sent.error() != EAGAIN || !may_wait) return sent;
-  auto held = std::make_shared<UniqueFd>(std::move(ref.host));
-  auto bytes = std::make_shared<std::vector<char>>(std::move(data));
-  ctx.later = [held, bytes, send, late = ForLater(dest)](LateAnswer& answer) {
-    answer.Answer(send(held->get(), *bytes, late.addr, 0));
-  };
-  return 0;
+  return SendFromSentry(ctx, ref.host, flags, send_to(dest), [send_to, dest] {
+    LateTarget late = ForLater(dest);
+    SendFn send = send_to(late.addr);
+    return [send, dir = late.dir](int fd, int extra) { return send(fd, extra); };
+  });
 }
 
 }  // namespace sentry::sys

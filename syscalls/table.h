@@ -34,10 +34,29 @@ enum class ArgFilter : uint8_t {
   // seqpacket only (a datagram's address would name a host socket); AF_INET
   // and AF_INET6 get the row's errno, other families EAFNOSUPPORT.
   kUnixStreamOnly,
+  // fcntl() without a pid namespace: not F_SETOWN or F_SETOWN_EX (the row's errno).
+  kFcntlNotOwner,
+};
+
+// What confines the resources a native row's arguments name (the rule of the
+// table, DESIGN.md): a namespace of the sandbox's own confines only its own
+// kind of resource, and nothing but the sentry confines a file-system name,
+// so a row whose arguments can carry one (s, A, M, V) is never native.
+enum class Wall : uint8_t {
+  kNone,    // names no resource: objects the guest holds, or the caller's own state
+  kSelf,    // the kernel lets it reach only the caller and its own children
+  kPidNs,   // pids, process groups (P, C): the sandbox's pid namespace
+  kIpcNs,   // SysV keys and ids (K), POSIX queue names (q): its ipc namespace
+  kNetNs,   // addresses and interfaces of its sockets: its network namespace
+  kUserNs,  // uids and gids (U): its user namespace maps only its own
+  kUtsNs,   // the host name it shows: its uts namespace
 };
 
 // Every argument letter the --trace decoder knows (see SyscallRow::args).
-inline constexpr const char kArgKinds[] = "duxofsplFA";
+inline constexpr const char kArgKinds[] = "duxofsplFAMVPKqUCn";
+// The letters that can carry a file-system name (a path, a unix socket
+// address): only the sentry confines those.
+inline constexpr const char kFileSystemNameKinds[] = "sAMV";
 
 struct SyscallRow {
   int nr;
@@ -48,8 +67,16 @@ struct SyscallRow {
   ArgFilter filter;
   // One letter an argument, for --trace: d int, u unsigned, x hex, o octal mode,
   // f fd (AT_FDCWD aware), s path string, p pointer, l size/length, F open flags,
-  // A sockaddr (its length is the next argument).
+  // A sockaddr (its length is the next argument), M a msghdr the call reads (its
+  // msg_name may carry a sockaddr), V an array of mmsghdr (the same, each),
+  // P a pid, tid or process group, K a SysV IPC key or id, q a POSIX message
+  // queue name, U a uid or gid, C a capability header (it holds a pid), n a
+  // name that is only a label (memfd_create), never resolved.
   const char* args;
+  // Native rows: what confines the resources their arguments name, and why
+  // running them natively is safe (audited by hand, row by row).
+  Wall wall;
+  const char* why;
 };
 
 // Whether a refusal the table makes itself (an errno row, or a failed argument

@@ -7,19 +7,22 @@
 #include "syscalls/table.h"
 
 // clang-format off
-#define NATIVE(nr, name, args) \
-  { nr, #name, Action::kNative, 0, nullptr, ArgFilter::kNone, args }
-#define FILTERED(nr, name, filter, err, args) \
-  { nr, #name, Action::kNative, err, nullptr, filter, args }
+// Native rows (and the native half of TRAP_UNLESS) name the wall that confines
+// what their arguments name, and say why they are safe: the table test checks
+// the rule of the table (DESIGN.md) against the argument kinds.
+#define NATIVE(nr, name, args, wall, why) \
+  { nr, #name, Action::kNative, 0, nullptr, ArgFilter::kNone, args, Wall::wall, why }
+#define FILTERED(nr, name, filter, err, args, wall, why) \
+  { nr, #name, Action::kNative, err, nullptr, filter, args, Wall::wall, why }
 #define TRAP(nr, name, handler, args) \
-  { nr, #name, Action::kTrap, 0, &::sentry::sys::handler, ArgFilter::kNone, args }
+  { nr, #name, Action::kTrap, 0, &::sentry::sys::handler, ArgFilter::kNone, args, Wall::kNone, nullptr }
 // A trap only when the filter's argument test fails; native otherwise.
-#define TRAP_UNLESS(nr, name, handler, filter, args) \
-  { nr, #name, Action::kTrap, 0, &::sentry::sys::handler, filter, args }
+#define TRAP_UNLESS(nr, name, handler, filter, args, wall, why) \
+  { nr, #name, Action::kTrap, 0, &::sentry::sys::handler, filter, args, Wall::wall, why }
 #define TRACE(nr, name, args) \
-  { nr, #name, Action::kTrace, 0, nullptr, ArgFilter::kNone, args }
+  { nr, #name, Action::kTrace, 0, nullptr, ArgFilter::kNone, args, Wall::kNone, nullptr }
 #define DENY(nr, name, err, args) \
-  { nr, #name, Action::kErrno, err, nullptr, ArgFilter::kNone, args }
+  { nr, #name, Action::kErrno, err, nullptr, ArgFilter::kNone, args, Wall::kNone, nullptr }
 // clang-format on
 
 #endif  // SENTRY_SYSCALLS_TABLE_ROWS_H_

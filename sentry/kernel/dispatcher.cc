@@ -112,9 +112,12 @@ std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {
         out += static_cast<int>(v) == AT_FDCWD ? "AT_FDCWD" : absl::StrCat(static_cast<int>(v));
         break;
       case 'd':
+      case 'P':
+      case 'K':
         absl::StrAppend(&out, static_cast<int64_t>(v));
         break;
       case 'u':
+      case 'U':
       case 'l':
         absl::StrAppend(&out, v);
         break;
@@ -127,7 +130,9 @@ std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {
       case 'A':
         out += SockAddr(ctx, GuestAddr(v), i + 1 < 6 ? ctx.args.raw[i + 1] : 0);
         break;
-      case 's': {
+      case 's':
+      case 'q':
+      case 'n': {
         auto s = ctx.mem.CopyInString(GuestAddr(v), 4095);
         out += s.ok() ? Quote(s.value()) : absl::StrFormat("0x%x", v);
         break;
@@ -142,6 +147,7 @@ std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {
 }
 
 DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
+  ctx.nr = nr;
   std::string described;
   if (trace_) described = Describe(ctx, nr);
   const SyscallRow* row = find_(nr);
@@ -167,6 +173,7 @@ DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
   } else {
     SysResult<uint64_t> res = row->handler(ctx);
     r.value = res.ok() ? static_cast<int64_t>(res.value()) : -res.error();
+    r.let_kernel_run = res.ok() && ctx.let_kernel_run;
     if (!res.ok()) RecordDenial(ctx, nr, *row, res.error(), described);
   }
   if (trace_) {

@@ -15,7 +15,8 @@ namespace sentry {
 struct SyscallRow;
 
 struct DispatchResult {
-  int64_t value = 0;  // the return value, or -errno
+  int64_t value = 0;            // the return value, or -errno
+  bool let_kernel_run = false;  // see SyscallContext::let_kernel_run
 };
 
 class Dispatcher final {

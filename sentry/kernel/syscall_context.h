@@ -57,10 +57,16 @@ struct SyscallContext {
   GuestMemory& mem;
   GuestFds& fds;
   SyscallArgs args;
+  int nr = -1;  // the syscall's number (set by the dispatcher)
   // A handler that sets this answers later: what it returns is ignored.
   LateWork later;
   // A handler's explanation of a refusal, for the run's denied list.
   std::string hint;
+  // Set by a handler that only checked register arguments (never guest
+  // memory) and found the call may run as it is: the kernel then runs it
+  // with exactly those arguments (SECCOMP_USER_NOTIF_FLAG_CONTINUE). Never
+  // for a call whose memory the sentry read or the kernel will read.
+  bool let_kernel_run = false;
 
   vfs::Vfs& vfs() { return kernel.vfs(); }
   const vfs::Creds& creds() const { return task.process->creds; }

@@ -196,7 +196,9 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
     RunLate(std::move(later), unotify_.fd(), req.id);
     return;
   }
-  if (res.value < 0 && res.value > -4096) {
+  if (res.let_kernel_run) {
+    unotify_.RespondContinue(req.id);
+  } else if (res.value < 0 && res.value > -4096) {
     unotify_.Respond(req.id, 0, static_cast<int>(res.value));
   } else {
     unotify_.Respond(req.id, res.value, 0);

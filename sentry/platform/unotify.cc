@@ -30,7 +30,15 @@ int Unotify::Respond(uint64_t id, int64_t value, int error) {
   resp.id = id;
   resp.val = value;
   resp.error = error;
-  resp.flags = 0;  // never SECCOMP_USER_NOTIF_FLAG_CONTINUE: the sentry answers itself
+  resp.flags = 0;  // the sentry answers itself
+  if (ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0) return -errno;
+  return 0;
+}
+
+int Unotify::RespondContinue(uint64_t id) {
+  seccomp_notif_resp resp{};
+  resp.id = id;
+  resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
   if (ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0) return -errno;
   return 0;
 }

@@ -25,6 +25,10 @@ class Unotify final {
   // Answers a notification with a value or an errno. -ENOENT means the guest
   // thread is gone (killed or interrupted): expected, not an error.
   int Respond(uint64_t id, int64_t value, int error);
+  // Lets the kernel run the call as it is. Only for a call whose arguments
+  // are all registers the sentry checked (SyscallContext::let_kernel_run):
+  // the kernel would read guest memory again, after the check.
+  int RespondContinue(uint64_t id);
   // Whether the notification is still pending (its task alive and waiting).
   bool IdValid(uint64_t id);
   // Installs src_fd in the notifying process at its lowest free fd. With

@@ -2,6 +2,7 @@
 // classic-BPF interpreter over every number and the argument filters, then
 // loaded into the kernel in a forked child. Without a listener the kernel fails
 // trap rows with ENOSYS, so the child only calls native and errno rows.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -227,7 +228,12 @@ TEST(SeccompProgramTest, WithoutNamespacesOnlyUnixStreamSocketsAreNative) {
   EXPECT_EQ(Eval(prog, Data(SYS_mq_open)), Errno(ENOSYS));
   EXPECT_EQ(Eval(prog, Data(SYS_uname)), SECCOMP_RET_USER_NOTIF);
   EXPECT_EQ(Eval(prog, Data(SYS_getuid)), SECCOMP_RET_USER_NOTIF);
-  EXPECT_EQ(Eval(prog, Data(SYS_kill)), SECCOMP_RET_ALLOW);
+  // Calls that name a process go to the sentry (no pid namespace to confine them).
+  EXPECT_EQ(Eval(prog, Data(SYS_kill)), SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(Eval(prog, Data(SYS_wait4)), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Eval(prog, Data(SYS_fcntl, {3, F_SETFL, 0})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Eval(prog, Data(SYS_fcntl, {3, F_SETOWN, 1})),
+            SECCOMP_RET_USER_NOTIF);  // EPERM, reported
   EXPECT_EQ(Eval(prog, Data(SYS_openat)), SECCOMP_RET_USER_NOTIF);
 }
 

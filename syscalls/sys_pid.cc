@@ -1,0 +1,153 @@
+// Calls that name a process, in a sandbox without a pid namespace of its own
+// (the seccomp wall alone), where a pid is the host's: every process, thread
+// or group a call names must be one of the sandbox's (else ESRCH, as a pid
+// namespace would answer), and then the kernel runs the call as it is.
+//
+// Only register arguments are checked, never guest memory, so the kernel acts
+// on exactly what was checked (SyscallContext::let_kernel_run): the one kind
+// of trapped call the sentry lets continue. capget's pid lives in memory: the
+// sentry answers that one itself. A pid the sandbox saw die could be reused by
+// a host process between the check and the call: the kernel's own check then
+// still holds, a process without capabilities reaching only its own uid's
+// processes, which are the run's alone.
+#include <linux/capability.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "syscalls/handlers.h"
+
+namespace sentry::sys {
+namespace {
+
+bool IsSandboxTask(SyscallContext& ctx, pid_t pid) {
+  return pid > 0 && ctx.kernel.tasks().FindByNsTid(pid) != nullptr;
+}
+
+bool IsSandboxGroup(SyscallContext& ctx, pid_t pgid) {
+  if (pgid <= 0) return false;
+  for (const auto& [tgid, process] : ctx.kernel.tasks().Processes()) {
+    if (getpgid(tgid) == pgid) return true;
+  }
+  return false;
+}
+
+// The run's own uid: its processes are the only ones of that uid.
+bool IsRunUser(SyscallContext& ctx, uint64_t uid) {
+  return uid == 0 || uid == ctx.kernel.config().user_host_uid;
+}
+
+// getpriority/setpriority (PRIO_*) and ioprio_get/ioprio_set (IOPRIO_WHO_*):
+// which kind of name `who` is.
+enum class Who { kProcess, kGroup, kUser, kOther };
+Who PriorityWho(uint64_t which) {
+  switch (which) {
+    case PRIO_PROCESS:
+      return Who::kProcess;
+    case PRIO_PGRP:
+      return Who::kGroup;
+    case PRIO_USER:
+      return Who::kUser;
+  }
+  return Who::kOther;
+}
+Who IoprioWho(uint64_t which) {
+  constexpr uint64_t kWhoProcess = 1, kWhoGroup = 2, kWhoUser = 3;
+  if (which == kWhoProcess) return Who::kProcess;
+  if (which == kWhoGroup) return Who::kGroup;
+  if (which == kWhoUser) return Who::kUser;
+  return Who::kOther;
+}
+
+// Whether (which, who) names only the sandbox's; EPERM for a user where the
+// call would change it (the namespaced table's filter refuses that too).
+SysStatus CheckWho(SyscallContext& ctx, Who kind, pid_t who, bool changes) {
+  switch (kind) {
+    case Who::kProcess:
+      return who == 0 || IsSandboxTask(ctx, who) ? SysStatus{} : Errno{ESRCH};
+    case Who::kGroup:
+      return who == 0 || IsSandboxGroup(ctx, who) ? SysStatus{} : Errno{ESRCH};
+    case Who::kUser:
+      if (changes) return Errno{EPERM};
+      return IsRunUser(ctx, static_cast<uint32_t>(who)) ? SysStatus{} : Errno{ESRCH};
+    case Who::kOther:
+      return {};  // the kernel's EINVAL
+  }
+  return {};
+}
+
+// A pid argument where 0 means the caller: the sandbox's, or the kernel's own
+// error for a negative one.
+SysStatus CheckPidOrSelf(SyscallContext& ctx, pid_t pid) {
+  if (pid <= 0 || IsSandboxTask(ctx, pid)) return {};
+  return Errno{ESRCH};
+}
+
+SysStatus CheckCall(SyscallContext& ctx, int nr) {
+  const SyscallArgs& a = ctx.args;
+  pid_t p0 = a.Int(0), p1 = a.Int(1);
+  switch (nr) {
+    case SYS_kill:
+      // -1: every process the caller may signal, which the kernel limits to
+      // the run's own uid.
+      if (p0 == 0 || p0 == -1) return {};
+      if (p0 < -1) return IsSandboxGroup(ctx, -p0) ? SysStatus{} : Errno{ESRCH};
+      return IsSandboxTask(ctx, p0) ? SysStatus{} : Errno{ESRCH};
+    case SYS_tkill:
+    case SYS_rt_sigqueueinfo:
+      return CheckPidOrSelf(ctx, p0);
+    case SYS_tgkill:
+    case SYS_rt_tgsigqueueinfo:
+      SYS_TRY(CheckPidOrSelf(ctx, p0));
+      return CheckPidOrSelf(ctx, p1);
+    case SYS_getpriority:
+      return CheckWho(ctx, PriorityWho(a.Ulong(0)), p1, false);
+    case SYS_setpriority:
+      return CheckWho(ctx, PriorityWho(a.Ulong(0)), p1, true);
+    case SYS_ioprio_get:
+      return CheckWho(ctx, IoprioWho(a.Ulong(0)), p1, false);
+    case SYS_ioprio_set:
+      return CheckWho(ctx, IoprioWho(a.Ulong(0)), p1, true);
+    default:
+      // getpgid, getsid, the sched_* calls, prlimit64, pidfd_open,
+      // get_robust_list: a pid (or tid) first, 0 for the caller.
+      return CheckPidOrSelf(ctx, p0);
+  }
+}
+
+}  // namespace
+
+SysResult<uint64_t> ConfinePids(SyscallContext& ctx) {
+  SYS_TRY(CheckCall(ctx, ctx.nr));
+  ctx.let_kernel_run = true;
+  return 0;
+}
+
+// capget(hdrp, datap): the header's pid names the task; the sentry reads the
+// header once and asks the kernel itself.
+SysResult<uint64_t> Capget(SyscallContext& ctx) {
+  SYS_ASSIGN_OR_RETURN(__user_cap_header_struct hdr,
+                       ctx.mem.CopyIn<__user_cap_header_struct>(ctx.args.Ptr(0)));
+  SYS_TRY(CheckPidOrSelf(ctx, hdr.pid));
+  const Task* t = hdr.pid > 0 ? ctx.kernel.tasks().FindByNsTid(hdr.pid) : &ctx.task;
+  __user_cap_header_struct host{hdr.version, t ? t->tid : ctx.task.tid};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  bool want = !ctx.args.Ptr(1).null();
+  if (syscall(SYS_capget, &host, want ? data : nullptr) < 0) {
+    int err = errno;
+    // An unknown version: the kernel writes the one it prefers back.
+    if (err == EINVAL && host.version != hdr.version) {
+      SYS_TRY(ctx.mem.CopyOutValue(ctx.args.Ptr(0), host.version));
+    }
+    return Errno{err};
+  }
+  if (want) {
+    size_t n = hdr.version == _LINUX_CAPABILITY_VERSION_1 ? 1 : _LINUX_CAPABILITY_U32S_3;
+    SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(1), data, n * sizeof(data[0])));
+  }
+  return 0;
+}
+
+}  // namespace sentry::sys
