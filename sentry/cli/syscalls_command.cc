@@ -36,6 +36,36 @@ std::string ActionText(const SyscallRow& row) {
   return out;
 }
 
+const char* WallName(Wall w) {
+  switch (w) {
+    case Wall::kNone:
+      return "none";
+    case Wall::kSelf:
+      return "self";
+    case Wall::kPidNs:
+      return "pid namespace";
+    case Wall::kIpcNs:
+      return "ipc namespace";
+    case Wall::kNetNs:
+      return "network namespace";
+    case Wall::kUserNs:
+      return "user namespace";
+    case Wall::kUtsNs:
+      return "uts namespace";
+  }
+  return "?";
+}
+
+// A JSON string's body for text the table holds (quotes only; no control bytes).
+std::string JsonText(const char* s) {
+  std::string out;
+  for (; s && *s; ++s) {
+    if (*s == '"' || *s == '\\') out += '\\';
+    out += *s;
+  }
+  return out;
+}
+
 }  // namespace
 
 int SyscallsCommand(const std::vector<std::string>& args) {
@@ -64,9 +94,18 @@ int SyscallsCommand(const std::vector<std::string>& args) {
     std::string n = row ? row->name : name;
     std::string action = row ? ActionText(*row) : "errno ENOSYS (no row)";
     if (row) ++counts[static_cast<int>(row->action)];
+    // Native rows: the wall that confines what their arguments name, and why.
+    const char* why = row ? row->why : nullptr;
     if (json) {
-      std::printf("%s  {\"nr\": %d, \"name\": \"%s\", \"action\": \"%s\"}", first ? "" : ",\n", nr,
+      std::printf("%s  {\"nr\": %d, \"name\": \"%s\", \"action\": \"%s\"", first ? "" : ",\n", nr,
                   n.c_str(), action.c_str());
+      if (why) {
+        std::printf(", \"wall\": \"%s\", \"why\": \"%s\"", WallName(row->wall),
+                    JsonText(why).c_str());
+      }
+      std::printf("}");
+    } else if (why) {
+      std::printf("%4d  %-24s %s: %s\n", nr, n.c_str(), action.c_str(), why);
     } else {
       std::printf("%4d  %-24s %s\n", nr, n.c_str(), action.c_str());
     }

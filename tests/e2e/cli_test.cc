@@ -385,6 +385,8 @@ TEST(CliTest, SyscallsJsonIsValid) {
                   "by_name = {r['name']: r for r in rows}\n"
                   "assert len(by_name) == len(rows), 'duplicate names'\n"
                   "assert len({r['nr'] for r in rows}) == len(rows), 'duplicate numbers'\n"
+                  "assert by_name['kill']['wall'] == 'pid namespace', by_name['kill']\n"
+                  "assert all(r.get('why') for r in rows if r['action'].startswith('native'))\n"
                   "print(len(rows), by_name['openat']['action'], by_name['ptrace']['action'])\n"},
                  r.out);
   EXPECT_EQ(check.exit_code, 0) << Describe(check);
