@@ -25,9 +25,10 @@ The script argument (the first after CMD that does not start with '-') is
 copied to the same relative path under the guest's cwd, and only if it is a
 relative path below the current directory (no '..', no symlink on the way), a
 regular file of at most 4 MiB that the caller's real uid may read, and a
-script (a suffix such as .py .sh .js .rb .pl .R, or a '#!' first line). Anything else that names a host
-file is not copied: one line on stderr says why. --copy HOST:GUEST copies any
-file or directory the caller names.
+script (a suffix such as .py .sh .js .rb .pl .R, or a '#!' first line).
+Anything else that names a host file, and any later argument with a script
+suffix, is not copied: one line on stderr says why. --copy HOST:GUEST copies
+any file or directory the caller names.
 
 Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
   --json              print one JSON result object (stdout, stderr, exitCode,

@@ -78,8 +78,8 @@ std::string OneLine(const std::string& s) {
 
 void Notice(const std::string& arg, const std::string& why) {
   std::fprintf(stderr,
-               "sentry: %s not copied in: %s; only a script named by a relative path below "
-               "the current directory is, --copy HOST:GUEST copies any file\n",
+               "sentry: %s not copied in: %s; --copy HOST:GUEST copies any file (the rule: "
+               "sentry run --help)\n",
                OneLine(arg).c_str(), why.c_str());
 }
 
@@ -186,14 +186,18 @@ HostScript ReadHostScript(int dir_fd, const std::string& relative_path) {
   return out;
 }
 
-ScriptCopy CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& creds,
-                              const std::string& guest_cwd) {
-  size_t i = ScriptArgumentIndex(o.argv);
-  if (i == 0 || !o.copy_script) return {};
-  const std::string& arg = o.argv[i];
+namespace {
+
+bool InSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::string& guest_cwd,
+               const std::string& arg) {
+  return v.Lookup(v.root(), arg[0] == '/' ? arg : guest_cwd + "/" + arg, {}, creds).ok();
+}
+
+ScriptCopy CopyOne(const std::string& arg, vfs::Vfs& v, const vfs::Creds& creds,
+                   const std::string& guest_cwd) {
   // Already in the sandbox (a --copy, a file of the lower layers): it is
   // the one the program gets.
-  if (v.Lookup(v.root(), arg[0] == '/' ? arg : guest_cwd + "/" + arg, {}, creds).ok()) return {};
+  if (InSandbox(v, creds, guest_cwd, arg)) return {};
   std::vector<std::string> parts;
   bool below = RelativeBelow(arg, &parts);
   std::string relative = absl::StrJoin(parts, "/");
@@ -226,6 +230,40 @@ ScriptCopy CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds
     return {};
   }
   return ScriptCopy{relative, std::move(script.text)};
+}
+
+// Scripts named after the script argument (`python3 -W ignore job.py`,
+// `python3 main.py helper.py`) are not copied: one line says so, for the
+// first of them, with how many more there are.
+void NoticeLaterScripts(const std::vector<std::string>& argv, size_t from, vfs::Vfs& v,
+                        const vfs::Creds& creds, const std::string& guest_cwd) {
+  std::vector<const std::string*> left;
+  {
+    CallerFsIdentity as_caller;
+    if (!as_caller.ok()) return;
+    struct stat st;
+    for (size_t i = from; i < argv.size(); ++i) {
+      const std::string& a = argv[i];
+      if (HasScriptSuffix(a) && lstat(a.c_str(), &st) == 0) left.push_back(&a);
+    }
+  }
+  std::erase_if(left, [&](const std::string* a) { return InSandbox(v, creds, guest_cwd, *a); });
+  if (left.empty()) return;
+  std::string why =
+      "only one script is, the first argument after the program not starting with '-'";
+  if (left.size() > 1) absl::StrAppend(&why, " (", left.size() - 1, " more like it)");
+  Notice(*left[0], why);
+}
+
+}  // namespace
+
+ScriptCopy CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& creds,
+                              const std::string& guest_cwd) {
+  size_t i = ScriptArgumentIndex(o.argv);
+  if (i == 0 || !o.copy_script) return {};
+  ScriptCopy copied = CopyOne(o.argv[i], v, creds, guest_cwd);
+  NoticeLaterScripts(o.argv, i + 1, v, creds, guest_cwd);
+  return copied;
 }
 
 }  // namespace sentry

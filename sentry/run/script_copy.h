@@ -17,7 +17,8 @@
 //   - that looks like a script: a script suffix (.py, .sh...) or a `#!` line.
 // An argument that fails the rule and still looks meant (a script suffix, or
 // a regular file the caller can see) gets one line on stderr, "sentry: ...",
-// saying what was not copied, why, and that --copy HOST:GUEST copies it.
+// saying what was not copied, why, and that --copy HOST:GUEST copies it; so
+// does the first later argument with a script suffix that the host has.
 // --no-copy-script turns the whole thing off, silently.
 #ifndef SENTRY_RUN_SCRIPT_COPY_H_
 #define SENTRY_RUN_SCRIPT_COPY_H_

@@ -62,6 +62,27 @@ TEST(ScriptCopy, AFileThatIsNoScriptIsNotCopiedButSaidSo) {
   EXPECT_TRUE(SentryLines(r.err).empty()) << Describe(r);
 }
 
+// One script is copied; later ones are said, not silently left out.
+TEST(ScriptCopy, LaterScriptsAreNotCopiedButSaidSo) {
+  TempDir dir;
+  dir.Write("x.py", "import sys; print('x ran', sys.argv[1:])\n");
+  dir.Write("h.py", "");
+  dir.Write("g.sh", "");
+  ProcessResult r = SentryIn(dir.path(), {}, {kPython, "x.py", "h.py", "g.sh", "nosuch.py"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "x ran ['h.py', 'g.sh', 'nosuch.py']\n");
+  std::vector<std::string> lines = SentryLines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << Describe(r);
+  EXPECT_NE(lines[0].find("h.py not copied in: only one script is"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("(1 more like it)"), std::string::npos) << lines[0];
+  // An option's value taken for the script: the script itself is said.
+  r = SentryIn(dir.path(), {}, {kPython, "-W", "ignore", "x.py"});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  lines = SentryLines(r.err);
+  ASSERT_EQ(lines.size(), 1u) << Describe(r);
+  EXPECT_NE(lines[0].find("x.py not copied in: only one script is"), std::string::npos) << lines[0];
+}
+
 // Words that name nothing on the host, directories, and what the sandbox
 // already has are the program's business: no notice.
 TEST(ScriptCopy, NoNoticeForWhatIsNoHostFile) {
