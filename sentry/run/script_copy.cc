@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -83,19 +85,8 @@ void Notice(const std::string& arg, const std::string& why) {
                OneLine(arg).c_str(), why.c_str());
 }
 
-// A host file the caller meant the program to read, as the caller (the
-// thread's identity) sees it: a regular file, or anything with a script's
-// name, unless the caller can tell it is not there at all (then it is the
-// program's business).
-bool LooksMeant(const std::string& arg) {
-  struct stat st;
-  if (stat(arg.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return true;
-  if (!HasScriptSuffix(arg)) return false;
-  return lstat(arg.c_str(), &st) == 0 || (errno != ENOENT && errno != ENOTDIR);
-}
-
-}  // namespace
-
+// Index in argv of the script argument: the first after argv[0] that does
+// not start with '-'; 0 if there is none.
 size_t ScriptArgumentIndex(const std::vector<std::string>& argv) {
   for (size_t i = 1; i < argv.size(); ++i) {
     if (argv[i].empty()) return 0;
@@ -104,6 +95,7 @@ size_t ScriptArgumentIndex(const std::vector<std::string>& argv) {
   return 0;
 }
 
+// Whether the name ends in a suffix that scripting languages use.
 bool HasScriptSuffix(const std::string& path) {
   static constexpr const char* kSuffixes[] = {"py",  "pyw", "sh", "bash", "zsh", "ksh", "js",
                                               "mjs", "cjs", "ts", "rb",   "pl",  "pm",  "php",
@@ -118,6 +110,19 @@ bool HasScriptSuffix(const std::string& path) {
   return false;
 }
 
+// A host file the caller meant the program to read, as the caller (the
+// thread's identity) sees it: a regular file, or anything with a script's
+// name, unless the caller can tell it is not there at all (then it is the
+// program's business).
+bool LooksMeant(const std::string& arg) {
+  struct stat st;
+  if (stat(arg.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return true;
+  if (!HasScriptSuffix(arg)) return false;
+  return lstat(arg.c_str(), &st) == 0 || (errno != ENOENT && errno != ENOTDIR);
+}
+
+// The path's components without "." and empty ones; false (and nothing in
+// *parts) if the path is absolute or has a ".." component.
 bool RelativeBelow(const std::string& path, std::vector<std::string>* parts) {
   parts->clear();
   if (path.empty() || path[0] == '/') return false;
@@ -131,6 +136,15 @@ bool RelativeBelow(const std::string& path, std::vector<std::string>* parts) {
   }
   return true;
 }
+
+// The script at relative_path below dir_fd, read with the calling thread's
+// file-system identity (the caller's real one, see CallerFsIdentity). why is
+// "" on success, else why it was refused, for the notice.
+struct HostScript {
+  std::string text;
+  mode_t mode = 0;
+  std::string why;
+};
 
 HostScript ReadHostScript(int dir_fd, const std::string& relative_path) {
   HostScript out;
@@ -185,8 +199,6 @@ HostScript ReadHostScript(int dir_fd, const std::string& relative_path) {
   out.mode = st.st_mode & 0777;
   return out;
 }
-
-namespace {
 
 bool InSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::string& guest_cwd,
                const std::string& arg) {

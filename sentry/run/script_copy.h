@@ -23,11 +23,8 @@
 #ifndef SENTRY_RUN_SCRIPT_COPY_H_
 #define SENTRY_RUN_SCRIPT_COPY_H_
 
-#include <sys/types.h>
-
 #include <cstddef>
 #include <string>
-#include <vector>
 
 #include "sentry/run/run.h"
 #include "vfs/vfs.h"
@@ -47,29 +44,6 @@ struct ScriptCopy {
 // guest_cwd, by the rule above; prints the notice where it does not.
 ScriptCopy CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& creds,
                               const std::string& guest_cwd);
-
-// The parts below are the rule's steps, exposed for the unit test.
-
-// Index in argv of the script argument: the first after argv[0] that does
-// not start with '-'; 0 if there is none.
-size_t ScriptArgumentIndex(const std::vector<std::string>& argv);
-
-// Whether the name ends in a suffix that scripting languages use.
-bool HasScriptSuffix(const std::string& path);
-
-// The path's components without "." and empty ones; false (and nothing in
-// *parts) if the path is absolute or has a ".." component.
-bool RelativeBelow(const std::string& path, std::vector<std::string>* parts);
-
-// The script at relative_path below dir_fd, read with the calling thread's
-// file-system identity (CopyScriptArgument makes it the caller's real one).
-// why is "" on success, else why it was refused, for the notice.
-struct HostScript {
-  std::string text;
-  mode_t mode = 0;
-  std::string why;
-};
-HostScript ReadHostScript(int dir_fd, const std::string& relative_path);
 
 }  // namespace sentry
 
