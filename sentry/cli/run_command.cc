@@ -19,8 +19,16 @@ Runs CMD in a fresh sandbox. The guest sees the host's /usr, /bin, /sbin and
 /lib read-only, the /etc files programs need, an empty in-memory /tmp and a
 home directory /home/sandbox (its cwd). Everything it writes stays in memory
 and is gone when the run ends. Its environment is clean (PATH, HOME, LANG,
-LC_ALL, TERM if stdout is a terminal, and --env). A first argument that names
-a host file (the script) is copied in at the same relative path.
+LC_ALL, TERM if stdout is a terminal, and --env).
+
+The script argument (the first after CMD that does not start with '-') is
+copied to the same relative path under the guest's cwd, and only if it is a
+relative path below the current directory (no '..', no symlink on the way), a
+regular file of at most 4 MiB that the caller's real uid may read, and a
+script (a suffix such as .py .sh .js .rb .pl .R, or a '#!' first line).
+Anything else that names a host file, and any later argument with a script
+suffix, is not copied: one line on stderr says why. --copy HOST:GUEST copies
+any file or directory the caller names.
 
 Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
   --json              print one JSON result object (stdout, stderr, exitCode,
@@ -72,7 +80,7 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
                       a host uid of its own, sees host pids, has no network
   --require-namespaces
                       fail (exit 125) rather than run without namespaces
-  --no-copy-script    do not copy the script argument in
+  --no-copy-script    do not copy the script argument in (nor say why not)
   --trace             log every trapped syscall to stderr, strace-style
   --timings           print to stderr where the run's wall time went (sandbox
                       set-up, the guest, teardown), in milliseconds

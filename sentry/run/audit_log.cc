@@ -6,8 +6,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -42,17 +40,14 @@ absl::Status AppendAuditRecord(const std::string& path, const AuditRecord& r) {
   return absl::OkStatus();
 }
 
-void LogRun(const RunOptions& o, const std::string& run_id, const std::string& script,
+void LogRun(const RunOptions& o, const std::string& run_id, const ScriptCopy& script,
             const RunResult& r, const std::string& phases_json) {
   AuditRecord rec;
   rec.run_id = run_id;
   rec.argv = o.argv;
-  if (!script.empty()) {
-    std::ifstream f(script, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    rec.code_hash = Sha256Hex(ss.str());
-    rec.code = ss.str().substr(0, 64 << 10);
+  if (!script.host_path.empty()) {
+    rec.code_hash = Sha256Hex(script.text);
+    rec.code = script.text.substr(0, 64 << 10);
   }
   rec.limits = absl::StrFormat(
       "{\"timeoutSec\":%g,\"memoryBytes\":%d,\"pids\":%d,\"cpus\":%g,\"diskBytes\":%d,"

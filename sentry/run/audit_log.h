@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "sentry/run/result.h"
 #include "sentry/run/run.h"
+#include "sentry/run/script_copy.h"
 
 namespace sentry {
 
@@ -26,10 +27,10 @@ struct AuditRecord {
 
 absl::Status AppendAuditRecord(const std::string& path, const AuditRecord& record);
 
-// Appends the run's line to o.log_path: its argv, the script (path in the
-// sandbox's host copy, read here) and its hash, the limits, the result and
+// Appends the run's line to o.log_path: its argv, the script (the bytes the
+// guest got, as copied in) and its hash, the limits, the result and
 // the phases. A failure is said on stderr; the run's outcome stays.
-void LogRun(const RunOptions& o, const std::string& run_id, const std::string& script,
+void LogRun(const RunOptions& o, const std::string& run_id, const ScriptCopy& script,
             const RunResult& r, const std::string& phases_json);
 
 }  // namespace sentry

@@ -1,11 +1,9 @@
 #include "sentry/run/guest_program.h"
 
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -30,29 +28,6 @@ std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree) {
   }
   for (const std::string& kv : o.env) env.push_back(kv);
   return env;
-}
-
-std::string CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& creds,
-                               const std::string& cwd) {
-  for (size_t i = 1; i < o.argv.size(); ++i) {
-    const std::string& a = o.argv[i];
-    if (a.empty() || a[0] == '-') continue;
-    struct stat st;
-    // A plain file only: never a symlink that could name something else.
-    if (lstat(a.c_str(), &st) == 0 && S_ISREG(st.st_mode) && a.find("..") == std::string::npos) {
-      std::string guest = a[0] == '/' ? a : cwd + "/" + a;
-      if (!v.Lookup(v.root(), guest, {}, creds).ok()) {
-        if (!o.copy_script) return a;
-        if (absl::Status s = CopyIntoSandbox(v, creds, a, guest); !s.ok()) {
-          std::fprintf(stderr, "sentry: could not copy the script %s in: %s\n", a.c_str(),
-                       std::string(s.message()).c_str());
-        }
-        return a;
-      }
-    }
-    return "";
-  }
-  return "";
 }
 
 ProgramLookup FindProgram(vfs::Vfs& v, const vfs::NodeRef& cwd, const vfs::Creds& creds,

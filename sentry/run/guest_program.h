@@ -1,6 +1,6 @@
-// What the guest starts with: its environment, the script its command names,
-// and the program its first execve runs, found before the sandbox starts so
-// that a run fails early with a clear message and the right exit code.
+// What the guest starts with: its environment, its rlimits, and the program
+// its first execve runs, found before the sandbox starts so that a run fails
+// early with a clear message and the right exit code.
 #ifndef SENTRY_RUN_GUEST_PROGRAM_H_
 #define SENTRY_RUN_GUEST_PROGRAM_H_
 
@@ -26,12 +26,6 @@ std::vector<GuestLaunch::Rlimit> GuestRlimits(const RunOptions& o, bool memory_c
                                               bool cpu_cgroup,
                                               std::vector<GuestLaunch::Rlimit> base,
                                               std::string* error);
-
-// The first argument that names a plain host file is the script: it is copied
-// in at the same relative path under the guest's cwd (or the same absolute
-// path). Returns its host path, for the audit log.
-std::string CopyScriptArgument(const RunOptions& o, vfs::Vfs& v, const vfs::Creds& creds,
-                               const std::string& cwd);
 
 struct ProgramLookup {
   std::string path;   // where the first execve finds the program

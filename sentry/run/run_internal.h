@@ -24,6 +24,7 @@
 #include "sentry/run/run.h"
 #include "sentry/run/sandbox_net.h"
 #include "sentry/run/sandbox_tree.h"
+#include "sentry/run/script_copy.h"
 #include "sentry/run/seccomp_only.h"
 #include "sentry/run/spawn.h"
 #include "sentry/run/stdio.h"
@@ -115,7 +116,7 @@ class Run {
   vfs::NodeRef cwd_;
   GuestLaunch launch_;
   std::vector<GuestLaunch::Rlimit> wall_rlimits_;  // those of the seccomp wall alone
-  std::string script_;
+  ScriptCopy script_;                              // what the script argument brought in
   sigset_t mask_;
   bool timed_out_ = false;
   std::atomic<bool> watchdog_fired_{false};  // the timeout, seen by the watchdog

@@ -247,4 +247,31 @@ absl::Status CopyIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, const std::st
   return status;
 }
 
+absl::Status WriteIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, std::string_view data,
+                              mode_t mode, const std::string& guest_path) {
+  size_t slash = guest_path.rfind('/');
+  if (guest_path.empty() || guest_path[0] != '/' || slash + 1 == guest_path.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("not a sandbox file path: ", guest_path));
+  }
+  ASSIGN_OR_RETURN(NodeRef dir, MakeSandboxDirs(v, creds, guest_path.substr(0, slash + 1)));
+  auto at = v.Walk(dir, guest_path.substr(slash + 1), {}, Operator());
+  if (!at.ok() || at->node) {
+    return absl::AlreadyExistsError(absl::StrCat(guest_path, " already exists in the sandbox"));
+  }
+  auto node = v.Create(*at, NodeKind::kFile, mode & 0777, Operator());
+  if (!node.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create ", guest_path, " in the sandbox: ", strerror(node.error())));
+  }
+  GiveTo(*node, creds);
+  auto dst = v.OpenData(**node, O_WRONLY);
+  if (!dst.ok()) return absl::InternalError("cannot open the sandbox copy");
+  for (size_t off = 0; off < data.size();) {
+    ssize_t w = write(dst->get(), data.data() + off, data.size() - off);
+    if (w <= 0) return ErrnoStatus("cannot write the sandbox copy (is --disk too small?)");
+    off += static_cast<size_t>(w);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace sentry

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -44,6 +45,12 @@ absl::StatusOr<vfs::NodeRef> MakeSandboxDirs(vfs::Vfs& vfs, const vfs::Creds& cr
 // directory are copied as links, never followed out of it.
 absl::Status CopyIntoSandbox(vfs::Vfs& vfs, const vfs::Creds& creds, const std::string& host_path,
                              const std::string& guest_path, bool top = true);
+
+// Makes every missing directory of guest_path's parent (owned by the guest),
+// then a new file at guest_path holding data, with mode's permission bits.
+// For bytes the sentry has already read and checked (the script argument).
+absl::Status WriteIntoSandbox(vfs::Vfs& vfs, const vfs::Creds& creds, std::string_view data,
+                              mode_t mode, const std::string& guest_path);
 
 }  // namespace sentry
 

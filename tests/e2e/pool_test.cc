@@ -133,6 +133,26 @@ TEST(PoolTest, FilesAndPathsAreTheClientsOwn) {
   EXPECT_EQ(r.out, "copied from file\n");
 }
 
+// The script copy's rule (script_copy.h) holds in the pool's worker too: it
+// reads from the client's cwd, and an absolute path gets the notice, not the
+// file.
+TEST(PoolTest, TheScriptRuleHoldsInAWarmSandbox) {
+  Pool pool;
+  TempDir dir;
+  dir.Write("job.py", "print('job ran')\n");
+  std::string secret = dir.Write("secret.py", "print('POOL-SECRET')\n", 0600);
+  ProcessResult job = SentryIn(dir.path(), pool.Flags(), {"/usr/bin/python3", "job.py"});
+  EXPECT_EQ(job.exit_code, 0) << Describe(job);
+  EXPECT_EQ(job.out, "job ran\n");
+  EXPECT_EQ(job.err.find("a cold start"), std::string::npos) << Describe(job);
+  ProcessResult r = SentryIn(dir.path(), pool.Flags(), {"/bin/cat", secret});
+  EXPECT_NE(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out.find("POOL-SECRET"), std::string::npos) << Describe(r);
+  EXPECT_NE(r.err.find("sentry: " + secret + " not copied in: it is an absolute path"),
+            std::string::npos)
+      << Describe(r);
+}
+
 TEST(PoolTest, LimitsAreTheRequests) {
   Pool pool;
   ProcessResult slow = RunSentry(pool.Flags({"--timeout", "0.5", "--json"}), {"/bin/sleep", "30"});

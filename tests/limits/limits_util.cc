@@ -68,6 +68,7 @@ Child Spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
     dup2(out[1], 1);
     dup2(err[1], 2);
     for (const std::string& kv : options.extra_env) putenv(const_cast<char*>(kv.c_str()));
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) < 0) _exit(127);
     execv(args[0], args.data());
     _exit(127);
   }

@@ -34,6 +34,7 @@ struct Child {
 struct SpawnOptions {
   bool stdin_pipe = false;             // a pipe we hold open; else /dev/null
   std::vector<std::string> extra_env;  // K=V added to the child's environment
+  std::string cwd;                     // the child's working directory, if set
 };
 
 // argv[0] is a path. The child gets default SIGINT/SIGTERM handling, an empty
