@@ -195,6 +195,33 @@ TEST(RtExec, VforkAndCloneVmChildrenExecOnlySandboxFiles) {
   EXPECT_EQ(Code(res, "alive"), "OK") << Describe(r);
 }
 
+// execve kills a process's other threads (de_thread) while they sit in
+// trapped calls: their notifications die unanswered under the sentry.
+TEST(RtExec, ExecWhileSiblingThreadsAreInTrappedCalls) {
+  ProcessResult r = RunPy(R"PY(
+import threading
+ok = 0
+for i in range(30):
+    pid = os.fork()
+    if pid == 0:
+        def spin():
+            while True:
+                try: os.stat("/usr/nonexistent")
+                except OSError: pass
+        for _ in range(6): threading.Thread(target=spin, daemon=True).start()
+        import time; time.sleep(0.01)
+        os.execv("/usr/bin/true", ["true"])
+    _, st = os.waitpid(pid, 0)
+    ok += st == 0
+print("execs=OK", ok)
+t("after", lambda: os.stat("/usr").st_mode != 0)
+)PY",
+                          {}, 60);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "execs"), "30") << Describe(r);
+  EXPECT_EQ(Code(res, "after"), "OK") << Describe(r);
+}
+
 TEST(RtExec, AHostExecutableOnStdinCannotBeExecuted) {
   HostOnlyBinary host;
   std::string echo = host.path() + "-echo";

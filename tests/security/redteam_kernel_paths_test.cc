@@ -318,5 +318,22 @@ TEST(RtKernelPaths, ConnectAddressRaceNeverReachesAHostSocketInTheLowerLayer) {
   EXPECT_GT(std::atoi(res["refused"].c_str()), 0) << Describe(r);
 }
 
+// A thread flips the new name of rename/link/symlink/mkdir between /tmp and
+// a name in /etc (not writable by uid 1000): a sentry that checked one read
+// of the path and acted on another would leave the /etc name behind.
+TEST(RtKernelPaths, NewNamesAreReadOnceUnderARacingThread) {
+  std::string bad = "/etc/rt-race-" + RandomToken(8);
+  ProcessResult r = RunRtProbe({"name-race", "1000", bad});
+  Results res = ParseResults(r.out);
+  for (const char* op : {"rename", "link", "symlink", "mkdir"}) {
+    std::string v = res[op];
+    ASSERT_FALSE(v.empty()) << op << "\n" << Describe(r);
+    EXPECT_NE(v.find("leaked:0"), std::string::npos) << op << ": " << v;
+    EXPECT_EQ(v.find("ok:0 "), std::string::npos) << op << ": the /tmp side never won: " << v;
+    EXPECT_EQ(v.find("denied:0 "), std::string::npos) << op << ": the /etc side never won: " << v;
+  }
+  EXPECT_FALSE(ReadFile(bad).has_value()) << bad << " appeared on the host";
+}
+
 }  // namespace
 }  // namespace sentry::security

@@ -104,6 +104,18 @@ print("sent", sent)
   EXPECT_LT(p.rss_kb, 256 * 1024) << "sentry peak RSS " << p.rss_kb << " kB";
 }
 
+// --trace decodes every trapped call's arguments from guest memory: the same
+// bad pointers, unterminated strings and huge sizes as the efault probe.
+TEST(RtParsers, TraceDecoderSurvivesHostileArguments) {
+  ProcessResult plain = RunProbe({"efault"}, {}, 30);
+  ProcessResult traced = RunProbe({"efault"}, {"--trace"}, 30);
+  ASSERT_EQ(plain.exit_code, 0) << Describe(plain);
+  EXPECT_EQ(traced.exit_code, 0) << Describe(traced);
+  EXPECT_EQ(ParseResults(traced.out), ParseResults(plain.out)) << Describe(traced);
+  EXPECT_NE(traced.err.find("open"), std::string::npos) << "no trace was written";
+  EXPECT_LT(traced.err.size(), 1u << 20) << "the trace copies whole guest buffers";
+}
+
 // --- the credentials proxy (--secret) ---
 
 // A raw HTTP upstream on the host's loopback: records each connection's bytes.

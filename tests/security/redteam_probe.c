@@ -10,6 +10,8 @@
 //   rtprobe vfork-exec HOSTPATH      vfork/CLONE_VM children that exec
 //   rtprobe fsetown HOSTPID          F_SETOWN/O_ASYNC on stdio toward HOSTPID
 //   rtprobe connect-race ITER OK BAD a thread flips a unix address during connect
+//   rtprobe name-race ITER BAD       a thread flips the new name of rename, link,
+//                                    symlink and mkdir between /tmp and BAD
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -29,6 +31,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -336,6 +339,74 @@ static int ConnectRace(int iterations, const char* ok, const char* bad) {
   return 0;
 }
 
+// --- name-race ---
+
+static char name_buf[256];
+static const char* name_ok;
+static const char* name_bad;
+
+static void* FlipName(void* unused) {
+  (void)unused;
+  while (!atomic_load(&stop_flip)) {
+    strcpy(name_buf, name_bad);
+    strcpy(name_buf, name_ok);
+  }
+  return NULL;
+}
+
+// Whether the sentry reads the new name once: a check on /tmp/... and an
+// act on BAD (which uid 1000 may not create) would leave BAD behind.
+static int NameRace(int iterations, const char* bad) {
+  static const char* ops[] = {"rename", "link", "symlink", "mkdir"};
+  name_ok = "/tmp/race-new";
+  name_bad = bad;
+  for (int op = 0; op < 4; ++op) {
+    atomic_store(&stop_flip, 0);
+    strcpy(name_buf, name_ok);
+    pthread_t t;
+    pthread_create(&t, NULL, FlipName, NULL);
+    int ok = 0, denied = 0, other = 0, leaked = 0;
+    for (int i = 0; i < iterations; ++i) {
+      int fd = open("/tmp/race-src", O_CREAT | O_WRONLY, 0644);
+      if (fd >= 0) close(fd);
+      int r = -1;
+      switch (op) {
+        case 0:
+          r = rename("/tmp/race-src", name_buf);
+          break;
+        case 1:
+          r = link("/tmp/race-src", name_buf);
+          break;
+        case 2:
+          r = symlink("/tmp/race-src", name_buf);
+          break;
+        case 3:
+          r = mkdir(name_buf, 0755);
+          break;
+      }
+      if (r == 0) {
+        ++ok;
+      } else if (errno == EACCES || errno == EPERM || errno == EROFS || errno == ENOENT) {
+        ++denied;
+      } else {
+        ++other;
+      }
+      struct stat st;
+      if (lstat(bad, &st) == 0) ++leaked;
+      if (op == 3) {
+        rmdir("/tmp/race-new");
+      } else {
+        unlink("/tmp/race-new");
+      }
+    }
+    atomic_store(&stop_flip, 1);
+    pthread_join(t, NULL);
+    printf("%s=ok:%d denied:%d other:%d leaked:%d\n", ops[op], ok, denied, other, leaked);
+    fflush(stdout);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const char* cmd = argv[1];
@@ -344,6 +415,7 @@ int main(int argc, char** argv) {
   if (!strcmp(cmd, "exec-argv")) return ExecArgv();
   if (!strcmp(cmd, "vfork-exec") && argc == 3) return VforkExecAll(argv[2]);
   if (!strcmp(cmd, "fsetown") && argc == 3) return Fsetown(atoi(argv[2]));
+  if (!strcmp(cmd, "name-race") && argc == 4) return NameRace(atoi(argv[2]), argv[3]);
   if (!strcmp(cmd, "connect-race") && argc == 5) {
     return ConnectRace(atoi(argv[2]), argv[3], argv[4]);
   }

@@ -64,6 +64,27 @@ print("ops=%d" % n)
       << "quiet " << Show(quiet.peaks) << " churn " << Show(churn.peaks);
 }
 
+TEST(RtResources, ForkChurnLeavesNoTaskStateBehind) {
+  SampledRun quiet = RunSampled({}, kQuiet);
+  SampledRun churn = RunSampled({}, R"PY(
+import threading
+done = 0
+for i in range(800):
+    pid = os.fork()
+    if pid == 0:
+        os.chdir("/tmp"); os.umask(0o77); os.stat("/usr")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    done += 1
+print("forks=OK", done)
+)PY");
+  ASSERT_EQ(Code(ParseResults(churn.result.out), "forks"), "OK") << Describe(churn.result);
+  EXPECT_LE(churn.peaks.fds, quiet.peaks.fds + 32)
+      << "quiet " << Show(quiet.peaks) << " churn " << Show(churn.peaks);
+  EXPECT_LT(churn.peaks.rss_kb, quiet.peaks.rss_kb + 16 * 1024)
+      << "quiet " << Show(quiet.peaks) << " churn " << Show(churn.peaks);
+}
+
 TEST(RtResources, MetadataFloodEndsInEnospcNotInSentryGrowth) {
   SampledRun quiet = RunSampled({"--disk", "16m"}, kQuiet);
   SampledRun flood = RunSampled({"--disk", "16m"}, R"PY(

@@ -189,6 +189,52 @@ t("after", lambda: os.stat("/usr").st_mode != 0)
   EXPECT_TRUE(cpu == "24" || cpu == "9") << cpu;  // SIGXCPU, or SIGKILL at the hard limit
 }
 
+TEST(RtSignals, KillMinusOneWithoutAPidNamespaceStaysWithTheRunsUid) {
+  HostSleeper other(65534);
+  HostSleeper same_as_sentry(static_cast<uid_t>(-1));
+  ProcessResult r = RunPy(R"PY(
+import signal, time
+for i in range(3):
+    if os.fork() == 0:
+        time.sleep(30); os._exit(0)
+print("forked=OK", flush=True)
+os.kill(-1, signal.SIGKILL)
+time.sleep(1)
+print("survived=OK", flush=True)
+)PY",
+                          {"--no-namespaces", "--timeout", "20"}, 30);
+  EXPECT_FALSE(r.timed_out) << "the run waited on killed children";
+  EXPECT_EQ(Code(ParseResults(r.out), "forked"), "OK") << Describe(r);
+  EXPECT_TRUE(other.Alive()) << "kill(-1) reached a host process of uid 65534";
+  EXPECT_TRUE(same_as_sentry.Alive()) << "kill(-1) reached a host process of the sentry's uid";
+}
+
+// Every guest process stops itself: the tracer sees group stops only, and
+// the wall-clock timeout must still end the run and leave nothing behind.
+TEST(RtSignals, StoppedGuestsStillEndAtTheTimeout) {
+  std::string marker = "rt-stopped-" + RandomToken(8);
+  double t0 = static_cast<double>(time(nullptr));
+  ProcessResult r = RunPy("marker = " + PyQuote(marker) + R"PY(
+import signal, time
+for i in range(3):
+    if os.fork() == 0:
+        os.execv("/bin/sleep", ["sleep", "1000", marker])
+time.sleep(0.3)
+print("stopping=OK", flush=True)
+os.kill(0, signal.SIGSTOP)
+os.kill(-1, signal.SIGSTOP)
+)PY",
+                          {"--timeout", "2"}, 30);
+  double took = static_cast<double>(time(nullptr)) - t0;
+  ASSERT_EQ(Code(ParseResults(r.out), "stopping"), "OK") << Describe(r);
+  EXPECT_GE(took, 1) << "the guest did not stop: " << Describe(r);
+  EXPECT_LT(took, 10) << Describe(r);
+  EXPECT_FALSE(r.timed_out) << Describe(r);
+  usleep(300 * 1000);
+  EXPECT_TRUE(ProcessesWithCmdline(marker).empty()) << "a stopped guest survives the run";
+  for (pid_t p : ProcessesWithCmdline(marker)) kill(p, SIGKILL);
+}
+
 // HOST INFLUENCE: a terminal on stdio is handed to the guest as it is, and
 // the table lets TCSETS/TIOCSWINSZ/TCXONC through (terminal programs need
 // them); nothing puts the caller's terminal back after the run.
