@@ -79,7 +79,7 @@ import socket, struct
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setblocking(False)
 sent = 0
-for i in range(20000):
+for i in range(10000):
     name = b"".join(bytes([len(l)]) + l for l in [b"x%08d" % i, b"leak", b"example"]) + b"\x00"
     try:
         s.sendto(struct.pack(">HHHHHH", i & 0xffff, 0x100, 1, 0, 0, 0) + name + b"\x00\x01\x00\x01", ("127.0.0.1", 53))

@@ -144,8 +144,8 @@ for i in range(200):
 // [threading.Thread(target=lambda:[os.stat('/usr') for _ in range(10**9)]).start() for _ in
 // range(8)]"` and watch the sentry's own CPU in top.
 TEST(RtResources, TrappedCallStormStaysNearTheCpuCap) {
-  const double cap = 0.1, seconds = 3;
-  SampledRun storm = RunSampled({"--cpus", "0.1", "--timeout", "3"}, R"PY(
+  const double cap = 0.1, seconds = 2;
+  SampledRun storm = RunSampled({"--cpus", "0.1", "--timeout", "2"}, R"PY(
 import threading
 def storm():
     while True:
