@@ -199,17 +199,22 @@ TEST(RtResources, ADaemonUnderTimeoutZeroDoesNotOutliveTheRun) {
   std::string marker = "rt-daemon-" + RandomToken(8);
   Background run(SentryArgv({"--timeout", "0"}, {"/usr/bin/python3", "-c", R"PY(
 import os, signal, sys, time
+r, w = os.pipe()
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT): signal.signal(s, signal.SIG_IGN)
+        os.write(w, b"up")
         os.close(0); os.close(1); os.close(2)
-        os.execv("/bin/sleep", ["sleep", "1000", sys.argv[1]])
+        os.execv("/usr/bin/python3", ["python3", "-c", "import time; time.sleep(1000)", sys.argv[1]])
     os._exit(0)
+os.close(w)
+print("daemon=" + os.read(r, 2).decode(), flush=True)
 print("parent exits", flush=True)
 )PY",
                                                  marker}));
   ProcessResult r = run.Wait(15);
+  EXPECT_EQ(Code(ParseResults(r.out), "daemon"), "up") << Describe(r);  // it was running
   EXPECT_FALSE(r.timed_out) << "the run waited for the daemon (timeout 0: forever)";
   usleep(300 * 1000);
   std::vector<pid_t> left = ProcessesWithCmdline(marker);
