@@ -28,6 +28,9 @@ namespace {
 constexpr size_t kMaxHead = 64 << 10;
 constexpr int kIoSliceMs = 250;                        // how often a stop is noticed
 constexpr auto kIdleLimit = std::chrono::seconds(60);  // no byte either way for this long: done
+// Connections served at once, each on a thread of the sentry's (which is
+// outside the guest's cgroups): past it, 503 at once.
+constexpr int kMaxConnections = 64;
 
 bool IsToken(absl::string_view s) {
   if (s.empty()) return false;
@@ -55,6 +58,7 @@ std::string StatusReply(int status, const std::string& why) {
   const char* text = status == 400   ? "Bad Request"
                      : status == 411 ? "Length Required"
                      : status == 431 ? "Request Header Fields Too Large"
+                     : status == 503 ? "Service Unavailable"
                                      : "Bad Gateway";
   std::string body = absl::StrCat("sentry proxy: ", why, "\n");
   return absl::StrCat("HTTP/1.1 ", status, " ", text,
@@ -324,6 +328,10 @@ void HttpProxy::AcceptLoop() {
     if (!(p[0].revents & POLLIN)) continue;
     int c = accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (c < 0) continue;
+    if (active_.load() >= kMaxConnections) {
+      Refuse(UniqueFd(c));
+      continue;
+    }
     ++active_;
     std::thread([this, c] {
       Serve(UniqueFd(c));
@@ -332,6 +340,17 @@ void HttpProxy::AcceptLoop() {
       cv_.notify_all();
     }).detach();
   }
+}
+
+void HttpProxy::Refuse(UniqueFd client) {
+  sockaddr_in peer{};
+  socklen_t len = sizeof(peer);
+  if (getpeername(client.get(), reinterpret_cast<sockaddr*>(&peer), &len) == 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    expected_.erase(ntohs(peer.sin_port));
+  }
+  std::string r = StatusReply(503, "too many connections through the proxy at once");
+  (void)!send(client.get(), r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void HttpProxy::Serve(UniqueFd client) {

@@ -49,6 +49,8 @@ class HttpProxy final {
  private:
   void AcceptLoop();
   void Serve(UniqueFd client);
+  // Past kMaxConnections served at once: a 503, and the connection closed.
+  void Refuse(UniqueFd client);
   const SecretRule* TakeExpected(uint16_t client_port);
   // Registers fd as live (false: the proxy is stopping, do not use it), or
   // forgets it.

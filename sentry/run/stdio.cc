@@ -1,6 +1,7 @@
 #include "sentry/run/stdio.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -64,6 +65,7 @@ absl::Status GuestStdio::Setup(const Options& options) {
     child_[0] = UniqueFd(fd);
   } else if (isatty(0)) {
     child_[0] = UniqueFd(dup(0));
+    SaveTerminal(0);
   } else {
     RETURN_IF_ERROR(MakeRelay(0));
     passthrough_[0] = 0;
@@ -72,6 +74,7 @@ absl::Status GuestStdio::Setup(const Options& options) {
   for (int i = 1; i <= 2; ++i) {
     if (!options.relay_all && !options.capture && isatty(i)) {
       child_[i] = UniqueFd(dup(i));
+      SaveTerminal(i);
       continue;
     }
     RETURN_IF_ERROR(MakeRelay(i));
@@ -177,10 +180,29 @@ void GuestStdio::StartOutputsEarly() {
   outputs_started_ = true;
 }
 
+void GuestStdio::SaveTerminal(int fd) {
+  if (tty_fd_ < 0 && tcgetattr(fd, &tty_saved_) == 0) tty_fd_ = fd;
+}
+
+void GuestStdio::RestoreTerminal() {
+  if (tty_fd_ < 0) return;
+  // A sentry in a background process group would be stopped by SIGTTOU;
+  // ignored, the kernel lets the change through.
+  struct sigaction ignore {
+  }, old{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGTTOU, &ignore, &old);
+  tcsetattr(tty_fd_, TCSANOW, &tty_saved_);
+  tcflow(tty_fd_, TCOON);  // output the guest suspended (TCXONC)
+  sigaction(SIGTTOU, &old, nullptr);
+  tty_fd_ = -1;
+}
+
 void GuestStdio::Finish() {
   for (std::thread& t : outputs_)
     if (t.joinable()) t.join();
   outputs_.clear();
+  RestoreTerminal();
 }
 
 }  // namespace sentry

@@ -4,8 +4,13 @@
 // passed through (interactive use: isatty, job control), anything else is
 // relayed through pipes by sentry threads. With capture (--json) stdout and
 // stderr go into bounded OutputBuffers and stdin comes from a file or nothing.
+// A terminal passed through gets its settings back when the run ends (as a
+// shell restores them after a job): the guest may change them (TCSETS, flow
+// control are native), and nothing of the run may outlive it.
 #ifndef SENTRY_RUN_STDIO_H_
 #define SENTRY_RUN_STDIO_H_
+
+#include <termios.h>
 
 #include <array>
 #include <atomic>
@@ -64,6 +69,8 @@ class GuestStdio final {
  private:
   absl::Status MakeRelay(int i);
   absl::Status OpenStdinFile(const std::string& path);
+  void SaveTerminal(int fd);
+  void RestoreTerminal();
 
   Options options_;
   std::array<UniqueFd, 3> child_;  // the guest's ends
@@ -73,6 +80,8 @@ class GuestStdio final {
   std::vector<std::thread> outputs_;
   bool outputs_started_ = false;
   std::atomic<bool> configured_{false};
+  int tty_fd_ = -1;  // the caller's terminal passed through (one of 0-2), if any
+  termios tty_saved_{};
 };
 
 }  // namespace sentry
