@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -247,6 +248,45 @@ os._exit(0)
   ASSERT_EQ(o.run.exit_code, 0) << Why(o);
   // 200 - 64 refused with EAGAIN at least (some may still be queued).
   size_t at = o.stdout_text.find("eagain ");
+  ASSERT_NE(at, std::string::npos) << Why(o);
+  EXPECT_GE(std::stoi(o.stdout_text.substr(at + 7)), 200 - 64) << Why(o);
+  EXPECT_LE(o.peak_threads, 64 + 16) << Why(o);
+  EXPECT_LT(o.peak_rss_kb, kRssCapKb) << Why(o);
+}
+
+// The credentials proxy listens on the sandbox's own loopback, where the
+// guest can reach it directly: 200 connections at once get at most 64
+// threads of the sentry's; the rest are closed at once.
+TEST(SentryBoundsTest, ProxyConnectionsAreBounded) {
+  std::string code = R"(import socket, time
+port = None
+for p in range(1024, 65536):
+    s = socket.socket()
+    try:
+        s.connect(('127.0.0.1', p)); port = p; s.close(); break
+    except OSError:
+        s.close()
+print('port', port is not None, flush=True)
+socks = []
+for i in range(200):
+    s = socket.socket(); s.connect(('127.0.0.1', port)); socks.append(s)
+time.sleep(1)
+closed = 0
+for s in socks:
+    s.setblocking(False)
+    try:
+        if s.recv(1) == b'': closed += 1
+    except (BlockingIOError, ConnectionResetError) as e:
+        closed += isinstance(e, ConnectionResetError)
+print('closed', closed, flush=True)
+)";
+  setenv("SENTRY_BOUNDS_KEY", "k", 1);
+  Outcome o = RunSampled(code, {"--timeout", "60", "--secret",
+                                "http://api.test:9=Authorization:env:SENTRY_BOUNDS_KEY"});
+  unsetenv("SENTRY_BOUNDS_KEY");
+  ASSERT_EQ(o.run.exit_code, 0) << Why(o);
+  ASSERT_NE(o.stdout_text.find("port True"), std::string::npos) << Why(o);
+  size_t at = o.stdout_text.find("closed ");
   ASSERT_NE(at, std::string::npos) << Why(o);
   EXPECT_GE(std::stoi(o.stdout_text.substr(at + 7)), 200 - 64) << Why(o);
   EXPECT_LE(o.peak_threads, 64 + 16) << Why(o);
