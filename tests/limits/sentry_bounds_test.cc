@@ -13,6 +13,9 @@
 //   bounds:       100,000 refused connects (the result's denial list stays at
 //                 20), 200 blocking sends at once (the sentry finishes at most
 //                 64 on threads of its own, EAGAIN past that), 120 threads.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -290,6 +293,36 @@ print('closed', closed, flush=True)
   ASSERT_NE(at, std::string::npos) << Why(o);
   EXPECT_GE(std::stoi(o.stdout_text.substr(at + 7)), 200 - 64) << Why(o);
   EXPECT_LE(o.peak_threads, 64 + 16) << Why(o);
+  EXPECT_LT(o.peak_rss_kb, kRssCapKb) << Why(o);
+}
+
+// Outward connections (--allow-net) held at once: each costs the sentry an
+// fd, so past 512 the guest's connect fails with EAGAIN.
+TEST(SentryBoundsTest, HeldOutwardConnectionsAreBounded) {
+  int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&a), len), 0);
+  ASSERT_EQ(listen(l, 2048), 0);  // never accepted: the kernel's queue holds them
+  getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+  std::string port = std::to_string(ntohs(a.sin_port));
+  std::string code = "import socket\nP = " + port + R"(
+socks, errs = [], {}
+for i in range(600):
+    s = socket.socket()
+    try:
+        s.connect(('127.0.0.1', P)); socks.append(s)
+    except OSError as e:
+        errs[e.errno] = errs.get(e.errno, 0) + 1; s.close()
+print('held', len(socks), 'errs', sorted(errs.items()), flush=True)
+)";
+  Outcome o = RunSampled(code, {"--timeout", "60", "--allow-net", "127.0.0.1:" + port,
+                                "--unsafe-allow-private-address"});
+  close(l);
+  ASSERT_EQ(o.run.exit_code, 0) << Why(o);
+  EXPECT_NE(o.stdout_text.find("held 512 errs [(11, 88)]"), std::string::npos) << Why(o);
   EXPECT_LT(o.peak_rss_kb, kRssCapKb) << Why(o);
 }
 
