@@ -131,9 +131,13 @@ SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::Nod
                            bool dir_token, bool cloexec, std::string path) {
   struct stat st;
   if (fstat(host_fd.get(), &st) < 0) return Errno{errno};
-  if (SysStatus r = ctx.kernel.fds().Register(st, OpenObject{node, dir_token, std::move(path)});
-      !r.ok()) {
-    ctx.hint = "the sandbox has as many files open as it may (32768): close some";
+  OpenObject obj{node, dir_token, std::move(path)};
+  // A memfd is text the sentry generated (/proc): its pages are the sentry's.
+  if (st.st_dev == MemfdDev()) obj.data_bytes = static_cast<size_t>(st.st_blocks) * 512;
+  if (SysStatus r = ctx.kernel.fds().Register(st, std::move(obj)); !r.ok()) {
+    ctx.hint = r.error() == ENFILE
+                   ? "the sandbox has as many files open as it may (32768): close some"
+                   : "the sandbox holds as much generated /proc text open as it may: close some";
     return Errno{r.error()};
   }
   SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(host_fd.get(), cloexec));

@@ -23,7 +23,9 @@
 //
 // Memory: at most kMaxEntries entries and kMaxBytes charged bytes (a fixed
 // cost per entry plus its path and, for directory tokens, the getdents64
-// cursor name), so a guest cannot grow the sentry with long paths either.
+// cursor name), so a guest cannot grow the sentry with long paths either;
+// and at most kMaxDataBytes of generated memfd text held by the guest (past
+// that the open fails with ENOMEM).
 //
 // Not thread-safe: used under the kernel's mutex. Find's pointer stays valid
 // until the next Register.
@@ -56,6 +58,10 @@ struct OpenObject {
   // part of the identity).
   mutable std::string cursor_name;
   mutable off_t cursor_pos = -1;
+  // Bytes of a memfd the sentry wrote for it (a /proc file's text): memory
+  // made by the sentry, charged to the sentry's cgroup and not the guest's,
+  // for as long as the guest holds the object.
+  size_t data_bytes = 0;
 };
 
 class FdIdentity final {
@@ -84,6 +90,9 @@ class FdIdentity final {
   // and the string headers, rounded up (measured: about 170 bytes).
   static constexpr size_t kEntryBytes = 256;
   static constexpr size_t kCursorBytes = 256;  // NAME_MAX + 1
+  // Generated files (/proc) the guest holds open at once: a program reads
+  // them and closes them; 32 MiB is two of the largest (a 16 MiB maps).
+  static constexpr size_t kMaxDataBytes = 32 << 20;
   // No sweep before this many entries: a sweep reads every guest fd, so it
   // is kept rare (its cost is paid back over at least this many opens).
   static constexpr size_t kSweepFloor = 4096;
@@ -110,6 +119,7 @@ class FdIdentity final {
 
   size_t size() const { return map_.size(); }
   size_t bytes() const { return bytes_; }
+  size_t data_bytes() const { return data_bytes_; }
   uint64_t sweeps() const { return sweeps_; }
 
  private:
@@ -121,15 +131,13 @@ class FdIdentity final {
   static size_t Cost(const OpenObject& o) {
     return kEntryBytes + o.path.size() + (o.dir_token ? kCursorBytes : 0);
   }
-  bool Full(size_t extra) const {
-    return map_.size() + 1 > kMaxEntries || bytes_ + extra > kMaxBytes;
-  }
   // Drops every entry no guest task holds; false if held() failed.
   bool Sweep();
 
   std::unordered_map<Key, OpenObject, KeyHash> map_;
   std::unordered_set<Key, KeyHash> caller_;
   size_t bytes_ = 0;
+  size_t data_bytes_ = 0;
   size_t sweep_at_ = kSweepFloor;
   std::chrono::steady_clock::time_point last_full_sweep_{};
   uint64_t sweeps_ = 0;

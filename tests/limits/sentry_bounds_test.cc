@@ -14,13 +14,16 @@
 //                 20), 200 blocking sends at once (the sentry finishes at most
 //                 64 on threads of its own, EAGAIN past that), 120 threads.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -198,6 +201,64 @@ f = os.open('/tmp', os.O_RDONLY); print('again', os.fstat(f).st_mode & 0o170000 
   EXPECT_NE(o.stdout_text.find("err 23\n"), std::string::npos) << Why(o);  // ENFILE
   EXPECT_NE(o.stdout_text.find("again True"), std::string::npos) << Why(o);
   EXPECT_LT(o.peak_rss_kb, kRssCapKb) << Why(o);
+}
+
+// /proc files are memfds the sentry writes: their pages are charged to the
+// sentry, not to the guest's cgroup. A process with 30,000 mappings makes a
+// ~5 MB /proc/self/maps; holding 40 opens of it would be 200 MB outside the
+// guest's --memory. Past 32 MiB held, the open fails with ENOMEM.
+TEST(SentryBoundsTest, HeldProcTextIsBounded) {
+  std::string code = R"(import mmap, ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+n = 60000
+m = mmap.mmap(-1, 4096 * n)
+base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+for i in range(0, n, 2):
+    libc.mprotect(ctypes.c_void_p(base + 4096 * i), 4096, 1)
+held, err = [], None
+for i in range(40):
+    try:
+        held.append(os.open('/proc/self/maps', os.O_RDONLY))
+    except OSError as e:
+        err = e.errno; break
+print('held', len(held), 'err', err, flush=True)
+for f in held: os.close(f)
+time.sleep(0.3)
+print('again', len(os.read(os.open('/proc/self/maps', os.O_RDONLY), 100)) > 0)
+)";
+  Outcome o = RunSampled(code, {"--timeout", "60"});
+  ASSERT_EQ(o.run.exit_code, 0) << Why(o);
+  EXPECT_NE(o.stdout_text.find("err 12\n"), std::string::npos) << Why(o);  // ENOMEM
+  EXPECT_NE(o.stdout_text.find("again True"), std::string::npos) << Why(o);
+  EXPECT_LT(o.peak_rss_kb, kRssCapKb) << Why(o);
+}
+
+// Found while auditing hole 5's "flock on donated host files": a lower-layer
+// file is donated as the host's own file, so the guest's flock(LOCK_EX) (a
+// native call) takes the lock on the host's inode, and a host process's
+// flock(LOCK_EX|LOCK_NB) on that file then fails with EWOULDBLOCK (measured
+// on c58f71f and on this branch). fcntl F_SETLK read locks reach the host the
+// same way, and F_GETLK shows host lock holders' pids. The fix needs the
+// table (flock and fcntl's lock commands trapped, answered on the guest's
+// own file description for store files and emulated for lower ones), which
+// this branch does not own: enable this test with that change.
+TEST(SentryBoundsTest, DISABLED_GuestFlockOnALowerFileDoesNotReachTheHost) {
+  std::string code = std::string("import os, fcntl, time\nfd = os.open('") + kLowerFile +
+                     R"(', os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print('locked', flush=True)
+time.sleep(3)
+)";
+  Child c = SpawnSentry({}, {"/usr/bin/python3", "-c", code});
+  std::string seen = ReadUntil(c.out, "locked", 20);
+  ASSERT_NE(seen.find("locked"), std::string::npos) << seen;
+  int fd = open(kLowerFile, O_RDONLY | O_CLOEXEC);
+  int rc = flock(fd, LOCK_EX | LOCK_NB);
+  int err = errno;
+  if (rc == 0) flock(fd, LOCK_UN);
+  close(fd);
+  Collect(c, 20);
+  EXPECT_EQ(rc, 0) << "the guest's flock reached the host: " << strerror(err);
 }
 
 // 100,000 refused connects: the result lists the first 20, the sentry does

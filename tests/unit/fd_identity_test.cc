@@ -108,6 +108,32 @@ TEST(FdIdentityTest, LongPathsAreCharged) {
   EXPECT_LE(ids.bytes(), FdIdentity::kMaxBytes);
 }
 
+// Generated memfd text is charged while the guest holds it: ENOMEM past
+// kMaxDataBytes, room again once it lets go.
+TEST(FdIdentityTest, GeneratedTextIsCharged) {
+  FdIdentity ids;
+  std::vector<FdIdentity::Key> held;
+  ids.set_held_keys([&] { return std::optional(held); });
+  auto node = std::make_shared<vfs::Node>(vfs::NodeKind::kFile, vfs::Attr{});
+  OpenObject big{node};
+  big.data_bytes = 5 << 20;
+  size_t ok = 0;
+  for (ino_t i = 0; i < 100; ++i) {
+    held.push_back({9, i});
+    auto r = ids.Register(Host(9, i), big);
+    if (!r.ok()) {
+      EXPECT_EQ(r.error(), ENOMEM);
+      break;
+    }
+    ++ok;
+  }
+  EXPECT_EQ(ok, FdIdentity::kMaxDataBytes / big.data_bytes);
+  held.clear();
+  std::this_thread::sleep_for(FdIdentity::kFullSweepInterval);
+  EXPECT_TRUE(ids.Register(Host(9, 1000), big).ok());
+  EXPECT_EQ(ids.data_bytes(), big.data_bytes);
+}
+
 TEST(FdIdentityTest, CallerObjectsAreKnownApart) {
   FdIdentity ids;
   ids.TrustCallerObject(Host(3, 4));
