@@ -327,7 +327,9 @@ port = None
 for p in range(1024, 65536):
     s = socket.socket()
     try:
-        s.connect(('127.0.0.1', p)); port = p; s.close(); break
+        s.connect(('127.0.0.1', p))
+        if s.getsockname()[1] != p:  # not a TCP self-connect
+            port = p; s.close(); break
     except OSError:
         s.close()
 print('port', port is not None, flush=True)
