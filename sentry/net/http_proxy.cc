@@ -28,13 +28,6 @@ namespace {
 constexpr size_t kMaxHead = 64 << 10;
 constexpr int kIoSliceMs = 250;                        // how often a stop is noticed
 constexpr auto kIdleLimit = std::chrono::seconds(60);  // no byte either way for this long: done
-// Connections served at once, each on a thread with up to kMaxHead of request
-// head and a 16 KiB relay buffer: 64 of them are at most ~6 MiB and 64
-// threads of the sentry's, and more than a script's HTTP client opens to a
-// few hosts (browsers: 6 per host). The guest can reach the listener itself
-// (it is on the sandbox's loopback): past the cap a connection is closed at
-// once, never given a thread.
-constexpr int kMaxConnections = 64;
 
 bool IsToken(absl::string_view s) {
   if (s.empty()) return false;
@@ -331,10 +324,6 @@ void HttpProxy::AcceptLoop() {
     if (!(p[0].revents & POLLIN)) continue;
     int c = accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (c < 0) continue;
-    if (active_ >= kMaxConnections) {
-      Refuse(UniqueFd(c));
-      continue;
-    }
     ++active_;
     std::thread([this, c] {
       Serve(UniqueFd(c));
@@ -343,14 +332,6 @@ void HttpProxy::AcceptLoop() {
       cv_.notify_all();
     }).detach();
   }
-}
-
-void HttpProxy::Refuse(UniqueFd client) {
-  sockaddr_in peer{};
-  socklen_t len = sizeof(peer);
-  getpeername(client.get(), reinterpret_cast<sockaddr*>(&peer), &len);
-  std::lock_guard<std::mutex> lock(mu_);
-  expected_.erase(ntohs(peer.sin_port));  // a connection the sentry announced: forget it
 }
 
 void HttpProxy::Serve(UniqueFd client) {

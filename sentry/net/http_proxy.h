@@ -49,8 +49,6 @@ class HttpProxy final {
  private:
   void AcceptLoop();
   void Serve(UniqueFd client);
-  // Closes a connection past kMaxConnections (see http_proxy.cc).
-  void Refuse(UniqueFd client);
   const SecretRule* TakeExpected(uint16_t client_port);
   // Registers fd as live (false: the proxy is stopping, do not use it), or
   // forgets it.

@@ -320,7 +320,9 @@ os._exit(0)
 
 // The credentials proxy listens on the sandbox's own loopback, where the
 // guest can reach it directly: 200 connections at once get at most 64
-// threads of the sentry's; the rest are closed at once.
+// threads of the sentry's; the rest are answered and closed at once. The cap
+// itself is main's (ab6fd60, 503 past 64; RtParsers covers idle floods):
+// this case adds the sentry's RSS to it.
 TEST(SentryBoundsTest, ProxyConnectionsAreBounded) {
   std::string code = R"(import socket, time
 port = None
@@ -341,9 +343,11 @@ closed = 0
 for s in socks:
     s.setblocking(False)
     try:
-        if s.recv(1) == b'': closed += 1
-    except (BlockingIOError, ConnectionResetError) as e:
-        closed += isinstance(e, ConnectionResetError)
+        s.recv(1); closed += 1  # EOF or a 503: answered without waiting
+    except BlockingIOError:
+        pass
+    except ConnectionResetError:
+        closed += 1
 print('closed', closed, flush=True)
 )";
   setenv("SENTRY_BOUNDS_KEY", "k", 1);
