@@ -1,6 +1,9 @@
 #include "syscalls/common.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/statfs.h>
 
 #include <cerrno>
 
@@ -12,12 +15,74 @@ SysResult<std::string> ReadPath(SyscallContext& ctx, GuestAddr addr) {
 
 const vfs::NodeRef& FdRef::node() const { return object->node; }
 
+namespace {
+
+constexpr __fsword_t kPidfsMagic = 0x50494446;   // PID_FS_MAGIC (Linux 6.9+)
+constexpr __fsword_t kMqueueMagic = 0x19800202;  // MQUEUE_MAGIC (ipc/mqueue.c)
+
+// The device of the kernel's internal shmem mount, where every memfd lives.
+dev_t MemfdDev() {
+  static const dev_t dev = [] {
+    struct stat st {};
+    int fd = memfd_create("sentry-probe", MFD_CLOEXEC);
+    if (fd >= 0) {
+      if (fstat(fd, &st) < 0) st.st_dev = 0;
+      close(fd);
+    }
+    return st.st_dev;
+  }();
+  return dev;
+}
+
+// Whether an fd the identity table does not know may be answered from its
+// host object: one the guest made itself with a native call (a pipe, a
+// socket, an eventfd, epoll, timerfd, pidfd, a POSIX queue of its own ipc
+// namespace, a memfd), a pty of the sandbox's own devpts, or stdio the
+// run's caller handed it. Everything else lives on a host file system (the
+// lower layer, a device) or in the store, and an fd there can only be one the
+// sentry donated and no longer recognises (see FdIdentity): never the guest's
+// own object.
+bool GuestsOwnObject(SyscallContext& ctx, const FdRef& ref) {
+  const struct stat& st = ref.host_st;
+  if (ctx.kernel.fds().IsCallerObject(st)) return true;
+  if (ctx.kernel.pts_dev && st.st_dev == ctx.kernel.pts_dev) return true;
+  struct statfs sf;
+  if (fstatfs(ref.host.get(), &sf) < 0) return false;
+  switch (sf.f_type) {
+    case PIPEFS_MAGIC:
+    case SOCKFS_MAGIC:
+    case ANON_INODE_FS_MAGIC:
+    case kPidfsMagic:
+    case kMqueueMagic:
+      return true;
+    case TMPFS_MAGIC: {
+      if (MemfdDev() == 0 || st.st_dev != MemfdDev()) return false;
+      struct stat store;
+      int store_fd = ctx.vfs().store().dir_fd();
+      return store_fd < 0 || fstat(store_fd, &store) < 0 || store.st_dev != st.st_dev;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+// A miss on a host or store object is EBADF: every fd-taking call documents
+// it, so no program meets an errno its call cannot return, and it says what
+// the sandbox holds to be true: this fd is not an open file of the sandbox's
+// that it can describe. EACCES would suggest a permission the guest could
+// change, and fstat(2) does not return it.
 SysResult<FdRef> GetFd(SyscallContext& ctx, int fd) {
   if (fd < 0) return Errno{EBADF};
   FdRef ref;
   SYS_ASSIGN_OR_RETURN(ref.host, ctx.fds.Get(fd));
   if (fstat(ref.host.get(), &ref.host_st) < 0) return Errno{EBADF};
   ref.object = ctx.kernel.fds().Find(ref.host_st);
+  if (!ref.object && !GuestsOwnObject(ctx, ref)) {
+    ctx.hint = "the sandbox no longer knows what this fd stands for; open the file again";
+    return Errno{EBADF};
+  }
   return ref;
 }
 
@@ -66,7 +131,15 @@ SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::Nod
                            bool dir_token, bool cloexec, std::string path) {
   struct stat st;
   if (fstat(host_fd.get(), &st) < 0) return Errno{errno};
-  ctx.kernel.fds().Register(st, OpenObject{node, dir_token, std::move(path)});
+  OpenObject obj{node, dir_token, std::move(path)};
+  // A memfd is text the sentry generated (/proc): its pages are the sentry's.
+  if (st.st_dev == MemfdDev()) obj.data_bytes = static_cast<size_t>(st.st_blocks) * 512;
+  if (SysStatus r = ctx.kernel.fds().Register(st, std::move(obj)); !r.ok()) {
+    ctx.hint = r.error() == ENFILE
+                   ? "the sandbox has as many files open as it may (32768): close some"
+                   : "the sandbox holds as much generated /proc text open as it may: close some";
+    return Errno{r.error()};
+  }
   SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(host_fd.get(), cloexec));
   return static_cast<uint64_t>(guest_fd);
 }

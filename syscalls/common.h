@@ -17,7 +17,9 @@ SysResult<std::string> ReadPath(SyscallContext& ctx, GuestAddr addr);
 
 // A guest fd as the sentry sees it: a host copy of it, its host stat, and the
 // VFS object it was donated for (null for pipes, sockets and other anonymous
-// objects the guest made natively).
+// objects the guest made natively, and for the stdio its caller gave it).
+// An fd that is neither, an object on a host or store file system that the
+// sentry does not recognise, is EBADF: never answered from the host object.
 struct FdRef {
   UniqueFd host;
   struct stat host_st {};
@@ -47,7 +49,8 @@ SysResult<vfs::NodeRef> NodeAtPath(SyscallContext& ctx, int dirfd, const std::st
 SysResult<vfs::NodeRef> NodeOfFd(SyscallContext& ctx, int fd, int not_ours);
 
 // Installs host_fd in the guest, remembering it as node's (opened by the
-// sandbox path `path`, for /proc/PID/fd); returns the guest fd.
+// sandbox path `path`, for /proc/PID/fd); returns the guest fd. ENFILE when
+// the sentry's table of donated objects is full of ones the guest holds.
 SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
                            bool dir_token, bool cloexec, std::string path = "");
 

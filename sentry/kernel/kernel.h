@@ -12,6 +12,7 @@
 
 #include "sentry/kernel/colocation.h"
 #include "sentry/kernel/fd_identity.h"
+#include "sentry/kernel/fd_sweep.h"
 #include "sentry/kernel/task.h"
 #include "sentry/net/egress.h"
 #include "vfs/vfs.h"
@@ -59,7 +60,10 @@ struct KernelConfig {
 class Kernel final {
  public:
   Kernel(std::unique_ptr<vfs::Vfs> vfs, KernelConfig config)
-      : vfs_(std::move(vfs)), config_(std::move(config)) {}
+      : vfs_(std::move(vfs)), config_(std::move(config)) {
+    // Every object a guest task still holds keeps its identity (see FdIdentity).
+    fds_.set_held_keys([this] { return GuestHeldKeys(tasks_); });
+  }
 
   std::mutex& mu() { return mu_; }
   vfs::Vfs& vfs() { return *vfs_; }

@@ -14,6 +14,13 @@ namespace sentry::net {
 namespace {
 
 constexpr auto kMeterPeriod = std::chrono::milliseconds(100);
+// Outward connections held at once. Each costs the sentry an fd (the
+// duplicate metered with TCP_INFO) for as long as the guest holds it, and the
+// sentry's fds (20,000 on a typical host, shared with a pidfd per guest task
+// and the late calls) must outlast anything the guest does: past this,
+// connect fails with EAGAIN, as connect(2) does when the kernel has no room.
+// 512 is far more than a script keeps open to the few hosts it may reach.
+constexpr size_t kMaxConnections = 512;
 
 void ReadCounters(int fd, uint64_t* out, uint64_t* in) {
   tcp_info ti{};
@@ -69,6 +76,9 @@ SysResult<UniqueFd> Egress::Connect(const SocketShape& shape, const sockaddr* ad
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_ || stats_.cap_hit) return Errno{ENETUNREACH};
+    // Let go of what the guest closed before counting what it holds.
+    if (conns_.size() >= kMaxConnections) SampleLocked();
+    if (conns_.size() >= kMaxConnections) return Errno{EAGAIN};
   }
   UniqueFd fd(socket(shape.domain, shape.type | SOCK_CLOEXEC | SOCK_NONBLOCK, shape.protocol));
   if (fd.get() < 0) return Errno{errno};

@@ -336,6 +336,14 @@ std::vector<IpAddr> NetPolicy::Resolve(const std::string& raw, int family, std::
   for (const IpAddr& a : found) {
     if (!PrivateAllowed(a, from_operator)) continue;
     any = true;
+    // A wildcard rule lets the guest resolve names without end, and a DNS it
+    // controls may answer each with a new address: past kMaxResolved one
+    // older address is forgotten (the guest's resolver gets it back by
+    // asking again), so the set stays bounded.
+    if (resolved_.size() >= kMaxResolved && !resolved_.count(a)) {
+      operator_given_.erase(resolved_.begin()->first);
+      resolved_.erase(resolved_.begin());
+    }
     std::set<uint16_t>& allowed = resolved_[a];
     allowed.insert(ports.begin(), ports.end());
     if (from_operator) operator_given_.insert(a);

@@ -109,7 +109,15 @@ class NetPolicy final {
                               int cancel_fd = -1);
 
   // Whether a guest connect to addr:port may leave the sandbox. Thread-safe.
+  // 4,096 resolved addresses (~100 bytes each with their ports): far more
+  // than the hosts a run's allowlist names resolve to.
+  static constexpr size_t kMaxResolved = 4096;
   Verdict MayConnect(const IpAddr& addr, uint16_t port);
+  // How many resolved addresses the policy remembers (at most kMaxResolved).
+  size_t resolved_count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return resolved_.size();
+  }
 
  private:
   bool PrivateAllowed(const IpAddr& a, bool operator_given) const;

@@ -167,6 +167,12 @@ std::optional<RunError> Run::BuildSandbox() {
 // What depends on the command: the guest's stdio relays, the files copied in,
 // its cwd, program, argv, environment and rlimits.
 std::optional<RunError> Run::Admit() {
+  // The guest's stdio is the caller's (a tty, /dev/null) or the sentry's
+  // relay pipes: not the VFS's, but the guest's own to fstat (see GetFd).
+  for (int fd : stdio_.child_fds()) {
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0) kernel_->fds().TrustCallerObject(st);
+  }
   stdio_.Start();
   vfs::Vfs& v = kernel_->vfs();
   kernel_->set_memory_bytes(o_.memory_bytes);

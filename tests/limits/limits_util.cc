@@ -10,8 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -309,6 +311,37 @@ std::string Sha256OfFile(const std::string& path) {
   std::string h = r.out;
   while (!h.empty() && (h.back() == '\n' || h.back() == ' ')) h.pop_back();
   return h;
+}
+
+SentryRssSampler::SentryRssSampler(pid_t pid, int period_ms) : pid_(pid), period_ms_(period_ms) {
+  thread_ = std::thread([this] {
+    while (!stop_) {
+      Sample();
+      std::this_thread::sleep_for(std::chrono::milliseconds(period_ms_));
+    }
+  });
+}
+
+SentryRssSampler::~SentryRssSampler() { Stop(); }
+
+void SentryRssSampler::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void SentryRssSampler::Sample() {
+  std::string status = ReadFile("/proc/" + std::to_string(pid_) + "/status");
+  if (status.empty()) return;
+  auto field = [&](const char* name) -> long {
+    size_t at = status.find(name);
+    if (at == std::string::npos) return 0;
+    return std::strtol(status.c_str() + at + strlen(name), nullptr, 10);
+  };
+  long rss = std::max(field("VmRSS:"), field("VmHWM:"));
+  long threads = field("Threads:");
+  if (rss > peak_rss_kb_) peak_rss_kb_ = rss;
+  if (threads > peak_threads_) peak_threads_ = threads;
+  ++samples_;
 }
 
 }  // namespace sentry::limits

@@ -7,9 +7,11 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sentry/base/json_lite.h"
@@ -89,6 +91,33 @@ std::vector<std::string> SentryCgroupDirs(pid_t sentry_pid);
 // Removes those directories (empty cgroups): cleanup after a known leak, so
 // the suite leaves the host as it found it.
 void RemoveCgroupDirs(const std::vector<std::string>& dirs);
+
+// Samples one process's VmRSS and thread count (/proc/PID/status) every
+// period_ms on a thread of its own until Stop() or the process is gone, and
+// keeps the peaks: the sentry's own memory, which no cgroup of the guest's
+// caps (the run's peakMemoryBytes is the guest's). VmHWM is read too, so a
+// peak between two samples is not missed.
+class SentryRssSampler final {
+ public:
+  explicit SentryRssSampler(pid_t pid, int period_ms = 20);
+  ~SentryRssSampler();
+  SentryRssSampler(const SentryRssSampler&) = delete;
+  SentryRssSampler& operator=(const SentryRssSampler&) = delete;
+  void Stop();
+  long peak_rss_kb() const { return peak_rss_kb_; }
+  long peak_threads() const { return peak_threads_; }
+  long samples() const { return samples_; }
+
+ private:
+  void Sample();
+  pid_t pid_;
+  int period_ms_;
+  std::atomic<bool> stop_{false};
+  std::atomic<long> peak_rss_kb_{0};
+  std::atomic<long> peak_threads_{0};
+  std::atomic<long> samples_{0};
+  std::thread thread_;
+};
 
 // Lines of /proc/self/mountinfo without the two mount ids.
 std::set<std::string> MountLines();

@@ -156,6 +156,32 @@ TEST(NetPolicyTest, ResolvedAddressesAndTheirPortsAreWhatMayBeReached) {
   EXPECT_TRUE(p.Resolve("cdn.example", AF_INET, &why).empty()) << "the wildcard is below only";
 }
 
+// A wildcard rule and a DNS that answers every name with a new address: the
+// policy remembers at most kMaxResolved of them, the newest still reachable.
+TEST(NetPolicyTest, ResolvedAddressesStayBounded) {
+  NetPolicyOptions o;
+  AllowRule r;
+  std::string why;
+  ASSERT_TRUE(ParseAllowRule("*.attacker.example:443", &r, &why));
+  o.allow.push_back(r);
+  uint32_t next = 0x5db80000;  // 93.184.0.0 onwards: public
+  o.resolver = [&next](const std::string&) {
+    uint32_t a = next++;
+    return std::vector<IpAddr>{Ip(std::to_string(a >> 24) + "." + std::to_string(a >> 16 & 255) +
+                                  "." + std::to_string(a >> 8 & 255) + "." +
+                                  std::to_string(a & 255))};
+  };
+  NetPolicy p(std::move(o));
+  std::vector<IpAddr> last;
+  for (int i = 0; i < 20000; ++i) {
+    last = p.Resolve("n" + std::to_string(i) + ".attacker.example", AF_INET, &why);
+    ASSERT_EQ(last.size(), 1u) << why;
+  }
+  EXPECT_TRUE(p.MayConnect(last[0], 443).allowed);
+  EXPECT_FALSE(p.MayConnect(Ip("93.184.0.0"), 443).allowed) << "the oldest was forgotten";
+  EXPECT_LE(p.resolved_count(), NetPolicy::kMaxResolved);
+}
+
 TEST(NetPolicyTest, NamesThatResolveToPrivateAddressesAreRefused) {
   int calls = 0;
   NetPolicy p(Options({"rebind.example"}, &calls,
