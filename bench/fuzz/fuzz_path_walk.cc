@@ -24,6 +24,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -194,7 +195,7 @@ class Program {
         }
         case 4: {
           auto at = WalkFor(false);
-          std::string target = in_.ConsumeRandomLengthString(300);
+          std::string target = Path();
           if (at.ok()) (void)vfs_.Symlink(*at, target, creds_);
           break;
         }
@@ -234,7 +235,13 @@ class Program {
  private:
   mode_t Mode() { return in_.ConsumeIntegral<uint16_t>() & 07777; }
   NodeRef Start() { return dirs_[in_.ConsumeIntegralInRange<size_t>(0, dirs_.size() - 1)]; }
-  std::string Path() { return in_.ConsumeRandomLengthString(kPathMax + 8); }
+  // A guest's path or link target ends at its first NUL (ReadPath reads it
+  // so): a NUL inside a name is not something a guest can send.
+  std::string Path() {
+    std::string p = in_.ConsumeRandomLengthString(kPathMax + 8);
+    p.resize(strnlen(p.c_str(), p.size()));
+    return p;
+  }
   ResolveOpts Opts() {
     uint8_t f = in_.ConsumeIntegral<uint8_t>();
     creds_ = kCreds[(f >> 5) % 3];

@@ -54,10 +54,12 @@ status=0
 for t in $targets; do
   mkdir -p "$build/corpus/$t"
   echo "== $t: $seconds s" >&2
-  # One process at a time: the machine's cores are shared.
+  dict=""
+  [ -f "$here/$t.dict" ] && dict="-dict=$here/$t.dict"
+  # One process at a time (no -jobs/-workers): the machine's cores are shared.
   # shellcheck disable=SC2086
   if ! "$build/bench/fuzz/$t" -max_total_time="$seconds" -print_final_stats=1 \
-      -artifact_prefix="$build/crashes/$t-" ${FUZZ_ARGS:-} \
+      -artifact_prefix="$build/crashes/$t-" $dict ${FUZZ_ARGS:-} \
       "$build/corpus/$t" "$here/corpus/$t" >"$build/logs/$t.log" 2>&1; then
     echo "$t: FOUND A CRASH, see $build/logs/$t.log and $build/crashes/" >&2
     status=1
