@@ -60,9 +60,17 @@ std::string Snapshot() {
   return out;
 }
 
+// A new directory under $TMPDIR (run.sh sets one per target and removes it
+// afterwards: libFuzzer ends a timed run without running atexit handlers).
+std::string TempDir(const char* tag) {
+  const char* base = getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/sentry-fuzz-" + tag + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) Fail("mkdtemp", tmpl);
+  return tmpl;
+}
+
 void MakeHostTree() {
-  char tmpl[] = "/tmp/sentry-fuzz-walk-XXXXXX";
-  g_host_dir = mkdtemp(tmpl);
+  g_host_dir = TempDir("walk");
   g_lower_dir = g_host_dir + "/lower";
   std::string l = g_lower_dir + "/";
   mkdir(g_lower_dir.c_str(), 0755);
@@ -82,8 +90,7 @@ void MakeHostTree() {
   symlink(".", (l + "self").c_str());
   symlink("", (l + "dangling").c_str());
   symlink(g_host_dir.c_str(), (l + "hostdir").c_str());
-  char stmpl[] = "/tmp/sentry-fuzz-store-XXXXXX";
-  g_store_dir = mkdtemp(stmpl);
+  g_store_dir = TempDir("store");
   g_lower_snapshot = Snapshot();
 }
 

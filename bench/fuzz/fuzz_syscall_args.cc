@@ -7,7 +7,10 @@
 // argument is picked by the input: a pointer into the fuzzed pages (or just
 // before the hole), AT_FDCWD, a small number, a guest fd, or raw bits.
 //
-// For each call the target runs, as the dispatcher does:
+// Half the calls take arguments shaped by the row's argument kinds (an fd
+// that exists, a pointer into the fuzzed pages, a small length), so that
+// handlers are reached past their first check. For each call the target
+// runs, as the dispatcher does:
 //  - Dispatcher::Describe, the --trace decoder, on any syscall number
 //    (paths, open flags, sockaddrs of every family and length);
 //  - the row's handler, for every trapped row but sched_setaffinity (which
@@ -133,9 +136,17 @@ std::string Snapshot() {
   return out;
 }
 
+// A new directory under $TMPDIR (run.sh sets one per target and removes it
+// afterwards: libFuzzer ends a timed run without running atexit handlers).
+std::string TempDir(const char* tag) {
+  const char* base = getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/sentry-fuzz-" + tag + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) Fail("mkdtemp", tmpl);
+  return tmpl;
+}
+
 void Setup() {
-  char tmpl[] = "/tmp/sentry-fuzz-args-XXXXXX";
-  g_host_dir = mkdtemp(tmpl);
+  g_host_dir = TempDir("args");
   g_lower_dir = g_host_dir + "/lower";
   std::string l = g_lower_dir + "/";
   mkdir(g_lower_dir.c_str(), 0755);
@@ -145,8 +156,7 @@ void Setup() {
   symlink("hello.txt", (l + "link").c_str());
   symlink("/etc/passwd", (l + "abs").c_str());
   symlink("../../..", (l + "up").c_str());
-  char stmpl[] = "/tmp/sentry-fuzz-args-store-XXXXXX";
-  g_store_dir = mkdtemp(stmpl);
+  g_store_dir = TempDir("args-store");
   g_lower_snapshot = Snapshot();
   struct stat st;
   if (stat("/proc/self/ns/net", &st) == 0) g_netns_ino = st.st_ino;
@@ -206,6 +216,26 @@ uint64_t Arg(FuzzedDataProvider& in) {
   }
 }
 
+// An argument shaped by its kind in the table (SyscallRow::args), so the
+// fuzzer reaches past the first check of a handler: an fd that exists, a
+// pointer to fuzzed memory, a length a struct fits in.
+uint64_t ArgOfKind(FuzzedDataProvider& in, char kind) {
+  switch (kind) {
+    case 'f':
+      return in.PickValueInArray<uint64_t>(
+          {static_cast<uint64_t>(static_cast<int64_t>(AT_FDCWD)), 3, 4, kDgramFd, kStreamFd});
+    case 's':
+    case 'p':
+    case 'A':
+      return in.ConsumeBool() ? kData + in.ConsumeIntegralInRange<uint64_t>(0, 512)
+                              : kData + kDataLen - in.ConsumeIntegralInRange<uint64_t>(1, 300);
+    case 'l':
+      return in.ConsumeIntegralInRange<uint64_t>(0, 300);
+    default:
+      return in.ConsumeIntegral<uint32_t>();
+  }
+}
+
 struct Call {
   int nr;
   SyscallArgs args;
@@ -222,7 +252,15 @@ void RunOne(FuzzedDataProvider& in) {
     c.nr = in.ConsumeBool()
                ? in.ConsumeIntegralInRange(-1, 600)
                : g_trapped[in.ConsumeIntegralInRange<size_t>(0, g_trapped.size() - 1)]->nr;
-    for (uint64_t& a : c.args.raw) a = Arg(in);
+    const SyscallRow* row = FindSyscall(c.nr);
+    if (row && in.ConsumeBool()) {
+      for (int k = 0; k < 6; ++k) {
+        c.args.raw[k] =
+            k < static_cast<int>(std::strlen(row->args)) ? ArgOfKind(in, row->args[k]) : Arg(in);
+      }
+    } else {
+      for (uint64_t& a : c.args.raw) a = Arg(in);
+    }
     calls.push_back(c);
   }
   FakeMemory mem_backend;

@@ -52,18 +52,19 @@ ninja -C "$build" -j "${FUZZ_NINJA_JOBS:-2}" $targets
 mkdir -p "$build/logs" "$build/crashes"
 status=0
 for t in $targets; do
-  mkdir -p "$build/corpus/$t"
+  mkdir -p "$build/corpus/$t" "$build/tmp/$t"
   echo "== $t: $seconds s" >&2
   dict=""
   [ -f "$here/$t.dict" ] && dict="-dict=$here/$t.dict"
   # One process at a time (no -jobs/-workers): the machine's cores are shared.
   # shellcheck disable=SC2086
-  if ! "$build/bench/fuzz/$t" -max_total_time="$seconds" -print_final_stats=1 \
+  if ! TMPDIR="$build/tmp/$t" "$build/bench/fuzz/$t" -max_total_time="$seconds" -print_final_stats=1 \
       -artifact_prefix="$build/crashes/$t-" $dict ${FUZZ_ARGS:-} \
       "$build/corpus/$t" "$here/corpus/$t" >"$build/logs/$t.log" 2>&1; then
     echo "$t: FOUND A CRASH, see $build/logs/$t.log and $build/crashes/" >&2
     status=1
   fi
+  rm -rf "$build/tmp/$t"
   grep -E '^#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb' "$build/logs/$t.log" >&2 || true
 done
 exit $status
