@@ -224,9 +224,13 @@ uint64_t ArgOfKind(FuzzedDataProvider& in, char kind) {
     case 'f':
       return in.PickValueInArray<uint64_t>(
           {static_cast<uint64_t>(static_cast<int64_t>(AT_FDCWD)), 3, 4, kDgramFd, kStreamFd});
-    case 's':
+    case 's':  // kinds that point at guest memory (table.h lists them)
     case 'p':
     case 'A':
+    case 'M':
+    case 'V':
+    case 'C':
+    case 'q':
       return in.ConsumeBool() ? kData + in.ConsumeIntegralInRange<uint64_t>(0, 512)
                               : kData + kDataLen - in.ConsumeIntegralInRange<uint64_t>(1, 300);
     case 'l':
