@@ -249,8 +249,13 @@ std::string RewriteRequestHead(const std::string& head, const SecretRule& rule,
       return "";
     }
     if (name == "content-length") {
+      // 1*DIGIT (RFC 9110 8.6): SimpleAtoi alone takes "+4", which a server
+      // may read otherwise, and then the body would be a request of its own.
       uint64_t n;
-      if (!absl::SimpleAtoi(value, &n) || (have_length && n != *content_length)) return "";
+      if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos ||
+          !absl::SimpleAtoi(value, &n) || (have_length && n != *content_length)) {
+        return "";
+      }
       have_length = true;
       *content_length = n;
     }
