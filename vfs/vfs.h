@@ -69,7 +69,7 @@ inline constexpr dev_t kVfsDev = 0x53;  // the st_dev every node reports
 // against the metadata budget, --disk/8 but never more than this: 32 MiB holds
 // about 33,000 empty files or directories (a node costs ~1 KiB, see
 // kNodeCost) before the guest's call fails with ENOSPC.
-inline constexpr uint64_t kMaxMetadataBytes = 32ull << 20;
+inline constexpr uint64_t kMaxMetadataBytes = 24ull << 20;
 // What host lookups leave behind (lower nodes, listings, names known absent)
 // is a cache: past this many bytes the unreferenced, unchanged part of it is
 // dropped, to be looked up again when needed. 8 MiB is ~7,000 lower nodes,

@@ -143,5 +143,18 @@ TEST_F(VfsCacheTest, TheBudgetHasAFixedCeiling) {
   EXPECT_LT(made, static_cast<int>(kMaxMetadataBytes / kNodeCost));
 }
 
+TEST_F(VfsCacheTest, ShrinkWalksADeepTreeWithoutRecursion) {
+  v().set_metadata_limit(0);  // the ceiling
+  NodeRef dir = Get("/tmp");
+  for (int i = 0; i < 20000; ++i) {
+    Resolved at{dir, "d", nullptr};
+    dir = Must(v().Create(at, NodeKind::kDir, 0755, kRoot));
+  }
+  NodeRef deep = dir;
+  dir.reset();
+  v().ShrinkCache();
+  EXPECT_TRUE(v().PathOf(deep).ok());
+}
+
 }  // namespace
 }  // namespace sentry::vfs
