@@ -61,21 +61,23 @@ inline constexpr int kMaxSymlinks = 40;
 inline constexpr dev_t kVfsDev = 0x53;  // the st_dev every node reports
 
 // The sentry's own memory for one sandbox must stay under a fixed cap (64 MiB
-// in tests/limits/vfs_bounds_test.cc) whatever the guest does: about 8 MiB of
-// it is the sentry itself, the rest is shared by the VFS's two budgets below
-// and the kernel's own tables (fd identities, tasks, denials).
+// in tests/limits/vfs_bounds_test.cc) whatever the guest does: ~4 MiB of it is
+// the sentry itself, the rest is shared by the VFS's two budgets below and
+// the kernel's own tables (fd identities, tasks, denials).
 //
 // What the guest makes (names, nodes, symlink targets, xattrs) is charged
-// against the metadata budget, --disk/8 but never more than this: 32 MiB holds
-// about 33,000 empty files or directories (a node costs ~1 KiB, see
-// kNodeCost) before the guest's call fails with ENOSPC.
+// against the metadata budget, --disk/8 but never more than this: 24 MiB holds
+// about 25,000 empty files or directories (a node costs ~1 KiB, see
+// kNodeCost) before the guest's call fails with ENOSPC. With 32 MiB, every
+// budget filled at once took the sentry to 63.8 MB; with 24, 55.8 MB.
 inline constexpr uint64_t kMaxMetadataBytes = 24ull << 20;
 // What host lookups leave behind (lower nodes, listings, names known absent)
 // is a cache: past this many bytes the unreferenced, unchanged part of it is
 // dropped, to be looked up again when needed. 8 MiB is ~7,000 lower nodes,
-// several times what a Python session with numpy imports touches, so ordinary
-// runs never drop anything; a walk of all of /usr (157,000 entries, 164 MB
-// when nothing was dropped) stays within it.
+// 18 times what python3 importing json, email, http.client, asyncio,
+// unittest, xml, sqlite3, decimal, ssl and multiprocessing leaves (465 KB), so
+// ordinary runs never drop anything; a stat of every entry of /usr (157,000,
+// 164 MB when nothing was dropped) stays within it.
 inline constexpr uint64_t kLowerCacheBytes = 8ull << 20;
 // Rough figures of what the sentry's heap holds, in bytes: a node (its
 // object, shared_ptr control block and allocator overhead), a map slot for a
