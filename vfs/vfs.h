@@ -200,7 +200,11 @@ class Vfs final {
   // fstatat of name in dir's host directory, and its node added if shown.
   NodeRef LookUpHost(const NodeRef& dir, const std::string& name);
   void Detach(const NodeRef& dir, const std::string& name);  // leaves a whiteout
-  void ReleaseFile(Node& node);                              // after the last name goes
+  // Charges the whiteout that removing a host name from dir will leave, before
+  // anything changes: ENOSPC past the budget, as overlayfs fails when it
+  // cannot make one.
+  SysStatus ChargeWhiteout(const NodeRef& dir, const std::string& name, const Node& child);
+  void ReleaseFile(Node& node);  // after the last name goes
   SysStatus MayDelete(const Node& dir, const Node& victim, const Creds& creds) const;
   void Touch(Node& dir);
   SysStatus Charge(uint64_t bytes);

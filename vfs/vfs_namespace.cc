@@ -49,14 +49,21 @@ SysStatus Vfs::MayDelete(const Node& dir, const Node& victim, const Creds& creds
   return {};
 }
 
+SysStatus Vfs::ChargeWhiteout(const NodeRef& dir, const std::string& name, const Node& child) {
+  // A node a host lookup made under this name is (nearly always: a lower
+  // node renamed within its directory is charged twice) a host name that
+  // was never charged; one the guest made carries its name's charge already.
+  if (!dir->host_dir || !child.IsCached() || dir->whiteouts.count(name)) return {};
+  return Charge(NameCost(name));
+}
+
 void Vfs::Detach(const NodeRef& dir, const std::string& name) {
   auto it = dir->children.find(name);
   if (it != dir->children.end() && it->second->IsDir()) --dir->subdir_delta;
   dir->children.erase(name);
-  // A new whiteout keeps the name's charge: creating and removing unique
-  // names in a host directory must not grow the sentry for free. (A host
-  // name the guest removes was never charged; its whiteout is bounded by the
-  // host's own tree.)
+  // A new whiteout keeps the name's charge (ChargeWhiteout made one for a
+  // host name): creating and removing unique names in a host directory must
+  // not grow the sentry for free.
   if (!dir->host_dir || !dir->whiteouts.insert(name).second) Refund(NameCost(name));
   Touch(*dir);
 }
@@ -171,6 +178,7 @@ SysStatus Vfs::Unlink(const Resolved& at, const Creds& creds) {
   if (!at.Creatable()) return Errno{EISDIR};
   if (at.trailing_slash) return Errno{ENOTDIR};
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
+  SYS_TRY(ChargeWhiteout(at.parent, at.name, *at.node));
   Detach(at.parent, at.name);
   ReleaseFile(*at.node);
   return {};
@@ -183,6 +191,7 @@ SysStatus Vfs::Rmdir(const Resolved& at, const Creds& creds) {
   if (!at.node->IsDir()) return Errno{ENOTDIR};
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
   if (!IsEmptyDir(at.node)) return Errno{ENOTEMPTY};
+  SYS_TRY(ChargeWhiteout(at.parent, at.name, *at.node));
   Detach(at.parent, at.name);
   RefundNode(*at.node);
   at.node->removed = true;
@@ -235,8 +244,13 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
     src->attr().ctime = dst->attr().ctime = Now();
     return {};
   }
-  // A rename onto a new name adds a name (the old one is refunded by Detach).
+  // A rename onto a new name adds a name (the old one is refunded by Detach,
+  // or kept by its whiteout).
   if (!dst) SYS_TRY(Charge(NameCost(to.name)));
+  if (SysStatus s = ChargeWhiteout(from.parent, from.name, *src); !s.ok()) {
+    if (!dst) Refund(NameCost(to.name));
+    return s;
+  }
   if (dst) {
     if (dst->IsDir()) {
       RefundNode(*dst);

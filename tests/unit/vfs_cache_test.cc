@@ -94,15 +94,22 @@ TEST_F(VfsCacheTest, GuestMadeNodesAreChargedAndRefundedExactly) {
   EXPECT_EQ(v().metadata_bytes(), start);
 }
 
-TEST_F(VfsCacheTest, RemovingHostNamesRefundsNothing) {
-  // Host names were never charged: removing them must not make room for
-  // more of the guest's own.
+TEST_F(VfsCacheTest, RemovingHostNamesChargesTheirWhiteouts) {
+  // Host names were never charged: removing them refunds nothing, and the
+  // whiteouts they leave are charged as names.
   ASSERT_TRUE(MakeFile("/tmp/f").ok());
   uint64_t with_one = v().metadata_bytes();
   ASSERT_TRUE(Unlink("/lower/hello.txt").ok());
   ASSERT_TRUE(Unlink("/lower/dir/inner.txt").ok());
   ASSERT_TRUE(Rmdir("/lower/empty").ok());
-  EXPECT_EQ(v().metadata_bytes(), with_one);
+  ASSERT_TRUE(Rename("/lower/link", "/tmp/link").ok());
+  EXPECT_EQ(v().metadata_bytes(),
+            with_one + 5 * kNameCost + std::string("hello.txtinner.txtemptylinklink").size());
+  // Past the budget, removing a host name fails as overlayfs does.
+  v().set_metadata_limit(v().metadata_bytes());
+  EXPECT_EQ(ErrnoOf(Unlink("/lower/dir2")), "ENOENT");
+  EXPECT_EQ(ErrnoOf(Rmdir("/lower/dir")), "ENOSPC");
+  EXPECT_TRUE(Lookup("/lower/dir").ok());
 }
 
 TEST_F(VfsCacheTest, NamesRemovedFromAHostDirectoryStayCharged) {
