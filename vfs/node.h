@@ -91,6 +91,15 @@ class Node : public std::enable_shared_from_this<Node> {
   // even its root, may read or search there.
   mode_t host_mode = 0;
   bool IsLower() const { return host_dir != nullptr || IsLowerFile(); }
+  // Set by a host lookup (Vfs::LookUpHost) to the host's ctime: the node is a
+  // cache entry that may be dropped and made again while nothing changed it
+  // (every change stamps a new ctime, as the kernel does) and nothing holds
+  // it. Zero for what the guest made and for the tree's fixed nodes (mounts).
+  timespec looked_up_ctime{};
+  bool IsCached() const { return looked_up_ctime.tv_sec != 0 || looked_up_ctime.tv_nsec != 0; }
+  // Bytes of this node charged to the metadata budget (Vfs::Charge), refunded
+  // when it goes: only what the guest made is charged.
+  uint32_t charged = 0;
 
   // --- directories ---
   std::map<std::string, NodeRef> children;  // looked-up or created entries

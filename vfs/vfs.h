@@ -60,15 +60,54 @@ inline constexpr size_t kPathMax = 4096;  // including the NUL
 inline constexpr int kMaxSymlinks = 40;
 inline constexpr dev_t kVfsDev = 0x53;  // the st_dev every node reports
 
+// The sentry's own memory for one sandbox must stay under a fixed cap (64 MiB
+// in tests/limits/vfs_bounds_test.cc) whatever the guest does: ~4 MiB of it is
+// the sentry itself, the rest is shared by the VFS's two budgets below and
+// the kernel's own tables (fd identities, tasks, denials).
+//
+// What the guest makes (names, nodes, symlink targets, xattrs) is charged
+// against the metadata budget, --disk/8 but never more than this: 24 MiB holds
+// about 25,000 empty files or directories (a node costs ~1 KiB, see
+// kNodeCost) before the guest's call fails with ENOSPC. With 32 MiB, every
+// budget filled at once took the sentry to 63.8 MB; with 24, 55.8 MB.
+inline constexpr uint64_t kMaxMetadataBytes = 24ull << 20;
+// What host lookups leave behind (lower nodes, listings, names known absent)
+// is a cache: past this many bytes the unreferenced, unchanged part of it is
+// dropped, to be looked up again when needed. 8 MiB is ~7,000 lower nodes,
+// 18 times what python3 importing json, email, http.client, asyncio,
+// unittest, xml, sqlite3, decimal, ssl and multiprocessing leaves (465 KB), so
+// ordinary runs never drop anything; a stat of every entry of /usr (157,000,
+// 164 MB when nothing was dropped) stays within it.
+inline constexpr uint64_t kLowerCacheBytes = 8ull << 20;
+// Rough figures of what the sentry's heap holds, in bytes: a node (its
+// object, shared_ptr control block and allocator overhead), a map slot for a
+// name (tree node, key, value; the name's own bytes are added), a listed host
+// entry and a name known absent. Measured: 129,518 empty directories took the
+// sentry from 4 MB to 125 MB, ~950 bytes each.
+inline constexpr uint64_t kNodeCost = sizeof(Node) + 48;
+inline constexpr uint64_t kNameCost = 96;
+inline constexpr uint64_t kHostEntryCost = 96;
+inline constexpr uint64_t kAbsentCost = 80;
+
 class Vfs final {
  public:
   Vfs(NodeRef root, std::unique_ptr<Store> store);
 
   // Names, links and nodes the guest makes live in the sentry's memory, not in
   // the store: they are charged against this budget (ENOSPC past it), so a
-  // guest cannot grow the sentry without bound. 0: no budget.
-  void set_metadata_limit(uint64_t bytes) { meta_limit_ = bytes; }
+  // guest cannot grow the sentry without bound. Never more than
+  // kMaxMetadataBytes; 0: that ceiling.
+  void set_metadata_limit(uint64_t bytes) {
+    meta_limit_ = bytes == 0 ? kMaxMetadataBytes : std::min(bytes, kMaxMetadataBytes);
+  }
   uint64_t metadata_bytes() const { return meta_bytes_; }
+  // The lower-layer cache (vfs_cache.cc): its budget, and its size as last
+  // counted plus what was added since.
+  void set_cache_limit(uint64_t bytes) { cache_limit_ = cache_next_ = bytes; }
+  uint64_t cache_bytes() const { return cache_bytes_; }
+  // Drops every cached lower node, listing and absent name that nothing holds
+  // and nothing changed; recounts what stays. Walk calls it past the budget.
+  void ShrinkCache();
 
   const NodeRef& root() const { return root_; }
   Store& store() { return *store_; }
@@ -161,20 +200,33 @@ class Vfs final {
   // fstatat of name in dir's host directory, and its node added if shown.
   NodeRef LookUpHost(const NodeRef& dir, const std::string& name);
   void Detach(const NodeRef& dir, const std::string& name);  // leaves a whiteout
-  void ReleaseFile(Node& node);                              // after the last name goes
+  // Charges the whiteout that removing a host name from dir will leave, before
+  // anything changes: ENOSPC past the budget, as overlayfs fails when it
+  // cannot make one.
+  SysStatus ChargeWhiteout(const NodeRef& dir, const std::string& name, const Node& child);
+  void ReleaseFile(Node& node);  // after the last name goes
   SysStatus MayDelete(const Node& dir, const Node& victim, const Creds& creds) const;
   void Touch(Node& dir);
   SysStatus Charge(uint64_t bytes);
+  // Refunds what node was charged, xattrs included, once it has no name left.
+  void RefundNode(Node& node);
   SysStatus XattrPermission(const Node& node, const std::string& name, int may,
                             const Creds& creds) const;
   void Refund(uint64_t bytes) { meta_bytes_ -= std::min(meta_bytes_, bytes); }
-  static uint64_t EntryCost(const std::string& name, const Node* node);
+  static uint64_t NameCost(const std::string& name) { return kNameCost + name.size(); }
+  // Past the cache's budget: shrink it before a walk takes any reference.
+  void MaybeShrinkCache() {
+    if (cache_bytes_ > cache_next_) ShrinkCache();
+  }
 
   NodeRef root_;
   std::unique_ptr<Store> store_;
   uint64_t next_ino_ = 1ull << 33;  // above any host (ext4) inode number
-  uint64_t meta_limit_ = 0;
+  uint64_t meta_limit_ = kMaxMetadataBytes;
   uint64_t meta_bytes_ = 0;
+  uint64_t cache_limit_ = kLowerCacheBytes;
+  uint64_t cache_bytes_ = 0;
+  uint64_t cache_next_ = kLowerCacheBytes;  // cache_bytes_ that triggers a shrink
 };
 
 }  // namespace sentry::vfs

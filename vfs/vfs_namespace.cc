@@ -24,17 +24,18 @@ bool IsAncestor(const NodeRef& maybe_ancestor, NodeRef node) {
 
 }  // namespace
 
-// What the sentry's memory holds for a name (its string and map slot) and for
-// a node (its bookkeeping and a symlink's target): rough, fixed figures.
-uint64_t Vfs::EntryCost(const std::string& name, const Node* node) {
-  if (!node) return 64 + name.size();
-  return 448 + node->target.size() + node->xattr_bytes;
-}
-
 SysStatus Vfs::Charge(uint64_t bytes) {
   if (meta_limit_ && meta_bytes_ + bytes > meta_limit_) return Errno{ENOSPC};
   meta_bytes_ += bytes;
   return {};
+}
+
+void Vfs::RefundNode(Node& node) {
+  // An unlinked file still open keeps its xattrs (fsetxattr works on it), but
+  // they go with the node: RemoveXattr refunds no more than xattr_bytes.
+  Refund(node.charged + node.xattr_bytes);
+  node.charged = 0;
+  node.xattr_bytes = 0;
 }
 
 SysStatus Vfs::MayDelete(const Node& dir, const Node& victim, const Creds& creds) const {
@@ -48,18 +49,28 @@ SysStatus Vfs::MayDelete(const Node& dir, const Node& victim, const Creds& creds
   return {};
 }
 
+SysStatus Vfs::ChargeWhiteout(const NodeRef& dir, const std::string& name, const Node& child) {
+  // A node a host lookup made under this name is (nearly always: a lower
+  // node renamed within its directory is charged twice) a host name that
+  // was never charged; one the guest made carries its name's charge already.
+  if (!dir->host_dir || !child.IsCached() || dir->whiteouts.count(name)) return {};
+  return Charge(NameCost(name));
+}
+
 void Vfs::Detach(const NodeRef& dir, const std::string& name) {
-  Refund(EntryCost(name, nullptr));
   auto it = dir->children.find(name);
   if (it != dir->children.end() && it->second->IsDir()) --dir->subdir_delta;
   dir->children.erase(name);
-  if (dir->host_dir) dir->whiteouts.insert(name);
+  // A new whiteout keeps the name's charge (ChargeWhiteout made one for a
+  // host name): creating and removing unique names in a host directory must
+  // not grow the sentry for free.
+  if (!dir->host_dir || !dir->whiteouts.insert(name).second) Refund(NameCost(name));
   Touch(*dir);
 }
 
 void Vfs::ReleaseFile(Node& node) {
   if (node.nlink > 0) --node.nlink;
-  if (node.nlink == 0) Refund(EntryCost("", &node));
+  if (node.nlink == 0) RefundNode(node);
   node.attr().ctime = Now();
   if (node.nlink == 0 && !node.store_name.empty()) {
     // Guest fds still open keep the data alive, as an unlinked file's do.
@@ -73,7 +84,7 @@ SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, c
   if (at.trailing_slash && kind != NodeKind::kDir) return Errno{ENOENT};
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
-  SYS_TRY(Charge(EntryCost(at.name, nullptr) + 448));
+  SYS_TRY(Charge(NameCost(at.name) + kNodeCost));
   mode_t type = kind == NodeKind::kDir ? S_IFDIR : kind == NodeKind::kFifo ? S_IFIFO : S_IFREG;
   gid_t gid = creds.gid;
   // A setgid directory hands its group (and, to subdirectories, the bit) down.
@@ -82,13 +93,18 @@ SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, c
     if (kind == NodeKind::kDir) mode |= S_ISGID;
   }
   NodeRef node = NewNode(kind, type | (mode & 07777), creds.uid, gid);
+  node->charged = kNodeCost;
   if (kind == NodeKind::kFile || kind == NodeKind::kFifo) {
-    SYS_ASSIGN_OR_RETURN(std::string name, store_->Create());
-    if (kind == NodeKind::kFifo) {
-      store_->Remove(name);
-      SYS_TRY(store_->MakeFifo(name));
+    SysResult<std::string> name = store_->Create();
+    if (name.ok() && kind == NodeKind::kFifo) {
+      store_->Remove(*name);
+      if (SysStatus s = store_->MakeFifo(*name); !s.ok()) name = Errno{s.error()};
     }
-    node->store_name = name;
+    if (!name.ok()) {
+      Refund(NameCost(at.name) + kNodeCost);
+      return Errno{name.error()};
+    }
+    node->store_name = *name;
   }
   AddChild(at.parent, at.name, node);
   if (kind == NodeKind::kDir) ++at.parent->subdir_delta;
@@ -103,13 +119,14 @@ SysResult<NodeRef> Vfs::CreateSocket(const Resolved& at, mode_t mode, const Cred
   if (at.trailing_slash) return Errno{ENOENT};
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
-  SYS_TRY(Charge(EntryCost(at.name, nullptr) + 448));
+  SYS_TRY(Charge(NameCost(at.name) + kNodeCost));
   SysResult<std::string> name = bind();
   if (!name.ok()) {
-    Refund(EntryCost(at.name, nullptr) + 448);
+    Refund(NameCost(at.name) + kNodeCost);
     return Errno{name.error()};
   }
   NodeRef node = NewNode(NodeKind::kSocket, S_IFSOCK | (mode & 07777), creds.uid, creds.gid);
+  node->charged = kNodeCost;
   node->store_name = *name;
   AddChild(at.parent, at.name, node);
   Touch(*at.parent);
@@ -123,8 +140,9 @@ SysResult<NodeRef> Vfs::Symlink(const Resolved& at, std::string_view target, con
   if (at.trailing_slash) return Errno{ENOENT};
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
-  SYS_TRY(Charge(EntryCost(at.name, nullptr) + 448 + target.size()));
+  SYS_TRY(Charge(NameCost(at.name) + kNodeCost + target.size()));
   NodeRef node = NewNode(NodeKind::kSymlink, S_IFLNK | 0777, creds.uid, creds.gid);
+  node->charged = kNodeCost + target.size();
   node->target = std::string(target);
   AddChild(at.parent, at.name, node);
   Touch(*at.parent);
@@ -139,7 +157,6 @@ SysStatus Vfs::Link(const NodeRef& node, const Resolved& at, const Creds& creds)
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
   if (node->nlink == 0 && node->kind() == NodeKind::kFile) return Errno{ENOENT};
-  SYS_TRY(Charge(EntryCost(at.name, nullptr)));
   // protected_hardlinks, as fs/namei.c may_linkat: the owner, or a plain file
   // the caller may read and write.
   if (!creds.IsRoot() && creds.uid != node->attr().uid) {
@@ -147,6 +164,7 @@ SysStatus Vfs::Link(const NodeRef& node, const Resolved& at, const Creds& creds)
     bool plain = S_ISREG(m) && !(m & S_ISUID) && !((m & S_ISGID) && (m & S_IXGRP));
     if (!plain || !Permission(*node, R_OK | W_OK, creds).ok()) return Errno{EPERM};
   }
+  SYS_TRY(Charge(NameCost(at.name)));
   AddChild(at.parent, at.name, node);
   ++node->nlink;
   node->attr().ctime = Now();
@@ -160,6 +178,7 @@ SysStatus Vfs::Unlink(const Resolved& at, const Creds& creds) {
   if (!at.Creatable()) return Errno{EISDIR};
   if (at.trailing_slash) return Errno{ENOTDIR};
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
+  SYS_TRY(ChargeWhiteout(at.parent, at.name, *at.node));
   Detach(at.parent, at.name);
   ReleaseFile(*at.node);
   return {};
@@ -172,8 +191,9 @@ SysStatus Vfs::Rmdir(const Resolved& at, const Creds& creds) {
   if (!at.node->IsDir()) return Errno{ENOTDIR};
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
   if (!IsEmptyDir(at.node)) return Errno{ENOTEMPTY};
+  SYS_TRY(ChargeWhiteout(at.parent, at.name, *at.node));
   Detach(at.parent, at.name);
-  Refund(EntryCost("", at.node.get()));
+  RefundNode(*at.node);
   at.node->removed = true;
   at.node->attr().ctime = Now();
   return {};
@@ -203,12 +223,15 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
   }
   if (src == dst) return {};  // same inode: nothing to do, as vfs_rename
   if (src->IsDir() && IsAncestor(src, to.parent)) return Errno{EINVAL};
-  // A rename onto a new name adds a name (the old one is refunded by Detach).
-  if (!dst && !(flags & RENAME_EXCHANGE)) SYS_TRY(Charge(EntryCost(to.name, nullptr)));
   // The target an ancestor of the source: fs/namei.c says ENOTEMPTY, or EINVAL
   // for an exchange (which would make a directory its own ancestor).
   if (dst && dst->IsDir() && IsAncestor(dst, from.parent)) {
     return Errno{(flags & RENAME_EXCHANGE) ? EINVAL : ENOTEMPTY};
+  }
+  if (dst && !(flags & RENAME_EXCHANGE)) {
+    if (src->IsDir() && !dst->IsDir()) return Errno{ENOTDIR};
+    if (!src->IsDir() && dst->IsDir()) return Errno{EISDIR};
+    if (dst->IsDir() && !IsEmptyDir(dst)) return Errno{ENOTEMPTY};
   }
   if (flags & RENAME_EXCHANGE) {
     int moved = (src->IsDir() ? 1 : 0) - (dst->IsDir() ? 1 : 0);
@@ -221,12 +244,16 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
     src->attr().ctime = dst->attr().ctime = Now();
     return {};
   }
+  // A rename onto a new name adds a name (the old one is refunded by Detach,
+  // or kept by its whiteout).
+  if (!dst) SYS_TRY(Charge(NameCost(to.name)));
+  if (SysStatus s = ChargeWhiteout(from.parent, from.name, *src); !s.ok()) {
+    if (!dst) Refund(NameCost(to.name));
+    return s;
+  }
   if (dst) {
-    if (src->IsDir() && !dst->IsDir()) return Errno{ENOTDIR};
-    if (!src->IsDir() && dst->IsDir()) return Errno{EISDIR};
     if (dst->IsDir()) {
-      if (!IsEmptyDir(dst)) return Errno{ENOTEMPTY};
-      Refund(EntryCost("", dst.get()));
+      RefundNode(*dst);
       dst->removed = true;
       --to.parent->subdir_delta;  // replaced below by src, counted again
     } else {

@@ -145,7 +145,7 @@ NodeRef Vfs::Child(const NodeRef& dir, const std::string& name) {
   }
   if (dir->host_absent.count(name)) return nullptr;
   NodeRef node = LookUpHost(dir, name);
-  if (!node) dir->host_absent.insert(name);
+  if (!node && dir->host_absent.insert(name).second) cache_bytes_ += kAbsentCost + name.size();
   return node;
 }
 
@@ -153,7 +153,11 @@ NodeRef Vfs::LookUpHost(const NodeRef& dir, const std::string& name) {
   struct stat st;
   if (fstatat(dir->host_dir->fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return nullptr;
   NodeRef node = MakeLowerNode(dir->host_dir, name, st);
-  if (node) AddChild(dir, name, node);
+  if (!node) return nullptr;
+  // A cache entry (vfs_cache.cc), unlike the lower nodes setup places.
+  node->looked_up_ctime = node->attr().ctime;
+  cache_bytes_ += kNodeCost + kNameCost + name.size();
+  AddChild(dir, name, node);
   return node;
 }
 
@@ -176,6 +180,7 @@ void Vfs::ListHost(const NodeRef& dir) {
       }
       // Host fifos, sockets and devices are not shown (see MakeLowerNode).
       if (type != DT_DIR && type != DT_REG && type != DT_LNK) continue;
+      cache_bytes_ += kHostEntryCost + name.size();
       dir->host_unlooked.emplace(std::move(name), HostEntry{e->d_ino, type});
     }
     closedir(d);
@@ -242,8 +247,12 @@ SysResult<Resolved> Vfs::Walk(const NodeRef& start, std::string_view path, const
                               const Creds& creds) {
   if (path.empty()) return Errno{ENOENT};
   if (path.size() >= kPathMax) return Errno{ENAMETOOLONG};
-  const NodeRef& top = opts.in_root ? start : root_;
-  NodeRef cur = start;
+  // Before this walk takes any reference; held by the copy meanwhile, start
+  // stays whatever it is (a reference into a map slot included).
+  NodeRef start_ref = start;
+  MaybeShrinkCache();
+  const NodeRef& top = opts.in_root ? start_ref : root_;
+  NodeRef cur = start_ref;
   if (path[0] == '/') {
     if (opts.beneath) return Errno{EXDEV};
     cur = top;
@@ -262,7 +271,7 @@ SysResult<Resolved> Vfs::Walk(const NodeRef& start, std::string_view path, const
     SYS_TRY(Permission(*cur, X_OK, creds));
     if (name == "." || name == "..") {
       if (name == "..") {
-        if (opts.beneath && cur == start) return Errno{EXDEV};
+        if (opts.beneath && cur == start_ref) return Errno{EXDEV};
         if (cur != top) {
           NodeRef up = cur->parent.lock();
           if (up) cur = up;

@@ -14,7 +14,7 @@ constexpr size_t kXattrSizeMax = 65536;
 bool HasPrefix(const std::string& name, const char* prefix) { return name.rfind(prefix, 0) == 0; }
 
 uint64_t XattrCost(const std::string& name, const std::string& value) {
-  return 64 + name.size() + value.size();
+  return 128 + name.size() + value.size();  // a map slot and two strings
 }
 
 }  // namespace
@@ -50,7 +50,9 @@ SysStatus Vfs::SetXattr(Node& node, const std::string& name, std::string value, 
   auto it = node.xattrs.find(name);
   if (it != node.xattrs.end() && (flags & XATTR_CREATE)) return Errno{EEXIST};
   if (it == node.xattrs.end() && (flags & XATTR_REPLACE)) return Errno{ENODATA};
-  uint64_t old_cost = it == node.xattrs.end() ? 0 : XattrCost(name, it->second);
+  // No more than the node still has charged (RefundNode zeroes it).
+  uint64_t old_cost =
+      it == node.xattrs.end() ? 0 : std::min(XattrCost(name, it->second), node.xattr_bytes);
   uint64_t new_cost = XattrCost(name, value);
   if (new_cost > old_cost) SYS_TRY(Charge(new_cost - old_cost));
   Refund(old_cost > new_cost ? old_cost - new_cost : 0);
@@ -81,7 +83,7 @@ SysStatus Vfs::RemoveXattr(Node& node, const std::string& name, const Creds& cre
   SYS_TRY(XattrPermission(node, name, W_OK, creds));
   auto it = node.xattrs.find(name);
   if (it == node.xattrs.end()) return Errno{ENODATA};
-  uint64_t cost = XattrCost(name, it->second);
+  uint64_t cost = std::min(XattrCost(name, it->second), node.xattr_bytes);
   Refund(cost);
   node.xattr_bytes -= cost;
   node.xattrs.erase(it);
