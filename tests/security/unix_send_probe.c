@@ -110,11 +110,12 @@ int main(int argc, char** argv) {
         .msg_name = &race_addr, .msg_namelen = sizeof(race_addr), .msg_iov = &v, .msg_iovlen = 1};
     if (sendmsg(tx, &m, 0) == 1) {
       while (recv(own, buf, sizeof(buf), 0) > 0) ++delivered;
-    } else if (errno == ECONNREFUSED || errno == ENOENT ||
-               errno == ENOTDIR) {  // ENOTDIR: a torn name
+    } else if (errno == ECONNREFUSED || errno == ENOENT || errno == ENOTDIR || errno == EACCES) {
+      // A torn name (half of each) may name a missing path, a path through
+      // a socket (ENOTDIR) or a host directory (EACCES: not writable).
       ++refused;
     } else {
-      ++other;
+      if (other++ == 0) printf("race_other_errno=%s\n", strerrorname_np(errno));
     }
   }
   atomic_store(&racing, 0);
