@@ -52,7 +52,8 @@ RaceCounts Parse(const std::string& out) {
 void ExpectRaceNeverWins(const std::string& mode, const std::vector<std::string>& target,
                          const std::vector<std::string>& flags = {}) {
   long tries = Tries();
-  std::vector<std::string> all = {"--copy", RaceProbePath() + ":" + kGuestRaceProbe};
+  std::vector<std::string> all = {"--timeout", "850", "--copy",
+                                  RaceProbePath() + ":" + kGuestRaceProbe};
   all.insert(all.end(), flags.begin(), flags.end());
   std::vector<std::string> cmd = {kGuestRaceProbe, mode, std::to_string(tries), kSwap};
   cmd.insert(cmd.end(), target.begin(), target.end());
