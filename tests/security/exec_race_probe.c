@@ -8,13 +8,14 @@
 // probe's own (so the attacker knows where the sentry writes: below the red zone
 // of rsp) while a sibling thread spins on that area: as soon as a path appears
 // there (the topmost NUL-terminated string starting with '/' on a 16-byte
-// boundary) it overwrites it with SWAP, hoping the kernel reads it after the
-// sentry's check. The parent classifies each child's end by its status:
+// boundary: the sentry pushes the path first, a script's argv words below it)
+// it overwrites it with SWAP, hoping the kernel reads it after the sentry's
+// check. The parent classifies each child's end by its status:
 //   planned  exit 0 (TARGET ran; it must exit 0)
 //   swapped  exit 1 (SWAP ran: choose a SWAP that exits 1, e.g. /usr/bin/false)
 //   killed   SIGKILL (the sentry saw another file run and killed it)
 //   failed   exit 42 (the execve returned: a half-written path, ENOENT...)
-//   other    anything else
+//   other    anything else (the first one's status and stderr are printed)
 // and counts the tries in which the racer wrote SWAP before the child ended.
 // Prints one line: "tries=N planned=.. swapped=.. killed=.. failed=.. other=..
 // raced=..".
@@ -54,6 +55,13 @@ static void* Racer(void* arg) {
     volatile char* p = e;
     while (p > lo && p[-1] != 0) --p;
     if (p[0] != '/' || ((uintptr_t)p & 15)) continue;
+    // The scan down is not atomic: the sentry may have pushed the path above
+    // while it ran. Only if nothing is above the string now is it the path
+    // (pushed first, highest); else it is an argv word of a script's exec,
+    // which is the guest's own to change and not what this probe attacks.
+    volatile char* q = e + 1;
+    while (q < top && *q == 0) ++q;
+    if (q != top) continue;
     size_t i = 0;
     while (i <= swap_len && p[i] == swap_path[i]) ++i;
     if (i > swap_len) continue;  // already ours
@@ -113,13 +121,16 @@ int main(int argc, char** argv) {
   int null = open("/dev/null", O_WRONLY);
   long planned = 0, swapped = 0, killed = 0, failed = 0, other = 0, won = 0;
   int first_other = -1;
+  static char first_other_err[512];
   for (long i = 0; i < tries; ++i) {
     atomic_store(raced, 0);
+    // The child's stderr, kept for the first try that ends in no known way.
+    int err = first_other < 0 ? memfd_create("stderr", MFD_CLOEXEC) : -1;
     pid_t pid = fork();
     if (pid < 0) return 3;
     if (pid == 0) {
       dup2(null, 1);
-      dup2(null, 2);
+      dup2(err >= 0 ? err : null, 2);
       Child(by_fd, argv + 4);
     }
     int st;
@@ -135,12 +146,22 @@ int main(int argc, char** argv) {
       ++failed;
     } else {
       ++other;
-      if (first_other < 0) first_other = st;
+      if (first_other < 0) {
+        first_other = st;
+        ssize_t n = pread(err, first_other_err, sizeof(first_other_err) - 1, 0);
+        first_other_err[n > 0 ? n : 0] = 0;
+        for (char* c = first_other_err; *c; ++c) {
+          if (*c == '\n' || *c == ' ') *c = '_';
+        }
+      }
     }
+    if (err >= 0) close(err);
   }
   printf("tries=%ld planned=%ld swapped=%ld killed=%ld failed=%ld other=%ld raced=%ld", tries,
          planned, swapped, killed, failed, other, won);
-  if (first_other >= 0) printf(" first_other_status=0x%x", first_other);
+  if (first_other >= 0) {
+    printf(" first_other_status=0x%x first_other_stderr=%s", first_other, first_other_err);
+  }
   printf("\n");
   return 0;
 }
