@@ -1,5 +1,6 @@
 #include "sentry/platform/tracer.h"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -96,6 +98,22 @@ int RewriteExec(GuestMemory& mem, user_regs_struct& regs, bool at, const sys::Ex
   }
   SetExecPath(regs, at, path_addr);
   return 0;
+}
+
+// The path the kernel read for the exec just done: AT_EXECFN points at its
+// copy of bprm->filename on the new stack (fs/exec.c, create_elf_tables),
+// which no guest code has run to change yet. Empty if it cannot be read.
+std::string PathTheKernelRead(pid_t pid) {
+  std::ifstream auxv("/proc/" + std::to_string(pid) + "/auxv", std::ios::binary);
+  uint64_t entry[2];
+  while (auxv.read(reinterpret_cast<char*>(entry), sizeof(entry)) && entry[0] != AT_NULL) {
+    if (entry[0] != AT_EXECFN) continue;
+    ProcessMemoryBackend backend(pid);
+    GuestMemory mem(backend);
+    auto path = mem.CopyInString(GuestAddr(entry[1]), PATH_MAX);
+    return path.ok() ? *path : std::string();
+  }
+  return {};
 }
 
 }  // namespace
@@ -231,7 +249,7 @@ void Tracer::OnExecStop(pid_t pid) {
     if (plan.ok()) {
       err = RewriteExec(mem, regs, at, *plan);
       if (err == 0) {
-        task->exec_check = {true, plan->guest_path, plan->dev, plan->ino};
+        task->exec_check = {true, plan->guest_path, plan->view_path, plan->dev, plan->ino};
         ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
         return;
       }
@@ -259,24 +277,33 @@ void Tracer::OnExecEvent(pid_t pid) {
     kill(pid, SIGKILL);
     return;
   }
-  // Every image must be the binary the sentry planned at the exec's stop (for
-  // a script, the interpreter that ends its "#!" chain). An exec without a
-  // plan (none reaches here but through that stop) is killed too.
+  // The kernel must have read the very path the sentry wrote, and the image
+  // must be the binary the sentry planned at the exec's stop (for a script,
+  // the interpreter that ends its "#!" chain). An exec without a plan (none
+  // reaches here but through that stop) is killed too.
   //
-  // Why this check suffices although the kernel read the path from guest
-  // memory after the plan was made: a thread that rewrote it can make the
-  // kernel open another file of the mount view, but whatever it opened, what
-  // runs is this one binary, which the sentry allowed this task to exec. The
+  // The identity check alone would suffice, although the kernel read the
+  // path from guest memory after the plan was made: a thread that rewrote it
+  // can make the kernel open another file of the mount view (of the host's
+  // tree, without namespaces), but whatever it opened, what runs is this one
+  // binary, which the sentry allowed this task to exec. The
   // kernel may have walked a "#!" chain to get there, and then the binary's
   // argv holds the names (and "#!" arguments) of the files on that chain: all
   // strings the guest could have passed in argv itself, to a binary it may
-  // run anyway. The binary then opens those names (if it is an interpreter)
-  // through the sentry's trapped open, with the guest's own permissions. So
-  // the race can only produce an exec the guest could have asked for
-  // directly; the kernel's reading a "#!" line from a file of the mount view
-  // shows the guest no more than Linux shows any interpreter it runs.
+  // run anyway (so are the argv words RewriteExec wrote: its own memory).
+  // The binary then opens those names (if it is an interpreter) through the
+  // sentry's trapped open, with the guest's own permissions. So the race can
+  // only produce an exec the guest could have asked for directly; the
+  // kernel's reading a "#!" line from a file of the mount view shows the
+  // guest no more than Linux shows any interpreter it runs. The path check
+  // takes even that away: no file but the planned one was opened.
   if (!check.active) {
     violation_ = "exec ran without the sentry's plan";
+    kill(pid, SIGKILL);
+    return;
+  }
+  if (PathTheKernelRead(pid) != check.view_path) {
+    violation_ = "exec read a path other than the one the sentry wrote";
     kill(pid, SIGKILL);
     return;
   }
