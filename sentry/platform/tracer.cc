@@ -101,16 +101,44 @@ int RewriteExec(GuestMemory& mem, user_regs_struct& regs, bool at, const sys::Ex
 }
 
 // The path the kernel read for the exec just done: AT_EXECFN points at its
-// copy of bprm->filename on the new stack (fs/exec.c, create_elf_tables),
-// which no guest code has run to change yet. Empty if it cannot be read.
+// copy of bprm->filename on the new stack (fs/exec.c), which no guest code has
+// run to change yet. The auxv is found past argc, argv[] and envp[] from rsp,
+// as the ELF loader lays them out (fs/binfmt_elf.c, create_elf_tables), read
+// through the tracee's memory: /proc/PID/auxv is closed to the sentry's fs
+// identity when the image is not dumpable (a --root guest's, whose exec
+// gains capabilities). Empty if it cannot be read.
 std::string PathTheKernelRead(pid_t pid) {
-  std::ifstream auxv("/proc/" + std::to_string(pid) + "/auxv", std::ios::binary);
-  uint64_t entry[2];
-  while (auxv.read(reinterpret_cast<char*>(entry), sizeof(entry)) && entry[0] != AT_NULL) {
-    if (entry[0] != AT_EXECFN) continue;
-    ProcessMemoryBackend backend(pid);
-    GuestMemory mem(backend);
-    auto path = mem.CopyInString(GuestAddr(entry[1]), PATH_MAX);
+  user_regs_struct regs;
+  if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) < 0) return {};
+  ProcessMemoryBackend backend(pid);
+  GuestMemory mem(backend);
+  auto argc = mem.CopyIn<uint64_t>(GuestAddr(regs.rsp));
+  if (!argc.ok() || *argc > (uint64_t{1} << 32)) return {};
+  uint64_t at = regs.rsp + 8 * (*argc + 2);  // argc, argv[], NULL
+  // Read to the end of each page at a time: the stack ends on a page boundary.
+  std::vector<uint64_t> words;
+  size_t next = 0;
+  auto word = [&](uint64_t* out) {
+    if (next == words.size()) {
+      uint64_t page_end = (at | (GuestMemory::kPageSize - 1)) + 1;
+      words.resize((page_end - at) / 8);
+      if (words.empty() || !mem.CopyIn(GuestAddr(at), words.data(), 8 * words.size()).ok()) {
+        return false;
+      }
+      at = page_end;
+      next = 0;
+    }
+    *out = words[next++];
+    return true;
+  };
+  uint64_t w;
+  do {
+    if (!word(&w)) return {};
+  } while (w != 0);  // envp[], NULL
+  uint64_t type, value;
+  while (word(&type) && word(&value) && type != AT_NULL) {
+    if (type != AT_EXECFN) continue;
+    auto path = mem.CopyInString(GuestAddr(value), PATH_MAX);
     return path.ok() ? *path : std::string();
   }
   return {};
