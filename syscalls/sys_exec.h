@@ -1,10 +1,12 @@
 // execve, execveat: answered at a ptrace stop, not by a notification.
 //
 // The sentry resolves the path in its VFS (cwd, dirfd, symlinks, permissions:
-// ENOENT, EACCES, ENOTDIR, ELOOP are its answers) and names the same file as the
-// kernel will find it in the guest's mount view: a lower-layer file at its host
-// path (the view binds those directories read-only at the same place), an upper
-// file in the store bound at Store::kGuestPath (its exec_dir). The kernel then loads it.
+// ENOENT, EACCES, ENOTDIR, ELOOP are its answers), follows a "#!" chain as
+// fs/binfmt_script.c would, and names the binary at its end as the kernel will
+// find it in the guest's mount view: a lower-layer file at its host path (the
+// view binds those directories read-only at the same place), an upper file in
+// the store bound at Store::kGuestPath (its exec_dir). The kernel then loads
+// that binary, never a script: what the sentry read is what decides.
 #ifndef SENTRY_SYSCALLS_SYS_EXEC_H_
 #define SENTRY_SYSCALLS_SYS_EXEC_H_
 
@@ -13,35 +15,38 @@
 #include <vector>
 
 #include "sentry/kernel/syscall_context.h"
-#include "vfs/node.h"
 
 namespace sentry::sys {
 
 struct ExecPlan {
-  std::string view_path;  // where the kernel finds the file in the mount view
-  dev_t dev = 0;          // the file's host identity, to check at the exec event
+  // The binary to run: the file named, or the interpreter that ends its "#!"
+  // chain. view_path is where the kernel finds it in the mount view; dev and
+  // ino its host identity, which /proc/PID/exe must show at the exec event.
+  std::string view_path;
+  dev_t dev = 0;
   ino_t ino = 0;
-  bool is_script = false;  // starts with "#!": the kernel runs an interpreter
-  std::string guest_path;  // the file's sandbox path (/proc/PID/exe)
-  std::string given_path;  // the path as the caller named it (a script's argv[1], as Linux)
+  std::string guest_path;  // its sandbox path (/proc/PID/exe)
   bool in_memory = false;  // an upper-layer file, seen by the kernel only in the store
-  // For an in-memory script, what binfmt_script would run: the interpreter's
-  // plan and the words the new argv starts with (interpreter, optional arg).
-  std::vector<std::string> script_words;
+  // For a script, the words that take argv[0]'s place, as binfmt_script builds
+  // them level by level: {interp, [arg,] script} for one "#!", and for a chain
+  // {interp2, [arg2,] interp1, [arg1,] script}. Empty for a binary.
+  std::vector<std::string> argv_head;
 };
 
-// Parses a "#!" line as fs/binfmt_script.c does: the interpreter and at most one
-// argument (the rest of the line, trimmed). ENOEXEC if there is no interpreter.
+// As fs/exec.c's exec_binprm: a script may name a script as its interpreter,
+// five deep; the sixth file must be a binary (else ELOOP).
+inline constexpr int kMaxScriptDepth = 5;
+
+// Parses a "#!" line as fs/binfmt_script.c does, from the file's first 256
+// bytes: the interpreter and at most one argument (the rest of the line, its
+// ends trimmed of blanks; a NUL ends either). ENOEXEC without an interpreter,
+// or when the line is longer than 256 bytes and its name may be cut.
 SysResult<std::vector<std::string>> ParseShebang(std::string_view head);
 
 // dirfd/flags as execveat's (AT_FDCWD and 0 for execve). view_roots: the host
 // directories the mount view shows ("/usr", ...).
 SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int flags,
                              const std::vector<std::string>& view_roots);
-
-// The plan for a node already resolved (an interpreter named by a "#!" line).
-SysResult<ExecPlan> PlanExecNode(SyscallContext& ctx, const vfs::NodeRef& node,
-                                 const std::vector<std::string>& view_roots);
 
 }  // namespace sentry::sys
 

@@ -33,10 +33,15 @@ struct Process {
   std::string exe;   // the guest path of what it last executed (/proc/PID/exe)
 };
 
-// What the sentry allowed a task's pending execve to run, checked at the exec event.
+// The binary the sentry allowed a task's pending execve to run (for a script,
+// the interpreter at the end of its "#!" chain), set at the exec's ptrace stop.
+// At the exec event the kernel must have read view_path (AT_EXECFN) and
+// /proc/PID/exe must be this file, else the task is killed; so is an exec
+// event with no check active.
 struct ExecCheck {
   bool active = false;
   std::string guest_path;
+  std::string view_path;  // the path the sentry wrote for the kernel to read
   dev_t dev = 0;
   ino_t ino = 0;
 };

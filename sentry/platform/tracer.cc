@@ -1,5 +1,6 @@
 #include "sentry/platform/tracer.h"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -62,53 +64,84 @@ void SetExecPath(user_regs_struct& regs, bool at, uint64_t addr) {
   }
 }
 
-// The interpreter of an in-memory script, resolved in the sandbox as the
-// kernel would resolve it (it may not itself be an in-memory script).
-SysResult<sys::ExecPlan> PlanInterpreter(SyscallContext& ctx, const sys::ExecPlan& script,
-                                         const std::vector<std::string>& view_roots) {
-  vfs::ResolveOpts opts;
-  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, ctx.vfs().Lookup(ctx.task.fs->cwd, script.script_words[0],
-                                                           opts, ctx.creds()));
-  SYS_ASSIGN_OR_RETURN(sys::ExecPlan interp, sys::PlanExecNode(ctx, node, view_roots));
-  if (!interp.script_words.empty()) return Errno{ELOOP};
-  if (interp.guest_path.empty()) interp.guest_path = script.script_words[0];
-  return interp;
-}
-
-// binfmt_script in the sentry: execve(interpreter, [interp, arg?, script's
-// sandbox path, argv[1]...], envp). The old argv's strings are reused in place;
-// the new strings and pointer array go below the guest's stack red zone.
-bool RewriteScriptExec(GuestMemory& mem, user_regs_struct& regs, bool at,
-                       const sys::ExecPlan& script, const sys::ExecPlan& interp) {
+// Hands the kernel plan's binary instead of the path the guest named: its
+// view path, and for a script the argv binfmt_script would have built (the
+// new strings and pointer array below the guest's stack red zone, the old
+// argv's strings reused in place). Guest memory, so a sibling thread may
+// change any of it before the kernel reads it: see Tracer::OnExecEvent for why
+// that gains it nothing. EFAULT for an unreadable argv, ENOMEM when the stack
+// cannot take the strings.
+int RewriteExec(GuestMemory& mem, user_regs_struct& regs, bool at, const sys::ExecPlan& plan) {
   constexpr size_t kMaxArgs = 1 << 16;
   uint64_t argv_addr = at ? regs.rdx : regs.rsi;
   std::vector<uint64_t> old_args;
-  for (size_t i = 0; i < kMaxArgs; ++i) {
+  for (size_t i = 0; argv_addr != 0 && !plan.argv_head.empty() && i < kMaxArgs; ++i) {
     auto p = mem.CopyIn<uint64_t>(GuestAddr(argv_addr + 8 * i));
-    if (!p.ok()) return false;
+    if (!p.ok()) return EFAULT;
     if (*p == 0) break;
     old_args.push_back(*p);
   }
-  std::vector<std::string> words = script.script_words;
-  words.push_back(script.given_path);
-  uint64_t cursor = regs.rsp - 256;
   uint64_t path_addr;
-  if (!PushString(mem, cursor, interp.view_path, &path_addr)) return false;
-  cursor = path_addr;
-  std::vector<uint64_t> new_args;
-  for (const std::string& w : words) {
-    uint64_t a;
-    if (!PushString(mem, cursor, w, &a)) return false;
-    new_args.push_back(a);
-    cursor = a;
+  if (!PushString(mem, regs.rsp - 256, plan.view_path, &path_addr)) return ENOMEM;
+  if (!plan.argv_head.empty()) {
+    uint64_t cursor = path_addr;
+    std::vector<uint64_t> new_args;
+    for (const std::string& w : plan.argv_head) {
+      if (!PushString(mem, cursor, w, &cursor)) return ENOMEM;
+      new_args.push_back(cursor);
+    }
+    for (size_t i = 1; i < old_args.size(); ++i) new_args.push_back(old_args[i]);
+    new_args.push_back(0);
+    uint64_t array = (cursor - 8 * new_args.size()) & ~uint64_t{15};
+    if (!mem.CopyOut(GuestAddr(array), new_args.data(), 8 * new_args.size()).ok()) return ENOMEM;
+    (at ? regs.rdx : regs.rsi) = array;
   }
-  for (size_t i = 1; i < old_args.size(); ++i) new_args.push_back(old_args[i]);
-  new_args.push_back(0);
-  uint64_t array = (cursor - 8 * new_args.size()) & ~uint64_t{15};
-  if (!mem.CopyOut(GuestAddr(array), new_args.data(), 8 * new_args.size()).ok()) return false;
   SetExecPath(regs, at, path_addr);
-  (at ? regs.rdx : regs.rsi) = array;
-  return true;
+  return 0;
+}
+
+// The path the kernel read for the exec just done: AT_EXECFN points at its
+// copy of bprm->filename on the new stack (fs/exec.c), which no guest code has
+// run to change yet. The auxv is found past argc, argv[] and envp[] from rsp,
+// as the ELF loader lays them out (fs/binfmt_elf.c, create_elf_tables), read
+// through the tracee's memory: /proc/PID/auxv is closed to the sentry's fs
+// identity when the image is not dumpable (a --root guest's, whose exec
+// gains capabilities). Empty if it cannot be read.
+std::string PathTheKernelRead(pid_t pid) {
+  user_regs_struct regs;
+  if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) < 0) return {};
+  ProcessMemoryBackend backend(pid);
+  GuestMemory mem(backend);
+  auto argc = mem.CopyIn<uint64_t>(GuestAddr(regs.rsp));
+  if (!argc.ok() || *argc > (uint64_t{1} << 32)) return {};
+  uint64_t at = regs.rsp + 8 * (*argc + 2);  // argc, argv[], NULL
+  // Read to the end of each page at a time: the stack ends on a page boundary.
+  std::vector<uint64_t> words;
+  size_t next = 0;
+  auto word = [&](uint64_t* out) {
+    if (next == words.size()) {
+      uint64_t page_end = (at | (GuestMemory::kPageSize - 1)) + 1;
+      words.resize((page_end - at) / 8);
+      if (words.empty() || !mem.CopyIn(GuestAddr(at), words.data(), 8 * words.size()).ok()) {
+        return false;
+      }
+      at = page_end;
+      next = 0;
+    }
+    *out = words[next++];
+    return true;
+  };
+  uint64_t w;
+  do {
+    if (!word(&w)) return {};
+  } while (w != 0);  // envp[], NULL
+  uint64_t type, value;
+  while (word(&type) && word(&value) && type != AT_NULL) {
+    if (type != AT_EXECFN) continue;
+    auto path = mem.CopyInString(GuestAddr(value), PATH_MAX);
+    return path.ok() ? *path : std::string();
+  }
+  return {};
 }
 
 }  // namespace
@@ -224,6 +257,7 @@ void Tracer::OnExecStop(pid_t pid) {
   Task* task = kernel_.tasks().Find(pid);
   int err = ESRCH;
   if (task) {
+    task->exec_check = {};
     kernel_.current = task;
     ProcessMemoryBackend backend(pid);
     GuestMemory mem(backend);
@@ -240,29 +274,13 @@ void Tracer::OnExecStop(pid_t pid) {
       std::fprintf(trace_, "[%d] %s = %s\n", task->ns_tid, Dispatcher::Describe(ctx, nr).c_str(),
                    plan.ok() ? plan->view_path.c_str() : strerrorname_np(plan.error()));
     }
-    if (plan.ok() && !plan->script_words.empty()) {
-      auto interp = PlanInterpreter(ctx, *plan, view_roots_);
-      if (!interp.ok()) {
-        err = interp.error();
-      } else if (RewriteScriptExec(mem, regs, at, *plan, *interp)) {
-        task->exec_check = {true, interp->guest_path, interp->dev, interp->ino};
-        ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
-        return;
-      } else {
-        err = ENOMEM;
-      }
-    } else if (plan.ok()) {
-      // The path the kernel will read goes below the red zone of the guest's
-      // stack. A racing thread may change it, but only to another file of the
-      // mount view, and the exec event checks what actually ran.
-      uint64_t addr;
-      if (PushString(mem, regs.rsp - 256, plan->view_path, &addr)) {
-        SetExecPath(regs, at, addr);
-        task->exec_check = {!plan->is_script, plan->guest_path, plan->dev, plan->ino};
+    if (plan.ok()) {
+      err = RewriteExec(mem, regs, at, *plan);
+      if (err == 0) {
+        task->exec_check = {true, plan->guest_path, plan->view_path, plan->dev, plan->ino};
         ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
         return;
       }
-      err = ENOMEM;
     } else {
       err = plan.error();
     }
@@ -287,7 +305,36 @@ void Tracer::OnExecEvent(pid_t pid) {
     kill(pid, SIGKILL);
     return;
   }
-  if (!check.active) return;
+  // The kernel must have read the very path the sentry wrote, and the image
+  // must be the binary the sentry planned at the exec's stop (for a script,
+  // the interpreter that ends its "#!" chain). An exec without a plan (none
+  // reaches here but through that stop) is killed too.
+  //
+  // The identity check alone would suffice, although the kernel read the
+  // path from guest memory after the plan was made: a thread that rewrote it
+  // can make the kernel open another file of the mount view (of the host's
+  // tree, without namespaces), but whatever it opened, what runs is this one
+  // binary, which the sentry allowed this task to exec. The
+  // kernel may have walked a "#!" chain to get there, and then the binary's
+  // argv holds the names (and "#!" arguments) of the files on that chain: all
+  // strings the guest could have passed in argv itself, to a binary it may
+  // run anyway (so are the argv words RewriteExec wrote: its own memory).
+  // The binary then opens those names (if it is an interpreter) through the
+  // sentry's trapped open, with the guest's own permissions. So the race can
+  // only produce an exec the guest could have asked for directly; the
+  // kernel's reading a "#!" line from a file of the mount view shows the
+  // guest no more than Linux shows any interpreter it runs. The path check
+  // takes even that away: no file but the planned one was opened.
+  if (!check.active) {
+    violation_ = "exec ran without the sentry's plan";
+    kill(pid, SIGKILL);
+    return;
+  }
+  if (PathTheKernelRead(pid) != check.view_path) {
+    violation_ = "exec read a path other than the one the sentry wrote";
+    kill(pid, SIGKILL);
+    return;
+  }
   struct stat st;
   std::string exe = "/proc/" + std::to_string(pid) + "/exe";
   if (stat(exe.c_str(), &st) < 0 || st.st_dev != check.dev || st.st_ino != check.ino) {
