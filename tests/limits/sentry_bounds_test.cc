@@ -30,13 +30,14 @@
 #include "gtest/gtest.h"
 #include "sentry/base/json_lite.h"
 #include "tests/limits/limits_util.h"
+#include "tests/limits/sentry_rss.h"
 
 namespace sentry::limits {
 namespace {
 
 // The sentry alone runs `python3 -c pass` in about 4 MiB of RSS here (measured
-// 3.7 MiB on 2026-12-02); 64 MiB is the cap for any workload.
-constexpr long kRssCapKb = 64 << 10;
+// 3.7 MiB on 2026-12-02); kSentryRssCapKb (64 MiB) is the cap for any workload.
+constexpr long kRssCapKb = kSentryRssCapKb;
 
 // A lower-layer file every host here has and that the sandbox shows.
 constexpr const char* kLowerFile = "/usr/bin/env";

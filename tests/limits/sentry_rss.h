@@ -1,13 +1,11 @@
 // The sentry's own memory during a run: a guest must not be able to grow the
 // supervisor, which lives outside the guest's memory cgroup (--memory does not
-// cap it). RunSentrySampled starts `sentry run`, reads /proc/<sentry>/status
-// while it runs and reports the peak. The pid sampled is the one spawned: the
-// sentry itself; the loader and the guest are its children and have their own
-// status files, so the guest's memory is never counted here.
+// cap it). RunSentrySampled starts `sentry run`, samples it with
+// SentryRssSampler (limits_util.h) while it runs and reports the peak. The pid
+// sampled is the one spawned: the sentry itself; the loader and the guest are
+// its children, so the guest's memory is never counted here.
 #ifndef SENTRY_TESTS_LIMITS_SENTRY_RSS_H_
 #define SENTRY_TESTS_LIMITS_SENTRY_RSS_H_
-
-#include <sys/types.h>
 
 #include <string>
 #include <vector>
@@ -19,14 +17,6 @@ namespace sentry::limits {
 // The cap every hostile workload must keep the sentry under (issue 14: "say
 // 64 MiB"); a bare run of python3 -c pass peaks near 5 MiB.
 inline constexpr long kSentryRssCapKb = 64 << 10;
-
-struct RssSample {
-  long rss_kb = 0;  // VmRSS: resident now
-  long hwm_kb = 0;  // VmHWM: the peak resident size so far, kept by the kernel
-};
-
-// The memory figures of a live process; zeros once it has exited.
-RssSample ReadRss(pid_t pid);
 
 struct SampledRun {
   Finished finished;
