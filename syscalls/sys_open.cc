@@ -21,7 +21,7 @@ constexpr int kValidOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUN
 // writes fail with EBADF as on an O_PATH fd, while fstat and *at calls find
 // the node through fd identity.
 SysResult<UniqueFd> PathToken(SyscallContext& ctx) {
-  SYS_ASSIGN_OR_RETURN(std::string name, ctx.vfs().store().Create());
+  SYS_ASSIGN_OR_RETURN(std::string name, ctx.vfs().store().Create(0));
   auto fd = ctx.vfs().store().Open(name, O_ACCMODE);
   ctx.vfs().store().Remove(name);
   return fd;
@@ -35,7 +35,7 @@ SysResult<uint64_t> OpenTmpfile(SyscallContext& ctx, const vfs::NodeRef& dir, in
   // An unnamed file: a fresh store file that no directory lists.
   vfs::NodeRef node = ctx.vfs().NewNode(vfs::NodeKind::kFile, S_IFREG | ApplyUmask(ctx, mode),
                                         ctx.creds().uid, ctx.creds().gid);
-  SYS_ASSIGN_OR_RETURN(node->store_name, ctx.vfs().store().Create());
+  SYS_ASSIGN_OR_RETURN(node->store_name, ctx.vfs().store().Create(node->attr().mode));
   node->nlink = 0;
   SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags & ~O_TMPFILE));
   ctx.vfs().store().Remove(node->store_name);

@@ -9,16 +9,31 @@
 #include "vfs/store_owner.h"
 
 namespace sentry::vfs {
-SysResult<std::string> Store::Create() {
+namespace {
+
+// The guest's own mode bits are kept in the node, and the sentry checks them;
+// the host's only have to let the kernel exec the file for the guest's
+// unprivileged uid, and must not let it exec what the node forbids: the
+// kernel opens some files itself, unchecked by the sentry (an ELF's
+// PT_INTERP can name a store file). So execute for all where the node has any
+// execute bit, for none where it has none.
+mode_t HostMode(mode_t mode) { return (mode & 0111) ? 0777 : 0666; }
+
+}  // namespace
+
+SysResult<std::string> Store::Create(mode_t mode) {
   std::string name = "f" + std::to_string(next_++);
-  // 0777 on the host: the guest's own mode bits are kept in the node; the host's
-  // only have to let the kernel exec the file for the guest's unprivileged uid.
   AsOwner as(uid_, gid_);
   int fd = openat(dir_fd_.get(), name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0777);
   if (fd < 0) return Errno{errno};
-  fchmod(fd, 0777);  // not narrowed by the sentry's umask
+  fchmod(fd, HostMode(mode));  // not narrowed by the sentry's umask
   close(fd);
   return name;
+}
+
+void Store::SetMode(const std::string& name, mode_t mode) {
+  AsOwner as(uid_, gid_);
+  fchmodat(dir_fd_.get(), name.c_str(), HostMode(mode), 0);
 }
 
 SysResult<UniqueFd> Store::Open(const std::string& name, int flags) {

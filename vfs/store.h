@@ -33,8 +33,10 @@ class Store final {
   Store(UniqueFd dir_fd, uid_t owner_uid, gid_t owner_gid)
       : dir_fd_(std::move(dir_fd)), uid_(owner_uid), gid_(owner_gid) {}
 
-  // Creates an empty file; returns its name.
-  SysResult<std::string> Create();
+  // Creates an empty file for a node of the given mode; returns its name.
+  SysResult<std::string> Create(mode_t mode);
+  // Keeps the host's execute bits in step with the node's mode (see HostMode).
+  void SetMode(const std::string& name, mode_t mode);
   // Opens a store file with open(2) flags (access mode, O_APPEND, O_NONBLOCK...).
   SysResult<UniqueFd> Open(const std::string& name, int flags);
   SysStatus Stat(const std::string& name, struct stat* st);

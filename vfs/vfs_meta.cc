@@ -141,6 +141,7 @@ SysStatus Vfs::Chmod(Node& node, mode_t mode, const Creds& creds) {
   if (!creds.IsRoot() && !creds.InGroup(node.attr().gid)) mode &= ~S_ISGID;
   node.attr().mode = (node.attr().mode & S_IFMT) | mode;
   node.attr().ctime = Now();
+  if (node.IsUpperFile()) store_->SetMode(node.store_name, mode);
   return {};
 }
 
@@ -192,7 +193,7 @@ SysStatus Vfs::Utimens(Node& node, const timespec* times, const Creds& creds) {
 
 SysStatus Vfs::CopyUp(Node& node) {
   if (node.kind() == NodeKind::kSynthetic && node.sized && node.generate) {
-    SYS_ASSIGN_OR_RETURN(std::string name, store_->Create());
+    SYS_ASSIGN_OR_RETURN(std::string name, store_->Create(node.attr().mode));
     SYS_ASSIGN_OR_RETURN(UniqueFd fd, store_->Open(name, O_WRONLY));
     std::string data = node.generate();
     if (write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
@@ -203,7 +204,7 @@ SysStatus Vfs::CopyUp(Node& node) {
     return {};
   }
   if (!node.IsLowerFile()) return {};
-  SYS_ASSIGN_OR_RETURN(std::string name, store_->Create());
+  SYS_ASSIGN_OR_RETURN(std::string name, store_->Create(node.attr().mode));
   auto fail = [&](int err) {
     store_->Remove(name);
     return Errno{err};

@@ -95,7 +95,7 @@ SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, c
   NodeRef node = NewNode(kind, type | (mode & 07777), creds.uid, gid);
   node->charged = kNodeCost;
   if (kind == NodeKind::kFile || kind == NodeKind::kFifo) {
-    SysResult<std::string> name = store_->Create();
+    SysResult<std::string> name = store_->Create(mode);
     if (name.ok() && kind == NodeKind::kFifo) {
       store_->Remove(*name);
       if (SysStatus s = store_->MakeFifo(*name); !s.ok()) name = Errno{s.error()};
