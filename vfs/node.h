@@ -74,6 +74,10 @@ class Node : public std::enable_shared_from_this<Node> {
   Node(NodeKind kind, const Attr& attr) : kind_(kind), attr_(attr) {}
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
+  // Releases the subtree one node at a time: a guest may build a chain of
+  // directories as deep as the metadata budget allows (about 25,000 levels),
+  // and the children's destructors would otherwise recurse once per level.
+  ~Node();
 
   NodeKind kind() const { return kind_; }
   // A generated /etc file the guest writes becomes an ordinary upper file.

@@ -15,6 +15,15 @@
 
 namespace sentry::security {
 
+// Whether this suite runs the sanitizers' build of the sentry (CI's second
+// pass): ASan's shadow memory and quarantine count in the sentry's RSS, so RSS
+// bounds are checked against the plain build only.
+#ifdef SENTRY_SANITIZED
+inline constexpr bool kSanitizedSentry = true;
+#else
+inline constexpr bool kSanitizedSentry = false;
+#endif
+
 // Where redteam_probe is copied inside the sandbox.
 inline constexpr const char* kGuestRtProbe = "/tmp/rtprobe";
 
