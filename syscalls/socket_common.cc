@@ -67,15 +67,23 @@ SysResult<SockAddr> ReadSockAddr(SyscallContext& ctx, GuestAddr at, uint64_t len
 int SocketDomain(int sock) { return SockOpt(sock, SO_DOMAIN); }
 int SocketType(int sock) { return SockOpt(sock, SO_TYPE); }
 
-SysResult<FdRef> GuestSocket(SyscallContext& ctx, int fd) {
+SysResult<FdRef> GuestSocketForSend(SyscallContext& ctx, int fd) {
   SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, fd));
   if (!S_ISSOCK(ref.host_st.st_mode)) return Errno{ENOTSOCK};
-  if (!InSandboxNetns(ctx, ref.host.get())) return Errno{EACCES};
+  return ref;
+}
+
+SysStatus MayAddress(SyscallContext& ctx, int sock) {
+  if (!InSandboxNetns(ctx, sock)) return Errno{EACCES};
   // Without a network namespace of its own the sandbox's "netns" is the host's:
   // only unix sockets (the only ones the filter lets the guest make) are its.
-  if (!ctx.kernel.config().namespaces && SocketDomain(ref.host.get()) != AF_UNIX) {
-    return Errno{EACCES};
-  }
+  if (!ctx.kernel.config().namespaces && SocketDomain(sock) != AF_UNIX) return Errno{EACCES};
+  return {};
+}
+
+SysResult<FdRef> GuestSocket(SyscallContext& ctx, int fd) {
+  SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocketForSend(ctx, fd));
+  SYS_TRY(MayAddress(ctx, ref.host.get()));
   return ref;
 }
 

@@ -38,6 +38,14 @@ int SocketType(int sock);
 
 // The guest's socket, checked to be one and to be the sandbox's.
 SysResult<FdRef> GuestSocket(SyscallContext& ctx, int fd);
+// The guest's socket, checked only to be one: for a send without an address,
+// which goes where the socket is already connected, as a native write() does
+// (a socket the caller handed in as stdio, or an egress connection the sentry
+// made from the host side, lives outside the sandbox's network namespace).
+SysResult<FdRef> GuestSocketForSend(SyscallContext& ctx, int fd);
+// EACCES unless the sentry may aim sock at an address: a socket of the
+// sandbox's own network namespace (and unix only, without one).
+SysStatus MayAddress(SyscallContext& ctx, int sock);
 
 // EACCES for an abstract unix name where the sandbox has no network
 // namespace of its own (abstract names would be the host's).

@@ -93,10 +93,17 @@ SysStatus TakeControl(SyscallContext& ctx, std::vector<char>& control, OutMessag
   return {};
 }
 
+// The sentry's copy of the guest's socket, and what a send on it depends on.
+struct SendSocket {
+  int fd, domain, type;
+};
+
 // Reads the message m describes, with at most `budget` bytes of data: more is
-// EMSGSIZE for a datagram, a partial send for a stream (as a short write).
-SysResult<std::shared_ptr<OutMessage>> ReadMessage(SyscallContext& ctx, const msghdr& m, int domain,
-                                                   int type, size_t budget) {
+// EMSGSIZE for a datagram, a partial send for a stream (as a short write). A
+// message that names an address needs a socket the sentry may aim (MayAddress).
+SysResult<std::shared_ptr<OutMessage>> ReadMessage(SyscallContext& ctx, const msghdr& m,
+                                                   const SendSocket& sock, size_t budget) {
+  int type = sock.type;
   auto out = std::make_shared<OutMessage>();
   if (m.msg_iovlen > IOV_MAX) return Errno{EMSGSIZE};
   std::vector<iovec> iov(m.msg_iovlen);
@@ -124,10 +131,11 @@ SysResult<std::shared_ptr<OutMessage>> ReadMessage(SyscallContext& ctx, const ms
     filled += n;
   }
   if (m.msg_name != nullptr && m.msg_namelen > 0) {
+    SYS_TRY(MayAddress(ctx, sock.fd));
     SYS_ASSIGN_OR_RETURN(
         SockAddr a,
         ReadSockAddr(ctx, GuestAddr(reinterpret_cast<uint64_t>(m.msg_name)), m.msg_namelen));
-    SYS_ASSIGN_OR_RETURN(out->to, SendTarget(ctx, domain, type, a));
+    SYS_ASSIGN_OR_RETURN(out->to, SendTarget(ctx, sock.domain, sock.type, a));
   }
   if (m.msg_controllen > 0) {
     if (m.msg_controllen > kMaxControlBytes) return Errno{ENOBUFS};
@@ -181,10 +189,10 @@ std::function<SendFn()> LaterSendOf(std::shared_ptr<OutMessage> msg, int flags) 
 // sendmsg(fd, msg, flags).
 SysResult<uint64_t> Sendmsg(SyscallContext& ctx) {
   SYS_ASSIGN_OR_RETURN(msghdr m, ctx.mem.CopyIn<msghdr>(ctx.args.Ptr(1)));
-  SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocket(ctx, ctx.args.Int(0)));
+  SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocketForSend(ctx, ctx.args.Int(0)));
   int sock = ref.host.get(), flags = ctx.args.Int(2);
-  SYS_ASSIGN_OR_RETURN(auto msg,
-                       ReadMessage(ctx, m, SocketDomain(sock), SocketType(sock), kMaxSendBytes));
+  SYS_ASSIGN_OR_RETURN(
+      auto msg, ReadMessage(ctx, m, {sock, SocketDomain(sock), SocketType(sock)}, kMaxSendBytes));
   return SendFromSentry(ctx, ref.host, flags, SendOf(msg, flags), LaterSendOf(msg, flags));
 }
 
@@ -196,14 +204,15 @@ SysResult<uint64_t> Sendmmsg(SyscallContext& ctx) {
   GuestAddr vec = ctx.args.Ptr(1);
   size_t vlen = std::min<size_t>(ctx.args.Uint(2), IOV_MAX);
   int flags = ctx.args.Int(3);
-  SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocket(ctx, ctx.args.Int(0)));
-  int sock = ref.host.get(), domain = SocketDomain(sock), type = SocketType(sock);
+  SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocketForSend(ctx, ctx.args.Int(0)));
+  int sock = ref.host.get();
+  SendSocket shape{sock, SocketDomain(sock), SocketType(sock)};
   size_t budget = kMaxBatchBytes, i = 0;
   for (; i < vlen && budget > 0; ++i) {
     SysResult<GuestAddr> at = vec.Offset(i * sizeof(mmsghdr));
     SysResult<mmsghdr> mm = at.ok() ? ctx.mem.CopyIn<mmsghdr>(*at) : Errno{at.error()};
     SysResult<std::shared_ptr<OutMessage>> msg =
-        mm.ok() ? ReadMessage(ctx, mm->msg_hdr, domain, type, std::min(budget, kMaxSendBytes))
+        mm.ok() ? ReadMessage(ctx, mm->msg_hdr, shape, std::min(budget, kMaxSendBytes))
                 : Errno{mm.error()};
     if (!msg.ok()) return i > 0 ? SysResult<uint64_t>(i) : Errno{msg.error()};
     budget -= std::min(budget, (*msg)->data.size());

@@ -9,20 +9,13 @@
 // resolve the path in the VFS, check it is a socket the caller may write, and
 // reach its inode through the store.
 #include <fcntl.h>
-#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <optional>

@@ -125,6 +125,8 @@ def t(name, f):
     except OSError as e:
         print(f"{name}={errno.errorcode.get(e.errno, e.errno)}", flush=True)
 t("sendto", lambda: s.sendto(b"via-sendto", ("127.0.0.1", port)))
+t("sendmsg_to", lambda: s.sendmsg([b"via-sendmsg"], [], 0, ("127.0.0.1", port)))
+t("sendmsg", lambda: s.sendmsg([b"to-peer"]))
 t("connect", lambda: s.connect(("127.0.0.1", port)))
 t("send", lambda: s.send(b"via-connect"))
 )PY"},
@@ -138,8 +140,21 @@ t("send", lambda: s.send(b"via-connect"))
     if (n > 0) got += std::string(buf, n) + " ";
     if (n < 0) usleep(10000);
   }
+  // A send without an address goes where the socket is connected, as a
+  // write() does: the sentry's own send on it reaches the caller's peer.
+  std::string to_peer;
+  for (int i = 0; i < 20 && to_peer.empty(); ++i) {
+    ssize_t n = recv(peer_fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) to_peer.assign(buf, n);
+    if (n < 0) usleep(10000);
+  }
   close(peer_fd);
   close(other_fd);
+  if (r.out.find("stdin is relayed") == std::string::npos) {
+    EXPECT_EQ(Code(ParseResults(r.out), "sendmsg_to"), "EACCES") << r.out;
+    EXPECT_EQ(Code(ParseResults(r.out), "sendmsg"), "OK") << r.out;
+    EXPECT_EQ(to_peer, "to-peer") << r.out;
+  }
   if (!got.empty()) {
     // ESCAPE: with a host socket as stdio, the guest reaches any host address
     // (here the host's loopback): connect() is done by the sentry on the socket
