@@ -9,7 +9,8 @@ if [ "${SENTRY_SKIP_APT:-0}" != 1 ]; then
   apt-get install -y -qq --no-install-recommends \
     build-essential cmake ninja-build pkg-config clang-format \
     libseccomp-dev libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev \
-    libssl-dev openssl ca-certificates python3 util-linux procps >/dev/null
+    libssl-dev openssl ca-certificates python3 util-linux procps \
+    libcli11-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libboost-context-dev >/dev/null
 fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
 ninja -C build

@@ -143,6 +143,9 @@ absl::Status CopyFile(vfs::Vfs& v, const vfs::Resolved& at, const vfs::Creds& cr
 
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
                                                            std::unique_ptr<vfs::Store> store) {
+  if (!c.rootfs.empty() || !c.mounts.empty()) {
+    return absl::UnimplementedError("a rootfs and bind mounts are not built yet");
+  }
   int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root_fd < 0) return ErrnoStatus("open /");
   UniqueFd host_root(root_fd);

@@ -12,7 +12,26 @@
 
 namespace sentry {
 
+// A host directory shown at a guest path (`-v HOST:GUEST[:ro|:rw]`, an OCI
+// bind mount). Declared once here for every surface that mounts.
+struct BindMount {
+  enum class Mode {
+    kReadOnly,  // a lower layer; writes fail with EROFS
+    kOverlay,   // a lower layer; writes copy up into memory (the host is unchanged)
+    kReadWrite  // writes reach the host, confined beneath host_path
+  };
+  std::string host_path;   // absolute, on the host
+  std::string guest_path;  // absolute, in the sandbox
+  Mode mode = Mode::kOverlay;
+};
+
 struct TreeConfig {
+  // When set (an OCI bundle's root.path), this host directory is the whole
+  // lower layer: its top-level entries replace lower_roots and its own etc/
+  // replaces the etc_entries allowlist.
+  std::string rootfs;
+  // Host directories mounted over the tree, in order.
+  std::vector<BindMount> mounts;
   // Host top-level entries shown read-only at the same path.
   std::vector<std::string> lower_roots = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"};
   // The /etc entries a program needs, shown read-only from the host.
