@@ -2,15 +2,19 @@
 
 #include <fcntl.h>
 #include <linux/sockios.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include "sentry/base/fiber_loop.h"
 
 namespace sentry::sys {
 namespace {
@@ -136,6 +140,64 @@ LateTarget ForLater(const SockAddr& a) {
   return t;
 }
 
+namespace {
+
+// How long a late call waits before it looks again whether the guest still
+// waits for it, and the longest pause between tries where no event says
+// when to try (a full unix backlog, a datagram receiver's full queue).
+constexpr int kLateSliceMs = 100;
+constexpr int kMaxRetryPauseMs = 20;
+
+// Sends once room comes; a datagram socket's POLLOUT says nothing of the
+// receiver's queue, so EAGAIN after it backs off and tries again.
+SysResult<uint64_t> SendWhenRoom(int sock, const SendFn& send, LateAnswer& answer) {
+  int pause_ms = 1;
+  while (answer.Wanted()) {
+    pollfd p{sock, POLLOUT, 0};
+    int ready = WaitPoll(&p, 1, kLateSliceMs);
+    if (ready < 0) return Errno{errno};
+    if (ready == 0) continue;
+    SysResult<uint64_t> r = send(sock, MSG_DONTWAIT);
+    if (r.ok() || r.error() != EAGAIN) return r;
+    WaitMs(pause_ms);
+    pause_ms = std::min(pause_ms * 2, kMaxRetryPauseMs);
+  }
+  return Errno{EINTR};
+}
+
+}  // namespace
+
+SysResult<uint64_t> FinishConnect(int sock, const SockAddr& a, int first_err, LateAnswer& answer) {
+  if (first_err == EINPROGRESS) {
+    while (answer.Wanted()) {
+      pollfd p{sock, POLLOUT, 0};
+      int ready = WaitPoll(&p, 1, kLateSliceMs);
+      if (ready < 0) return Errno{errno};
+      if (ready == 0) continue;
+      int err = 0;
+      socklen_t n = sizeof(err);
+      if (getsockopt(sock, SOL_SOCKET, SO_ERROR, &err, &n) < 0) return Errno{errno};
+      if (err) return Errno{err};
+      return 0;
+    }
+    return Errno{EINTR};
+  }
+  int pause_ms = 1;
+  while (answer.Wanted()) {
+    WaitMs(pause_ms);
+    pause_ms = std::min(pause_ms * 2, kMaxRetryPauseMs);
+    // Non-blocking for this one try, as ConnectNoWait's first.
+    int fl = fcntl(sock, F_GETFL);
+    fcntl(sock, F_SETFL, fl | O_NONBLOCK);
+    int rc = connect(sock, a.sa(), a.len);
+    int err = errno;
+    fcntl(sock, F_SETFL, fl);
+    if (rc == 0) return 0;
+    if (err != EAGAIN) return Errno{err};
+  }
+  return Errno{EINTR};
+}
+
 SysResult<uint64_t> SendFromSentry(SyscallContext& ctx, UniqueFd& sock, int guest_flags,
                                    SendFn send, std::function<SendFn()> for_later) {
   pid_t tgid = ctx.task.process->tgid, tid = ctx.task.tid;
@@ -150,7 +212,8 @@ SysResult<uint64_t> SendFromSentry(SyscallContext& ctx, UniqueFd& sock, int gues
   if (sent.ok() || sent.error() != EAGAIN || !may_wait) return raise_sigpipe(sent);
   auto held = std::make_shared<UniqueFd>(std::move(sock));
   ctx.later = [held, raise_sigpipe, late_send = for_later()](LateAnswer& answer) {
-    answer.Answer(raise_sigpipe(late_send(held->get(), 0)));
+    SysResult<uint64_t> r = SendWhenRoom(held->get(), late_send, answer);
+    if (answer.Wanted()) answer.Answer(raise_sigpipe(r));
   };
   return 0;
 }

@@ -70,14 +70,21 @@ struct LateTarget {
 };
 LateTarget ForLater(const SockAddr& a);
 
+// Finishes, on a fiber, a connect on a blocking socket that could not finish
+// at once (first_err): a TCP handshake in progress (EINPROGRESS) is waited for
+// until the socket is writable; a unix listener's full backlog (EAGAIN) is
+// tried again as its queue drains, the kernel giving no event for that room.
+// EINTR once the guest no longer waits (answer.Wanted()).
+SysResult<uint64_t> FinishConnect(int sock, const SockAddr& a, int first_err, LateAnswer& answer);
+
 // One send from the sentry's copy of the guest's socket: `send` is called
 // with flags to add (MSG_DONTWAIT for the first try) and returns bytes sent
 // or an errno. The sentry never takes a SIGPIPE meant for the guest (sends
 // carry MSG_NOSIGNAL; EPIPE raises the signal in the guest thread unless its
 // flags had MSG_NOSIGNAL). A send that would block, on a blocking socket
-// without MSG_DONTWAIT, is finished on a thread of its own (ctx.later), with
-// `for_later` called first to rebase what the send holds; only then is
-// sock moved from.
+// without MSG_DONTWAIT, is finished on a fiber (ctx.later) that tries again
+// as room comes, with `for_later` called first to rebase what the send
+// holds; only then is sock moved from.
 using SendFn = std::function<SysResult<uint64_t>(int sock, int extra_flags)>;
 SysResult<uint64_t> SendFromSentry(SyscallContext& ctx, UniqueFd& sock, int guest_flags,
                                    SendFn send, std::function<SendFn()> for_later);

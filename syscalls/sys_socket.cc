@@ -55,14 +55,12 @@ SysResult<uint64_t> ConnectNoWait(SyscallContext& ctx, UniqueFd sock, const Sock
     if (connect(sock.get(), target.sa(), target.len) < 0) return Errno{errno};
     return 0;
   }
-  // A blocking connect again waits for the one in progress (TCP) or tries
-  // once more and waits for room (unix).
+  // The rest waits on a fiber: the handshake in progress (TCP), or room in
+  // the listener's backlog (unix).
   auto held = std::make_shared<UniqueFd>(std::move(sock));
-  ctx.later = [held, late = ForLater(target)](LateAnswer& answer) {
-    if (connect(held->get(), late.addr.sa(), late.addr.len) < 0) {
-      return answer.Answer(Errno{errno});
-    }
-    answer.Answer(0);
+  ctx.later = [held, late = ForLater(target), err](LateAnswer& answer) {
+    SysResult<uint64_t> r = FinishConnect(held->get(), late.addr, err, answer);
+    if (answer.Wanted()) answer.Answer(r);
   };
   return 0;
 }

@@ -36,9 +36,10 @@ struct SyscallArgs {
   GuestAddr Ptr(int i) const { return GuestAddr(raw[i]); }
 };
 
-// The answer to a call finished later by another thread (one that waits on
-// the world outside, such as a connect out of the sandbox), so the loop that
-// answers every other call is never held up.
+// The answer to a call finished later on a fiber (one that waits: a connect
+// out of the sandbox, a send to a full socket), so the loop that answers every
+// other call is never held up. See base/fiber_loop.h: such work waits only
+// through WaitPoll/WaitMs.
 class LateAnswer {
  public:
   virtual ~LateAnswer() = default;
@@ -46,9 +47,13 @@ class LateAnswer {
   virtual SysStatus InstallAt(int host_fd, int guest_fd, bool cloexec) = 0;
   // Answers the call (a value, or Errno{E...}); at most once.
   virtual void Answer(SysResult<uint64_t> result) = 0;
+  // Whether the guest still waits for this answer: false once answered, or
+  // once its call was withdrawn (the task was interrupted or is gone). Work
+  // that waits long checks it between slices and stops, doing nothing more.
+  virtual bool Wanted() = 0;
 };
-// Set by a handler in SyscallContext::later: run on a thread of its own, with
-// no lock held. It must own everything it uses (the run may end meanwhile).
+// Set by a handler in SyscallContext::later: run on a fiber, with no lock
+// held. It must own everything it uses (the run may end meanwhile).
 using LateWork = std::function<void(LateAnswer&)>;
 
 struct SyscallContext {

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <chrono>
 
+#include "sentry/base/fiber_loop.h"
+
 namespace sentry::net {
 namespace {
 
@@ -90,7 +92,7 @@ SysResult<UniqueFd> Egress::Connect(const SocketShape& shape, const sockaddr* ad
     if (errno != EINPROGRESS) return Errno{errno};
     pollfd pfd{fd.get(), POLLOUT, 0};
     int r;
-    while ((r = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR) {
+    while ((r = WaitPoll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR) {
     }
     if (r == 0) return Errno{ETIMEDOUT};
     int err = 0;

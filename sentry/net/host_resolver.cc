@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sentry/base/fiber_loop.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "sentry/base/unique_fd.h"
@@ -93,7 +94,7 @@ bool AskServer(const IpAddr& server, const std::string& name, int timeout_ms, in
   uint8_t buf[1500];
   while (pending > 0) {
     pollfd pfd[2] = {{fd.get(), POLLIN, 0}, {cancel_fd, POLLIN, 0}};
-    if (poll(pfd, 2, timeout_ms) <= 0) return true;
+    if (WaitPoll(pfd, 2, timeout_ms) <= 0) return true;
     if (pfd[1].revents) return false;
     ssize_t n = recv(fd.get(), buf, sizeof(buf), 0);
     if (n <= 0) return true;

@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "sentry/base/fiber_loop.h"
 #include "sentry/net/netns_socket.h"
 
 namespace sentry::net {
@@ -28,9 +29,9 @@ namespace {
 constexpr size_t kMaxHead = 64 << 10;
 constexpr int kIoSliceMs = 250;                        // how often a stop is noticed
 constexpr auto kIdleLimit = std::chrono::seconds(60);  // no byte either way for this long: done
-// Connections served at once, each on a thread of the sentry's (which is
-// outside the guest's cgroups): past it, 503 at once.
-constexpr int kMaxConnections = 64;
+// Connections served at once, each on a fiber of the sentry's (see
+// base/fiber_loop.h; outside the guest's cgroups): past it, 503 at once.
+constexpr int kMaxConnections = 512;
 
 bool IsToken(absl::string_view s) {
   if (s.empty()) return false;
@@ -107,7 +108,7 @@ class Upstream {
       pollfd p{fd.get(), POLLOUT, 0};
       int err = ETIMEDOUT;
       socklen_t n = sizeof(err);
-      if (poll(&p, 1, 10000) == 1) getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &n);
+      if (WaitPoll(&p, 1, 10000) == 1) getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &n);
       if (err) {
         why = absl::StrCat("cannot connect to ", rule.host, ": ", std::strerror(err));
         continue;
@@ -178,7 +179,7 @@ class Upstream {
                                                    : 0;
     if (!ev) return false;
     pollfd p{fd_, ev, 0};
-    return poll(&p, 1, 30000) == 1;
+    return WaitPoll(&p, 1, 30000) == 1;
   }
 
   std::vector<UniqueFd> tried_;
@@ -191,7 +192,7 @@ bool SendAll(int fd, const char* p, size_t n) {
     ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
     if (w < 0 && errno == EAGAIN) {
       pollfd q{fd, POLLOUT, 0};
-      if (poll(&q, 1, 30000) != 1) return false;
+      if (WaitPoll(&q, 1, 30000) != 1) return false;
       continue;
     }
     if (w <= 0) return false;
@@ -315,14 +316,23 @@ void HttpProxy::Expect(uint16_t client_port, const SecretRule* rule) {
 }
 
 const SecretRule* HttpProxy::TakeExpected(uint16_t client_port) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, std::chrono::seconds(2),
-               [&] { return stopping_ || expected_.count(client_port) > 0; });
-  auto it = expected_.find(client_port);
-  if (it == expected_.end()) return nullptr;
-  const SecretRule* rule = it->second;
-  expected_.erase(it);
-  return rule;
+  // Polled, not waited on a condition: this runs on a fiber, which must not
+  // block its thread. The entry is almost always there at the first look
+  // (the sentry writes it before it lets the guest's connect go on).
+  constexpr int kLookMs = 5, kGiveUpMs = 2000;
+  for (int waited = 0;; waited += kLookMs) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = expected_.find(client_port);
+      if (it != expected_.end()) {
+        const SecretRule* rule = it->second;
+        expected_.erase(it);
+        return rule;
+      }
+      if (stopping_ || waited >= kGiveUpMs) return nullptr;
+    }
+    WaitMs(kLookMs);
+  }
 }
 
 void HttpProxy::AcceptLoop() {
@@ -338,12 +348,19 @@ void HttpProxy::AcceptLoop() {
       continue;
     }
     ++active_;
-    std::thread([this, c] {
+    bool started = FiberLoop::Shared().Spawn([this, c] {
       Serve(UniqueFd(c));
       std::lock_guard<std::mutex> lock(mu_);
       --active_;
       cv_.notify_all();
-    }).detach();
+    });
+    if (!started) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --active_;
+      }
+      Refuse(UniqueFd(c));
+    }
   }
 }
 
@@ -398,7 +415,7 @@ void HttpProxy::Serve(UniqueFd client) {
       return;
     }
     pollfd p{client.get(), POLLIN, 0};
-    int n = poll(&p, 1, kIoSliceMs);
+    int n = WaitPoll(&p, 1, kIoSliceMs);
     if (n == 0) {
       if (stopping() || idle()) return;
       continue;
@@ -431,7 +448,7 @@ void HttpProxy::Serve(UniqueFd client) {
   uint64_t left = body_len - body.size();
   while (left > 0) {
     pollfd p{client.get(), POLLIN, 0};
-    if (poll(&p, 1, kIoSliceMs) == 0) {
+    if (WaitPoll(&p, 1, kIoSliceMs) == 0) {
       if (stopping() || idle()) return;
       continue;
     }
@@ -445,7 +462,7 @@ void HttpProxy::Serve(UniqueFd client) {
     ssize_t r = up.Read(chunk, sizeof(chunk));
     if (r == -2) {
       pollfd p{up.fd(), POLLIN, 0};
-      if (!up.pending() && poll(&p, 1, kIoSliceMs) == 0 && (stopping() || idle())) break;
+      if (!up.pending() && WaitPoll(&p, 1, kIoSliceMs) == 0 && (stopping() || idle())) break;
       continue;
     }
     if (r <= 0) break;

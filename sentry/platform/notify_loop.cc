@@ -12,6 +12,7 @@
 #include <memory>
 #include <thread>
 
+#include "sentry/base/fiber_loop.h"
 #include "sentry/base/fs_identity.h"
 
 namespace sentry {
@@ -69,12 +70,12 @@ class NotifFds final : public GuestFds {
   int pidfd_;
 };
 
-// The late answerer owns a duplicate of the listener: it may outlive the loop.
+// The late answerer shares a duplicate of the listener: it may outlive the loop.
 class OwnedLateAnswer final : public LateAnswer {
  public:
-  OwnedLateAnswer(int listener, uint64_t id) : u_(UniqueFd(dup(listener))), id_(id) {}
+  OwnedLateAnswer(std::shared_ptr<Unotify> u, uint64_t id) : u_(std::move(u)), id_(id) {}
   SysStatus InstallAt(int host_fd, int guest_fd, bool cloexec) override {
-    int r = u_.AddFdAt(id_, host_fd, guest_fd, cloexec);
+    int r = u_->AddFdAt(id_, host_fd, guest_fd, cloexec);
     if (r < 0) return Errno{-r};
     return {};
   }
@@ -82,35 +83,29 @@ class OwnedLateAnswer final : public LateAnswer {
     if (answered_) return;
     answered_ = true;
     if (result.ok()) {
-      u_.Respond(id_, static_cast<int64_t>(*result), 0);
+      u_->Respond(id_, static_cast<int64_t>(*result), 0);
     } else {
-      u_.Respond(id_, 0, -result.error());  // a negative errno, as the kernel wants
+      u_->Respond(id_, 0, -result.error());  // a negative errno, as the kernel wants
     }
   }
+  bool Wanted() override { return !answered_ && u_->IdValid(id_); }
   ~OwnedLateAnswer() override { Answer(Errno{EINTR}); }
 
  private:
-  Unotify u_;
+  std::shared_ptr<Unotify> u_;
   uint64_t id_;
   bool answered_ = false;
 };
 
-// Calls waiting on the outside world at once; past this, EAGAIN.
-constexpr int kMaxLate = 64;
-std::atomic<int> g_late_in_flight{0};
-
-void RunLate(LateWork work, int listener, uint64_t id) {
-  if (g_late_in_flight.fetch_add(1) >= kMaxLate) {
-    g_late_in_flight.fetch_sub(1);
-    OwnedLateAnswer(listener, id).Answer(Errno{EAGAIN});
-    return;
-  }
-  auto answer = std::make_unique<OwnedLateAnswer>(listener, id);
-  std::thread([work = std::move(work), answer = std::move(answer)]() mutable {
+// Runs work on a fiber (see base/fiber_loop.h); past FiberLoop::kMaxFibers
+// waiting at once, across the process, the call gets EAGAIN.
+void RunLate(LateWork work, std::shared_ptr<Unotify> listener, uint64_t id) {
+  auto answer = std::make_shared<OwnedLateAnswer>(std::move(listener), id);
+  bool started = FiberLoop::Shared().Spawn([work = std::move(work), answer]() mutable {
     work(*answer);
-    answer.reset();
-    g_late_in_flight.fetch_sub(1);
-  }).detach();
+    answer.reset();  // answers EINTR if the work did not
+  });
+  if (!started) answer->Answer(Errno{EAGAIN});
 }
 
 }  // namespace
@@ -193,7 +188,8 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
   }
   handled_.fetch_add(1, std::memory_order_relaxed);
   if (later) {
-    RunLate(std::move(later), unotify_.fd(), req.id);
+    if (!late_unotify_) late_unotify_ = std::make_shared<Unotify>(UniqueFd(dup(unotify_.fd())));
+    RunLate(std::move(later), late_unotify_, req.id);
     return;
   }
   if (res.let_kernel_run) {

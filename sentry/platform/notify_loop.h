@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "sentry/kernel/dispatcher.h"
@@ -48,6 +49,9 @@ class NotifyLoop final {
   std::atomic<uint64_t> handled_{0};
   std::atomic<bool> done_{false};
   std::atomic<pid_t> tid_{0};
+  // A duplicate of the listener shared by the calls answered late: they may
+  // outlive this loop.
+  std::shared_ptr<Unotify> late_unotify_;
 };
 
 }  // namespace sentry
