@@ -127,10 +127,8 @@ SysResult<vfs::NodeRef> NodeAtPath(SyscallContext& ctx, int dirfd, const std::st
   return ctx.vfs().Lookup(start, path, opts, ctx.creds());
 }
 
-SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
-                           bool dir_token, bool cloexec, std::string path) {
-  struct stat st;
-  if (fstat(host_fd.get(), &st) < 0) return Errno{errno};
+SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::NodeRef& node,
+                       bool dir_token, std::string path) {
   OpenObject obj{node, dir_token, std::move(path)};
   // A memfd is text the sentry generated (/proc): its pages are the sentry's.
   if (st.st_dev == MemfdDev()) obj.data_bytes = static_cast<size_t>(st.st_blocks) * 512;
@@ -140,6 +138,14 @@ SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::Nod
                    : "the sandbox holds as much generated /proc text open as it may: close some";
     return Errno{r.error()};
   }
+  return {};
+}
+
+SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
+                           bool dir_token, bool cloexec, std::string path) {
+  struct stat st;
+  if (fstat(host_fd.get(), &st) < 0) return Errno{errno};
+  SYS_TRY(RegisterOpen(ctx, st, node, dir_token, std::move(path)));
   SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(host_fd.get(), cloexec));
   return static_cast<uint64_t>(guest_fd);
 }

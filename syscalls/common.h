@@ -48,6 +48,11 @@ SysResult<vfs::NodeRef> NodeAtPath(SyscallContext& ctx, int dirfd, const std::st
 // not_ours if it is open but not a VFS object (a pipe, a socket...).
 SysResult<vfs::NodeRef> NodeOfFd(SyscallContext& ctx, int fd, int not_ours);
 
+// Remembers the host object of identity st as node's, as Donate does before
+// it installs: for a call whose fd is installed later (a FIFO's blocking open).
+SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::NodeRef& node,
+                       bool dir_token, std::string path);
+
 // Installs host_fd in the guest, remembering it as node's (opened by the
 // sandbox path `path`, for /proc/PID/fd); returns the guest fd. ENFILE when
 // the sentry's table of donated objects is full of ones the guest holds.

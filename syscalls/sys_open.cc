@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "syscalls/common.h"
+#include "syscalls/fifo_open.h"
 #include "syscalls/handlers.h"
 
 namespace sentry::sys {
@@ -97,12 +98,15 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
     SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(fd.get(), cloexec));
     return static_cast<uint64_t>(guest_fd);
   }
-  SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags));
   std::string where;
   if (r.parent) {
     auto dir = ctx.vfs().PathOf(r.parent);
     if (dir.ok()) where = (dir.value() == "/" ? "" : dir.value()) + "/" + r.name;
   }
+  if (node->kind() == vfs::NodeKind::kFifo && !node->store_name.empty()) {
+    return OpenFifo(ctx, node, flags, std::move(where));
+  }
+  SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags));
   return Donate(ctx, std::move(fd), node, false, cloexec, std::move(where));
 }
 

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -139,6 +140,12 @@ class Node : public std::enable_shared_from_this<Node> {
   // A magic link to an object no path names (/proc/PID/fd/N of a pipe): the
   // walk ends at this node instead of following the link's text.
   NodeRef object;
+
+  // --- FIFOs (the store's FIFO is store_name) ---
+  // Opens for writing made through the sentry, counted so that a reader
+  // waiting in a blocking open (on a fiber, without the kernel lock) sees a
+  // writer arrive. Made on the first blocking open.
+  std::shared_ptr<std::atomic<uint64_t>> fifo_writer_opens;
 
   // --- anonymous objects (a pipe reached through /proc/PID/fd/N) ---
   // Opens the object anew with these open flags, as Linux's proc_fd_link does.

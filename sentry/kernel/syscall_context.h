@@ -45,6 +45,8 @@ class LateAnswer {
   virtual ~LateAnswer() = default;
   // Installs host_fd in the guest as exactly guest_fd (replacing that fd).
   virtual SysStatus InstallAt(int host_fd, int guest_fd, bool cloexec) = 0;
+  // Installs host_fd in the guest at its lowest free fd, which is returned.
+  virtual SysResult<int> Install(int host_fd, bool cloexec) = 0;
   // Answers the call (a value, or Errno{E...}); at most once.
   virtual void Answer(SysResult<uint64_t> result) = 0;
   // Whether the guest still waits for this answer: false once answered, or

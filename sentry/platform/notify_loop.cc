@@ -79,6 +79,11 @@ class OwnedLateAnswer final : public LateAnswer {
     if (r < 0) return Errno{-r};
     return {};
   }
+  SysResult<int> Install(int host_fd, bool cloexec) override {
+    int r = u_->AddFd(id_, host_fd, cloexec, /*send=*/false);
+    if (r < 0) return Errno{-r};
+    return r;
+  }
   void Answer(SysResult<uint64_t> result) override {
     if (answered_) return;
     answered_ = true;
