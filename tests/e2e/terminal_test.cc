@@ -215,9 +215,9 @@ TEST(TerminalTest, WindowSizeFollowsTheCallersTerminal) {
   TerminalRun run({},
                   {kPython, "-c",
                    "import os, signal\n"
-                   "signal.signal(signal.SIGWINCH, lambda *a: None)\n"
+                   "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH])\n"
                    "print('size', os.get_terminal_size(), flush=True)\n"
-                   "signal.pause()\n"
+                   "signal.sigwait([signal.SIGWINCH])\n"
                    "print('resized', os.get_terminal_size(), flush=True)\n"
                    "print('stty', os.popen('stty size').read(), flush=True)\n"},
                   {30, 100, 0, 0});
