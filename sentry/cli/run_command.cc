@@ -316,6 +316,7 @@ int RunCommand(const std::vector<std::string>& args) {
     if (std::string why = ApplyLimitsFile(limits_file, &o); !why.empty()) return Usage(why);
     if (int rc = ParseFlags(args, &o, &limits_file, &pool); rc >= 0) return rc;
   }
+  if (o.interactive && o.stdin_path.empty()) o.stdin_path.push_back('-');
   std::string why;
   if (!pool.empty() && PoolCanServe(o, &why)) {
     if (std::optional<int> code = RunInPool(pool, o, &why)) return *code;
