@@ -62,10 +62,6 @@ std::optional<RunError> Run::Prepare() {
   std::span<const sock_filter> filter = PrebuiltSeccompFilter();
   spec_.filter.assign(filter.begin(), filter.end());
 
-  if (o_.tty == TtyMode::kOn && o_.json) {
-    return RunError{kExitSentryError,
-                    "-t gives the guest a terminal and --json captures its output: not both"};
-  }
   if (o_.interactive && o_.stdin_path.empty()) o_.stdin_path.push_back('-');
   GuestStdio::Options so;
   so.capture = o_.json;
@@ -79,6 +75,12 @@ std::optional<RunError> Run::Prepare() {
   }
   spec_.stdio = stdio_.child_fds();
   spec_.tty_fds = stdio_.tty_fds();
+  // (After Setup: the result of a run that fails here has its streams.)
+  if (o_.tty == TtyMode::kOn && o_.json) {
+    return RunError{kExitSentryError,
+                    "-t gives the guest a terminal and --json captures its output: not both"};
+  }
+
   if (o_.namespaces == NamespaceMode::kOff) {
     if (auto e = UseSeccompWallAlone("--no-namespaces")) return e;
   }

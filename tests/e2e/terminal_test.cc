@@ -352,3 +352,40 @@ TEST(TerminalTest, TheGuestCannotReachTheCallersTerminal) {
 
 }  // namespace
 }  // namespace sentry::testing
+
+namespace sentry::testing {
+namespace {
+
+// Without a terminal of the caller's (CI's pipes): -t still gives the guest
+// one, relayed to the pipes; its input's end reaches it as ^D.
+TEST(TerminalFlagsTest, DashTGivesATerminalOverPipes) {
+  ProcessResult r = RunSentry({"-t"},
+                              {"/bin/sh", "-c",
+                               "test -t 0 && test -t 1 && test -t 2 && echo all-ttys; "
+                               "read line; echo got=$line"},
+                              "hello\n", 20);
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  // The terminal echoes the input, and turns \n into \r\n.
+  EXPECT_EQ(r.out, "all-ttys\r\nhello\r\ngot=hello\r\n") << Describe(r);
+}
+
+TEST(TerminalFlagsTest, PipesStayPipesByDefault) {
+  ProcessResult r = RunSentry({}, {"/bin/sh", "-c", "test -t 0 || test -t 1 || echo no-tty"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "no-tty\n");
+}
+
+TEST(TerminalFlagsTest, DashTAndJsonContradict) {
+  ProcessResult r = RunSentry({"-t", "--json"}, {"/bin/true"});
+  EXPECT_EQ(r.exit_code, 125) << Describe(r);
+  EXPECT_NE(r.out.find("\"error\":\"-t gives the guest a terminal"), std::string::npos) << r.out;
+}
+
+TEST(TerminalFlagsTest, DashIKeepsStdinOpenWithJson) {
+  ProcessResult r = RunSentry({"-i", "--json"}, {"/bin/cat"}, "kept\n");
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("\"stdout\":\"kept\\n\""), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace sentry::testing
