@@ -87,8 +87,7 @@ struct LoaderSpec {
   // Bit i set: the guest's fd i is the slave of a pty of the sandbox's own
   // devpts, which the guest opens (as its own user) before its filter; it
   // then leads a session of its own with that pty as its controlling
-  // terminal, as a login shell does. Without: its own process group in pid
-  // 1's session (a job), so that a terminal's signals reach it and not pid 1.
+  // terminal, as a login shell does. Without: pid 1's session and group.
   int tty_fds = 0;
   // The CPU the loader moves to before it forks the guest (-1: none): the
   // one the sentry is pinned to, where the guest's first steps answer the
