@@ -63,6 +63,10 @@ void GuestTerminal::Start(UniqueFd master, int fds) {
     Resize();
   }
   out_fd_ = (fds & 2) ? 1 : (fds & 4) ? 2 : size_from_;
+  // A sentry started in the background (`&`) leaves the caller's terminal
+  // alone: setting it or reading it would stop sentry (SIGTTOU, SIGTTIN).
+  // The guest's terminal then gets no input, as a background job reads none.
+  if ((fds & 1) && isatty(0) && tcgetpgrp(0) != getpgrp()) fds &= ~1;
   if ((fds & 1) && isatty(0) && tcgetattr(0, &saved_) == 0) {
     // Raw both ways, as docker's: every key goes to the guest's line
     // discipline, and its output reaches the screen as it wrote it (a

@@ -392,3 +392,55 @@ TEST(TerminalFlagsTest, DashIKeepsStdinOpenWithJson) {
 
 }  // namespace
 }  // namespace sentry::testing
+
+namespace sentry::testing {
+namespace {
+
+// A shell's `sentry run ... &`: sentry in a background group of the
+// terminal's session. It must not be stopped (SIGTTOU/SIGTTIN) for touching
+// the terminal: it leaves the caller's settings alone and reads no input.
+TEST(TerminalBackgroundTest, ABackgroundRunIsNotStopped) {
+  std::vector<std::string> argv = {
+      SentryBinary(), "run",
+      "--timeout",    "20",
+      "--",           "/usr/bin/python3",
+      "-c",           "import os; print('bg', os.isatty(0), os.isatty(1))"};
+  std::vector<char*> args;
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  int master = -1;
+  pid_t shell = forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(shell, 0);
+  if (shell == 0) {
+    pid_t job = fork();
+    if (job == 0) {
+      setpgid(0, 0);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    setpgid(job, job);
+    int st = 0;
+    waitpid(job, &st, WUNTRACED);
+    if (WIFSTOPPED(st)) kill(job, SIGKILL);
+    printf(WIFSTOPPED(st) ? "job-stopped\n" : "job-exit=%d\n", WEXITSTATUS(st));
+    fflush(stdout);
+    _exit(0);
+  }
+  std::string out;
+  char buf[1024];
+  double deadline = NowSec() + 30;
+  while (NowSec() < deadline) {
+    pollfd p{master, POLLIN, 0};
+    if (poll(&p, 1, 1000) <= 0) continue;
+    ssize_t n = read(master, buf, sizeof(buf));
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  waitpid(shell, nullptr, 0);
+  close(master);
+  EXPECT_NE(out.find("bg True True"), std::string::npos) << out;
+  EXPECT_NE(out.find("job-exit=0"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace sentry::testing
