@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -203,6 +205,35 @@ TEST(PtyTest, ForegroundGroupMovesWithTcsetpgrp) {
               if (tcsetpgrp(slave, INT_MAX) != -1 || errno != ESRCH) return 9;
               (void)!write(go[1], "x", 1);
               waitpid(job, nullptr, 0);
+              return 0;
+            }),
+            0);
+}
+
+TEST(PtyTest, DevTtyIsTheControllingTerminal) {
+  EXPECT_EQ(InChild([] {
+              if (setsid() < 0) return 1;
+              if (open("/dev/tty", O_RDWR) != -1 || errno != ENXIO) return 2;
+              int master, slave;
+              if (!OpenPair(&master, &slave, O_NOCTTY)) return 3;
+              if (ioctl(slave, TIOCSCTTY, 0) != 0) return 4;
+              int tty = open("/dev/tty", O_RDWR | O_CLOEXEC);
+              if (tty < 0) return 5;
+              // (Its fstat differs: natively /dev/tty's own node, 5:0; under
+              // sentry the pty's. See README, Known gaps.)
+              if (tcgetpgrp(tty) != getpgrp()) return 6;
+              struct termios raw;
+              if (tcgetattr(tty, &raw) < 0) return 7;
+              cfmakeraw(&raw);
+              if (tcsetattr(tty, TCSANOW, &raw) < 0) return 8;
+              if (write(tty, "hi", 2) != 2) return 9;
+              char buf[8];
+              if (read(master, buf, sizeof(buf)) != 2 || std::memcmp(buf, "hi", 2) != 0) return 10;
+              struct stat node;
+              if (stat("/dev/tty", &node) < 0 || !S_ISCHR(node.st_mode) ||
+                  node.st_rdev != makedev(5, 0)) {
+                return 11;
+              }
               return 0;
             }),
             0);
