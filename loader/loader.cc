@@ -267,11 +267,16 @@ LOADER_CODE bool ReadLaunch(int fd, Launch* l) {
 // the guest's, mode 0620, as a login's), the slave on the chosen fds, a new
 // session and the slave as its controlling terminal (as login_tty(3) does);
 // returns the master's fd, which the sentry takes before the go. Without:
-// pid 1's session and group, as a program a script starts is in its
-// parent's (setsid() works at once), and -1.
+// a process group of its own in pid 1's session, as a shell's job, and -1.
+// (Left in pid 1's group, the guest's group would be orphaned: no member's
+// parent in another group of the session, so the kernel would discard the
+// SIGTSTP, SIGTTIN and SIGTTOU sent to it, which stop a process natively.)
 LOADER_CODE int GuestSession(const Prepared& p) {
   int fds = p.spec->tty_fds & 7;
-  if (fds == 0) return -1;
+  if (fds == 0) {
+    setpgid(0, 0);
+    return -1;
+  }
   int master = open(kGuestPtmxPath, O_RDWR | O_NOCTTY | O_CLOEXEC);
   int unlock = 0;
   if (master < 0 || ioctl(master, TIOCSPTLCK, &unlock) < 0) Fail(p, LoaderStep::kTerminal);

@@ -87,7 +87,10 @@ struct LoaderSpec {
   // Bit i set: the guest's fd i is the slave of a pty of the sandbox's own
   // devpts, which the guest opens (as its own user) before its filter; it
   // then leads a session of its own with that pty as its controlling
-  // terminal, as a login shell does. Without: pid 1's session and group.
+  // terminal, as a login shell does (its own group is then orphaned, as a
+  // login shell's: a terminal stop signal to it is discarded; jobs a shell
+  // in it makes stop and continue). Without: a process group of its own in
+  // pid 1's session, as a shell's job.
   int tty_fds = 0;
   // The CPU the loader moves to before it forks the guest (-1: none): the
   // one the sentry is pinned to, where the guest's first steps answer the

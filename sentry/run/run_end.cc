@@ -171,13 +171,12 @@ void Run::Supervise() {
 }
 
 void Run::SignalForeground(int signo) {
-  // The guest terminal's foreground group, else the guest's group: pid 1's
-  // without a terminal (see LoaderSpec::tty_fds), which holds the guest and
-  // what it started, as a shell's job does. Pid 1 has these signals blocked
-  // (the sentry's mask, which it keeps) and is the namespace's init besides.
+  // The guest terminal's foreground group, else the guest's own group (its
+  // job: see LoaderSpec::tty_fds). Both are groups of the guest's session,
+  // which holds only sandbox processes; never pid 1's.
   pid_t group = stdio_.terminal().ForegroundGroup();
   if (group <= 0) group = getpgid(spawned_->guest_pid());
-  if (group > 0 && group != getpgrp()) {
+  if (group > 0 && group != spawned_->init_pid() && group != getpgrp()) {
     kill(-group, signo);
   } else {
     kill(spawned_->guest_pid(), signo);
