@@ -162,6 +162,22 @@ TEST(TerminalTest, RedirectedStreamsStayPlain) {
   EXPECT_NE(off.out().find("[False, False, False]"), std::string::npos) << off.out();
 }
 
+TEST(TerminalTest, WithoutNamespacesTheStreamsAreRelayedPipes) {
+  // No devpts of the sandbox's own: no terminal for the guest, and still
+  // never the caller's; -t is refused.
+  TerminalRun run(
+      {"--no-namespaces"},
+      {kPython, "-c", "print([__import__('os').isatty(i) for i in range(3)], input())"});
+  ASSERT_TRUE(run.WaitFor("notice: no namespaces")) << run.out();
+  run.Type("typed\n");
+  ASSERT_EQ(run.Wait(), 0) << run.out();
+  EXPECT_NE(run.out().find("[False, False, False] typed"), std::string::npos) << run.out();
+  TerminalRun forced({"--no-namespaces", "-t"}, {"/bin/true"});
+  EXPECT_EQ(forced.Wait(), 125) << forced.out();
+  EXPECT_NE(forced.out().find("-t needs the sandbox's own devpts"), std::string::npos)
+      << forced.out();
+}
+
 TEST(TerminalTest, CtrlCReachesAGuestThatTrapsItAndTheRunGoesOn) {
   TerminalRun run({}, {kPython, "-c",
                        "import signal, sys\n"
