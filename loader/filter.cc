@@ -25,11 +25,15 @@ constexpr uint32_t kCloneNsFlags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | C
                                    CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP;
 
 // Terminal queries and settings on the guest's own tty, and fd flag requests.
-// Not TIOCSTI (typing into the caller's terminal) nor TIOCSCTTY/TIOCLINUX.
+// Not TIOCSTI (typing into a terminal) nor TIOCLINUX. Every terminal a guest
+// can hold is a pty of the sandbox's own devpts (the caller's is relayed,
+// never handed in: sentry/run/terminal.h), so TIOCSCTTY (below, without its
+// steal flag) and TIOCNOTTY only make or drop one of those a controlling
+// terminal of the guest's own session, as login_tty(3) does.
 constexpr uint32_t kSafeIoctls[] = {
-    TCGETS,   TCSETS,   TCSETSW,    TCSETSF,  TIOCGWINSZ, TIOCSWINSZ, TIOCGPGRP, TIOCSPGRP,
-    TCFLSH,   TCXONC,   TCSBRK,     TIOCOUTQ, FIONREAD,   FIONBIO,    FIOCLEX,   FIONCLEX,
-    FIOASYNC, TIOCGPTN, TIOCSPTLCK, TIOCGSID, TCGETS2,    TIOCGPTPEER};
+    TCGETS,   TCSETS,   TCSETSW,    TCSETSF,  TIOCGWINSZ, TIOCSWINSZ,  TIOCGPGRP, TIOCSPGRP,
+    TCFLSH,   TCXONC,   TCSBRK,     TIOCOUTQ, FIONREAD,   FIONBIO,     FIOCLEX,   FIONCLEX,
+    FIOASYNC, TIOCGPTN, TIOCSPTLCK, TIOCGSID, TCGETS2,    TIOCGPTPEER, TIOCNOTTY};
 
 // prctl options that only read or narrow the calling process.
 constexpr uint32_t kSafePrctls[] = {PR_SET_PDEATHSIG,
@@ -223,6 +227,13 @@ class FilterBuilder {
         a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
         break;
       case ArgFilter::kIoctlSafe:
+        // TIOCSCTTY with 0 (the kernel reads an int): steal no terminal.
+        a_.Load(ArgLow(1));
+        a_.Jump(BPF_JEQ, TIOCSCTTY, 0, 4);
+        a_.Load(ArgLow(2));
+        a_.Jump(BPF_JEQ, 0, 0, 1);
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        a_.Goto(RetLabel(deny));
         AllowIfOneOf(1, kSafeIoctls, deny);
         break;
       case ArgFilter::kSocketFamily:

@@ -62,8 +62,9 @@ struct Prepared {
   char* guest_stack_top;  // where the guest runs until its execve (see GuestMain)
 };
 
-LOADER_CODE void Report(const Prepared& p, LoaderStep step, int err, int value = 0) {
-  LoaderMessage m{step, err, value};
+LOADER_CODE void Report(const Prepared& p, LoaderStep step, int err, int value = 0,
+                        int tty_master = -1) {
+  LoaderMessage m{step, err, value, tty_master};
   ssize_t n = write(p.pipes.report_write, &m, sizeof(m));
   (void)n;
 }
@@ -261,6 +262,37 @@ LOADER_CODE bool ReadLaunch(int fd, Launch* l) {
   return true;
 }
 
+// The guest's session (see LoaderSpec::tty_fds). With a terminal: a pty of
+// the sandbox's devpts, opened as the guest's own user (its slave is then
+// the guest's, mode 0620, as a login's), the slave on the chosen fds, a new
+// session and the slave as its controlling terminal (as login_tty(3) does);
+// returns the master's fd, which the sentry takes before the go. Without:
+// a process group of its own in pid 1's session, as a shell's job, and -1.
+// (Left in pid 1's group, the guest's group would be orphaned: no member's
+// parent in another group of the session, so the kernel would discard the
+// SIGTSTP, SIGTTIN and SIGTTOU sent to it, which stop a process natively.)
+LOADER_CODE int GuestSession(const Prepared& p) {
+  int fds = p.spec->tty_fds & 7;
+  if (fds == 0) {
+    setpgid(0, 0);
+    return -1;
+  }
+  int master = open(kGuestPtmxPath, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  int unlock = 0;
+  if (master < 0 || ioctl(master, TIOCSPTLCK, &unlock) < 0) Fail(p, LoaderStep::kTerminal);
+  int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave < 0) Fail(p, LoaderStep::kTerminal);
+  int first = -1;
+  for (int i = 0; i < 3; ++i) {
+    if (!(fds & (1 << i))) continue;
+    if (dup2(slave, i) < 0) Fail(p, LoaderStep::kTerminal);
+    if (first < 0) first = i;
+  }
+  close(slave);
+  if (setsid() < 0 || ioctl(first, TIOCSCTTY, 0) < 0) Fail(p, LoaderStep::kTerminal);
+  return master;
+}
+
 LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   ResetSignals();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -277,16 +309,18 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
   if (syscall(SYS_capset, &hdr, data) < 0) Fail(p, LoaderStep::kDropCaps);
+  int tty_master = GuestSession(p);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) Fail(p, LoaderStep::kNoNewPrivs);
   int listener = static_cast<int>(
       syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &p.prog));
   if (listener < 0) Fail(p, LoaderStep::kSeccomp);
   // From here every syscall goes through the filter: only read, write, close,
   // setrlimit (native) and execve (traced) follow.
-  Report(p, LoaderStep::kListener, 0, listener);
+  Report(p, LoaderStep::kListener, 0, listener, tty_master);
   Launch launch;
   if (!ReadLaunch(p.pipes.go_read, &launch)) _exit(127);  // the sentry gave up
   close(listener);
+  if (tty_master >= 0) close(tty_master);  // the sentry holds its copy by now
   for (uint32_t i = 0; i < launch.header.rlimits; ++i) {
     rlimit lim{launch.rlimits[i].value, launch.rlimits[i].value};
     if (setrlimit(launch.rlimits[i].resource, &lim) < 0) Fail(p, LoaderStep::kRlimits);
@@ -385,6 +419,11 @@ LOADER_CODE int LoaderMain(void* arg) {
       Fail(p, LoaderStep::kSubreaper);
     }
   }
+  // With namespaces too, pid 1 leads a session of its own: the guest sees a
+  // session and process group of its pid namespace (getsid, getpgrp: not 0),
+  // and the caller's terminal signals its own job (the sentry) alone, which
+  // passes them on (see Run::Supervise).
+  if (p.spec->namespaces) setsid();
   Report(p, LoaderStep::kReady, 0, JoinCgroups(p));
   // The guest's fds: 0-2 and its two pipes; nothing else of the sentry's.
   if (p.spec->guest_cpu >= 0 && p.spec->guest_cpu < CPU_SETSIZE) {
@@ -514,6 +553,8 @@ const char* LoaderStepName(LoaderStep step) {
       return "make the network namespace";
     case LoaderStep::kLoopback:
       return "bring up loopback";
+    case LoaderStep::kTerminal:
+      return "make the guest's terminal";
     case LoaderStep::kReady:
       return "ready";
     case LoaderStep::kListener:

@@ -33,6 +33,7 @@ namespace sentry {
 // Where the sandbox's devpts instance is mounted in the guest's mount view
 // (hidden: the sentry's VFS has no such name; it serves /dev/pts from it).
 inline constexpr const char* kGuestPtsPath = "/.sentry-pts";
+inline constexpr const char* kGuestPtmxPath = "/.sentry-pts/ptmx";
 
 enum class LoaderStep : int {
   kWaitMaps = 1,
@@ -56,6 +57,7 @@ enum class LoaderStep : int {
   kSubreaper,
   kNetns,
   kLoopback,
+  kTerminal,
   kReady = 100,     // mount view built (value: bit i set: the i-th cgroup refused the loader)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };
@@ -66,6 +68,9 @@ struct LoaderMessage {
   LoaderStep step;
   int err;    // errno of a failed step, 0 for kReady/kListener
   int value;  // kListener: the fd number
+  // kListener with spec.tty_fds: the fd number of the guest's pty master,
+  // which the sentry takes (pidfd_getfd) and relays; -1 without one.
+  int tty_master = -1;
 };
 
 struct LoaderSpec {
@@ -79,6 +84,14 @@ struct LoaderSpec {
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;
   std::array<int, 3> stdio = {-1, -1, -1};  // sentry fds the guest gets as 0, 1, 2
+  // Bit i set: the guest's fd i is the slave of a pty of the sandbox's own
+  // devpts, which the guest opens (as its own user) before its filter; it
+  // then leads a session of its own with that pty as its controlling
+  // terminal, as a login shell does (its own group is then orphaned, as a
+  // login shell's: a terminal stop signal to it is discarded; jobs a shell
+  // in it makes stop and continue). Without: a process group of its own in
+  // pid 1's session, as a shell's job.
+  int tty_fds = 0;
   // The CPU the loader moves to before it forks the guest (-1: none): the
   // one the sentry is pinned to, where the guest's first steps answer the
   // sentry without a cross-CPU wake-up (the loader builds its view on

@@ -43,6 +43,11 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
   --max-output BYTES  with --json, keep this much of each stream (default 65536):
                       its first and last halves, with a count of what was dropped
   --stdin FILE        the guest's stdin ("-": sentry's own; default with --json: empty)
+  -t, --tty           give the guest a terminal of its own on 0-2 (a pty that
+                      sentry relays, as docker run -t); by default it gets one
+                      where sentry's stdin, stdout or stderr is a terminal
+  --no-tty            never: the guest's stdio are pipes that sentry relays
+  -i, --interactive   keep stdin open (with --json too: as --stdin -)
   --log FILE          append one JSON line per run (argv, code, limits, result,
                       the phases' wall times)
   --limits-file FILE  limits as JSON: {"timeoutMs": 5000, "memoryMb": 256,
@@ -158,6 +163,15 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
     } else if (a == "-h" || a == "--help") {
       std::fputs(kRunUsage, stdout);
       return 0;
+    } else if (a == "-t" || a == "--tty") {
+      o.tty = TtyMode::kOn;
+    } else if (a == "--no-tty") {
+      o.tty = TtyMode::kOff;
+    } else if (a == "-i" || a == "--interactive") {
+      o.interactive = true;
+    } else if (a == "-it" || a == "-ti") {
+      o.tty = TtyMode::kOn;
+      o.interactive = true;
     } else if (a == "--trace") {
       o.trace = true;
     } else if (a == "--timings") {
@@ -302,6 +316,7 @@ int RunCommand(const std::vector<std::string>& args) {
     if (std::string why = ApplyLimitsFile(limits_file, &o); !why.empty()) return Usage(why);
     if (int rc = ParseFlags(args, &o, &limits_file, &pool); rc >= 0) return rc;
   }
+  if (o.interactive && o.stdin_path.empty()) o.stdin_path.push_back('-');
   std::string why;
   if (!pool.empty() && PoolCanServe(o, &why)) {
     if (std::optional<int> code = RunInPool(pool, o, &why)) return *code;

@@ -3,11 +3,17 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "sentry/kernel/task.h"
 
 namespace sentry {
 namespace {
@@ -54,6 +60,46 @@ std::vector<std::string> PtsNames(const vfs::HostDir& pts) {
   return names;
 }
 
+// The controlling terminal of host task tid, from /proc/TID/stat's tty_nr
+// (0: none), as the kernel encodes a dev_t there.
+dev_t ControllingTerminal(pid_t tid) {
+  std::ifstream in("/proc/" + std::to_string(tid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  size_t end = line.rfind(')');  // the command may hold spaces and ')'
+  if (end == std::string::npos) return 0;
+  std::istringstream rest(line.substr(end + 1));
+  std::string state;
+  long ppid, pgrp, session, tty_nr = 0;
+  if (!(rest >> state >> ppid >> pgrp >> session >> tty_nr)) return 0;
+  unsigned long v = static_cast<unsigned long>(tty_nr);
+  return makedev((v >> 8) & 0xfff, (v & 0xff) | ((v >> 12) & 0xfff00));
+}
+
+// /dev/tty: the caller's controlling terminal opened anew, as drivers/tty's
+// tty_open does for 5:0; ENXIO without one. A guest's can only be a pty of
+// the sandbox's devpts (it never holds another terminal: see
+// sentry/run/terminal.h), so it is opened there by its number, and checked.
+SysResult<UniqueFd> OpenControllingTerminal(Kernel& k, const vfs::HostDir& pts, int flags) {
+  Task* t = k.current;
+  dev_t tty = t ? ControllingTerminal(t->tid) : 0;
+  constexpr unsigned kPtsMajor = 136, kPtsMajors = 8;  // UNIX98_PTY_SLAVE_MAJOR
+  if (tty == 0 || major(tty) < kPtsMajor || major(tty) >= kPtsMajor + kPtsMajors) {
+    return Errno{ENXIO};
+  }
+  unsigned index = (major(tty) - kPtsMajor) * 256 + minor(tty);
+  int keep = flags & (O_ACCMODE | O_NONBLOCK | O_APPEND);
+  int fd =
+      openat(pts.fd.get(), std::to_string(index).c_str(), keep | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return Errno{errno == ENOENT ? ENXIO : errno};
+  UniqueFd out(fd);
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != tty || st.st_dev != k.pts_dev) {
+    return Errno{ENXIO};
+  }
+  return out;
+}
+
 }  // namespace
 
 void MountDevpts(Kernel& kernel, const vfs::NodeRef& dev_dir, UniqueFd pts_dir) {
@@ -72,6 +118,10 @@ void MountDevpts(Kernel& kernel, const vfs::NodeRef& dev_dir, UniqueFd pts_dir) 
   NodeRef ptmx = kernel.vfs().NewNode(NodeKind::kSymlink, S_IFLNK | 0777, 0, 0);
   ptmx->target = "pts/ptmx";
   kernel.vfs().AddChild(dev_dir, "ptmx", ptmx);
+  NodeRef tty = kernel.vfs().NewNode(NodeKind::kDevice, S_IFCHR | 0666, 0, 0);
+  tty->attr().rdev = makedev(5, 0);
+  tty->reopen = [k, pts](int flags) { return OpenControllingTerminal(*k, *pts, flags); };
+  kernel.vfs().AddChild(dev_dir, "tty", tty);
 }
 
 }  // namespace sentry

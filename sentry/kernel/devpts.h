@@ -4,7 +4,9 @@
 // the sentry holds it as an O_PATH directory. /dev/pts lists that instance's
 // entries as device nodes (owners as the sandbox sees them), opening one opens
 // the entry beneath that directory, and /dev/ptmx links to pts/ptmx, as in a
-// container. The ptys are the sandbox's alone: no host terminal is reachable.
+// container. /dev/tty opens the caller's controlling terminal (one of those
+// ptys; ENXIO without one). The ptys are the sandbox's alone: no host
+// terminal is reachable.
 #ifndef SENTRY_KERNEL_DEVPTS_H_
 #define SENTRY_KERNEL_DEVPTS_H_
 

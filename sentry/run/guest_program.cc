@@ -11,7 +11,7 @@
 
 namespace sentry {
 
-std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree) {
+std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree, bool terminal) {
   std::vector<std::string> env = {
       "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
       "HOME=" + (o.root ? std::string("/root") : tree.home),
@@ -22,7 +22,7 @@ std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree) {
       "HOSTNAME=" + tree.hostname,
       "TMPDIR=/tmp",
   };
-  if (!o.json && isatty(STDOUT_FILENO)) {
+  if (terminal) {
     const char* term = getenv("TERM");
     env.push_back(absl::StrCat("TERM=", term && *term ? term : "xterm"));
   }

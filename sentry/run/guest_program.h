@@ -14,8 +14,9 @@
 
 namespace sentry {
 
-// The guest's whole environment: a clean one, plus --env.
-std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree);
+// The guest's whole environment: a clean one (TERM, the caller's or xterm,
+// if the guest has a terminal), plus --env.
+std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree, bool terminal);
 
 // The rlimits the guest sets before its execve: base (those of the seccomp
 // wall alone), then the ones that hold where no cgroup does, the process

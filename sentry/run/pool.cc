@@ -21,6 +21,7 @@
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/pool_wire.h"
+#include "sentry/run/terminal.h"
 
 namespace sentry {
 namespace {
@@ -134,11 +135,10 @@ bool PoolCanServe(const RunOptions& o, std::string* why) {
     *why = "--root, --disk, --no-cgroups, namespace flags and network flags need a cold start";
     return false;
   }
-  // A terminal is handed to the guest as it is (job control, isatty), which
+  // The guest's terminal is made with the guest (see GuestTerminal), which
   // a sandbox made before its caller cannot do.
-  bool stdin_relayed = o.stdin_path == "-" || (o.stdin_path.empty() && !o.json);
-  bool terminal = (stdin_relayed && isatty(0)) || (!o.json && (isatty(1) || isatty(2)));
-  if (terminal) *why = "a terminal on stdin, stdout or stderr needs a cold start";
+  bool terminal = GuestTerminal::FdsFor(o.tty, o.json, o.stdin_path) != 0;
+  if (terminal) *why = "a terminal on stdin, stdout or stderr (or -t) needs a cold start";
   return !terminal;
 }
 

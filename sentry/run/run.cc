@@ -62,16 +62,25 @@ std::optional<RunError> Run::Prepare() {
   std::span<const sock_filter> filter = PrebuiltSeccompFilter();
   spec_.filter.assign(filter.begin(), filter.end());
 
+  if (o_.interactive && o_.stdin_path.empty()) o_.stdin_path.push_back('-');
   GuestStdio::Options so;
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
   so.pipe_uid = so.pipe_gid = GuestHostUid();
   so.relay_all = warm_;
+  if (!warm_) so.tty_fds = GuestTerminal::FdsFor(o_.tty, o_.json, o_.stdin_path);
   if (absl::Status s = stdio_.Setup(so); !s.ok()) {
     return RunError{kExitSentryError, std::string(s.message())};
   }
   spec_.stdio = stdio_.child_fds();
+  spec_.tty_fds = stdio_.tty_fds();
+  // (After Setup: the result of a run that fails here has its streams.)
+  if (o_.tty == TtyMode::kOn && o_.json) {
+    return RunError{kExitSentryError,
+                    "-t gives the guest a terminal and --json captures its output: not both"};
+  }
+
   if (o_.namespaces == NamespaceMode::kOff) {
     if (auto e = UseSeccompWallAlone("--no-namespaces")) return e;
   }
@@ -83,7 +92,7 @@ std::optional<RunError> Run::BuildSandbox() {
   // SIGCHLD and the user's signals are read from a signalfd by this thread;
   // every thread made from here on inherits the mask.
   sigemptyset(&mask_);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask_, s);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH}) sigaddset(&mask_, s);
   pthread_sigmask(SIG_BLOCK, &mask_, nullptr);
 
   auto spawned = StartSandbox();
@@ -197,7 +206,7 @@ std::optional<RunError> Run::Admit() {
   if (found.exit_code) return RunError{found.exit_code, found.error};
   launch_.path = found.path;
   launch_.argv = o_.argv;
-  launch_.envp = GuestEnv(o_, tree_);
+  launch_.envp = GuestEnv(o_, tree_, stdio_.tty_fds() != 0);
   std::string too_high;
   launch_.rlimits =
       GuestRlimits(o_, cgroups_.has_memory(), cgroups_.has_cpu(), wall_rlimits_, &too_high);
@@ -214,6 +223,7 @@ std::optional<RunError> Run::AttachGuest() {
     return RunError{kExitSentryError, std::string(st.message())};
   }
   clock_.Mark("loader");
+  if (UniqueFd master = spawned_->TakeTtyMaster()) stdio_.StartTerminal(std::move(master));
   unotify_ = std::make_unique<Unotify>(spawned_->TakeListener());
   sync_wakeup_ = unotify_->SetSyncWakeup();
   {
@@ -303,6 +313,19 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
                     absl::StrCat("--allow-net and --secret need a network namespace, which this "
                                  "run cannot have (",
                                  why, ")")};
+  }
+  if (spec_.tty_fds) {
+    if (o_.tty == TtyMode::kOn) {
+      return RunError{kExitSentryError,
+                      absl::StrCat("-t needs the sandbox's own devpts, which a run without "
+                                   "namespaces has not (",
+                                   why, ")")};
+    }
+    if (absl::Status s = stdio_.DropTerminal(); !s.ok()) {
+      return RunError{kExitSentryError, std::string(s.message())};
+    }
+    spec_.stdio = stdio_.child_fds();
+    spec_.tty_fds = 0;
   }
   HostStore::SweepStale();
   guest_host_uid_ = SeccompOnlyGuestId(getpid());

@@ -23,19 +23,25 @@ inline constexpr int kExitNotFound = 127;     // the program is not in the sandb
 // kOff never makes them (--no-namespaces).
 enum class NamespaceMode { kAuto, kRequire, kOff };
 
+// Whether the guest gets a terminal of its own (see sentry/run/terminal.h):
+// kAuto where the caller's stdio has one, kOn always (-t), kOff never.
+enum class TtyMode { kAuto, kOn, kOff };
+
 struct RunOptions {
   std::vector<std::string> argv;                            // the guest command
   std::vector<std::string> env;                             // extra K=V
   std::vector<std::pair<std::string, std::string>> copies;  // host → guest
   bool copy_script = true;  // copy a first argument that names a host file
   bool trace = false;
-  bool timings = false;     // --timings: the run's phases to stderr
-  bool root = false;        // the guest is uid 0 inside (still no host privilege)
-  bool json = false;        // print one result object instead of streaming output
-  std::string log_path;     // --log: append one JSON line per run
-  std::string stdin_path;   // --stdin FILE or "-"
-  std::string workdir;      // --workdir: the guest's cwd (made if missing); default its home
-  double timeout_sec = 30;  // 0: none
+  bool timings = false;          // --timings: the run's phases to stderr
+  bool root = false;             // the guest is uid 0 inside (still no host privilege)
+  bool json = false;             // print one result object instead of streaming output
+  std::string log_path;          // --log: append one JSON line per run
+  std::string stdin_path;        // --stdin FILE or "-"
+  TtyMode tty = TtyMode::kAuto;  // -t: kOn; --no-tty: kOff
+  bool interactive = false;      // -i: stdin stays open (with --json too: as --stdin -)
+  std::string workdir;           // --workdir: the guest's cwd (made if missing); default its home
+  double timeout_sec = 30;       // 0: none
   uint64_t memory_bytes = 1ull << 30;
   uint64_t pids = 128;
   double cpus = 0;  // 0: no quota

@@ -50,8 +50,8 @@ void Run::Supervise() {
       }
     });
   }
-  // A signal the user sends sentry goes to the guest first; the sandbox ends
-  // when the guest does, or after this grace, or at a second signal.
+  // SIGTERM or SIGHUP to sentry goes to the guest first; the sandbox ends
+  // when the guest does, or after this grace, or at a second one.
   UniqueFd grace(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
   constexpr time_t kGraceSec = 2;
   // The start-up pin ends when the guest traps rarely: it computes, and may
@@ -69,10 +69,19 @@ void Run::Supervise() {
   }
   bool init_reaped = false;
   bool leader_seen_done = false;
-  // A user signal (from this process's signalfd, or from a pool's client)
-  // goes to the guest; a second one, or the grace's end, ends the sandbox.
+  // A user signal (from this process's signalfd, or from a pool's client).
+  // SIGINT and SIGQUIT go where a terminal sends Ctrl-C and Ctrl-\: to the
+  // guest's foreground process group, every time; the run goes on as long
+  // as the guest does (a REPL, a program that traps them). SIGTERM and
+  // SIGHUP go to the guest and end the run: the sandbox is killed after the
+  // grace, or at once at a second one. SIGWINCH: the caller's terminal was
+  // resized.
   auto user_signal = [&](int signo) {
-    if (user_signal_ == 0) {
+    if (signo == SIGWINCH) {
+      stdio_.terminal().Resize();
+    } else if (signo == SIGINT || signo == SIGQUIT) {
+      SignalForeground(signo);
+    } else if (user_signal_ == 0) {
       user_signal_ = signo;
       kill(spawned_->guest_pid(), user_signal_);
       itimerspec its{};
@@ -159,6 +168,19 @@ void Run::Supervise() {
   init_reaped_ = init_reaped;
   if (!leader_seen_done) clock_.Mark("guest");  // killed with the sandbox (timeout, signal)
   clock_.Mark("sandbox exit");
+}
+
+void Run::SignalForeground(int signo) {
+  // The guest terminal's foreground group, else the guest's own group (its
+  // job: see LoaderSpec::tty_fds). Both are groups of the guest's session,
+  // which holds only sandbox processes; never pid 1's.
+  pid_t group = stdio_.terminal().ForegroundGroup();
+  if (group <= 0) group = getpgid(spawned_->guest_pid());
+  if (group > 0 && group != spawned_->init_pid() && group != getpgrp()) {
+    kill(-group, signo);
+  } else {
+    kill(spawned_->guest_pid(), signo);
+  }
 }
 
 int Run::Conclude(std::optional<RunError> error) {

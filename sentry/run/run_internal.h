@@ -58,6 +58,8 @@ class Run {
   std::optional<RunError> UseSeccompWallAlone(const std::string& why);
   absl::StatusOr<Spawned> StartSandbox();
   void Supervise();
+  // SIGINT or SIGQUIT as a terminal sends them (see Supervise).
+  void SignalForeground(int signo);
   int Conclude(std::optional<RunError> error);
   void Report(const RunResult& r);
   // Kills the sandbox and reaps its pid 1 (once).

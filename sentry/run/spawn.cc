@@ -6,8 +6,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -159,6 +161,16 @@ absl::Status Spawned::AwaitGuest() {
   int listener = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, m.value, 0));
   if (listener < 0) return ErrnoStatus("take the guest's seccomp listener");
   listener_ = UniqueFd(listener);
+  if (m.tty_master >= 0) {
+    int master = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, m.tty_master, 0));
+    if (master < 0) return ErrnoStatus("take the guest's terminal");
+    tty_master_ = UniqueFd(master);
+    // What the loader opened: the devpts instance's ptmx (5:2), nothing else.
+    struct stat st;
+    if (fstat(master, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(5, 2)) {
+      return absl::InternalError("the guest's terminal is not a pty master");
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -52,6 +52,8 @@ class Spawned final {
   UniqueFd TakeStoreDir() { return std::move(store_dir_); }
   // The sandbox's devpts instance (O_PATH), or an invalid fd if it has none.
   UniqueFd TakePtsDir() { return std::move(pts_dir_); }
+  // After AwaitGuest, with spec.tty_fds: the master of the guest's terminal.
+  UniqueFd TakeTtyMaster() { return std::move(tty_master_); }
   int report_fd() const { return report_.get(); }
   // After AwaitReady, bit i set: the loader could not join the i-th cgroup.
   int cgroups_refused() const { return cgroups_refused_; }
@@ -64,7 +66,7 @@ class Spawned final {
   pid_t guest_pid_ = -1;
   int cgroups_refused_ = 0;
   std::array<int, kMaxLoaderCgroups> sent_as_ = {};  // SendCgroups' k-th file: tasks_files[i]
-  UniqueFd maps_, report_, go_, listener_, store_dir_, pts_dir_;
+  UniqueFd maps_, report_, go_, listener_, store_dir_, pts_dir_, tty_master_;
   SysResult<UniqueFd> dns_socket_ = Errno{ENOTCONN};
 };
 

@@ -54,32 +54,43 @@ absl::Status GuestStdio::Setup(const Options& options) {
   options_ = options;
   out_ = std::make_unique<OutputBuffer>(options.max_output);
   err_ = std::make_unique<OutputBuffer>(options.max_output);
-  // stdin
-  if (options.relay_all) {
-    RETURN_IF_ERROR(MakeRelay(0));  // its source: see Configure
-  } else if (!options.stdin_path.empty() && options.stdin_path != "-") {
-    RETURN_IF_ERROR(OpenStdinFile(options.stdin_path));
-  } else if ((options.capture && options.stdin_path.empty()) || IsDevNull(0)) {
+  if (options.relay_all) options_.tty_fds = 0;
+  if (!(options_.tty_fds & 1)) RETURN_IF_ERROR(SetupStdin());
+  // stdout, stderr
+  for (int i = 1; i <= 2; ++i) {
+    if (!(options_.tty_fds & (1 << i))) RETURN_IF_ERROR(MakeRelay(i));
+  }
+  SetPipeOwner(options.pipe_uid, options.pipe_gid);
+  return absl::OkStatus();
+}
+
+absl::Status GuestStdio::SetupStdin() {
+  const Options& options = options_;
+  if (options.relay_all) return MakeRelay(0);  // its source: see Configure
+  if (!options.stdin_path.empty() && options.stdin_path != "-") {
+    return OpenStdinFile(options.stdin_path);
+  }
+  if ((options.capture && options.stdin_path.empty()) || IsDevNull(0)) {
     int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return ErrnoStatus("open /dev/null");
     child_[0] = UniqueFd(fd);
-  } else if (isatty(0)) {
-    child_[0] = UniqueFd(dup(0));
-    SaveTerminal(0);
-  } else {
-    RETURN_IF_ERROR(MakeRelay(0));
-    passthrough_[0] = 0;
+    return absl::OkStatus();
   }
-  // stdout, stderr
+  // A pipe, a file, a socket, or a terminal the guest is not to have
+  // (--no-tty): relayed.
+  RETURN_IF_ERROR(MakeRelay(0));
+  passthrough_[0] = 0;
+  return absl::OkStatus();
+}
+
+absl::Status GuestStdio::DropTerminal() {
+  int fds = options_.tty_fds;
+  options_.tty_fds = 0;
+  if (fds & 1) RETURN_IF_ERROR(SetupStdin());
   for (int i = 1; i <= 2; ++i) {
-    if (!options.relay_all && !options.capture && isatty(i)) {
-      child_[i] = UniqueFd(dup(i));
-      SaveTerminal(i);
-      continue;
-    }
-    RETURN_IF_ERROR(MakeRelay(i));
+    if (fds & (1 << i)) RETURN_IF_ERROR(MakeRelay(i));
   }
-  SetPipeOwner(options.pipe_uid, options.pipe_gid);
+  SetPipeOwner(options_.pipe_uid, options_.pipe_gid);
   return absl::OkStatus();
 }
 
@@ -180,29 +191,11 @@ void GuestStdio::StartOutputsEarly() {
   outputs_started_ = true;
 }
 
-void GuestStdio::SaveTerminal(int fd) {
-  if (tty_fd_ < 0 && tcgetattr(fd, &tty_saved_) == 0) tty_fd_ = fd;
-}
-
-void GuestStdio::RestoreTerminal() {
-  if (tty_fd_ < 0) return;
-  // A sentry in a background process group would be stopped by SIGTTOU;
-  // ignored, the kernel lets the change through.
-  struct sigaction ignore {
-  }, old{};
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGTTOU, &ignore, &old);
-  tcsetattr(tty_fd_, TCSANOW, &tty_saved_);
-  tcflow(tty_fd_, TCOON);  // output the guest suspended (TCXONC)
-  sigaction(SIGTTOU, &old, nullptr);
-  tty_fd_ = -1;
-}
-
 void GuestStdio::Finish() {
   for (std::thread& t : outputs_)
     if (t.joinable()) t.join();
   outputs_.clear();
-  RestoreTerminal();
+  terminal_.Finish();
 }
 
 }  // namespace sentry

@@ -1,16 +1,12 @@
 // GuestStdio: what the guest gets as fds 0, 1 and 2.
 //
-// The guest never holds a host file or socket of the caller's: a terminal is
-// passed through (interactive use: isatty, job control), anything else is
+// The guest never holds a host file, socket or terminal of the caller's: the
+// fds that are to be a terminal (Options::tty_fds) are a pty of the
+// sandbox's own, relayed by a GuestTerminal (terminal.h); anything else is
 // relayed through pipes by sentry threads. With capture (--json) stdout and
 // stderr go into bounded OutputBuffers and stdin comes from a file or nothing.
-// A terminal passed through gets its settings back when the run ends (as a
-// shell restores them after a job): the guest may change them (TCSETS, flow
-// control are native), and nothing of the run may outlive it.
 #ifndef SENTRY_RUN_STDIO_H_
 #define SENTRY_RUN_STDIO_H_
-
-#include <termios.h>
 
 #include <array>
 #include <atomic>
@@ -22,6 +18,7 @@
 #include "absl/status/status.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/output_buffer.h"
+#include "sentry/run/terminal.h"
 
 namespace sentry {
 
@@ -38,6 +35,9 @@ class GuestStdio final {
     // Three relayed pipes whatever fds 0-2 are, their sources and capture
     // chosen later by Configure (a warm sandbox's, made before its caller).
     bool relay_all = false;
+    // Bit i set: the guest's fd i is its terminal (GuestTerminal::FdsFor),
+    // which the guest makes (LoaderSpec::tty_fds): no fd of the sentry's.
+    int tty_fds = 0;
   };
 
   GuestStdio() = default;
@@ -63,14 +63,21 @@ class GuestStdio final {
   // Waits until the guest's ends are all closed and the relays are done.
   void Finish();
 
+  int tty_fds() const { return options_.tty_fds; }
+  // Relays the terminal fds through pipes instead (a sandbox without
+  // namespaces has no devpts of its own).
+  absl::Status DropTerminal();
+  // With tty_fds, once the guest has made its terminal: relays it.
+  void StartTerminal(UniqueFd master) { terminal_.Start(std::move(master), options_.tty_fds); }
+  GuestTerminal& terminal() { return terminal_; }
+
   const OutputBuffer& out() const { return *out_; }
   const OutputBuffer& err() const { return *err_; }
 
  private:
   absl::Status MakeRelay(int i);
   absl::Status OpenStdinFile(const std::string& path);
-  void SaveTerminal(int fd);
-  void RestoreTerminal();
+  absl::Status SetupStdin();
 
   Options options_;
   std::array<UniqueFd, 3> child_;  // the guest's ends
@@ -80,8 +87,7 @@ class GuestStdio final {
   std::vector<std::thread> outputs_;
   bool outputs_started_ = false;
   std::atomic<bool> configured_{false};
-  int tty_fd_ = -1;  // the caller's terminal passed through (one of 0-2), if any
-  termios tty_saved_{};
+  GuestTerminal terminal_;
 };
 
 }  // namespace sentry

@@ -185,7 +185,9 @@ TEST(SeccompProgramTest, X32AndOtherArchitecturesAreKilled) {
 
 TEST(SeccompProgramTest, IoctlFilter) {
   EXPECT_EQ(Eval(Data(SYS_ioctl, {0, TIOCSTI})), Errno(ENOTTY));
-  EXPECT_EQ(Eval(Data(SYS_ioctl, {0, TIOCSCTTY})), Errno(ENOTTY));
+  // TIOCSCTTY only without the steal flag (a pty of the sandbox's own).
+  EXPECT_EQ(Eval(Data(SYS_ioctl, {0, TIOCSCTTY, 0})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Eval(Data(SYS_ioctl, {0, TIOCSCTTY, 1})), Errno(ENOTTY));
   EXPECT_EQ(Eval(Data(SYS_ioctl, {0, TIOCLINUX})), Errno(ENOTTY));
   EXPECT_EQ(Eval(Data(SYS_ioctl, {0, TIOCSETD})), Errno(ENOTTY));
   for (uint64_t ok : {TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIOCLEX}) {
