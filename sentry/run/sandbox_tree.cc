@@ -143,7 +143,7 @@ absl::Status CopyFile(vfs::Vfs& v, const vfs::Resolved& at, const vfs::Creds& cr
 
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
                                                            std::unique_ptr<vfs::Store> store) {
-  if (!c.rootfs.empty() || !c.mounts.empty()) {
+  if (!c.rootfs.empty()) {
     return absl::UnimplementedError("a rootfs and bind mounts are not built yet");
   }
   int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
