@@ -46,7 +46,7 @@ Anything else that names a host file, and any later argument with a script
 suffix, is not copied: one line on stderr says why. --copy HOST:GUEST copies
 any file or directory the caller names.
 
-Flags take --flag VALUE or --flag=VALUE.)";
+A flag takes its value as --timeout 5 or --timeout=5.)";
 
 constexpr const char* kFooter = R"(Exit codes:
   0-123               the guest's own exit code
