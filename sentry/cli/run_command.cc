@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sentry/cli/commands.h"
+#include "sentry/cli/flag_values.h"
 #include "sentry/cli/limits_file.h"
 #include "sentry/cli/run_flags.h"
 #include "sentry/run/pool.h"

@@ -6,8 +6,11 @@
 // --memory and --disk) except for docker's own -m, where docker means bytes.
 //
 // Adding a flag is one line in run_flags.cc's DefineFlags, e.g.
-//   f.Value("--census", kOutput, "FILE", "write the census to FILE", Text(&o.census));
-//   f.Switch("--trace", kOutput, "log every trapped syscall", &o.trace);
+//   f.Value("--census", kOutput, "FILE", "write the census to FILE",
+//           Text(&o.census_path, "needs a file"));
+//   f.Switch("--trace", kOutput, "log every trapped syscall", [&o] { o.trace = true; });
+// Its check (Text, Whole, Size, or a lambda returning "" or what it needs)
+// and its help line are all it takes: --help and cli_test pick it up.
 #ifndef SENTRY_CLI_RUN_FLAGS_H_
 #define SENTRY_CLI_RUN_FLAGS_H_
 
@@ -38,18 +41,6 @@ FlagsOutcome ParseRunFlags(const std::vector<std::string>& args, RunFlags* flags
 // Whether args asks for --json before the command: a parse error is then
 // answered with a JSON result, whatever else the line holds.
 bool WantsJson(const std::vector<std::string>& args);
-
-// Refuses what this host cannot honour: --cpus above its CPUs, --memory above
-// its RAM, with the host's figure. "" when the options fit.
-std::string CheckAgainstHost(const RunOptions& o);
-
-// Sizes as docker reads them: a number (fractions allowed) with an optional
-// unit b, k, m, g, t (binary, case-insensitive, "kb", "KiB" alike). A bare
-// number is bare_unit bytes; bare_unit 0 refuses a bare number. False, with
-// *why, on anything else or a result past 2^50.
-bool ParseSize(const std::string& text, uint64_t bare_unit, uint64_t* out, std::string* why);
-// Seconds, fractions allowed, with an optional unit ms, s, m or h.
-bool ParseDuration(const std::string& text, double* seconds);
 
 }  // namespace sentry::cli
 
