@@ -47,6 +47,9 @@ enum class NodeKind {
 struct HostDir {
   UniqueFd fd;       // O_PATH | O_DIRECTORY, opened beneath a lower root
   std::string path;  // host path, for exec through the mount view
+  // Beneath a read-only bind mount (-v HOST:GUEST:ro): every node made from
+  // this directory is read_only too.
+  bool read_only = false;
 };
 
 // A host entry that readdir listed and nothing has looked up yet: what
@@ -102,6 +105,9 @@ class Node : public std::enable_shared_from_this<Node> {
   // it. Zero for what the guest made and for the tree's fixed nodes (mounts).
   timespec looked_up_ctime{};
   bool IsCached() const { return looked_up_ctime.tv_sec != 0 || looked_up_ctime.tv_nsec != 0; }
+  // Shown by a read-only bind mount: every change is EROFS, as on a mount
+  // with MS_RDONLY (the node and, for a directory, the names in it).
+  bool read_only = false;
   // Bytes of this node charged to the metadata budget (Vfs::Charge), refunded
   // when it goes: only what the guest made is charged.
   uint32_t charged = 0;

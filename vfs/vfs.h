@@ -208,6 +208,11 @@ class Vfs final {
   SysStatus MayDelete(const Node& dir, const Node& victim, const Creds& creds) const;
   void Touch(Node& dir);
   SysStatus Charge(uint64_t bytes);
+  // EROFS for a node of a read-only bind mount, as fs/namei.c's mnt_want_write.
+  static SysStatus Writable(const Node& node) {
+    if (node.read_only) return Errno{EROFS};
+    return {};
+  }
   // Refunds what node was charged, xattrs included, once it has no name left.
   void RefundNode(Node& node);
   SysStatus XattrPermission(const Node& node, const std::string& name, int may,

@@ -36,6 +36,9 @@ SysResult<UniqueFd> MemfdWith(const std::string& data) {
 // As fs/namei.c's generic_permission: owner, then group, then other bits; root
 // passes read/write always and exec when any x bit is set (or on directories).
 SysStatus Vfs::Permission(const Node& node, int may, const Creds& creds) const {
+  // A read-only mount answers a write with EROFS before any mode bit, as
+  // inode_permission's sb_permission does.
+  if ((may & W_OK) && node.read_only) return Errno{EROFS};
   if (node.IsLower()) {
     // Reading or searching (and reading to copy up before a write) happens on
     // the host as "other": its other-bits must allow it, whoever the guest is.
@@ -132,6 +135,7 @@ struct stat Vfs::StatWithData(const Node& node, const struct stat& data) {
 void Vfs::Touch(Node& dir) { dir.attr().mtime = dir.attr().ctime = Now(); }
 
 SysStatus Vfs::Chmod(Node& node, mode_t mode, const Creds& creds) {
+  SYS_TRY(Writable(node));
   if (!creds.IsRoot() && creds.uid != node.attr().uid) return Errno{EPERM};
   if (node.kind() == NodeKind::kSynthetic || node.kind() == NodeKind::kDevice) {
     if (!creds.IsRoot()) return Errno{EPERM};
@@ -146,6 +150,7 @@ SysStatus Vfs::Chmod(Node& node, mode_t mode, const Creds& creds) {
 }
 
 SysStatus Vfs::Chown(Node& node, uid_t uid, gid_t gid, const Creds& creds) {
+  SYS_TRY(Writable(node));
   Attr& a = node.attr();
   bool uid_change = uid != static_cast<uid_t>(-1) && uid != a.uid;
   bool gid_change = gid != static_cast<gid_t>(-1) && gid != a.gid;
@@ -161,6 +166,7 @@ SysStatus Vfs::Chown(Node& node, uid_t uid, gid_t gid, const Creds& creds) {
 }
 
 SysStatus Vfs::Utimens(Node& node, const timespec* times, const Creds& creds) {
+  SYS_TRY(Writable(node));
   bool set_both_now =
       times == nullptr || (times[0].tv_nsec == UTIME_NOW && times[1].tv_nsec == UTIME_NOW);
   bool owner = creds.IsRoot() || creds.uid == node.attr().uid;
@@ -192,6 +198,7 @@ SysStatus Vfs::Utimens(Node& node, const timespec* times, const Creds& creds) {
 }
 
 SysStatus Vfs::CopyUp(Node& node) {
+  SYS_TRY(Writable(node));
   if (node.kind() == NodeKind::kSynthetic && node.sized && node.generate) {
     SYS_ASSIGN_OR_RETURN(std::string name, store_->Create(node.attr().mode));
     SYS_ASSIGN_OR_RETURN(UniqueFd fd, store_->Open(name, O_WRONLY));
@@ -232,6 +239,7 @@ SysStatus Vfs::CopyUp(Node& node) {
 
 SysStatus Vfs::Truncate(Node& node, off_t len, const Creds& creds) {
   if (node.IsDir()) return Errno{EISDIR};
+  SYS_TRY(Writable(node));
   if (node.kind() == NodeKind::kSynthetic && node.sized) SYS_TRY(CopyUp(node));
   if (node.kind() != NodeKind::kFile) return Errno{EINVAL};
   if (len < 0) return Errno{EINVAL};

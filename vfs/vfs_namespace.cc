@@ -83,6 +83,7 @@ SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, c
   if (at.node) return Errno{EEXIST};
   if (at.trailing_slash && kind != NodeKind::kDir) return Errno{ENOENT};
   if (at.parent->lookup) return Errno{EACCES};
+  SYS_TRY(Writable(*at.parent));
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
   SYS_TRY(Charge(NameCost(at.name) + kNodeCost));
   mode_t type = kind == NodeKind::kDir ? S_IFDIR : kind == NodeKind::kFifo ? S_IFIFO : S_IFREG;
@@ -118,6 +119,7 @@ SysResult<NodeRef> Vfs::CreateSocket(const Resolved& at, mode_t mode, const Cred
   if (!at.Creatable()) return Errno{NotCreatable(at)};
   if (at.trailing_slash) return Errno{ENOENT};
   if (at.parent->lookup) return Errno{EACCES};
+  SYS_TRY(Writable(*at.parent));
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
   SYS_TRY(Charge(NameCost(at.name) + kNodeCost));
   SysResult<std::string> name = bind();
@@ -139,6 +141,7 @@ SysResult<NodeRef> Vfs::Symlink(const Resolved& at, std::string_view target, con
   if (at.node) return Errno{EEXIST};
   if (at.trailing_slash) return Errno{ENOENT};
   if (at.parent->lookup) return Errno{EACCES};
+  SYS_TRY(Writable(*at.parent));
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
   SYS_TRY(Charge(NameCost(at.name) + kNodeCost + target.size()));
   NodeRef node = NewNode(NodeKind::kSymlink, S_IFLNK | 0777, creds.uid, creds.gid);
@@ -155,6 +158,7 @@ SysStatus Vfs::Link(const NodeRef& node, const Resolved& at, const Creds& creds)
   if (at.node) return Errno{EEXIST};
   if (at.trailing_slash) return Errno{ENOENT};
   if (at.parent->lookup) return Errno{EACCES};
+  SYS_TRY(Writable(*at.parent));
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
   if (node->nlink == 0 && node->kind() == NodeKind::kFile) return Errno{ENOENT};
   // protected_hardlinks, as fs/namei.c may_linkat: the owner, or a plain file
@@ -177,6 +181,7 @@ SysStatus Vfs::Unlink(const Resolved& at, const Creds& creds) {
   if (at.node->IsDir()) return Errno{EISDIR};
   if (!at.Creatable()) return Errno{EISDIR};
   if (at.trailing_slash) return Errno{ENOTDIR};
+  SYS_TRY(Writable(*at.parent));
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
   SYS_TRY(ChargeWhiteout(at.parent, at.name, *at.node));
   Detach(at.parent, at.name);
@@ -189,6 +194,7 @@ SysStatus Vfs::Rmdir(const Resolved& at, const Creds& creds) {
   if (at.name == ".") return Errno{EINVAL};
   if (at.name == ".." || at.name == "/") return Errno{at.name == "/" ? EBUSY : ENOTEMPTY};
   if (!at.node->IsDir()) return Errno{ENOTDIR};
+  SYS_TRY(Writable(*at.parent));
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
   if (!IsEmptyDir(at.node)) return Errno{ENOTEMPTY};
   SYS_TRY(ChargeWhiteout(at.parent, at.name, *at.node));
@@ -214,6 +220,8 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
   } else if (dst && (flags & RENAME_NOREPLACE)) {
     return Errno{EEXIST};
   }
+  SYS_TRY(Writable(*from.parent));
+  SYS_TRY(Writable(*to.parent));
   SYS_TRY(MayDelete(*from.parent, *src, creds));
   if (dst) {
     SYS_TRY(MayDelete(*to.parent, *dst, creds));

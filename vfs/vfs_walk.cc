@@ -83,8 +83,9 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
   a.mtime = st.st_mtim;
   a.ctime = st.st_ctim;
   NodeRef node;
-  auto lower = [&st](NodeRef n) {
+  auto lower = [&st, &host_parent](NodeRef n) {
     n->host_mode = st.st_mode;
+    n->read_only = host_parent->read_only;
     return n;
   };
   switch (st.st_mode & S_IFMT) {
@@ -93,7 +94,8 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
       if (fd < 0) return nullptr;
       node = std::make_shared<Node>(NodeKind::kDir, a);
       node->host_dir = std::make_shared<HostDir>(HostDir{
-          UniqueFd(fd), host_parent->path == "/" ? "/" + name : host_parent->path + "/" + name});
+          UniqueFd(fd), host_parent->path == "/" ? "/" + name : host_parent->path + "/" + name,
+          host_parent->read_only});
       node->nlink = st.st_nlink;
       lower(node);
       break;
@@ -114,6 +116,7 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
       if (n < 0 || n >= static_cast<ssize_t>(sizeof(buf))) return nullptr;
       node = std::make_shared<Node>(NodeKind::kSymlink, a);
       node->target.assign(buf, n);
+      node->read_only = host_parent->read_only;
       break;
     }
     default:

@@ -46,6 +46,7 @@ SysStatus Vfs::SetXattr(Node& node, const std::string& name, std::string value, 
                         const Creds& creds) {
   if (flags & ~(XATTR_CREATE | XATTR_REPLACE)) return Errno{EINVAL};
   if (value.size() > kXattrSizeMax) return Errno{E2BIG};
+  SYS_TRY(Writable(node));
   SYS_TRY(XattrPermission(node, name, W_OK, creds));
   auto it = node.xattrs.find(name);
   if (it != node.xattrs.end() && (flags & XATTR_CREATE)) return Errno{EEXIST};
@@ -80,6 +81,7 @@ std::string Vfs::ListXattr(const Node& node) const {
 }
 
 SysStatus Vfs::RemoveXattr(Node& node, const std::string& name, const Creds& creds) {
+  SYS_TRY(Writable(node));
   SYS_TRY(XattrPermission(node, name, W_OK, creds));
   auto it = node.xattrs.find(name);
   if (it == node.xattrs.end()) return Errno{ENODATA};

@@ -1,4 +1,4 @@
-// SHA-256 (FIPS 180-4), for the audit log's hash of the code a run executed.
+// SHA-256 of the code a run executed, for the audit log: OpenSSL's EVP digest.
 #ifndef SENTRY_BASE_SHA256_H_
 #define SENTRY_BASE_SHA256_H_
 

@@ -1,15 +1,20 @@
 // --limits-file: a JSON object of limits, the names agent code uses.
 #include "sentry/cli/limits_file.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
 
-#include "sentry/base/json_lite.h"
+#include "absl/strings/str_cat.h"
 
 namespace sentry::cli {
 namespace {
 
-using json_lite::Value;
+using Json = nlohmann::json;
 
 constexpr size_t kMaxLimitsFileBytes = 64 << 10;
 
@@ -17,30 +22,57 @@ constexpr const char* kKnownKeys =
     "timeoutMs, memoryMb, maxProcesses, cpus, diskMb, maxOutputBytes, nofile, network";
 
 // A number in [lo, hi]; an integer unless `fraction`.
-bool Number(const Value& v, double lo, double hi, bool fraction, double* out) {
-  if (!v.is_number() || !std::isfinite(v.number) || v.number < lo || v.number > hi) return false;
-  if (!fraction && v.number != std::floor(v.number)) return false;
-  *out = v.number;
+bool Number(const Json& v, double lo, double hi, bool fraction, double* out) {
+  if (!v.is_number()) return false;
+  double n = v.get<double>();
+  if (!std::isfinite(n) || n < lo || n > hi) return false;
+  if (!fraction && n != std::floor(n)) return false;
+  *out = n;
   return true;
+}
+
+// Parses text, refusing a key given twice in one object: JSON leaves that
+// undefined and parsers differ on which one wins, so a limit would depend on
+// the reader. "" on success, else what is wrong.
+std::string ParseStrict(const std::string& text, Json* out) {
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  auto check = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) keys.emplace_back();
+    if (event == Json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == Json::parse_event_t::key && !keys.empty() && duplicate.empty() &&
+        !keys.back().insert(parsed.get<std::string>()).second) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  try {
+    *out = Json::parse(text, check);
+  } catch (const Json::parse_error& e) {
+    return absl::StrCat("the limits file is not JSON: ", e.what());
+  }
+  if (!duplicate.empty()) return absl::StrCat("limits file: \"", duplicate, "\" is given twice");
+  return "";
 }
 
 }  // namespace
 
 std::string ApplyLimitsFile(const std::string& path, RunOptions* o) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return "cannot read the limits file " + path;
+  if (!in) return absl::StrCat("cannot read the limits file ", path, ": ", std::strerror(errno));
   std::string text(kMaxLimitsFileBytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad())
+    return absl::StrCat("cannot read the limits file ", path, ": ", std::strerror(errno));
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxLimitsFileBytes) return "the limits file is larger than 64 KiB";
-  std::string why;
-  std::optional<Value> doc = json_lite::Parse(text, &why);
-  if (!doc) return "the limits file is not JSON: " + why;
-  if (!doc->is_object()) return "the limits file must hold one JSON object";
+  Json doc;
+  if (std::string why = ParseStrict(text, &doc); !why.empty()) return why;
+  if (!doc.is_object()) return "the limits file must hold one JSON object";
 
-  for (const auto& [key, v] : doc->object) {
+  for (const auto& [key, v] : doc.items()) {
     double n = 0;
-    auto bad = [&](const std::string& want) {
+    auto bad = [&key = key](const std::string& want) {
       return "limits file: \"" + key + "\" must be " + want;
     };
     if (key == "timeoutMs") {
@@ -66,21 +98,22 @@ std::string ApplyLimitsFile(const std::string& path, RunOptions* o) {
       o->nofile = static_cast<uint64_t>(n);
     } else if (key == "network") {
       // "none", or {"allow": ["api.example.com:443", ...]}.
+      const char* want = "\"none\" or {\"allow\": [\"HOST[:PORT]\", ...]}";
       if (v.is_object()) {
-        const Value& list = v["allow"];
-        if (list.kind != Value::Kind::kArray || list.array.empty() || v.object.size() != 1) {
-          return bad("\"none\" or {\"allow\": [\"HOST[:PORT]\", ...]}");
+        auto list = v.find("allow");
+        if (v.size() != 1 || list == v.end() || !list->is_array() || list->empty()) {
+          return bad(want);
         }
-        for (const Value& item : list.array) {
+        for (const Json& item : *list) {
           net::AllowRule rule;
           std::string why;
-          if (!item.is_string() || !net::ParseAllowRule(item.string, &rule, &why)) {
+          if (!item.is_string() || !net::ParseAllowRule(item.get<std::string>(), &rule, &why)) {
             return bad("a list of HOST[:PORT] (" + why + ")");
           }
           o->net.allow.push_back(rule);
         }
-      } else if (v.str() != "none") {
-        return bad("\"none\" or {\"allow\": [\"HOST[:PORT]\", ...]}");
+      } else if (!v.is_string() || v.get<std::string>() != "none") {
+        return bad(want);
       }
     } else {
       return "limits file: unknown key \"" + key + "\" (known: " + kKnownKeys + ")";

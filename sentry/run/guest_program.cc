@@ -61,9 +61,13 @@ ProgramLookup FindProgram(vfs::Vfs& v, const vfs::NodeRef& cwd, const vfs::Creds
     out.path = argv0;
     node = *n;
   }
-  if (node->kind() != vfs::NodeKind::kFile) {
+  if (node->IsDir()) {
     out.exit_code = kExitCannotExec;
-    out.error = absl::StrCat(out.path, ": not a regular file");
+    out.error = absl::StrCat(out.path, ": is a directory, not a program");
+  } else if (node->kind() != vfs::NodeKind::kFile) {
+    // A generated file (/etc/passwd), a device or a fifo: execve says EACCES.
+    out.exit_code = kExitCannotExec;
+    out.error = absl::StrCat(out.path, ": not executable");
   } else if (!v.Permission(*node, X_OK, creds).ok()) {
     out.exit_code = kExitCannotExec;
     out.error = absl::StrCat(out.path, ": permission denied (not executable in the sandbox)");

@@ -3,10 +3,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "sentry/kernel/kernel.h"
 
 namespace sentry {
@@ -41,61 +40,64 @@ size_t Utf8Len(const std::string& s, size_t i) {
   return n;
 }
 
-std::string Opt(const std::optional<std::string>& v) { return v ? JsonString(*v) : "null"; }
+// Valid UTF-8: each byte that starts no valid sequence becomes U+FFFD (one
+// per byte, so a count of replacements is a count of bad bytes).
+std::string ValidUtf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t n = Utf8Len(s, i);
+    if (n == 0) {
+      out += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
+using Json = nlohmann::ordered_json;
+
+Json Text(const std::string& s) { return Json(ValidUtf8(s)); }
+Json Opt(const std::optional<std::string>& v) { return v ? Text(*v) : Json(nullptr); }
+// Compact, UTF-8 as is; never throws (the text is valid already).
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 }  // namespace
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size();) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t n = Utf8Len(s, i);
-    if (n == 0) {
-      out += "\\ufffd";
-      ++i;
-      continue;
-    }
-    if (n > 1) {
-      out.append(s, i, n);
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-    i += n;
-  }
-  return out + "\"";
-}
+std::string JsonString(const std::string& s) { return Dump(Text(s)); }
 
 std::string ResultJson(const RunResult& r) {
-  std::vector<std::string> walls, denied;
-  for (const std::string& w : r.walls) walls.push_back(JsonString(w));
+  Json walls = Json::array(), denied = Json::array();
+  for (const std::string& w : r.walls) walls.push_back(Text(w));
   for (const DeniedOperation& d : r.denied) {
-    denied.push_back(absl::StrCat(
-        "{\"syscall\":", JsonString(d.syscall), ",\"argument\":", JsonString(d.argument),
-        ",\"error\":", JsonString(d.error), ",\"hint\":", JsonString(d.hint), "}"));
+    denied.push_back({{"syscall", Text(d.syscall)},
+                      {"argument", Text(d.argument)},
+                      {"error", Text(d.error)},
+                      {"hint", Text(d.hint)}});
   }
-  return absl::StrCat(
-      "{\"stdout\":", JsonString(r.stdout_text), ",\"stderr\":", JsonString(r.stderr_text),
-      ",\"exitCode\":", r.exit_code, ",\"signal\":", Opt(r.signal),
-      ",\"timedOut\":", r.timed_out ? "true" : "false", ",\"limit\":", Opt(r.limit),
-      ",\"durationMs\":", r.duration_ms, ",\"cpuMs\":", r.cpu_ms,
-      ",\"peakMemoryBytes\":", r.peak_memory_bytes, ",\"stdoutDroppedBytes\":", r.stdout_dropped,
-      ",\"stderrDroppedBytes\":", r.stderr_dropped, ",\"walls\":[", absl::StrJoin(walls, ","),
-      "],\"denied\":[", absl::StrJoin(denied, ","),
-      "],\"network\":{\"connections\":", r.net_connections, ",\"bytesOut\":", r.net_bytes_out,
-      ",\"bytesIn\":", r.net_bytes_in, "},\"error\":", Opt(r.error), ",\"version\":\"",
-      SENTRY_VERSION, "\"}");
+  Json j = {{"stdout", Text(r.stdout_text)},
+            {"stderr", Text(r.stderr_text)},
+            {"exitCode", r.exit_code},
+            {"signal", Opt(r.signal)},
+            {"timedOut", r.timed_out},
+            {"limit", Opt(r.limit)},
+            {"durationMs", r.duration_ms},
+            {"cpuMs", r.cpu_ms},
+            {"peakMemoryBytes", r.peak_memory_bytes},
+            {"stdoutDroppedBytes", r.stdout_dropped},
+            {"stderrDroppedBytes", r.stderr_dropped},
+            {"walls", std::move(walls)},
+            {"denied", std::move(denied)},
+            {"network",
+             {{"connections", r.net_connections},
+              {"bytesOut", r.net_bytes_out},
+              {"bytesIn", r.net_bytes_in}}},
+            {"error", Opt(r.error)},
+            {"version", SENTRY_VERSION}};
+  return Dump(j);
 }
 
 std::string SignalName(int sig) {

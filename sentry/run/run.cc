@@ -54,6 +54,7 @@ std::optional<RunError> Run::Prepare() {
   }
   creds_.uid = tree_.uid;
   creds_.gid = tree_.gid;
+  tree_.mounts = o_.mounts;
   spec_.lower_roots = tree_.lower_roots;
   spec_.store_options = absl::StrCat("mode=0755,size=", o_.disk_bytes);
   spec_.uid = tree_.uid;

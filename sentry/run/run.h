@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sentry/net/net_policy.h"
+#include "sentry/run/sandbox_tree.h"
 
 namespace sentry {
 
@@ -31,6 +32,7 @@ struct RunOptions {
   std::vector<std::string> argv;                            // the guest command
   std::vector<std::string> env;                             // extra K=V
   std::vector<std::pair<std::string, std::string>> copies;  // host → guest
+  std::vector<BindMount> mounts;                            // -v HOST:GUEST[:ro|:rw]
   bool copy_script = true;  // copy a first argument that names a host file
   bool trace = false;
   bool timings = false;          // --timings: the run's phases to stderr

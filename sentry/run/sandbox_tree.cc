@@ -139,11 +139,62 @@ absl::Status CopyFile(vfs::Vfs& v, const vfs::Resolved& at, const vfs::Creds& cr
   return absl::OkStatus();
 }
 
+// -v HOST:GUEST[:ro]: the host directory becomes a lower directory at GUEST,
+// over whatever the tree had there. It is opened from the host's root with
+// no symlink on the way (the caller's path, resolved when the flags were
+// read, cannot be swapped for a link since); everything beneath it is then
+// reached from that fd, as the rest of the lower layer is.
+absl::Status AddBindMount(vfs::Vfs& v, int host_root, const BindMount& m) {
+  if (m.mode == BindMount::Mode::kReadWrite) {
+    return absl::UnimplementedError(absl::StrCat(
+        "-v ", m.host_path, ":", m.guest_path,
+        ":rw: write-through mounts are not built yet; without :rw the guest's writes stay "
+        "in memory"));
+  }
+  if (m.host_path.empty() || m.host_path[0] != '/' || m.guest_path.size() < 2 ||
+      m.guest_path[0] != '/') {
+    return absl::InvalidArgumentError("a bind mount needs absolute HOST and GUEST paths");
+  }
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  std::string rel = m.host_path == "/" ? "." : m.host_path.substr(1);
+  int fd = static_cast<int>(syscall(SYS_openat2, host_root, rel.c_str(), &how, sizeof(how)));
+  if (fd < 0) return ErrnoStatus(absl::StrCat("-v ", m.host_path));
+  UniqueFd dir_fd(fd);
+  struct stat st;
+  if (fstat(fd, &st) < 0) return ErrnoStatus(absl::StrCat("-v ", m.host_path));
+
+  size_t slash = m.guest_path.rfind('/');
+  std::string leaf = m.guest_path.substr(slash + 1);
+  ASSIGN_OR_RETURN(
+      NodeRef parent,
+      MakeSandboxDirs(v, Operator(), slash == 0 ? "/" : m.guest_path.substr(0, slash)));
+  vfs::Attr a;
+  a.mode = st.st_mode;
+  a.uid = st.st_uid;
+  a.gid = st.st_gid;
+  a.ino = st.st_ino;
+  a.atime = st.st_atim;
+  a.mtime = st.st_mtim;
+  a.ctime = st.st_ctim;
+  auto node = std::make_shared<vfs::Node>(NodeKind::kDir, a);
+  node->host_dir = std::make_shared<vfs::HostDir>(
+      vfs::HostDir{std::move(dir_fd), m.host_path, m.mode == BindMount::Mode::kReadOnly});
+  node->host_mode = st.st_mode;
+  node->nlink = static_cast<uint32_t>(st.st_nlink);
+  node->read_only = node->host_dir->read_only;
+  // Over what the tree showed there (a lower entry's name stays hidden).
+  parent->whiteouts.erase(leaf);
+  v.AddChild(parent, leaf, node);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
                                                            std::unique_ptr<vfs::Store> store) {
-  if (!c.rootfs.empty() || !c.mounts.empty()) {
+  if (!c.rootfs.empty()) {
     return absl::UnimplementedError("a rootfs and bind mounts are not built yet");
   }
   int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -172,6 +223,7 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
   NodeRef home = AddDir(*v, root, "home", 0755);
   std::string home_name = c.home.substr(c.home.rfind('/') + 1);
   AddDir(*v, home, home_name, 0755, c.uid, c.gid);
+  for (const BindMount& m : c.mounts) RETURN_IF_ERROR(AddBindMount(*v, host_root.get(), m));
   return v;
 }
 

@@ -2,10 +2,14 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <seccomp.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -58,10 +62,11 @@ TEST(CliTest, RunHelpMentionsEveryFlagAndExitCode) {
 }
 
 TEST(CliTest, EveryFlagTheParserKnowsIsInTheHelp) {
-  std::string source = ReadHostFile(std::string(SENTRY_SOURCE_DIR) + "/sentry/cli/run_command.cc");
+  std::string source = ReadHostFile(std::string(SENTRY_SOURCE_DIR) + "/sentry/cli/run_flags.cc");
   ASSERT_FALSE(source.empty());
   std::string help = Sentry({"run", "--help"}).out;
-  std::regex flag_re("\"(--[a-z][a-z-]+)\"");
+  // A flag's names, as FlagSet takes them: "--json" or "-m,--memory".
+  std::regex flag_re("[\",](--[a-z][a-z-]+)\",");
   int parsed = 0;
   for (auto it = std::sregex_iterator(source.begin(), source.end(), flag_re);
        it != std::sregex_iterator(); ++it) {
@@ -395,6 +400,235 @@ TEST(CliTest, SyscallsJsonIsValid) {
   EXPECT_EQ(check.out, std::to_string(known) + " trap errno EPERM\n");
   EXPECT_EQ(Sentry({"syscalls", "--bogus"}).exit_code, 125);
 }
+
+// --- docker's habits, units, the host's figures, errors (issue 18) ---
+
+namespace docker_habits {
+
+nlohmann::json ParseJson(const std::string& text) {
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+TEST(CliDockerHabits, ShortFlagsAndEqualsForms) {
+  TempDir dir;
+  ProcessResult r =
+      SentryIn(dir.path(),
+               {"-e", "A=1", "-e", "PASSED", "-e", "UNSET_HERE", "-w", "/work", "-m", "256m",
+                "--timeout=20", "--memory=300m", "-i", "-t", "--rm", "--env=B=2"},
+               {"/bin/sh", "-c", "echo A=$A B=$B PASSED=$PASSED UNSET=${UNSET_HERE-unset}; pwd"},
+               {"PASSED=from-host", "SECRET_HERE=no"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "A=1 B=2 PASSED=from-host UNSET=unset\n/work\n");
+  ProcessResult env =
+      SentryIn(dir.path(), {"-e", "PASSED"}, {"/usr/bin/env"}, {"PASSED=x", "SECRET_HERE=no"});
+  EXPECT_EQ(env.out.find("SECRET_HERE"), std::string::npos) << env.out;
+}
+
+TEST(CliDockerHabits, EnvFileAsDockerReadsIt) {
+  TempDir dir;
+  std::string file = dir.Write("vars.env", "# a comment\n\nA=1\n  B=two words\nPASSED\r\nC=x=y\n");
+  ProcessResult r = SentryIn(dir.path(), {"--env-file", file},
+                             {"/bin/sh", "-c", "echo \"$A|$B|$PASSED|$C\""}, {"PASSED=p"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "1|two words|p|x=y\n");
+  std::string bad = dir.Write("bad.env", "OK=1\n=novalue\n");
+  ProcessResult b = RunSentry({"--env-file", bad}, {"/bin/true"});
+  EXPECT_EQ(b.exit_code, 125) << Describe(b);
+  EXPECT_NE(b.err.find("line 2"), std::string::npos) << b.err;
+  ProcessResult missing = RunSentry({"--env-file", dir.path() + "/none.env"}, {"/bin/true"});
+  EXPECT_EQ(missing.exit_code, 125);
+  EXPECT_NE(missing.err.find("No such file"), std::string::npos) << missing.err;
+}
+
+// The limits a run had, from its --log line.
+nlohmann::json LoggedLimits(const std::vector<std::string>& flags) {
+  TempDir dir;
+  std::string log = dir.path() + "/log.jsonl";
+  std::vector<std::string> f = flags;
+  f.insert(f.end(), {"--log", log});
+  ProcessResult r = RunSentry(f, {"/bin/true"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  nlohmann::json line = ParseJson(ReadHostFile(log));
+  return line.is_object() ? line["limits"] : nlohmann::json();
+}
+
+TEST(CliDockerHabits, SizesAndDurationsAsDockerReadsThem) {
+  EXPECT_EQ(LoggedLimits({"-m", "1.5g"})["memoryBytes"], 1536ull << 20);
+  EXPECT_EQ(LoggedLimits({"--memory", "256MiB"})["memoryBytes"], 256ull << 20);
+  EXPECT_EQ(LoggedLimits({"--memory", "300"})["memoryBytes"], 300ull << 20);  // sentry: MiB
+  EXPECT_EQ(LoggedLimits({"--memory=524288k"})["memoryBytes"], 512ull << 20);
+  EXPECT_EQ(LoggedLimits({"--disk", "64mb"})["diskBytes"], 64ull << 20);
+  EXPECT_EQ(LoggedLimits({"--timeout", "1500ms"})["timeoutSec"], 1.5);
+  EXPECT_EQ(LoggedLimits({"--timeout", "2m"})["timeoutSec"], 120);
+  // docker reads a bare -m as bytes; sentry will not guess.
+  ProcessResult bare = RunSentry({"-m", "1000000"}, {"/bin/true"});
+  EXPECT_EQ(bare.exit_code, 125);
+  EXPECT_NE(bare.err.find("bytes"), std::string::npos) << bare.err;
+  for (const char* v : {"12q", "1.2.3g", "-5m", "g"}) {
+    ProcessResult r = RunSentry({"--memory", v}, {"/bin/true"});
+    EXPECT_EQ(r.exit_code, 125) << v;
+    EXPECT_NE(r.err.find("--memory"), std::string::npos) << r.err;
+  }
+}
+
+TEST(CliDockerHabits, WhatTheHostCannotHonourIsRefusedWithItsFigure) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  ProcessResult c = RunSentry({"--cpus", std::to_string(cpus * 50)}, {"/bin/true"});
+  EXPECT_EQ(c.exit_code, 125) << Describe(c);
+  EXPECT_NE(c.err.find("CPUs"), std::string::npos) << c.err;
+  ProcessResult m = RunSentry({"-m", "900t"}, {"/bin/true"});
+  EXPECT_EQ(m.exit_code, 125) << Describe(m);
+  EXPECT_NE(m.err.find("this host has"), std::string::npos) << m.err;
+  EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
+}
+
+TEST(CliDockerHabits, HelpGroupsTheFlagsAndSaysWhatDashVDoes) {
+  std::string help = Sentry({"run", "--help"}).out;
+  size_t out = help.find("\nOutput:"), lim = help.find("\nLimits"),
+         files = help.find("\nFiles and environment:"), net = help.find("\nNetwork:");
+  ASSERT_NE(out, std::string::npos) << help;
+  EXPECT_LT(out, lim);
+  EXPECT_LT(lim, files);
+  EXPECT_LT(files, net);
+  EXPECT_NE(help.find("host is unchanged"), std::string::npos);
+  EXPECT_NE(help.find("docker's default writes"), std::string::npos);
+  for (const char* f : {"-e,--env", "-v,--volume", "-w,--workdir", "-m,--memory", "--env-file"}) {
+    EXPECT_NE(help.find(f), std::string::npos) << f;
+  }
+}
+
+// --- errors: one line, the right code, and with --json one object ---
+
+TEST(CliErrors, WithJsonEveryErrorIsAResultObject) {
+  TempDir dir;
+  std::string dup = dir.Write("dup.json", R"({"timeoutMs": 1000, "timeoutMs": 2000})");
+  for (const auto& flags :
+       std::vector<std::vector<std::string>>{{"--frobnicate"},
+                                             {"--timeout", "soon"},
+                                             {"--timeout"},
+                                             {"-m", "12"},
+                                             {"--limits-file", dir.path() + "/missing.json"},
+                                             {"--limits-file", dup},
+                                             {"--cpus", "100000"},
+                                             {"--log", dir.path() + "/no/such/dir/log"},
+                                             {"-v", "nosuchvolume:/data"}}) {
+    std::vector<std::string> args = {"run", "--json"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "/bin/echo", "ran"});
+    ProcessResult r = Sentry(args);
+    EXPECT_EQ(r.exit_code, 125) << flags[0] << "\n" << Describe(r);
+    nlohmann::json j = ParseJson(r.out);
+    ASSERT_TRUE(j.is_object()) << flags[0] << ": " << r.out;
+    EXPECT_EQ(j["exitCode"], 125);
+    ASSERT_TRUE(j["error"].is_string()) << r.out;
+    EXPECT_FALSE(j["error"].get<std::string>().empty());
+    EXPECT_EQ(j["stdout"], "");
+  }
+}
+
+TEST(CliErrors, WithoutJsonAnErrorIsOneLine) {
+  for (const auto& flags : std::vector<std::vector<std::string>>{
+           {"--frobnicate"}, {"--timeout", "soon"}, {"--cpus", "100000"}, {"-v", "x"}}) {
+    ProcessResult r = RunSentry(flags, {"/bin/true"});
+    EXPECT_EQ(r.exit_code, 125) << flags[0];
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST(CliErrors, AnUnwritableLogFailsBeforeTheGuestRuns) {
+  TempDir dir;
+  std::string marker = dir.path() + "/ran";
+  ProcessResult r = RunSentry(
+      {"--log", "/proc/no-such-dir/log", "--copy", dir.Write("x.sh", "echo ran\n") + ":/tmp/x.sh"},
+      {"/bin/sh", "/tmp/x.sh"});
+  EXPECT_EQ(r.exit_code, 125) << Describe(r);
+  EXPECT_EQ(r.out, "");  // the guest never ran
+  EXPECT_NE(r.err.find("--log /proc/no-such-dir/log"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, ANonProgramSaysNotExecutable) {
+  ProcessResult r = RunSentry({}, {"/etc/passwd"});
+  EXPECT_EQ(r.exit_code, 126) << Describe(r);
+  EXPECT_NE(r.err.find("not executable"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("regular file"), std::string::npos) << r.err;
+  ProcessResult d = RunSentry({}, {"/etc"});
+  EXPECT_EQ(d.exit_code, 126) << Describe(d);
+  EXPECT_NE(d.err.find("directory"), std::string::npos) << d.err;
+}
+
+TEST(CliErrors, LimitsFileDuplicateKeyAndUnreadableFileSayWhy) {
+  TempDir dir;
+  std::string dup = dir.Write("dup.json", R"({"memoryMb": 64, "memoryMb": 2048})");
+  ProcessResult r = RunSentry({"--limits-file", dup}, {"/bin/true"});
+  EXPECT_EQ(r.exit_code, 125) << Describe(r);
+  EXPECT_NE(r.err.find("\"memoryMb\" is given twice"), std::string::npos) << r.err;
+  std::string nested = dir.Write("nested.json", R"({"network": {"allow": [], "allow": []}})");
+  EXPECT_EQ(RunSentry({"--limits-file", nested}, {"/bin/true"}).exit_code, 125);
+  ProcessResult missing = RunSentry({"--limits-file", dir.path() + "/none.json"}, {"/bin/true"});
+  EXPECT_EQ(missing.exit_code, 125);
+  EXPECT_NE(missing.err.find("cannot read the limits file"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("No such file or directory"), std::string::npos) << missing.err;
+  ProcessResult isdir = RunSentry({"--limits-file", dir.path()}, {"/bin/true"});
+  EXPECT_EQ(isdir.exit_code, 125);
+  EXPECT_NE(isdir.err.find("Is a directory"), std::string::npos) << isdir.err;
+}
+
+// --- -v mounts ---
+
+TEST(CliMounts, DefaultWritesStayInMemory) {
+  TempDir dir;
+  dir.Write("host/in.txt", "from the host\n", 0666);
+  chmod((dir.path() + "/host").c_str(), 0777);
+  ProcessResult r = RunSentry({"-v", dir.path() + "/host:/data"},
+                              {"/bin/sh", "-c",
+                               "cat /data/in.txt; echo new > /data/new.txt; echo more >> "
+                               "/data/in.txt; rm /data/in.txt; ls /data; cat /data/new.txt"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "from the host\nnew.txt\nnew\n");
+  EXPECT_EQ(ReadHostFile(dir.path() + "/host/in.txt"), "from the host\n");
+  EXPECT_EQ(access((dir.path() + "/host/new.txt").c_str(), F_OK), -1);
+}
+
+TEST(CliMounts, ReadOnlyIsErofsAndNestsOverTheTree) {
+  TempDir dir;
+  dir.Write("host/in.txt", "ro\n", 0666);
+  chmod((dir.path() + "/host").c_str(), 0777);
+  ProcessResult r = RunSentry(
+      {"--volume", dir.path() + "/host:/usr/share/ro:ro", "-w", "/usr/share/ro"},
+      {"/usr/bin/python3", "-c",
+       "import os, errno\n"
+       "print(open('in.txt').read(), end='')\n"
+       "for f in (lambda: open('in.txt', 'a'), lambda: open('x', 'w'), lambda: os.mkdir('d'),\n"
+       "          lambda: os.unlink('in.txt'), lambda: os.rename('in.txt', '/tmp/y')):\n"
+       "    try:\n"
+       "        f(); print('ok')\n"
+       "    except OSError as e:\n"
+       "        print(errno.errorcode[e.errno])\n"
+       "print(os.path.exists('/usr/share/doc'))\n"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "ro\nEROFS\nEROFS\nEROFS\nEROFS\nEROFS\nTrue\n");
+}
+
+TEST(CliMounts, BadMountsAre125AndSayWhy) {
+  TempDir dir;
+  std::string file = dir.Write("f.txt", "x");
+  mkdir((dir.path() + "/d").c_str(), 0755);
+  for (const auto& [spec, says] : std::vector<std::pair<std::string, std::string>>{
+           {"named:/data", "named volumes"},
+           {dir.path() + "/missing:/data", "No such file"},
+           {file + ":/data", "directory"},
+           {dir.path() + "/d:relative", "absolute"},
+           {dir.path() + "/d:/proc/x", "/proc"},
+           {dir.path() + "/d:/data:z", "ro and rw"},
+           {dir.path() + "/d:/data:rw", "not built"}}) {
+    ProcessResult r = RunSentry({"-v", spec}, {"/bin/true"});
+    EXPECT_EQ(r.exit_code, 125) << spec << "\n" << Describe(r);
+    EXPECT_NE(r.err.find(says), std::string::npos) << spec << ": " << r.err;
+  }
+}
+
+}  // namespace docker_habits
 
 }  // namespace
 }  // namespace sentry::testing

@@ -65,8 +65,10 @@ TEST(GuestViewTest, EnvFlagAddsVariables) {
   EXPECT_EQ(kv["env"], "A,HOME,HOSTNAME,K,LANG,LC_ALL,LOGNAME,PATH,TMPDIR,USER");
 }
 
-TEST(GuestViewTest, EnvFlagNeedsKeyEqualsValue) {
-  ProcessResult r = RunSentry({"--env", "NOEQUALS"}, {"/bin/true"});
+// --env K=V, or docker's --env K (the caller's K, if set); a value without a
+// name is an error.
+TEST(GuestViewTest, EnvFlagNeedsAName) {
+  ProcessResult r = RunSentry({"--env", "=NONAME"}, {"/bin/true"});
   EXPECT_EQ(r.exit_code, 125) << Describe(r);
   EXPECT_NE(r.err.find("--env"), std::string::npos) << r.err;
 }

@@ -1,0 +1,389 @@
+// sentry run's flags, as data: one line per flag in DefineFlags.
+#include "sentry/cli/run_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "sentry/cli/flag_values.h"
+
+namespace sentry::cli {
+namespace {
+
+constexpr const char* kOutput = "Output";
+constexpr const char* kLimits = "Limits (SIZE: 512m, 1.5g, 64MiB; a bare number is MiB)";
+constexpr const char* kFiles = "Files and environment";
+constexpr const char* kNetwork = "Network";
+constexpr const char* kSandbox = "Sandbox";
+
+constexpr const char* kDescription = R"(usage: sentry run [FLAGS] -- CMD [ARGS...]
+
+Runs CMD in a fresh sandbox. The guest sees the host's /usr, /bin, /sbin and
+/lib read-only, the /etc files programs need, an empty in-memory /tmp and a
+home directory /home/sandbox (its cwd). Everything it writes stays in memory
+and is gone when the run ends (-v HOST:GUEST:rw aside). Its environment is
+clean (PATH, HOME, LANG, LC_ALL, TERM if stdout is a terminal, and -e).
+
+The script argument (the first after CMD that does not start with '-') is
+copied to the same relative path under the guest's cwd, and only if it is a
+relative path below the current directory (no '..', no symlink on the way), a
+regular file of at most 4 MiB that the caller's real uid may read, and a
+script (a suffix such as .py .sh .js .rb .pl .R, or a '#!' first line).
+Anything else that names a host file, and any later argument with a script
+suffix, is not copied: one line on stderr says why. --copy HOST:GUEST copies
+any file or directory the caller names.
+
+A flag takes its value as --timeout 5 or --timeout=5.)";
+
+constexpr const char* kFooter = R"(Exit codes:
+  0-123               the guest's own exit code
+  124                 --timeout ended the run
+  125                 sentry's own error (bad flags, the sandbox could not start);
+                      with --json, the result object's "error" says which
+  126                 CMD exists in the sandbox but cannot be executed
+  127                 CMD is not in the sandbox
+  128+N               the guest was killed by signal N (or sentry got signal N)
+)";
+
+// A flag's check: "" when the value is taken, else what it needs.
+using Parse = std::function<std::string(const std::string&)>;
+
+// Declares flags on a CLI11 app: each flag is one call.
+class FlagSet final {
+ public:
+  explicit FlagSet(CLI::App& app) : app_(app) {}
+
+  // A flag with a value. Repeatable: each occurrence is checked in turn (a
+  // single-valued flag given twice keeps the last, as docker does).
+  CLI::Option* Value(const std::string& names, const char* group, const char* type,
+                     const std::string& help, Parse parse) {
+    std::string shown = names.substr(names.rfind(',') + 1);
+    auto each = [shown, parse](const std::vector<std::string>& values) {
+      for (const std::string& v : values) {
+        if (std::string why = parse(v); !why.empty()) {
+          throw CLI::ValidationError(absl::StrCat(shown, " ", v.empty() ? "\"\"" : v, ": ", why));
+        }
+      }
+    };
+    return app_.add_option_function<std::vector<std::string>>(names, each, help)
+        ->type_name(type)
+        ->group(group)
+        ->allow_extra_args(false)
+        ->take_all();
+  }
+  // A flag without a value.
+  CLI::Option* Switch(const std::string& names, const char* group, const std::string& help,
+                      std::function<void()> set) {
+    return app_.add_flag_callback(names, std::move(set), help)->group(group);
+  }
+
+ private:
+  CLI::App& app_;
+};
+
+Parse Text(std::string* out, const char* need) {
+  return [out, need](const std::string& v) -> std::string {
+    if (v.empty()) return need;
+    *out = v;
+    return "";
+  };
+}
+
+template <typename T>
+Parse Whole(T* out, T lo, T hi, const char* need) {
+  return [=](const std::string& v) -> std::string {
+    T n;
+    if (!absl::SimpleAtoi(v, &n) || n < lo || n > hi) return need;
+    *out = n;
+    return "";
+  };
+}
+
+Parse Size(uint64_t* out, uint64_t bare_unit, uint64_t min, const char* need) {
+  return [=](const std::string& v) -> std::string {
+    std::string why;
+    uint64_t n;
+    if (!ParseSize(v, bare_unit, &n, &why)) return why.empty() ? need : why;
+    if (n < min) return need;
+    *out = n;
+    return "";
+  };
+}
+
+struct Extra {
+  std::string network;  // --network
+  bool interactive = false;
+};
+
+void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
+  RunOptions& o = flags->options;
+  // Output.
+  f.Switch("--json", kOutput,
+           "print one JSON result object (stdout, stderr, exitCode, timedOut, limit, "
+           "usage...) instead of streaming the output; errors too",
+           [&o] { o.json = true; });
+  f.Value("--max-output", kOutput, "BYTES",
+          "with --json, keep this much of each stream (default 65536): its first and "
+          "last halves, with a count of what was dropped",
+          Size(&o.max_output, 1, 16, "needs a number of bytes (at least 16)"));
+  f.Value("--stdin", kOutput, "FILE",
+          "the guest's stdin (\"-\": sentry's own; default with --json: empty)",
+          Text(&o.stdin_path, "needs a file (or - for sentry's own stdin)"));
+  f.Switch("-i,--interactive", kOutput,
+           "docker's -i: keep stdin open, the guest reads sentry's (--stdin -; with --json too)",
+           [x, &o] {
+             x->interactive = true;
+             o.interactive = true;
+           });
+  f.Switch("-t,--tty", kOutput,
+           "give the guest a terminal of its own on 0-2 (a pty that sentry relays, as docker "
+           "run -t); by default it gets one where sentry's stdin, stdout or stderr is a terminal",
+           [&o] { o.tty = TtyMode::kOn; });
+  f.Switch("--no-tty", kOutput, "never: the guest's stdio are pipes that sentry relays",
+           [&o] { o.tty = TtyMode::kOff; });
+  f.Value("--log", kOutput, "FILE",
+          "append one JSON line per run (argv, code, limits, result, the phases' wall "
+          "times); a FILE sentry cannot write fails the run before it starts",
+          Text(&o.log_path, "needs a file"));
+  f.Switch("--trace", kOutput, "log every trapped syscall to stderr, strace-style",
+           [&o] { o.trace = true; });
+  f.Switch("--timings", kOutput,
+           "print to stderr where the run's wall time went (set-up, the guest, teardown)",
+           [&o] { o.timings = true; });
+
+  // Limits.
+  f.Value("--timeout", kLimits, "SECONDS",
+          "kill the whole sandbox after this wall-clock time (default 30; 0 for none; "
+          "units ms, s, m, h)",
+          [&o](const std::string& v) -> std::string {
+            if (!ParseDuration(v, &o.timeout_sec)) return "needs a number of seconds (0 for none)";
+            return "";
+          });
+  f.Value("-m,--memory", kLimits, "SIZE",
+          "memory cap for the whole sandbox (default 1g); at most the host's",
+          Size(&o.memory_bytes, 1 << 20, 8 << 20, "needs a size of at least 8m, e.g. 256m or 1g"));
+  f.Value("--pids-limit", kLimits, "N",
+          "cap on the sandbox's processes and threads (default 128); fork fails with "
+          "EAGAIN past it",
+          Whole<uint64_t>(&o.pids, 1, 1 << 22, "needs a positive number"));
+  f.Value("--cpus", kLimits, "N", "CPU quota, fractional (default: none); at most the host's CPUs",
+          [&o](const std::string& v) -> std::string {
+            double n;
+            if (!absl::SimpleAtod(v, &n) || !std::isfinite(n) || n <= 0) {
+              return "needs a positive number, e.g. 0.5 or 2";
+            }
+            o.cpus = n;
+            return "";
+          });
+  f.Value("--nofile", kLimits, "N", "open files per process (default 1024): EMFILE past it",
+          Whole<uint64_t>(&o.nofile, 16, 1 << 20, "needs a number of open files (16 to 1048576)"));
+  f.Value("--disk", kLimits, "SIZE",
+          "cap on what the guest may store in memory (default 512m): ENOSPC past it",
+          Size(&o.disk_bytes, 1 << 20, 1, "needs a size, e.g. 512m or 2g"));
+  f.Value("--net-bytes", kLimits, "SIZE",
+          "cap on the bytes that cross the sandbox's edge; past it every connection out is cut",
+          Size(&o.net_bytes, 1 << 20, 1, "needs a size, e.g. 10m"));
+  f.Value("--limits-file", kLimits, "FILE",
+          "limits as JSON: {\"timeoutMs\": 5000, \"memoryMb\": 256, \"maxProcesses\": 64, "
+          "\"cpus\": 1, \"diskMb\": 100, \"maxOutputBytes\": 65536, \"nofile\": 256, "
+          "\"network\": \"none\"}; flags on the command line win over the file",
+          Text(&flags->limits_file, "needs a JSON file"));
+
+  // Files and environment.
+  f.Value("-v,--volume", kFiles, "HOST:GUEST[:ro|:rw]",
+          "show the host directory HOST at GUEST. No suffix: the guest may write, but "
+          "its writes stay in memory and the host is unchanged (docker's default writes "
+          "through: use :rw for that). :ro read-only (EROFS). :rw writes reach the host, "
+          "confined beneath HOST (new files are owned by root on the host, as the sentry "
+          "writes them). The guest reads HOST as an unprivileged host user: files must "
+          "be world-readable",
+          [&o](const std::string& v) { return AddMount(v, &o.mounts); });
+  f.Value("--copy", kFiles, "HOST:GUEST", "copy a host file or directory in before the run",
+          [&o](const std::string& v) { return AddCopy(v, &o); });
+  f.Value("-e,--env", kFiles, "K=V|K",
+          "add K=V to the guest's environment, or pass the caller's K (repeatable); "
+          "nothing else of the host's environment enters",
+          [&o](const std::string& v) { return AddEnv(v, &o.env); });
+  f.Value("--env-file", kFiles, "FILE", "docker's env file: one K=V or K a line, # comments",
+          [&o](const std::string& v) { return AddEnvFile(v, &o.env); });
+  f.Value("-w,--workdir", kFiles, "DIR",
+          "the guest's working directory (made if missing, owned by the guest); the script "
+          "argument is copied there",
+          [&o](const std::string& v) -> std::string {
+            if (v.empty() || v[0] != '/') return "needs an absolute path in the sandbox";
+            o.workdir = v;
+            return "";
+          });
+  f.Switch("--no-copy-script", kFiles, "do not copy the script argument in (nor say why not)",
+           [&o] { o.copy_script = false; });
+  f.Switch("--root", kFiles, "the guest is uid 0 inside the sandbox (no host privilege)",
+           [&o] { o.root = true; });
+
+  // Network.
+  f.Value("--network", kNetwork, "MODE",
+          "none (the default: loopback only) or allow (with --allow-net)",
+          [x](const std::string& v) -> std::string {
+            if (v != "none" && v != "allow") {
+              return "sentry knows none (the default) and allow (with --allow-net); it has no "
+                     "host or bridge network";
+            }
+            x->network = v;
+            return "";
+          });
+  f.Value("--allow-net", kNetwork, "HOST[:PORT]",
+          "let connections out to HOST (a name, *.domain, or an IP), on PORT or any "
+          "(repeatable); never to loopback, private or link-local addresses",
+          [&o](const std::string& v) -> std::string {
+            net::AllowRule rule;
+            std::string why;
+            if (!net::ParseAllowRule(v, &rule, &why)) {
+              return "needs HOST[:PORT], e.g. api.example.com:443 (" + why + ")";
+            }
+            o.net.allow.push_back(rule);
+            return "";
+          });
+  f.Value("--add-host", kNetwork, "NAME:IP",
+          "resolve NAME to IP for the allowlist (not a way around it)",
+          [&o](const std::string& v) { return AddHost(v, &o); });
+  f.Value("--secret", kNetwork, "[http://]HOST[:PORT]=HEADER:SOURCE",
+          "the guest's plain-HTTP requests to HOST go through sentry's proxy, which adds "
+          "\"HEADER: value\" and speaks TLS to HOST unless http:// is given; SOURCE is "
+          "env:VAR or file:PATH, read by sentry, never in the sandbox",
+          [&o](const std::string& v) -> std::string {
+            net::SecretRule rule;
+            std::string why;
+            if (!net::ParseSecretRule(v, &rule, &why)) {
+              return "needs [http://]HOST[:PORT]=HEADER:env:VAR or ...:file:PATH (" + why + ")";
+            }
+            o.net.secrets.push_back(rule);
+            return "";
+          });
+  f.Switch("--unsafe-allow-private-address", kNetwork,
+           "let allowlisted IP literals and --add-host entries be private or loopback "
+           "addresses (for tests; never in production)",
+           [&o] { o.net.allow_private = true; });
+
+  // Sandbox.
+  f.Switch("--no-namespaces", kSandbox,
+           "make no namespaces: the seccomp wall alone (the guest runs as a host uid of "
+           "its own, sees host pids, has no network)",
+           [&o] { o.namespaces = NamespaceMode::kOff; });
+  f.Switch("--require-namespaces", kSandbox, "fail (exit 125) rather than run without namespaces",
+           [&o] { o.namespaces = NamespaceMode::kRequire; });
+  f.Switch("--no-cgroups", kSandbox,
+           "make no cgroups: per-sandbox rlimits alone hold memory, processes and CPU time",
+           [&o] { o.cgroups = false; });
+  f.Value("--pool", kSandbox, "SOCKET",
+          "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "
+          "none can serve the run, it starts cold, with a notice",
+          Text(&flags->pool, "needs the socket of a `sentry pool`"));
+  f.Switch("--rm", kSandbox, "accepted for docker's habit: every sandbox is removed", [] {});
+}
+
+// The help text: the description, each group's flags with their help
+// wrapped beside them, the exit codes.
+std::string Help(const CLI::App& app) {
+  constexpr size_t kColumn = 24, kWidth = 80;
+  std::string out = absl::StrCat(app.get_description(), "\n");
+  for (const char* group : {kOutput, kLimits, kFiles, kNetwork, kSandbox}) {
+    absl::StrAppend(&out, "\n", group, ":\n");
+    for (const CLI::Option* opt : app.get_options()) {
+      if (opt->get_group() != group) continue;
+      std::string names = absl::StrCat("  ", opt->get_name(false, true));
+      if (!opt->get_type_name().empty() && opt->get_type_name() != "FLAG") {
+        absl::StrAppend(&names, " ", opt->get_type_name());
+      }
+      std::string line = names;
+      if (line.size() + 2 > kColumn) {
+        absl::StrAppend(&out, line, "\n");
+        line.clear();
+      }
+      line.resize(kColumn, ' ');
+      for (absl::string_view word : absl::StrSplit(opt->get_description(), ' ')) {
+        if (line.size() > kColumn && line.size() + 1 + word.size() > kWidth) {
+          absl::StrAppend(&out, line, "\n");
+          line = std::string(kColumn, ' ');
+        }
+        absl::StrAppend(&line, line.size() > kColumn ? " " : "", word);
+      }
+      absl::StrAppend(&out, line, "\n");
+    }
+  }
+  absl::StrAppend(&out, "\n  -h, --help", std::string(kColumn - 12, ' '), "this text\n\n",
+                  app.get_footer());
+  return out;
+}
+
+// What no single flag can say: flags that contradict each other.
+std::string CheckCombination(const RunOptions& o, const Extra& x) {
+  if (o.namespaces == NamespaceMode::kOff && (!o.net.allow.empty() || !o.net.secrets.empty())) {
+    return "--no-namespaces leaves the sandbox no network: no --allow-net or --secret";
+  }
+  if (x.network == "none" && !o.net.allow.empty()) {
+    return "--network none and --allow-net contradict each other";
+  }
+  if (x.network == "allow" && o.net.allow.empty()) {
+    return "--network allow needs the hosts: --allow-net HOST[:PORT]";
+  }
+  return "";
+}
+
+}  // namespace
+
+bool WantsJson(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "--json" || a.rfind("--json=", 0) == 0) return a != "--json=false" && a != "--json=0";
+  }
+  return false;
+}
+
+FlagsOutcome ParseRunFlags(const std::vector<std::string>& args, RunFlags* flags) {
+  CLI::App app(kDescription, "sentry run");
+  app.prefix_command();  // the command's own flags are its own
+  app.footer(kFooter);
+  app.set_help_flag("-h,--help", "this text");
+  Extra extra;
+  FlagSet f(app);
+  DefineFlags(f, flags, &extra);
+  // docker's -m takes a unit: a bare number means bytes there, MiB here.
+  std::vector<std::string> argv(args.rbegin(), args.rend());
+  for (size_t i = argv.size(); i-- > 0;) {
+    const std::string& a = argv[i];
+    if (a == "--") break;
+    std::string value = a == "-m" && i > 0 ? argv[i - 1] : a.rfind("-m", 0) == 0 ? a.substr(2) : "";
+    if (!value.empty() && value.find_first_not_of("0123456789.") == std::string::npos) {
+      return {FlagsOutcome::Kind::kError,
+              absl::StrCat("-m ", value,
+                           ": needs a unit: docker reads a bare number as bytes, sentry's "
+                           "--memory as MiB (512m, 2g)")};
+    }
+  }
+  try {
+    app.parse(argv);
+  } catch (const CLI::CallForHelp&) {
+    return {FlagsOutcome::Kind::kHelp, Help(app)};
+  } catch (const CLI::ParseError& e) {
+    return {FlagsOutcome::Kind::kError, e.what()};
+  }
+  RunOptions& o = flags->options;
+  std::vector<std::string> rest = app.remaining();
+  if (!rest.empty() && rest[0] == "--") {
+    rest.erase(rest.begin());
+  } else if (!rest.empty() && !rest[0].empty() && rest[0][0] == '-') {
+    return {FlagsOutcome::Kind::kError, "unknown flag " + rest[0]};
+  }
+  if (rest.empty()) return {FlagsOutcome::Kind::kError, "no command given"};
+  o.argv = std::move(rest);
+  if (extra.interactive && o.stdin_path.empty()) o.stdin_path = "-";
+  if (std::string why = CheckCombination(o, extra); !why.empty()) {
+    return {FlagsOutcome::Kind::kError, why};
+  }
+  return {};
+}
+
+}  // namespace sentry::cli

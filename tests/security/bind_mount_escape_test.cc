@@ -1,0 +1,214 @@
+// Escapes through `-v HOST:GUEST` mounts (the default, in-memory writes, and
+// :ro). A mount shows one host directory; nothing the guest does may reach
+// the host directory's parent or anything else of the host, nor change the
+// mounted directory itself. Each test checks what the guest got and, from the
+// host side, that the mounted tree and its parent are exactly as before.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/security/security_util.h"
+
+namespace sentry::security {
+namespace {
+
+// /tmp/sec-bind-XXXX/ holds secret.txt (what no guest may read) and mnt/, the
+// mounted directory, with a file, a subdirectory and links that point out of
+// it (as a careless or hostile host directory would hold).
+class MountFixture {
+ public:
+  MountFixture() : parent_("/tmp/sec-bind-") {
+    secret_ = RandomToken();
+    WriteFileOrDie(parent_.path() + "/secret.txt", secret_ + "\n");
+    mnt_ = parent_.path() + "/mnt";
+    mkdir(mnt_.c_str(), 0777);
+    chmod(mnt_.c_str(), 0777);
+    mkdir((mnt_ + "/sub").c_str(), 0777);
+    chmod((mnt_ + "/sub").c_str(), 0777);
+    chmod(parent_.path().c_str(), 0755);
+    WriteFileOrDie(mnt_ + "/inside.txt", "inside\n", 0666);
+    (void)!symlink((parent_.path() + "/secret.txt").c_str(), (mnt_ + "/abs_out").c_str());
+    (void)!symlink("../secret.txt", (mnt_ + "/rel_out").c_str());
+    (void)!symlink("../../secret.txt", (mnt_ + "/sub/rel_out2").c_str());
+    (void)!symlink("/", (mnt_ + "/to_root").c_str());
+    before_ = State();
+  }
+  const std::string& mnt() const { return mnt_; }
+  const std::string& parent() const { return parent_.path(); }
+  const std::string& secret() const { return secret_; }
+  std::string State() const { return TreeState(parent_.path(), 4, /*with_content=*/true); }
+  // "" when the host side is exactly as made.
+  std::string Changes() const {
+    std::string now = State();
+    return now == before_ ? "" : "before:\n" + before_ + "after:\n" + now;
+  }
+
+ private:
+  TempDir parent_;
+  std::string mnt_;
+  std::string secret_;
+  std::string before_;
+};
+
+// Reads every path that might lead out; none may show the secret.
+const char* const kReadOut = R"PY(
+import os
+def rd(p):
+    with open(p) as f:
+        return f.read()
+t("abs_link", lambda: rd("/data/abs_out"))
+t("rel_link", lambda: rd("/data/rel_out"))
+t("rel_link_deep", lambda: rd("/data/sub/rel_out2"))
+t("dotdot", lambda: rd("/data/../secret.txt"))
+t("dotdot_deep", lambda: rd("/data/sub/../../secret.txt"))
+t("dotdot_many", lambda: rd("/data" + "/.." * 12 + PARENT + "/secret.txt"))
+t("parent_path", lambda: rd(PARENT + "/secret.txt"))
+t("to_root", lambda: rd("/data/to_root" + PARENT + "/secret.txt"))
+t("proc_root", lambda: rd("/proc/self/root/data/../secret.txt"))
+t("proc_root_link", lambda: rd("/proc/self/root/data/rel_out"))
+t("proc_cwd", lambda: (os.chdir("/data/sub"), rd("/proc/self/cwd/../../secret.txt"))[1])
+fd = os.open("/data", os.O_RDONLY | os.O_DIRECTORY)
+t("dirfd_dotdot", lambda: os.read(os.open("../secret.txt", os.O_RDONLY, dir_fd=fd), 100))
+t("proc_fd", lambda: rd("/proc/self/fd/%d/../secret.txt" % fd))
+t("listing", lambda: sorted(os.listdir("/data")))
+t("parent_listing", lambda: sorted(os.listdir("/data/..")))
+)PY";
+
+void ExpectNoSecret(const Results& r, const ProcessResult& run, const std::string& secret) {
+  EXPECT_EQ(run.out.find(secret), std::string::npos) << Describe(run);
+  for (const char* name : {"abs_link", "rel_link", "rel_link_deep", "dotdot", "dotdot_deep",
+                           "dotdot_many", "parent_path", "to_root", "proc_root", "proc_root_link",
+                           "proc_cwd", "dirfd_dotdot", "proc_fd"}) {
+    EXPECT_NE(Code(r, name), "OK") << name << "\n" << Describe(run);
+    EXPECT_NE(Code(r, name), "<missing>") << name << "\n" << Describe(run);
+  }
+  EXPECT_EQ(Value(r, "listing"), "['abs_out', 'inside.txt', 'rel_out', 'sub', 'to_root']")
+      << Describe(run);
+  EXPECT_EQ(Value(r, "parent_listing").find("secret"), std::string::npos) << Describe(run);
+}
+
+TEST(BindMountEscape, LinksAndDotDotStayInTheSandbox) {
+  for (const char* mode : {"", ":ro"}) {
+    MountFixture fx;
+    std::string body = "PARENT = " + PyQuote(fx.parent()) + "\n" + kReadOut;
+    ProcessResult run = RunPy(body, {"-v", fx.mnt() + ":/data" + mode});
+    ASSERT_EQ(run.exit_code, 0) << mode << "\n" << Describe(run);
+    Results r = ParseResults(run.out);
+    EXPECT_EQ(Code(r, "abs_link"), "ENOENT") << Describe(run);  // the sandbox's own /tmp
+    ExpectNoSecret(r, run, fx.secret());
+    EXPECT_EQ(fx.Changes(), "") << mode;
+  }
+}
+
+// Writes that would change the host: through links, `..`, renames and hard
+// links out of and into the mount. The default keeps them in memory; :ro
+// refuses them with EROFS. Either way the host stays exactly as it was.
+const char* const kWriteOut = R"PY(
+import os
+def wr(p, data="pwned\n"):
+    with open(p, "w") as f:
+        f.write(data)
+    return "written"
+t("write_rel_link", lambda: wr("/data/rel_out"))
+t("write_abs_link", lambda: wr("/data/abs_out"))
+t("write_dotdot", lambda: wr("/data/../secret.txt"))
+t("write_inside", lambda: wr("/data/inside.txt"))
+t("create", lambda: wr("/data/new.txt"))
+t("mkdir", lambda: os.mkdir("/data/newdir"))
+t("symlink", lambda: os.symlink("/etc", "/data/newlink"))
+t("rename_out", lambda: os.rename("/data/inside.txt", "/tmp/moved.txt"))
+open("/tmp/in.txt", "w").write("from the guest\n")
+t("rename_in", lambda: os.rename("/tmp/in.txt", "/data/in.txt"))
+t("link_out", lambda: os.link("/data/inside.txt", "/tmp/hard.txt"))
+t("link_in", lambda: os.link("/tmp/in.txt" if os.path.exists("/tmp/in.txt") else "/etc/hostname", "/data/hard_in.txt"))
+t("unlink", lambda: os.unlink("/data/rel_out"))
+t("rmdir", lambda: os.rmdir("/data/sub"))
+t("chmod", lambda: os.chmod("/data/inside.txt", 0o777))
+t("utime", lambda: os.utime("/data/inside.txt", (1, 1)))
+t("truncate", lambda: os.truncate("/data/inside.txt", 0))
+t("mkfifo", lambda: os.mkfifo("/data/fifo"))
+t("setxattr", lambda: os.setxattr("/data/inside.txt", "user.x", b"1"))
+import socket
+s = socket.socket(socket.AF_UNIX)
+t("bind_socket", lambda: s.bind("/data/sock"))
+s2 = socket.socket(socket.AF_UNIX)
+t("bind_socket_dotdot", lambda: s2.bind("/data/../sock2"))
+t("reread", lambda: open("/data/inside.txt").read())
+)PY";
+
+TEST(BindMountEscape, WritesNeverReachTheHost) {
+  MountFixture fx;
+  ProcessResult run = RunPy(kWriteOut, {"-v", fx.mnt() + ":/data"});
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  Results r = ParseResults(run.out);
+  // In memory, as on an overlay: these work inside and change nothing outside.
+  for (const char* name : {"write_rel_link", "write_dotdot", "write_inside", "create", "mkdir",
+                           "symlink", "rename_out", "rename_in", "unlink", "rmdir", "mkfifo"}) {
+    EXPECT_NE(Code(r, name), "<missing>") << name << "\n" << Describe(run);
+  }
+  EXPECT_EQ(Code(r, "create"), "OK") << Describe(run);
+  EXPECT_EQ(Code(r, "rename_in"), "OK") << Describe(run);
+  EXPECT_EQ(fx.Changes(), "");
+  EXPECT_EQ(ReadFile(fx.parent() + "/secret.txt"), fx.secret() + "\n");
+}
+
+TEST(BindMountEscape, ReadOnlyRefusesEveryChangeWithErofs) {
+  MountFixture fx;
+  ProcessResult run = RunPy(kWriteOut, {"-v", fx.mnt() + ":/data:ro"});
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  Results r = ParseResults(run.out);
+  for (const char* name :
+       {"write_inside", "create", "mkdir", "symlink", "rename_out", "rename_in", "link_in",
+        "unlink", "rmdir", "chmod", "utime", "truncate", "mkfifo", "setxattr", "bind_socket"}) {
+    EXPECT_EQ(Code(r, name), "EROFS") << name << "\n" << Describe(run);
+  }
+  EXPECT_EQ(Value(r, "reread"), "'inside\\n'") << Describe(run);
+  EXPECT_EQ(fx.Changes(), "");
+}
+
+// A host thread swaps a directory of the mount for a symlink to the parent
+// (and back) while the guest walks through it: a lookup that raced must find
+// the directory or the link (which resolves in the sandbox), never the host
+// parent.
+TEST(BindMountEscape, SymlinkSwappedDuringTheWalk) {
+  MountFixture fx;
+  std::string dir = fx.mnt() + "/swap";
+  std::string aside = fx.mnt() + "/swap.dir";
+  mkdir(dir.c_str(), 0755);
+  WriteFileOrDie(dir + "/secret.txt", "decoy\n");
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    while (!stop) {
+      rename(dir.c_str(), aside.c_str());
+      (void)!symlink(fx.parent().c_str(), dir.c_str());
+      unlink(dir.c_str());
+      rename(aside.c_str(), dir.c_str());
+    }
+  });
+  std::string body = R"PY(
+import os
+hits = 0
+for i in range(3000):
+    try:
+        with open("/data/swap/secret.txt") as f:
+            if f.read() != "decoy\n":
+                hits += 1
+    except OSError:
+        pass
+t("hits", lambda: hits)
+)PY";
+  ProcessResult run = RunPy(body, {"-v", fx.mnt() + ":/data"}, 120);
+  stop = true;
+  swapper.join();
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  EXPECT_EQ(Value(ParseResults(run.out), "hits"), "0") << Describe(run);
+  EXPECT_EQ(run.out.find(fx.secret()), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sentry::security
