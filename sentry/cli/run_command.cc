@@ -9,6 +9,7 @@
 #include "sentry/cli/limits_file.h"
 #include "sentry/run/pool.h"
 #include "sentry/run/run.h"
+#include "sentry/trace/trace_writer.h"
 
 namespace sentry::cli {
 namespace {
@@ -81,7 +82,16 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
   --require-namespaces
                       fail (exit 125) rather than run without namespaces
   --no-copy-script    do not copy the script argument in (nor say why not)
-  --trace             log every trapped syscall to stderr, strace-style
+  --trace             log the guest's syscalls to stderr as strace -f does:
+                      every trapped call (symbolic flags, decoded structs,
+                      errno names), execve, clone/fork/vfork, signals and
+                      each task's exit, with [pid N] (the guest's pids)
+  --trace-file FILE   the same into FILE (implies --trace; every line starts
+                      with the pid, as strace -f -o FILE)
+  --trace-timestamps[=s|us|unix]
+                      start each trace line with the time of day (us: with
+                      microseconds, the default, as strace -tt; s: -t;
+                      unix: seconds since the epoch, -ttt); implies --trace
   --timings           print to stderr where the run's wall time went (sandbox
                       set-up, the guest, teardown), in milliseconds
   --pool SOCKET       run in a sandbox made ahead by the `sentry pool` that
@@ -160,6 +170,17 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
       return 0;
     } else if (a == "--trace") {
       o.trace = true;
+    } else if (a == "--trace-file") {
+      if (!value(a, &v) || v.empty()) return Usage("--trace-file needs a file");
+      o.trace = true;
+      o.trace_file = v;
+    } else if (a == "--trace-timestamps" || a.rfind("--trace-timestamps=", 0) == 0) {
+      std::string mode = a.size() > 19 ? a.substr(19) : "us";
+      if (mode == "none" || !trace::ParseTimestamps(mode)) {
+        return Usage("--trace-timestamps takes s, us or unix");
+      }
+      o.trace = true;
+      o.trace_timestamps = mode;
     } else if (a == "--timings") {
       o.timings = true;
     } else if (a == "--allow-net") {
