@@ -207,6 +207,10 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       }
       // A group-stop (SIGSTOP and friends): stay stopped but keep listening.
       if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+        if (trace_) {
+          trace_->Event(task->ns_tid,
+                        absl::StrCat("--- stopped by ", trace::SignalName(sig), " ---"));
+        }
         ptrace(PTRACE_LISTEN, pid, nullptr, nullptr);
       } else {
         Resume(pid, 0);
