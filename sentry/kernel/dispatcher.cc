@@ -110,7 +110,7 @@ void Dispatcher::Trace(SyscallContext& ctx, int nr, const DispatchResult& r) {
   }
   call.done = !r.let_kernel_run;  // the kernel's own result is not seen
   call.ret = r.value;
-  trace_->Call(tid, trace::FormatCall(call, &ctx.mem), trace::FormatReturn(call));
+  trace_->Syscall(tid, call, &ctx.mem);
 }
 
 }  // namespace sentry

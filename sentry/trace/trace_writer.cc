@@ -69,6 +69,10 @@ void TraceWriter::Write(std::string line) {
   std::fwrite(line.data(), 1, line.size(), out_);
 }
 
+void TraceWriter::Syscall(pid_t tid, const TracedCall& call, GuestMemory* mem) {
+  Call(tid, FormatCall(call, mem), FormatReturn(call));  // formatted before the lock
+}
+
 void TraceWriter::Call(pid_t tid, const std::string& call, const std::string& ret) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string line = Leader(tid) + call;

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "sentry/trace/syscall_format.h"
 
 namespace sentry::trace {
 
@@ -42,6 +43,9 @@ class TraceWriter final {
   TraceWriter& operator=(const TraceWriter&) = delete;
   ~TraceWriter();
 
+  // One call of any source (a trapped call, a census's native call): formatted
+  // (see syscall_format.h; mem may be null) and written.
+  void Syscall(pid_t tid, const TracedCall& call, GuestMemory* mem);
   // "openat(AT_FDCWD, \"x\", O_RDONLY)" and "3": one finished call.
   void Call(pid_t tid, const std::string& call, const std::string& ret);
   // A call answered later: "connect(3, {...}, 16 <unfinished ...>", then
