@@ -165,6 +165,21 @@ TEST_F(StraceCompareTest, TrappedCallsReadAsStraceWritesThem) {
   }
 }
 
+// The decoder reads guest memory only for display, bounded: arguments made
+// to fault or to be huge change no result, and the trace stays small.
+TEST(TraceSecurityTest, HostileArgumentsChangeNothingAndStayBounded) {
+  std::string copy = std::string(TRACE_PROBE) + ":/tmp/trace_probe";
+  ProcessResult plain = RunSentry({"--copy", copy}, {"/tmp/trace_probe", "--hostile"});
+  ProcessResult traced = RunSentry({"--trace", "--copy", copy}, {"/tmp/trace_probe", "--hostile"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(traced.out, plain.out);
+  EXPECT_NE(plain.out.find("execve many -1"), std::string::npos) << plain.out;
+  EXPECT_LT(traced.err.size(), 64u << 10) << "the trace of a few hostile calls stays small";
+  EXPECT_NE(traced.err.find(R"(execve("/nonexistent", [0x)"), std::string::npos) << traced.err;
+  EXPECT_NE(traced.err.find(R"(, ...], 0x)"), std::string::npos) << "argv clipped at 32";
+}
+
 // To stderr, strace's "[pid N] " prefix appears once a second task exists.
 TEST(TraceLayoutTest, PidPrefixOnceASecondTaskExists) {
   ProcessResult r = RunSentry({"--trace"}, {"/bin/sh", "-c", "/bin/true; exit 4"});

@@ -5,15 +5,22 @@
 // result is deterministic, whoever runs it (root natively, uid 1000 inside).
 //
 // Usage: trace_probe DIR (DIR must not exist; it is made and left behind).
+//        trace_probe --hostile: arguments built to make a decoder read too
+//        much or fault (unterminated strings against an unreadable page,
+//        huge counts and lengths, 200,000-entry argv and envp); prints each
+//        call's errno, which must not change under --trace.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -134,8 +141,40 @@ static void Processes(void) {
   waitpid(child, NULL, 0);
 }
 
+static void Report(const char* what, long r) { printf("%s %ld %d\n", what, r, r < 0 ? errno : 0); }
+
+static int Hostile(void) {
+  long page = sysconf(_SC_PAGESIZE);
+  char* two = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (two == MAP_FAILED) return 1;
+  mprotect(two + page, page, PROT_NONE);
+  char* edge = two + page - 8;  // 8 bytes, no NUL, then the unreadable page
+  memset(edge, 'x', 8);
+  Report("open edge", open(edge, O_RDONLY));
+  Report("stat edge", syscall(SYS_newfstatat, AT_FDCWD, edge, two, 0));
+  Report("connect huge", syscall(SYS_connect, 0, edge, 0xffffffffUL));
+  int dg = socket(AF_UNIX, SOCK_DGRAM, 0);
+  struct msghdr m = {.msg_name = edge,
+                     .msg_namelen = 110,
+                     .msg_iov = (struct iovec*)edge,
+                     .msg_iovlen = (size_t)1 << 30,
+                     .msg_control = edge,
+                     .msg_controllen = (size_t)1 << 20};
+  Report("sendmsg huge", sendmsg(dg, &m, 0));
+  struct mmsghdr mm[2] = {{.msg_hdr = m}, {.msg_hdr = m}};
+  Report("sendmmsg huge", syscall(SYS_sendmmsg, dg, mm, 1u << 30, 0));
+  Report("getdents64 huge", syscall(SYS_getdents64, 0, edge, 1u << 31));
+  enum { kMany = 200000 };
+  char** many = calloc(kMany + 1, sizeof(char*));
+  for (int i = 0; i < kMany; ++i) many[i] = edge;  // each one unterminated
+  Report("execve many", execve("/nonexistent", many, many));
+  Report("execve edge", execve(edge, many, many));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
+  if (strcmp(argv[1], "--hostile") == 0) return Hostile();
   // Only 0-2, as in the sandbox: fds a test runner leaks in would shift every
   // fd number natively.
   syscall(SYS_close_range, 3, ~0U, 0);
