@@ -97,6 +97,10 @@ class TracedLateAnswer final : public LateAnswer {
 }  // namespace
 
 void Dispatcher::Trace(SyscallContext& ctx, int nr, const DispatchResult& r) {
+  // The loader's own calls between its filter and the guest's execve (rlimits
+  // without namespaces) are the sentry's, not the guest's: strace of the
+  // guest would not show them either.
+  if (ctx.task.process->exe.empty()) return;
   trace::TracedCall call{nr};
   std::copy(std::begin(ctx.args.raw), std::end(ctx.args.raw), call.args);
   pid_t tid = ctx.task.ns_tid;

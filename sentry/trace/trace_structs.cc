@@ -36,7 +36,7 @@ std::string Rdev(uint64_t dev) {
 
 std::string Rlim(uint64_t v) {
   if (v == ~uint64_t{0}) return "RLIM64_INFINITY";
-  if (v > 0 && v % 1024 == 0) return absl::StrCat(v / 1024, "*1024");
+  if (v > 1024 && v % 1024 == 0) return absl::StrCat(v / 1024, "*1024");  // as strace
   return absl::StrCat(v);
 }
 

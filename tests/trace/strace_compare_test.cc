@@ -193,6 +193,21 @@ TEST(TraceLayoutTest, PidPrefixOnceASecondTaskExists) {
   EXPECT_NE(r.err.find("\n+++ exited with 4 +++\n"), std::string::npos) << r.err;
 }
 
+// The loader's calls between its filter and the guest's execve (its rlimits,
+// trapped without namespaces) are the sentry's own: the trace starts at execve.
+TEST(TraceLayoutTest, TheTraceStartsAtTheGuestsExecve) {
+  for (const char* mode : {"--require-namespaces", "--no-namespaces"}) {
+    ProcessResult r = RunSentry({"--trace", mode}, {"/bin/true"});
+    ASSERT_EQ(r.exit_code, 0) << mode << "\n" << r.err;
+    std::string first;
+    std::istringstream in(r.err);
+    while (std::getline(in, first) && first.rfind("sentry:", 0) == 0) {
+    }
+    EXPECT_EQ(first.rfind("execve(\"/bin/true\", [\"/bin/true\"], ", 0), 0u) << mode << "\n"
+                                                                             << r.err;
+  }
+}
+
 TEST(TraceLayoutTest, TimestampsAndJsonStayApart) {
   ProcessResult r =
       RunSentry({"--json", "--trace-timestamps"}, {"/bin/sh", "-c", "echo out; echo err >&2"});
