@@ -168,14 +168,15 @@ std::string Statfs(GuestMemory* mem, uint64_t addr) {
   if (type[0] != '0' && type.find('_') == std::string::npos) {
     type = absl::StrFormat("%#x", static_cast<uint64_t>(st.f_type));
   }
-  int fsid[2];
+  int fsid[2];  // strace prints them in hex
   std::memcpy(fsid, &st.f_fsid, sizeof(fsid));
-  return absl::StrCat("{f_type=", type, ", f_bsize=", st.f_bsize, ", f_blocks=", st.f_blocks,
-                      ", f_bfree=", st.f_bfree, ", f_bavail=", st.f_bavail,
-                      ", f_files=", st.f_files, ", f_ffree=", st.f_ffree, ", f_fsid={val=[",
-                      fsid[0], ", ", fsid[1], "]}, f_namelen=", st.f_namelen,
-                      ", f_frsize=", st.f_frsize,
-                      ", f_flags=", FlagSet(static_cast<uint64_t>(st.f_flags), kFlags), "}");
+  return absl::StrCat(
+      "{f_type=", type, ", f_bsize=", st.f_bsize, ", f_blocks=", st.f_blocks,
+      ", f_bfree=", st.f_bfree, ", f_bavail=", st.f_bavail, ", f_files=", st.f_files,
+      ", f_ffree=", st.f_ffree, ", f_fsid={val=[",
+      absl::StrFormat("%#x, %#x", static_cast<unsigned>(fsid[0]), static_cast<unsigned>(fsid[1])),
+      "]}, f_namelen=", st.f_namelen, ", f_frsize=", st.f_frsize,
+      ", f_flags=", FlagSet(static_cast<uint64_t>(st.f_flags), kFlags), "}");
 }
 
 std::string Sysinfo(GuestMemory* mem, uint64_t addr) {
@@ -319,7 +320,7 @@ std::string CpuSet(GuestMemory* mem, uint64_t addr, uint64_t len) {
   bool first = true;
   for (uint64_t cpu = 0; cpu < len * 8; ++cpu) {
     if (!(static_cast<unsigned char>(buf[cpu / 8]) & (1u << (cpu % 8)))) continue;
-    absl::StrAppend(&out, first ? "" : ", ", cpu);
+    absl::StrAppend(&out, first ? "" : " ", cpu);  // strace: [0 1]
     first = false;
   }
   return out + "]";
