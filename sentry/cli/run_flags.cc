@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "sentry/cli/flag_values.h"
+#include "sentry/trace/trace_writer.h"
 
 namespace sentry::cli {
 namespace {
@@ -75,6 +76,20 @@ class FlagSet final {
         ->allow_extra_args(false)
         ->take_all();
   }
+  // A flag whose value is optional and given only after '=': `--flag` is
+  // `--flag=dflt` (as strace's and docker's optional values).
+  CLI::Option* Optional(const std::string& names, const char* group, const char* type,
+                        const std::string& help, const std::string& dflt, Parse parse) {
+    std::string shown = names.substr(names.rfind(',') + 1);
+    return app_.add_flag(names + "{" + dflt + "}", scratch_, help)
+        ->group(group)
+        ->type_name(type)
+        ->each([shown, parse](const std::string& v) {
+          if (std::string why = parse(v); !why.empty()) {
+            throw CLI::ValidationError(absl::StrCat(shown, "=", v, ": ", why));
+          }
+        });
+  }
   // A flag without a value.
   CLI::Option* Switch(const std::string& names, const char* group, const std::string& help,
                       std::function<void()> set) {
@@ -83,6 +98,7 @@ class FlagSet final {
 
  private:
   CLI::App& app_;
+  std::string scratch_;  // Optional's raw value (each() has checked and stored it)
 };
 
 Parse Text(std::string* out, const char* need) {
@@ -149,8 +165,29 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           "append one JSON line per run (argv, code, limits, result, the phases' wall "
           "times); a FILE sentry cannot write fails the run before it starts",
           Text(&o.log_path, "needs a file"));
-  f.Switch("--trace", kOutput, "log every trapped syscall to stderr, strace-style",
+  f.Switch("--trace", kOutput,
+           "log the guest's syscalls to stderr as strace -f does: every trapped call (symbolic "
+           "flags, decoded structs, errno names), execve, clone/fork/vfork, signals and each "
+           "task's exit, with [pid N] (the guest's pids)",
            [&o] { o.trace = true; });
+  f.Value("--trace-file", kOutput, "FILE",
+          "the same into FILE (implies --trace; every line starts with the pid, as strace -f -o "
+          "FILE)",
+          [&o](const std::string& v) -> std::string {
+            if (v.empty()) return "needs a file";
+            o.trace = true;
+            o.trace_file = v;
+            return "";
+          });
+  f.Optional("--trace-timestamps", kOutput, "s|us|unix",
+             "start each trace line with the time of day (us: with microseconds, the default, "
+             "as strace -tt; s: -t; unix: seconds since the epoch, -ttt); implies --trace",
+             "us", [&o](const std::string& v) -> std::string {
+               if (v == "none" || !trace::ParseTimestamps(v)) return "takes s, us or unix";
+               o.trace = true;
+               o.trace_timestamps = v;
+               return "";
+             });
   f.Switch("--timings", kOutput,
            "print to stderr where the run's wall time went (set-up, the guest, teardown)",
            [&o] { o.timings = true; });

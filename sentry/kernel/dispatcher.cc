@@ -1,85 +1,16 @@
 #include "sentry/kernel/dispatcher.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sentry/trace/syscall_format.h"
 #include "syscalls/table.h"
 
 namespace sentry {
 namespace {
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s.substr(0, 128)) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c >= 32 && c < 127) {
-      out += static_cast<char>(c);
-    } else {
-      out += absl::StrFormat("\\x%02x", c);
-    }
-  }
-  out += s.size() > 128 ? "\"..." : "\"";
-  return out;
-}
-
-std::string OpenFlags(uint64_t v) {
-  static constexpr std::pair<int, const char*> kFlags[] = {
-      {O_CREAT, "O_CREAT"},       {O_EXCL, "O_EXCL"},         {O_NOCTTY, "O_NOCTTY"},
-      {O_TRUNC, "O_TRUNC"},       {O_APPEND, "O_APPEND"},     {O_NONBLOCK, "O_NONBLOCK"},
-      {O_DSYNC, "O_DSYNC"},       {O_DIRECT, "O_DIRECT"},     {O_DIRECTORY, "O_DIRECTORY"},
-      {O_NOFOLLOW, "O_NOFOLLOW"}, {O_NOATIME, "O_NOATIME"},   {O_CLOEXEC, "O_CLOEXEC"},
-      {O_PATH, "O_PATH"},         {__O_TMPFILE, "O_TMPFILE"}, {O_SYNC & ~O_DSYNC, "O_SYNC"}};
-  const char* acc[] = {"O_RDONLY", "O_WRONLY", "O_RDWR", "O_ACCMODE"};
-  std::string out = acc[v & O_ACCMODE];
-  uint64_t rest = v & ~static_cast<uint64_t>(O_ACCMODE | O_LARGEFILE);
-  for (auto [bit, name] : kFlags) {
-    if (rest & bit) {
-      absl::StrAppend(&out, "|", name);
-      rest &= ~static_cast<uint64_t>(bit);
-    }
-  }
-  if (rest) absl::StrAppend(&out, absl::StrFormat("|0x%x", rest));
-  return out;
-}
-
-// "{AF_INET, 8.8.8.8:53}": a sockaddr, read again for display only.
-std::string SockAddr(SyscallContext& ctx, GuestAddr addr, uint64_t len) {
-  sockaddr_storage ss{};
-  if (len < sizeof(sa_family_t) || len > sizeof(ss) || !ctx.mem.CopyIn(addr, &ss, len).ok()) {
-    return absl::StrFormat("0x%x", addr.raw());
-  }
-  char ip[INET6_ADDRSTRLEN] = "?";
-  switch (ss.ss_family) {
-    case AF_INET: {
-      const auto& in = reinterpret_cast<const sockaddr_in&>(ss);
-      inet_ntop(AF_INET, &in.sin_addr, ip, sizeof(ip));
-      return absl::StrCat("{AF_INET, ", ip, ":", ntohs(in.sin_port), "}");
-    }
-    case AF_INET6: {
-      const auto& in6 = reinterpret_cast<const sockaddr_in6&>(ss);
-      inet_ntop(AF_INET6, &in6.sin6_addr, ip, sizeof(ip));
-      return absl::StrCat("{AF_INET6, [", ip, "]:", ntohs(in6.sin6_port), "}");
-    }
-    case AF_UNIX: {
-      const auto& un = reinterpret_cast<const sockaddr_un&>(ss);
-      size_t n = len - offsetof(sockaddr_un, sun_path);
-      std::string path(un.sun_path, strnlen(un.sun_path, n));
-      return absl::StrCat("{AF_UNIX, ", n > 0 && un.sun_path[0] == 0 ? "@" : "", Quote(path), "}");
-    }
-    default:
-      return absl::StrCat("{family ", ss.ss_family, "}");
-  }
-}
 
 // Refusals worth telling the model about: permissions, the network, the
 // read-only system. (ENOENT and friends are ordinary program behaviour.)
@@ -100,56 +31,14 @@ void Dispatcher::RecordDenial(SyscallContext& ctx, int nr, const SyscallRow& row
 }
 
 std::string Dispatcher::Describe(SyscallContext& ctx, int nr) {
-  const SyscallRow* row = FindSyscall(nr);
-  std::string out = row ? row->name : absl::StrCat("syscall_", nr);
-  out += "(";
-  const char* kinds = row ? row->args : "";
-  for (int i = 0; kinds[i] && i < 6; ++i) {
-    if (i) out += ", ";
-    uint64_t v = ctx.args.raw[i];
-    switch (kinds[i]) {
-      case 'f':
-        out += static_cast<int>(v) == AT_FDCWD ? "AT_FDCWD" : absl::StrCat(static_cast<int>(v));
-        break;
-      case 'd':
-      case 'P':
-      case 'K':
-        absl::StrAppend(&out, static_cast<int64_t>(v));
-        break;
-      case 'u':
-      case 'U':
-      case 'l':
-        absl::StrAppend(&out, v);
-        break;
-      case 'o':
-        absl::StrAppend(&out, absl::StrFormat("0%o", v));
-        break;
-      case 'F':
-        out += OpenFlags(v);
-        break;
-      case 'A':
-        out += SockAddr(ctx, GuestAddr(v), i + 1 < 6 ? ctx.args.raw[i + 1] : 0);
-        break;
-      case 's':
-      case 'q':
-      case 'n': {
-        auto s = ctx.mem.CopyInString(GuestAddr(v), 4095);
-        out += s.ok() ? Quote(s.value()) : absl::StrFormat("0x%x", v);
-        break;
-      }
-      default:
-        absl::StrAppend(&out, absl::StrFormat("0x%x", v));
-        break;
-    }
-  }
-  out += ")";
-  return out;
+  trace::TracedCall call{nr};
+  std::copy(std::begin(ctx.args.raw), std::end(ctx.args.raw), call.args);
+  return trace::FormatCall(call, &ctx.mem);
 }
 
 DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
   ctx.nr = nr;
   std::string described;
-  if (trace_) described = Describe(ctx, nr);
   const SyscallRow* row = find_(nr);
   DispatchResult r;
   bool refusal = row && (row->action == Action::kErrno ||
@@ -176,18 +65,56 @@ DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
     r.let_kernel_run = res.ok() && ctx.let_kernel_run;
     if (!res.ok()) RecordDenial(ctx, nr, *row, res.error(), described);
   }
-  if (trace_) {
-    pid_t tid = ctx.task.ns_tid;
-    if (r.value < 0 && r.value > -4096) {
-      std::fprintf(trace_, "[%d] %s = -1 %s (%s)\n", tid, described.c_str(),
-                   strerrorname_np(static_cast<int>(-r.value)) ?: "E?",
-                   std::strerror(static_cast<int>(-r.value)));
-    } else {
-      std::fprintf(trace_, "[%d] %s = %lld\n", tid, described.c_str(),
-                   static_cast<long long>(r.value));
-    }
-  }
+  if (trace_) Trace(ctx, nr, r);
   return r;
+}
+
+namespace {
+
+// A late answer that prints the call's result when it is given.
+class TracedLateAnswer final : public LateAnswer {
+ public:
+  TracedLateAnswer(LateAnswer& inner, std::shared_ptr<trace::TraceWriter> trace, pid_t tid, int nr)
+      : inner_(inner), trace_(std::move(trace)), tid_(tid), nr_(nr) {}
+  SysStatus InstallAt(int host_fd, int guest_fd, bool cloexec) override {
+    return inner_.InstallAt(host_fd, guest_fd, cloexec);
+  }
+  void Answer(SysResult<uint64_t> result) override {
+    trace::TracedCall call{nr_};
+    call.done = true;
+    call.ret = result.ok() ? static_cast<int64_t>(*result) : -result.error();
+    trace_->Resumed(tid_, trace::SyscallName(nr_), trace::FormatReturn(call));
+    inner_.Answer(std::move(result));
+  }
+
+ private:
+  LateAnswer& inner_;
+  std::shared_ptr<trace::TraceWriter> trace_;
+  pid_t tid_;
+  int nr_;
+};
+
+}  // namespace
+
+void Dispatcher::Trace(SyscallContext& ctx, int nr, const DispatchResult& r) {
+  // The loader's own calls between its filter and the guest's execve (rlimits
+  // without namespaces) are the sentry's, not the guest's: strace of the
+  // guest would not show them either.
+  if (ctx.task.process->exe.empty()) return;
+  trace::TracedCall call{nr};
+  std::copy(std::begin(ctx.args.raw), std::end(ctx.args.raw), call.args);
+  pid_t tid = ctx.task.ns_tid;
+  if (ctx.later) {
+    trace_->Unfinished(tid, trace::SyscallName(nr), trace::FormatArgs(call, &ctx.mem));
+    ctx.later = [work = std::move(ctx.later), trace = trace_, tid, nr](LateAnswer& answer) {
+      TracedLateAnswer traced(answer, trace, tid, nr);
+      work(traced);
+    };
+    return;
+  }
+  call.done = !r.let_kernel_run;  // the kernel's own result is not seen
+  call.ret = r.value;
+  trace_->Syscall(tid, call, &ctx.mem);
 }
 
 }  // namespace sentry

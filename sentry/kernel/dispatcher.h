@@ -1,13 +1,15 @@
 // Dispatch: routes one trapped syscall to its handler and makes the guest's
-// -errno, the only place that does. With tracing on, logs the call strace-style.
+// -errno, the only place that does. With tracing on, logs the call strace-style
+// (sentry/trace/).
 #ifndef SENTRY_KERNEL_DISPATCHER_H_
 #define SENTRY_KERNEL_DISPATCHER_H_
 
 #include <cstdint>
-#include <cstdio>
+#include <memory>
 #include <string>
 
 #include "sentry/kernel/syscall_context.h"
+#include "sentry/trace/trace_writer.h"
 #include "syscalls/table.h"
 
 namespace sentry {
@@ -23,22 +25,27 @@ class Dispatcher final {
  public:
   // namespaces: false for a sandbox on the seccomp wall alone, whose filter
   // was built from SyscallTableWithoutNamespaces().
-  explicit Dispatcher(FILE* trace, bool namespaces = true)
-      : trace_(trace), find_(namespaces ? &FindSyscall : &FindSyscallWithoutNamespaces) {}
+  explicit Dispatcher(std::shared_ptr<trace::TraceWriter> trace, bool namespaces = true)
+      : trace_(std::move(trace)),
+        find_(namespaces ? &FindSyscall : &FindSyscallWithoutNamespaces) {}
   // Before the guest's go (a warm sandbox learns --trace with its command).
-  void set_trace(FILE* trace) { trace_ = trace; }
+  void set_trace(std::shared_ptr<trace::TraceWriter> trace) { trace_ = std::move(trace); }
   DispatchResult Dispatch(SyscallContext& ctx, int nr);
 
-  // "openat(AT_FDCWD, \"/etc/passwd\", 0x80000, 0)": arguments decoded by the
-  // table's letters. Strings are read again from guest memory for display only;
-  // nothing decided here depends on them.
+  // "openat(AT_FDCWD, \"/etc/passwd\", O_RDONLY|O_CLOEXEC)": the call as it
+  // came in (what it writes is not shown). Strings are read again from guest
+  // memory for display only; nothing decided here depends on them.
   static std::string Describe(SyscallContext& ctx, int nr);
 
  private:
   static void RecordDenial(SyscallContext& ctx, int nr, const struct SyscallRow& row, int err,
                            const std::string& described);
 
-  FILE* trace_;
+  // Prints the answered call (its outputs read before the reply, while the
+  // guest thread still waits), or wraps a late answer to print it when given.
+  void Trace(SyscallContext& ctx, int nr, const DispatchResult& r);
+
+  std::shared_ptr<trace::TraceWriter> trace_;
   const SyscallRow* (*find_)(int nr);
 };
 

@@ -54,6 +54,7 @@ struct Task {
   std::shared_ptr<Process> process;
   bool started = false;  // its first ptrace stop was seen and resumed
   ExecCheck exec_check;
+  std::string trace_exec;  // --trace: the execve line, printed at its exec event
 };
 
 class TaskTable final {

@@ -18,8 +18,12 @@
 #include <string>
 #include <string_view>
 
+#include "absl/strings/str_cat.h"
 #include "sentry/abi/guest_memory.h"
 #include "sentry/kernel/dispatcher.h"
+#include "sentry/trace/syscall_format.h"
+#include "sentry/trace/trace_flags.h"
+#include "sentry/trace/trace_structs.h"
 #include "syscalls/sys_exec.h"
 
 namespace sentry {
@@ -160,6 +164,7 @@ void Tracer::Resume(pid_t pid, int sig) {
 void Tracer::OnWaitStatus(pid_t pid, int status) {
   if (WIFEXITED(status) || WIFSIGNALED(status)) {
     std::lock_guard<std::mutex> lock(kernel_.mu());
+    if (trace_) TraceExit(pid, status);
     kernel_.tasks().Remove(pid);
     if (pid == leader_) {
       leader_done_ = true;
@@ -202,6 +207,10 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       }
       // A group-stop (SIGSTOP and friends): stay stopped but keep listening.
       if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+        if (trace_) {
+          trace_->Event(task->ns_tid,
+                        absl::StrCat("--- stopped by ", trace::SignalName(sig), " ---"));
+        }
         ptrace(PTRACE_LISTEN, pid, nullptr, nullptr);
       } else {
         Resume(pid, 0);
@@ -209,6 +218,7 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       return;
     }
     default:
+      if (trace_) TraceSignal(pid);
       Resume(pid, sig);  // signal-delivery-stop: deliver it
   }
 }
@@ -241,6 +251,7 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
     t.process->tgid = child;
     t.process->ns_pid = t.ns_tid;
   }
+  if (trace_) TraceNewTask(parent, t.ns_tid, event);
   Task& added = kernel_.tasks().Add(std::move(t));
   if (early_stops_.erase(child)) {
     added.started = true;
@@ -271,8 +282,17 @@ void Tracer::OnExecStop(pid_t pid) {
     int flags = at ? static_cast<int>(regs.r8) : 0;
     auto plan = sys::PlanExec(ctx, dirfd, path, flags, view_roots_);
     if (trace_) {
-      std::fprintf(trace_, "[%d] %s = %s\n", task->ns_tid, Dispatcher::Describe(ctx, nr).c_str(),
-                   plan.ok() ? plan->view_path.c_str() : strerrorname_np(plan.error()));
+      // Printed once the kernel has done it (at the exec event), as strace
+      // does; at once if the sentry refuses it.
+      std::string call = Dispatcher::Describe(ctx, static_cast<int>(nr));
+      if (plan.ok()) {
+        task->trace_exec = std::move(call);
+      } else {
+        trace::TracedCall refused{static_cast<int>(nr)};
+        refused.done = true;
+        refused.ret = -plan.error();
+        trace_->Call(task->ns_tid, call, trace::FormatReturn(refused));
+      }
     }
     if (plan.ok()) {
       err = RewriteExec(mem, regs, at, *plan);
@@ -299,6 +319,8 @@ void Tracer::OnExecEvent(pid_t pid) {
   if (!task) return;
   ExecCheck check = task->exec_check;
   task->exec_check = {};
+  if (trace_ && !task->trace_exec.empty()) trace_->Call(task->ns_tid, task->trace_exec, "0");
+  task->trace_exec.clear();
   task->process->exe = check.guest_path;
   if (!mapping_dirs_.empty() && !MapsOnlyAllowedFiles(pid)) {
     violation_ = "exec mapped a host file outside the sandbox's lower layer and store";
@@ -366,6 +388,57 @@ bool Tracer::MapsOnlyAllowedFiles(pid_t pid) const {
     ++files;
   }
   return files > 0;  // the new image is a file: no mapping at all means an unreadable maps
+}
+
+// "+++ exited with 0 +++", "+++ killed by SIGKILL +++": every task's end, as
+// strace -f shows it (under kernel_.mu(), before the task leaves the table).
+void Tracer::TraceExit(pid_t pid, int status) {
+  Task* task = kernel_.tasks().Find(pid);
+  pid_t tid = task ? task->ns_tid : pid;
+  if (task && !task->trace_exec.empty()) {
+    trace_->Call(tid, task->trace_exec, "?");  // an exec that never returned
+  }
+  if (WIFEXITED(status)) {
+    trace_->Event(tid, absl::StrCat("+++ exited with ", WEXITSTATUS(status), " +++"));
+  } else {
+    trace_->Event(tid, absl::StrCat("+++ killed by ", trace::SignalName(WTERMSIG(status)),
+                                    WCOREDUMP(status) ? " (core dumped)" : "", " +++"));
+  }
+  trace_->TaskEnded();
+}
+
+// "--- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, ...} ---"
+void Tracer::TraceSignal(pid_t pid) {
+  siginfo_t si{};
+  if (ptrace(PTRACE_GETSIGINFO, pid, nullptr, &si) < 0) return;
+  pid_t tid = pid;
+  {
+    std::lock_guard<std::mutex> lock(kernel_.mu());
+    if (Task* task = kernel_.tasks().Find(pid)) tid = task->ns_tid;
+  }
+  trace_->Event(
+      tid, absl::StrCat("--- ", trace::SignalName(si.si_signo), " ", trace::SigInfo(si), " ---"));
+}
+
+// The parent's clone, fork or vfork, with the child's pid as the guest sees
+// it: the call runs natively, and this event is where the sentry sees it end.
+void Tracer::TraceNewTask(pid_t parent, pid_t child_ns_tid, int event) {
+  Task* p = kernel_.tasks().Find(parent);
+  user_regs_struct regs;
+  trace::TracedCall call;
+  if (ptrace(PTRACE_GETREGS, parent, nullptr, &regs) == 0) {
+    call.nr = static_cast<int>(regs.orig_rax);
+    uint64_t raw[6] = {regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9};
+    std::copy(std::begin(raw), std::end(raw), call.args);
+  } else {
+    call.nr = event == PTRACE_EVENT_VFORK  ? SYS_vfork
+              : event == PTRACE_EVENT_FORK ? SYS_fork
+                                           : SYS_clone;
+  }
+  call.done = true;
+  call.ret = child_ns_tid;
+  trace_->Call(p ? p->ns_tid : parent, trace::FormatCall(call, nullptr), trace::FormatReturn(call));
+  trace_->TaskStarted();
 }
 
 }  // namespace sentry

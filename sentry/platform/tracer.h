@@ -7,21 +7,25 @@
 
 #include <sys/types.h>
 
-#include <cstdio>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "sentry/kernel/kernel.h"
+#include "sentry/trace/trace_writer.h"
 
 namespace sentry {
 
 class Tracer final {
  public:
-  Tracer(Kernel& kernel, std::vector<std::string> view_roots, FILE* trace)
-      : kernel_(kernel), view_roots_(std::move(view_roots)), trace_(trace) {}
+  Tracer(Kernel& kernel, std::vector<std::string> view_roots,
+         std::shared_ptr<trace::TraceWriter> trace)
+      : kernel_(kernel), view_roots_(std::move(view_roots)), trace_(std::move(trace)) {}
   // Before the guest's go (a warm sandbox learns --trace with its command).
-  void set_trace(FILE* trace) { trace_ = trace; }
+  // The tracer prints what it sees of the guest's life: execve, clone, fork
+  // and vfork (with the child's pid), signals delivered, and each task's end.
+  void set_trace(std::shared_ptr<trace::TraceWriter> trace) { trace_ = std::move(trace); }
 
   // Seizes the first guest task (stopped on its go pipe) with every option.
   int Seize(pid_t pid);
@@ -46,11 +50,14 @@ class Tracer final {
   void OnExecEvent(pid_t pid);
   bool MapsOnlyAllowedFiles(pid_t pid) const;
   void Resume(pid_t pid, int sig);
+  void TraceExit(pid_t pid, int status);
+  void TraceSignal(pid_t pid);
+  void TraceNewTask(pid_t parent, pid_t child_ns_tid, int event);
 
   Kernel& kernel_;
   std::vector<std::string> view_roots_;
   std::vector<std::string> mapping_dirs_;
-  FILE* trace_;
+  std::shared_ptr<trace::TraceWriter> trace_;
   pid_t leader_ = 0;
   bool leader_done_ = false;
   int leader_status_ = 0;

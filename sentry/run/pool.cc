@@ -131,6 +131,10 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
 }  // namespace
 
 bool PoolCanServe(const RunOptions& o, std::string* why) {
+  if (!o.trace_file.empty() || !o.trace_timestamps.empty()) {
+    *why = "--trace-file and --trace-timestamps need a cold start";
+    return false;
+  }
   if (pool::ShapeOf(o) != pool::ShapeOf(RunOptions())) {
     *why = "--root, --disk, --no-cgroups, namespace flags and network flags need a cold start";
     return false;

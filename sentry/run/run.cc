@@ -259,7 +259,23 @@ std::optional<RunError> Run::AttachGuest() {
 // The go: what the command decided (cwd, --trace), the start-up pin, and the
 // guest's execve.
 std::optional<RunError> Run::LaunchGuest() {
-  FILE* trace = o_.trace ? stderr : nullptr;
+  std::shared_ptr<trace::TraceWriter> trace;
+  if (o_.trace) {
+    // On sentry's own stderr or the file, never the guest's streams (with
+    // --json those are the result's).
+    trace::Timestamps ts =
+        trace::ParseTimestamps(o_.trace_timestamps.empty() ? "none" : o_.trace_timestamps)
+            .value_or(trace::Timestamps::kNone);
+    if (o_.trace_file.empty()) {
+      trace = std::make_shared<trace::TraceWriter>(stderr, ts);
+    } else {
+      auto opened = trace::TraceWriter::OpenFile(o_.trace_file, ts);
+      if (!opened.ok()) {
+        return RunError{kExitSentryError, absl::StrCat("--trace-file ", opened.status().message())};
+      }
+      trace = *std::move(opened);
+    }
+  }
   if (!sync_wakeup_ && trace) {
     std::fprintf(stderr, "sentry: notice: no synchronous wake-up (Linux < 6.6): slower traps\n");
   }

@@ -35,6 +35,8 @@ struct RunOptions {
   std::vector<BindMount> mounts;                            // -v HOST:GUEST[:ro|:rw]
   bool copy_script = true;  // copy a first argument that names a host file
   bool trace = false;
+  std::string trace_file;        // --trace-file: the trace there instead of stderr
+  std::string trace_timestamps;  // --trace-timestamps[=s|us|unix]: "" for none
   bool timings = false;          // --timings: the run's phases to stderr
   bool root = false;             // the guest is uid 0 inside (still no host privilege)
   bool json = false;             // print one result object instead of streaming output

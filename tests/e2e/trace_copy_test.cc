@@ -19,8 +19,9 @@ TEST(TraceTest, LogsTrappedSyscallsStraceStyle) {
   EXPECT_NE(r.err.find(" = "), std::string::npos);
   EXPECT_NE(r.err.find("\"/tmp\""), std::string::npos) << "paths are decoded";
   EXPECT_NE(r.err.find("ENOENT"), std::string::npos) << "errors are named";
-  // Every line is "[pid] name(args) = result".
-  std::regex line_re(R"(^\[\d+\] \w+\(.*\) = .+$)");
+  // Every line is strace -f's: "[pid N] " once a second task exists, then
+  // "name(args) = result", or an event ("+++ exited with 0 +++", "--- SIG...").
+  std::regex line_re(R"(^(\[pid +\d+\] )?(\w+\(.*\) += .+|\+\+\+ .* \+\+\+|--- .* ---)$)");
   std::istringstream in(r.err);
   std::string line;
   int lines = 0;
