@@ -79,7 +79,12 @@ class TracedLateAnswer final : public LateAnswer {
   SysStatus InstallAt(int host_fd, int guest_fd, bool cloexec) override {
     return inner_.InstallAt(host_fd, guest_fd, cloexec);
   }
+  SysResult<int> Install(int host_fd, bool cloexec) override {
+    return inner_.Install(host_fd, cloexec);
+  }
+  bool Wanted() override { return inner_.Wanted(); }
   void Answer(SysResult<uint64_t> result) override {
+    if (!inner_.Wanted()) return;  // withdrawn or answered: nothing to print
     trace::TracedCall call{nr_};
     call.done = true;
     call.ret = result.ok() ? static_cast<int64_t>(*result) : -result.error();
