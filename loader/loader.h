@@ -78,6 +78,9 @@ struct LoaderSpec {
   gid_t gid = 1000;
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;
+  // The guest gets CensusFilter(filter) instead (sentry run --census; see
+  // loader/census_filter.h): the sentry decides each call by `filter`.
+  bool census = false;
   std::array<int, 3> stdio = {-1, -1, -1};  // sentry fds the guest gets as 0, 1, 2
   // The CPU the loader moves to before it forks the guest (-1: none): the
   // one the sentry is pinned to, where the guest's first steps answer the

@@ -82,6 +82,9 @@ Flags (SIZE is a number of MiB, or a number with k, m or g: 256m, 1g):
                       fail (exit 125) rather than run without namespaces
   --no-copy-script    do not copy the script argument in (nor say why not)
   --trace             log every trapped syscall to stderr, strace-style
+  --census FILE       count every syscall the guest makes (native ones too, at
+                      a trap's cost each) and write the counts to FILE as JSON
+                      (format: docs/census.md)
   --timings           print to stderr where the run's wall time went (sandbox
                       set-up, the guest, teardown), in milliseconds
   --pool SOCKET       run in a sandbox made ahead by the `sentry pool` that
@@ -160,6 +163,9 @@ int ParseFlags(const std::vector<std::string>& args, RunOptions* out, std::strin
       return 0;
     } else if (a == "--trace") {
       o.trace = true;
+    } else if (a == "--census") {
+      if (!value(a, &v) || v.empty()) return Usage("--census needs a file to write the counts to");
+      o.census_path = v;
     } else if (a == "--timings") {
       o.timings = true;
     } else if (a == "--allow-net") {

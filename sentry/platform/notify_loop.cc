@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <thread>
 
+#include "loader/census_filter.h"
 #include "sentry/base/fs_identity.h"
 
 namespace sentry {
@@ -20,6 +22,25 @@ namespace {
 constexpr int kWakeSignal = SIGURG;
 
 void NoopHandler(int) {}
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+SyscallEvent EventOf(const seccomp_notif& req, EventAction action, bool known, int64_t value,
+                     uint64_t start_ns) {
+  SyscallEvent e;
+  e.tid = static_cast<pid_t>(req.pid);
+  e.nr = req.data.nr;
+  for (int i = 0; i < 6; ++i) e.args[i] = req.data.args[i];
+  e.action = action;
+  e.result_known = known;
+  e.value = value;
+  e.duration_ns = NowNs() - start_ns;
+  return e;
+}
 
 // Guest memory of the notifying task, valid only while the notification is.
 class NotifMemoryBackend final : public MemoryBackend {
@@ -73,6 +94,13 @@ class NotifFds final : public GuestFds {
 class OwnedLateAnswer final : public LateAnswer {
  public:
   OwnedLateAnswer(int listener, uint64_t id) : u_(UniqueFd(dup(listener))), id_(id) {}
+  // Reports the answer as the event of req, timed from start_ns.
+  void Observe(std::shared_ptr<SyscallObserver> observer, const seccomp_notif& req,
+               uint64_t start_ns) {
+    observer_ = std::move(observer);
+    req_ = req;
+    start_ns_ = start_ns;
+  }
   SysStatus InstallAt(int host_fd, int guest_fd, bool cloexec) override {
     int r = u_.AddFdAt(id_, host_fd, guest_fd, cloexec);
     if (r < 0) return Errno{-r};
@@ -86,6 +114,10 @@ class OwnedLateAnswer final : public LateAnswer {
     } else {
       u_.Respond(id_, 0, -result.error());  // a negative errno, as the kernel wants
     }
+    if (observer_) {
+      int64_t value = result.ok() ? static_cast<int64_t>(*result) : -result.error();
+      observer_->OnSyscall(EventOf(req_, EventAction::kTrap, true, value, start_ns_));
+    }
   }
   ~OwnedLateAnswer() override { Answer(Errno{EINTR}); }
 
@@ -93,19 +125,27 @@ class OwnedLateAnswer final : public LateAnswer {
   Unotify u_;
   uint64_t id_;
   bool answered_ = false;
+  std::shared_ptr<SyscallObserver> observer_;
+  seccomp_notif req_{};
+  uint64_t start_ns_ = 0;
 };
 
 // Calls waiting on the outside world at once; past this, EAGAIN.
 constexpr int kMaxLate = 64;
 std::atomic<int> g_late_in_flight{0};
 
-void RunLate(LateWork work, int listener, uint64_t id) {
+void RunLate(LateWork work, int listener, const seccomp_notif& req,
+             std::shared_ptr<SyscallObserver> observer, uint64_t start_ns) {
+  uint64_t id = req.id;
   if (g_late_in_flight.fetch_add(1) >= kMaxLate) {
     g_late_in_flight.fetch_sub(1);
-    OwnedLateAnswer(listener, id).Answer(Errno{EAGAIN});
+    OwnedLateAnswer busy(listener, id);
+    if (observer) busy.Observe(std::move(observer), req, start_ns);
+    busy.Answer(Errno{EAGAIN});
     return;
   }
   auto answer = std::make_unique<OwnedLateAnswer>(listener, id);
+  if (observer) answer->Observe(std::move(observer), req, start_ns);
   std::thread([work = std::move(work), answer = std::move(answer)]() mutable {
     work(*answer);
     answer.reset();
@@ -172,7 +212,50 @@ void NotifyLoop::Run() {
   done_ = true;
 }
 
+void NotifyLoop::Report(const seccomp_notif& req, EventAction action, bool known, int64_t value,
+                        uint64_t start_ns) {
+  if (observer_) observer_->OnSyscall(EventOf(req, action, known, value, start_ns));
+}
+
+bool NotifyLoop::AnswerAsOrdinary(const seccomp_notif& req, uint64_t start_ns) {
+  if (req.data.nr == kCensusMarkNr) {
+    // Read, then answered by the sentry: never let run.
+    NotifMemoryBackend backend(static_cast<pid_t>(req.pid), unotify_, req.id);
+    GuestMemory mem(backend);
+    auto label = mem.CopyInString(GuestAddr(req.data.args[0]), kMaxCensusLabel);
+    if (label.ok() && observer_) observer_->OnMark(*label);
+    unotify_.Respond(req.id, 0, -ENOSYS);
+    return true;
+  }
+  uint32_t verdict = EvalSeccompFilter(ordinary_, req.data);
+  switch (verdict & SECCOMP_RET_ACTION_FULL) {
+    case SECCOMP_RET_USER_NOTIF:
+      return false;
+    case SECCOMP_RET_ALLOW:
+      // Only the registers were read (the filter's own input).
+      unotify_.RespondContinue(req.id);
+      Report(req, EventAction::kNative, false, 0, start_ns);
+      return true;
+    case SECCOMP_RET_ERRNO: {
+      int err = static_cast<int>(verdict & SECCOMP_RET_DATA);
+      unotify_.Respond(req.id, 0, -err);
+      Report(req, EventAction::kRefused, true, -err, start_ns);
+      return true;
+    }
+    default:
+      // TRACE and KILL stay in the census filter and never come here.
+      unotify_.Respond(req.id, 0, -ENOSYS);
+      Report(req, EventAction::kRefused, true, -ENOSYS, start_ns);
+      return true;
+  }
+}
+
 void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
+  uint64_t start_ns = observer_ ? NowNs() : 0;
+  if (!ordinary_.empty() && AnswerAsOrdinary(req, start_ns)) {
+    handled_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   DispatchResult res;
   LateWork later;
   {
@@ -193,7 +276,7 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
   }
   handled_.fetch_add(1, std::memory_order_relaxed);
   if (later) {
-    RunLate(std::move(later), unotify_.fd(), req.id);
+    RunLate(std::move(later), unotify_.fd(), req, observer_, start_ns);
     return;
   }
   if (res.let_kernel_run) {
@@ -203,6 +286,8 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
   } else {
     unotify_.Respond(req.id, res.value, 0);
   }
+  Report(req, res.refused ? EventAction::kRefused : EventAction::kTrap, !res.let_kernel_run,
+         res.value, start_ns);
 }
 
 }  // namespace sentry

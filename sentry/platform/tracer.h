@@ -8,11 +8,13 @@
 #include <sys/types.h>
 
 #include <cstdio>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/syscall_event.h"
 
 namespace sentry {
 
@@ -22,6 +24,8 @@ class Tracer final {
       : kernel_(kernel), view_roots_(std::move(view_roots)), trace_(trace) {}
   // Before the guest's go (a warm sandbox learns --trace with its command).
   void set_trace(FILE* trace) { trace_ = trace; }
+  // Every exec stop is reported to observer (before the guest's go).
+  void set_observer(std::shared_ptr<SyscallObserver> observer) { observer_ = std::move(observer); }
 
   // Seizes the first guest task (stopped on its go pipe) with every option.
   int Seize(pid_t pid);
@@ -51,6 +55,7 @@ class Tracer final {
   std::vector<std::string> view_roots_;
   std::vector<std::string> mapping_dirs_;
   FILE* trace_;
+  std::shared_ptr<SyscallObserver> observer_;
   pid_t leader_ = 0;
   bool leader_done_ = false;
   int leader_status_ = 0;

@@ -29,6 +29,7 @@ struct RunOptions {
   std::vector<std::pair<std::string, std::string>> copies;  // host → guest
   bool copy_script = true;  // copy a first argument that names a host file
   bool trace = false;
+  std::string census_path;  // --census FILE: count every syscall, write them there
   bool timings = false;     // --timings: the run's phases to stderr
   bool root = false;        // the guest is uid 0 inside (still no host privilege)
   bool json = false;        // print one result object instead of streaming output
