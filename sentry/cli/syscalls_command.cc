@@ -315,6 +315,29 @@ void PrintMarkdown(const std::vector<json>& rows, const Options& o) {
     if (r.contains("noRow")) err += " (no row)";
     std::printf("| %d | %s | %s |\n", r["nr"].get<int>(), Str(r, "name").c_str(), err.c_str());
   }
+  if (o.namespaces) {
+    std::printf(
+        "\n## Without namespaces\n\n"
+        "Where the kernel gives no namespaces, a run stands on the seccomp wall alone and these "
+        "rows change (`sentry syscalls --no-namespaces` shows that whole table):\n\n"
+        "| nr | name | action there | status, filter or errno |\n| --- | --- | --- | --- |\n");
+    for (const SyscallRow& alone : SyscallTableWithoutNamespaces()) {
+      const SyscallRow* ns = FindSyscall(alone.nr);
+      if (ns && ns->action == alone.action && ns->handler == alone.handler &&
+          ns->filter == alone.filter && ns->err == alone.err) {
+        continue;
+      }
+      json r = RowJson(alone.nr, &alone, alone.name, Options{false, nullptr});
+      std::string detail = Str(r, "errno");
+      if (r.contains("status"))
+        detail = Str(r, "status") + (r.contains("note") ? ": " + Str(r, "note") : "");
+      if (r.contains("filter")) {
+        detail = Str(r["filter"], "allows") + "; otherwise " + Str(r["filter"], "otherwise");
+      }
+      std::printf("| %d | %s | %s | %s |\n", alone.nr, alone.name, Str(r, "action").c_str(),
+                  Cell(detail).c_str());
+    }
+  }
   if (o.cases) {
     std::printf("\n## Trapped and traced rows without a passing conformance case\n\n");
     if (uncovered.empty()) std::printf("None.\n");
