@@ -23,6 +23,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "loader/census_filter.h"
 #include "vfs/store.h"
 
 namespace sentry {
@@ -59,7 +60,8 @@ struct Prepared {
   std::string store_path;                 // "/tmp/.sentry-store"
   std::string pts_path;                   // "/tmp/.sentry-pts"
   sock_fprog prog;
-  char* guest_stack_top;  // where the guest runs until its execve (see GuestMain)
+  std::vector<sock_filter> census_filter;  // spec->census: what prog points at
+  char* guest_stack_top;                   // where the guest runs until its execve (see GuestMain)
 };
 
 LOADER_CODE void Report(const Prepared& p, LoaderStep step, int err, int value = 0,
@@ -473,6 +475,14 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   p.pts_path = std::string(kNewRoot) + kGuestPtsPath;
   p.prog.len = static_cast<unsigned short>(spec.filter.size());
   p.prog.filter = const_cast<sock_filter*>(spec.filter.data());
+  if (spec.census) {
+    // The report of the listener is written before the sentry has it: that
+    // one write goes by the ordinary filter (see CensusFilter).
+    p.census_filter = CensusFilter(spec.filter, {pipes.report_write, sizeof(LoaderMessage)});
+    if (p.census_filter.empty() || p.census_filter.size() > BPF_MAXINSNS) return -EINVAL;
+    p.prog.len = static_cast<unsigned short>(p.census_filter.size());
+    p.prog.filter = p.census_filter.data();
+  }
 
   constexpr size_t kStackSize = 1 << 20, kGuestStackSize = 256 << 10;
   static char* stack = new char[kStackSize];

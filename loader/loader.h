@@ -83,6 +83,9 @@ struct LoaderSpec {
   gid_t gid = 1000;
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;
+  // The guest gets CensusFilter(filter) instead (sentry run --census; see
+  // loader/census_filter.h): the sentry decides each call by `filter`.
+  bool census = false;
   std::array<int, 3> stdio = {-1, -1, -1};  // sentry fds the guest gets as 0, 1, 2
   // Bit i set: the guest's fd i is the slave of a pty of the sandbox's own
   // devpts, which the guest opens (as its own user) before its filter; it

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "sentry/kernel/syscall_context.h"
 
@@ -89,6 +90,21 @@ constexpr bool IsReportedRefusal(int err) { return err == EPERM || err == EACCES
 
 // The answer the filter gives a refusal: to the sentry, or the errno itself.
 uint32_t RefusalAction(int err);
+
+// How completely a trapped or traced row is answered (table_status.cc).
+struct RowStatus {
+  int nr;  // -1: every row with this handler
+  SyscallHandler handler;
+  bool full;         // as Linux answers, within the sandbox's world
+  const char* note;  // what is missing when partial; else a remark or ""
+};
+// The status of a trap or trace row, or null (none written: a test fails).
+const RowStatus* FindRowStatus(const SyscallRow& row);
+
+// The argument filter of a native row in words ("AF_UNIX, AF_INET and AF_INET6
+// only"), and what a call that fails it gets ("EAFNOSUPPORT"); "" for kNone.
+const char* ArgFilterText(ArgFilter filter);
+std::string ArgFilterFailure(const SyscallRow& row);
 
 // All rows, ordered by number.
 std::span<const SyscallRow> SyscallTable();

@@ -188,6 +188,10 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
                o.trace_timestamps = v;
                return "";
              });
+  f.Value("--census", kOutput, "FILE",
+          "count every syscall the guest makes (native ones too, at a trap's cost each) and "
+          "write the counts to FILE as JSON (format: docs/census.md)",
+          Text(&o.census_path, "needs a file to write the counts to"));
   f.Switch("--timings", kOutput,
            "print to stderr where the run's wall time went (set-up, the guest, teardown)",
            [&o] { o.timings = true; });

@@ -56,9 +56,11 @@ DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
                        "kernel, devices, clock or other processes)");
     }
     r.value = -row->err;
+    r.refused = true;
     RecordDenial(ctx, nr, *row, row->err, described);
   } else if (!row || row->action != Action::kTrap || !row->handler) {
     r.value = -ENOSYS;
+    r.refused = true;
   } else {
     SysResult<uint64_t> res = row->handler(ctx);
     r.value = res.ok() ? static_cast<int64_t>(res.value()) : -res.error();

@@ -19,6 +19,7 @@ struct SyscallRow;
 struct DispatchResult {
   int64_t value = 0;            // the return value, or -errno
   bool let_kernel_run = false;  // see SyscallContext::let_kernel_run
+  bool refused = false;         // the table's own refusal, not a handler's answer
 };
 
 class Dispatcher final {

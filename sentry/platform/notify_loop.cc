@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <thread>
 
+#include "loader/census_filter.h"
 #include "sentry/base/fiber_loop.h"
 #include "sentry/base/fs_identity.h"
 
@@ -21,6 +23,25 @@ namespace {
 constexpr int kWakeSignal = SIGURG;
 
 void NoopHandler(int) {}
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+SyscallEvent EventOf(const seccomp_notif& req, EventAction action, bool known, int64_t value,
+                     uint64_t start_ns) {
+  SyscallEvent e;
+  e.tid = static_cast<pid_t>(req.pid);
+  e.nr = req.data.nr;
+  for (int i = 0; i < 6; ++i) e.args[i] = req.data.args[i];
+  e.action = action;
+  e.result_known = known;
+  e.value = value;
+  e.duration_ns = NowNs() - start_ns;
+  return e;
+}
 
 // Guest memory of the notifying task, valid only while the notification is.
 class NotifMemoryBackend final : public MemoryBackend {
@@ -74,6 +95,13 @@ class NotifFds final : public GuestFds {
 class OwnedLateAnswer final : public LateAnswer {
  public:
   OwnedLateAnswer(std::shared_ptr<Unotify> u, uint64_t id) : u_(std::move(u)), id_(id) {}
+  // Reports the answer as the event of req, timed from start_ns.
+  void Observe(std::shared_ptr<SyscallObserver> observer, const seccomp_notif& req,
+               uint64_t start_ns) {
+    observer_ = std::move(observer);
+    req_ = req;
+    start_ns_ = start_ns;
+  }
   SysStatus InstallAt(int host_fd, int guest_fd, bool cloexec) override {
     int r = u_->AddFdAt(id_, host_fd, guest_fd, cloexec);
     if (r < 0) return Errno{-r};
@@ -92,6 +120,10 @@ class OwnedLateAnswer final : public LateAnswer {
     } else {
       u_->Respond(id_, 0, -result.error());  // a negative errno, as the kernel wants
     }
+    if (observer_) {
+      int64_t value = result.ok() ? static_cast<int64_t>(*result) : -result.error();
+      observer_->OnSyscall(EventOf(req_, EventAction::kTrap, true, value, start_ns_));
+    }
   }
   bool Wanted() override { return !answered_ && u_->IdValid(id_); }
   ~OwnedLateAnswer() override { Answer(Errno{EINTR}); }
@@ -100,12 +132,17 @@ class OwnedLateAnswer final : public LateAnswer {
   std::shared_ptr<Unotify> u_;
   uint64_t id_;
   bool answered_ = false;
+  std::shared_ptr<SyscallObserver> observer_;
+  seccomp_notif req_{};
+  uint64_t start_ns_ = 0;
 };
 
 // Runs work on a fiber (see base/fiber_loop.h); past FiberLoop::kMaxFibers
 // waiting at once, across the process, the call gets EAGAIN.
-void RunLate(LateWork work, std::shared_ptr<Unotify> listener, uint64_t id) {
-  auto answer = std::make_shared<OwnedLateAnswer>(std::move(listener), id);
+void RunLate(LateWork work, std::shared_ptr<Unotify> listener, const seccomp_notif& req,
+             std::shared_ptr<SyscallObserver> observer, uint64_t start_ns) {
+  auto answer = std::make_shared<OwnedLateAnswer>(std::move(listener), req.id);
+  if (observer) answer->Observe(std::move(observer), req, start_ns);
   bool started = FiberLoop::Shared().Spawn([work = std::move(work), answer]() mutable {
     work(*answer);
     answer.reset();  // answers EINTR if the work did not
@@ -172,7 +209,50 @@ void NotifyLoop::Run() {
   done_ = true;
 }
 
+void NotifyLoop::Report(const seccomp_notif& req, EventAction action, bool known, int64_t value,
+                        uint64_t start_ns) {
+  if (observer_) observer_->OnSyscall(EventOf(req, action, known, value, start_ns));
+}
+
+bool NotifyLoop::AnswerAsOrdinary(const seccomp_notif& req, uint64_t start_ns) {
+  if (req.data.nr == kCensusMarkNr) {
+    // Read, then answered by the sentry: never let run.
+    NotifMemoryBackend backend(static_cast<pid_t>(req.pid), unotify_, req.id);
+    GuestMemory mem(backend);
+    auto label = mem.CopyInString(GuestAddr(req.data.args[0]), kMaxCensusLabel);
+    if (label.ok() && observer_) observer_->OnMark(*label);
+    unotify_.Respond(req.id, 0, -ENOSYS);
+    return true;
+  }
+  uint32_t verdict = EvalSeccompFilter(ordinary_, req.data);
+  switch (verdict & SECCOMP_RET_ACTION_FULL) {
+    case SECCOMP_RET_USER_NOTIF:
+      return false;
+    case SECCOMP_RET_ALLOW:
+      // Only the registers were read (the filter's own input).
+      unotify_.RespondContinue(req.id);
+      Report(req, EventAction::kNative, false, 0, start_ns);
+      return true;
+    case SECCOMP_RET_ERRNO: {
+      int err = static_cast<int>(verdict & SECCOMP_RET_DATA);
+      unotify_.Respond(req.id, 0, -err);
+      Report(req, EventAction::kRefused, true, -err, start_ns);
+      return true;
+    }
+    default:
+      // TRACE and KILL stay in the census filter and never come here.
+      unotify_.Respond(req.id, 0, -ENOSYS);
+      Report(req, EventAction::kRefused, true, -ENOSYS, start_ns);
+      return true;
+  }
+}
+
 void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
+  uint64_t start_ns = observer_ ? NowNs() : 0;
+  if (!ordinary_.empty() && AnswerAsOrdinary(req, start_ns)) {
+    handled_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   DispatchResult res;
   LateWork later;
   {
@@ -194,7 +274,7 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
   handled_.fetch_add(1, std::memory_order_relaxed);
   if (later) {
     if (!late_unotify_) late_unotify_ = std::make_shared<Unotify>(UniqueFd(dup(unotify_.fd())));
-    RunLate(std::move(later), late_unotify_, req.id);
+    RunLate(std::move(later), late_unotify_, req, observer_, start_ns);
     return;
   }
   if (res.let_kernel_run) {
@@ -204,6 +284,8 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
   } else {
     unotify_.Respond(req.id, res.value, 0);
   }
+  Report(req, res.refused ? EventAction::kRefused : EventAction::kTrap, !res.let_kernel_run,
+         res.value, start_ns);
 }
 
 }  // namespace sentry

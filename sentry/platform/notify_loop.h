@@ -8,14 +8,17 @@
 #ifndef SENTRY_PLATFORM_NOTIFY_LOOP_H_
 #define SENTRY_PLATFORM_NOTIFY_LOOP_H_
 
+#include <linux/filter.h>
 #include <pthread.h>
 
 #include <atomic>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/syscall_event.h"
 #include "sentry/platform/unotify.h"
 
 namespace sentry {
@@ -29,6 +32,13 @@ class NotifyLoop final {
   NotifyLoop& operator=(const NotifyLoop&) = delete;
   ~NotifyLoop() { Stop(); }
 
+  // Every answered call is reported to observer (before Start).
+  void set_observer(std::shared_ptr<SyscallObserver> observer) { observer_ = std::move(observer); }
+  // Census mode (loader/census_filter.h): the guest's filter is the census
+  // filter, and `ordinary` (the filter it was made from) decides how each
+  // notification is answered. Before Start.
+  void set_census(std::vector<sock_filter> ordinary) { ordinary_ = std::move(ordinary); }
+
   void Start();
   // Interrupts the blocking receive and joins the thread.
   void Stop();
@@ -39,11 +49,18 @@ class NotifyLoop final {
  private:
   void Run();
   void HandleOne(const struct seccomp_notif& req);
+  // Census mode: answers what the ordinary filter would not have sent here;
+  // false for a call to dispatch.
+  bool AnswerAsOrdinary(const struct seccomp_notif& req, uint64_t start_ns);
+  void Report(const struct seccomp_notif& req, EventAction action, bool known, int64_t value,
+              uint64_t start_ns);
 
   Kernel& kernel_;
   Unotify& unotify_;
   Dispatcher& dispatcher_;
   uid_t fs_id_;
+  std::shared_ptr<SyscallObserver> observer_;
+  std::vector<sock_filter> ordinary_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> handled_{0};

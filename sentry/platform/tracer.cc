@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -264,6 +265,28 @@ void Tracer::OnExecStop(pid_t pid) {
   if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) < 0) return;
   long nr = static_cast<long>(regs.orig_rax);
   if (nr != SYS_execve && nr != SYS_execveat) return;  // a guest filter's own TRACE
+  SyscallEvent event;
+  if (observer_) {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    event.duration_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + ts.tv_nsec;
+    event.tid = pid;
+    event.nr = static_cast<int>(nr);
+    uint64_t raw[6] = {regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9};
+    for (int i = 0; i < 6; ++i) event.args[i] = raw[i];
+    event.action = EventAction::kTrace;
+  }
+  // Reported once answered: let run (result unseen) or failed with err.
+  auto report = [&](int err) {
+    if (!observer_) return;
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    event.duration_ns =
+        static_cast<uint64_t>(ts.tv_sec) * 1000000000u + ts.tv_nsec - event.duration_ns;
+    event.result_known = err != 0;
+    event.value = -err;
+    observer_->OnSyscall(event);
+  };
   std::lock_guard<std::mutex> lock(kernel_.mu());
   Task* task = kernel_.tasks().Find(pid);
   int err = ESRCH;
@@ -299,6 +322,7 @@ void Tracer::OnExecStop(pid_t pid) {
       if (err == 0) {
         task->exec_check = {true, plan->guest_path, plan->view_path, plan->dev, plan->ino};
         ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
+        report(0);
         return;
       }
     } else {
@@ -308,6 +332,7 @@ void Tracer::OnExecStop(pid_t pid) {
   regs.orig_rax = static_cast<uint64_t>(-1);  // skip the call...
   regs.rax = static_cast<uint64_t>(-err);     // ...and fail it
   ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
+  report(err);
 }
 
 void Tracer::OnExecEvent(pid_t pid) {

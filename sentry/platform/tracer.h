@@ -7,12 +7,14 @@
 
 #include <sys/types.h>
 
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/syscall_event.h"
 #include "sentry/trace/trace_writer.h"
 
 namespace sentry {
@@ -26,6 +28,8 @@ class Tracer final {
   // The tracer prints what it sees of the guest's life: execve, clone, fork
   // and vfork (with the child's pid), signals delivered, and each task's end.
   void set_trace(std::shared_ptr<trace::TraceWriter> trace) { trace_ = std::move(trace); }
+  // Every exec stop is reported to observer (before the guest's go).
+  void set_observer(std::shared_ptr<SyscallObserver> observer) { observer_ = std::move(observer); }
 
   // Seizes the first guest task (stopped on its go pipe) with every option.
   int Seize(pid_t pid);
@@ -58,6 +62,7 @@ class Tracer final {
   std::vector<std::string> view_roots_;
   std::vector<std::string> mapping_dirs_;
   std::shared_ptr<trace::TraceWriter> trace_;
+  std::shared_ptr<SyscallObserver> observer_;
   pid_t leader_ = 0;
   bool leader_done_ = false;
   int leader_status_ = 0;

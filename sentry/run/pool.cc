@@ -135,6 +135,10 @@ bool PoolCanServe(const RunOptions& o, std::string* why) {
     *why = "--trace-file and --trace-timestamps need a cold start";
     return false;
   }
+  if (!o.census_path.empty()) {
+    *why = "--census needs a cold start (a census filter from the guest's first call)";
+    return false;
+  }
   if (pool::ShapeOf(o) != pool::ShapeOf(RunOptions())) {
     *why = "--root, --disk, --no-cgroups, namespace flags and network flags need a cold start";
     return false;

@@ -252,6 +252,12 @@ std::optional<RunError> Run::AttachGuest() {
   }
   dispatcher_ = std::make_unique<Dispatcher>(nullptr, !seccomp_only());
   loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, GuestFsId());
+  if (!o_.census_path.empty()) {
+    census_ = std::make_shared<Census>(!seccomp_only());
+    loop_->set_census(ordinary_filter_);
+    loop_->set_observer(census_);
+    tracer_->set_observer(census_);
+  }
   loop_->Start();
   return std::nullopt;
 }
@@ -305,7 +311,7 @@ std::optional<RunError> Run::LaunchGuest() {
 // Starts the loader in new namespaces; where the kernel refuses them (and the
 // operator did not --require-namespaces), on the seccomp wall alone.
 absl::StatusOr<Spawned> Run::StartSandbox() {
-  auto spawned = Spawned::Start(spec_);
+  auto spawned = SpawnLoader();
   if (seccomp_only() || spawned.ok() || !absl::IsFailedPrecondition(spawned.status())) {
     return spawned;
   }
@@ -319,6 +325,13 @@ absl::StatusOr<Spawned> Run::StartSandbox() {
   if (auto e = UseSeccompWallAlone(std::string(spawned.status().message()))) {
     return absl::FailedPreconditionError(e->message);
   }
+  return SpawnLoader();
+}
+
+absl::StatusOr<Spawned> Run::SpawnLoader() {
+  if (o_.census_path.empty()) return Spawned::Start(spec_);
+  ordinary_filter_ = spec_.filter;
+  spec_.census = true;
   return Spawned::Start(spec_);
 }
 

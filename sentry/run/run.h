@@ -37,6 +37,7 @@ struct RunOptions {
   bool trace = false;
   std::string trace_file;        // --trace-file: the trace there instead of stderr
   std::string trace_timestamps;  // --trace-timestamps[=s|us|unix]: "" for none
+  std::string census_path;       // --census FILE: count every syscall, write them there
   bool timings = false;          // --timings: the run's phases to stderr
   bool root = false;             // the guest is uid 0 inside (still no host privilege)
   bool json = false;             // print one result object instead of streaming output

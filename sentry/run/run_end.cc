@@ -191,6 +191,12 @@ int Run::Conclude(std::optional<RunError> error) {
   if (error) EndSandboxProcesses();  // before the drain, which waits for them
   if (loop_) loop_->Stop();
   stdio_.Finish();
+  if (census_) {
+    // As the operator, once no call is left to count.
+    if (std::string why = census_->Write(o_.census_path, o_.argv); !why.empty()) {
+      std::fprintf(stderr, "sentry: --census %s: %s\n", o_.census_path.c_str(), why.c_str());
+    }
+  }
   clock_.Mark("drain");
   r.duration_ms = static_cast<uint64_t>(MonotonicMs() - start_ms_);
   r.stdout_text = stdio_.out().Text();

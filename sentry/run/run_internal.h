@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loader/loader.h"
+#include "sentry/kernel/census.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/platform/notify_loop.h"
@@ -57,6 +58,8 @@ class Run {
   std::optional<RunError> LaunchGuest();
   std::optional<RunError> UseSeccompWallAlone(const std::string& why);
   absl::StatusOr<Spawned> StartSandbox();
+  // Spawned::Start, with the census filter in the guest under --census.
+  absl::StatusOr<Spawned> SpawnLoader();
   void Supervise();
   // SIGINT or SIGQUIT as a terminal sends them (see Supervise).
   void SignalForeground(int signo);
@@ -110,6 +113,8 @@ class Run {
   std::unique_ptr<Unotify> unotify_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<NotifyLoop> loop_;
+  std::shared_ptr<Census> census_;            // --census
+  std::vector<sock_filter> ordinary_filter_;  // --census: decides each call
   bool sync_wakeup_ = true;
   std::optional<cpu_set_t> early_pin_;  // the mask a cold run comes back to
   std::optional<cpu_set_t> elsewhere_;  // that mask but the pinned CPU

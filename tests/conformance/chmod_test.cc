@@ -95,6 +95,53 @@ TEST(FchmodatTest, RelativeToDirfd) {
   EXPECT_EQ(Mode(dir.Path("f")), 0400u);
 }
 
+// fchmodat2 (Linux 6.6) takes flags: AT_SYMLINK_NOFOLLOW on a symlink is
+// EOPNOTSUPP (fs/open.c), AT_EMPTY_PATH names the dirfd itself.
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+
+#define SKIP_WITHOUT_FCHMODAT2()                                       \
+  do {                                                                 \
+    if (syscall(SYS_fchmodat2, -1, "", 0, 0) < 0 && errno == ENOSYS) { \
+      GTEST_SKIP() << "no fchmodat2 in this kernel";                   \
+    }                                                                  \
+  } while (0)
+
+TEST(Fchmodat2Test, RelativeToDirfd) {
+  SKIP_WITHOUT_FCHMODAT2();
+  ScratchDir dir;
+  ASSERT_TRUE(WriteFile(dir.Path("f"), "x", 0644));
+  UniqueFd dfd(open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(dfd.get());
+  ASSERT_SYSCALL_SUCCEEDS(syscall(SYS_fchmodat2, dfd.get(), "f", 0600, 0));
+  EXPECT_EQ(Mode(dir.Path("f")), 0600u);
+  ASSERT_SYSCALL_SUCCEEDS(syscall(SYS_fchmodat2, AT_FDCWD, dir.Path("f").c_str(), 0640, 0));
+  EXPECT_EQ(Mode(dir.Path("f")), 0640u);
+}
+
+TEST(Fchmodat2Test, FlagsAsLinuxChecksThem) {
+  SKIP_WITHOUT_FCHMODAT2();
+  ScratchDir dir;
+  ASSERT_TRUE(WriteFile(dir.Path("f"), "x", 0644));
+  ASSERT_TRUE(MakeSymlink("f", dir.Path("link")));
+  EXPECT_SYSCALL_FAILS_WITH(
+      syscall(SYS_fchmodat2, AT_FDCWD, dir.Path("link").c_str(), 0600, AT_SYMLINK_NOFOLLOW),
+      EOPNOTSUPP);
+  EXPECT_EQ(Mode(dir.Path("f")), 0644u);
+  // Through the link without the flag: the target.
+  ASSERT_SYSCALL_SUCCEEDS(syscall(SYS_fchmodat2, AT_FDCWD, dir.Path("link").c_str(), 0600, 0));
+  EXPECT_EQ(Mode(dir.Path("f")), 0600u);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_fchmodat2, AT_FDCWD, dir.Path("f").c_str(), 0600, 0x1),
+                            EINVAL);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_fchmodat2, AT_FDCWD, dir.Path("missing").c_str(), 0600, 0),
+                            ENOENT);
+  UniqueFd fd(open(dir.Path("f").c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(fd.get());
+  ASSERT_SYSCALL_SUCCEEDS(syscall(SYS_fchmodat2, fd.get(), "", 0604, AT_EMPTY_PATH));
+  EXPECT_EQ(Mode(dir.Path("f")), 0604u);
+}
+
 TEST(ChownTest, NoChangeIsAllowed) {
   ScratchDir dir;
   ASSERT_TRUE(WriteFile(dir.Path("f"), ""));

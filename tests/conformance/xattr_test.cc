@@ -118,6 +118,21 @@ TEST(XattrTest, UserNamespaceOnlyOnFilesAndDirectories) {
   EXPECT_SYSCALL_FAILS_WITH(fgetxattr(r.get(), "user.a", buf, sizeof(buf)), ENODATA);
 }
 
+TEST(XattrTest, LremovexattrRemovesFromTheNameItself) {
+  XATTR_SCRATCH(dir);
+  std::string f = dir.Path("f");
+  ASSERT_SYSCALL_SUCCEEDS(setxattr(f.c_str(), "user.a", "v", 1, 0));
+  ASSERT_SYSCALL_SUCCEEDS(lremovexattr(f.c_str(), "user.a"));
+  EXPECT_SYSCALL_FAILS_WITH(lremovexattr(f.c_str(), "user.a"), ENODATA);
+  EXPECT_SYSCALL_FAILS_WITH(lremovexattr(dir.Path("missing").c_str(), "user.a"), ENOENT);
+  // On a symlink: the link's own attributes, where user.* is not allowed.
+  ASSERT_TRUE(MakeSymlink("f", dir.Path("link")));
+  ASSERT_SYSCALL_SUCCEEDS(setxattr(f.c_str(), "user.b", "v", 1, 0));
+  EXPECT_SYSCALL_FAILS_WITH(lremovexattr(dir.Path("link").c_str(), "user.b"), EPERM);
+  char buf[8];
+  EXPECT_EQ(getxattr(f.c_str(), "user.b", buf, sizeof(buf)), 1);
+}
+
 TEST(XattrTest, FdCallsAndHardLinksShareTheInodesAttributes) {
   XATTR_SCRATCH(dir);
   UniqueFd fd(open(dir.Path("f").c_str(), O_RDONLY | O_CLOEXEC));

@@ -112,7 +112,7 @@ TEST(SeccompOnlyTest, SyscallsShowsTheTableWithoutNamespaces) {
   EXPECT_NE(row(ns.out, "uname").find("native"), std::string::npos) << row(ns.out, "uname");
   EXPECT_NE(row(alone.out, "uname").find("trap"), std::string::npos) << row(alone.out, "uname");
   EXPECT_NE(row(alone.out, "shmget").find("errno ENOSYS"), std::string::npos);
-  EXPECT_NE(row(alone.out, "socket").find("filtered; else EACCES"), std::string::npos);
+  EXPECT_NE(row(alone.out, "socket").find("; else EACCES"), std::string::npos);
   EXPECT_EQ(row(alone.out, "openat"), row(ns.out, "openat"));
   EXPECT_EQ(Sentry({"syscalls", "--bogus"}).exit_code, 125);
 }

@@ -143,6 +143,22 @@ TEST(SyscallWall, DangerousSyscallsFailWithTheTablesErrno) { CheckSyscalls({}); 
 
 TEST(SyscallWall, DangerousSyscallsFailAsSandboxRootToo) { CheckSyscalls({"--root"}); }
 
+// A census run sends every call to the sentry (loader/census_filter.h), which
+// must answer as the ordinary filter does: the same refusals, the same kills.
+TEST(SyscallWall, DangerousSyscallsFailTheSameUnderACensus) {
+  CheckSyscalls({"--census", "/dev/null"});
+}
+
+TEST(SyscallWall, X32AndInt80StillKillUnderACensus) {
+  ProcessResult x32 = RunProbe({"x32"}, {"--census", "/dev/null"});
+  EXPECT_EQ(x32.exit_code, 128 + SIGSYS) << Describe(x32);
+  EXPECT_EQ(x32.out.find("survived"), std::string::npos) << Describe(x32);
+  ProcessResult int80 = RunProbe({"int80"}, {"--census", "/dev/null"});
+  EXPECT_TRUE(int80.exit_code == 128 + SIGSYS || int80.exit_code == 128 + SIGSEGV)
+      << Describe(int80);
+  EXPECT_EQ(int80.out.find("survived"), std::string::npos) << Describe(int80);
+}
+
 TEST(SyscallWall, X32SyscallNumbersKillTheProcess) {
   ProcessResult r = RunProbe({"x32"});
   EXPECT_EQ(r.exit_code, 128 + SIGSYS) << Describe(r);

@@ -388,3 +388,35 @@ TEST(SyscallTableTest, RiskyNativeRowsAreFiltered) {
 
 }  // namespace
 }  // namespace sentry
+
+namespace sentry {
+namespace {
+
+// Every trap and trace row says how completely it is answered, and a
+// partial one what is missing (docs/syscalls.md shows it).
+TEST(SyscallTableTest, EveryTrappedRowHasAStatus) {
+  for (auto table : {SyscallTable(), SyscallTableWithoutNamespaces()}) {
+    for (const SyscallRow& row : table) {
+      const RowStatus* s = FindRowStatus(row);
+      if (row.action != Action::kTrap && row.action != Action::kTrace) {
+        EXPECT_EQ(s, nullptr) << row.name;
+        continue;
+      }
+      ASSERT_NE(s, nullptr) << row.name << " has no status in syscalls/table_status.cc";
+      if (!s->full) {
+        EXPECT_GT(std::strlen(s->note), 0u) << row.name << ": partial, but what is missing?";
+      }
+    }
+  }
+}
+
+TEST(SyscallTableTest, EveryArgumentFilterIsSaidInWords) {
+  for (const SyscallRow& row : SyscallTable()) {
+    if (row.filter == ArgFilter::kNone) continue;
+    EXPECT_GT(std::strlen(ArgFilterText(row.filter)), 0u) << row.name;
+    EXPECT_FALSE(ArgFilterFailure(row).empty()) << row.name;
+  }
+}
+
+}  // namespace
+}  // namespace sentry
