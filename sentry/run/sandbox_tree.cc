@@ -153,6 +153,7 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
   BuildEtc(*v, c, host_root_dir);
   BuildDev(*v);
   AddDir(*v, root, "proc", 0555);
+  AddDir(*v, root, "sys", 0555);
   AddDir(*v, root, "tmp", 01777);
   NodeRef var = AddDir(*v, root, "var", 0755);
   AddDir(*v, var, "tmp", 01777);
