@@ -45,4 +45,16 @@ SysStatus CheckNetlinkRouteSend(SyscallContext& ctx, int sock, const char* data,
   return {};
 }
 
+SysStatus CheckNetlinkAddrOp(int sock, const SockAddr& a, bool is_connect) {
+  if (a.len < sizeof(sockaddr_nl) || a.addr.ss_family != AF_NETLINK) return {};  // the kernel's
+  sockaddr_nl nl;
+  std::memcpy(&nl, &a.addr, sizeof(nl));
+  constexpr uint32_t kPrivilegedGroups =
+      1u << (RTNLGRP_IPV4_MROUTE_R - 1) | 1u << (RTNLGRP_IPV6_MROUTE_R - 1);
+  if (is_connect ? nl.nl_groups != 0 : (nl.nl_groups & kPrivilegedGroups) != 0) {
+    return Errno{EPERM};
+  }
+  return {};
+}
+
 }  // namespace sentry::sys

@@ -33,6 +33,14 @@ inline constexpr size_t kMaxNetlinkRequestBytes = 4096;
 SysStatus CheckNetlinkRouteSend(SyscallContext& ctx, int sock, const char* data, size_t len,
                                 const SockAddr& to);
 
+// bind and connect of a netlink socket, done by the sentry on its copy: the
+// kernel would check the capabilities of the sentry's thread, not the
+// guest's, where the two differ. So what needs CAP_NET_ADMIN is refused here
+// as the kernel refuses the guest: EPERM for a connect to multicast groups
+// (a later plain send would reach them unchecked) and for a bind to the
+// multicast-routing report groups (rtnetlink_bind).
+SysStatus CheckNetlinkAddrOp(int sock, const SockAddr& a, bool is_connect);
+
 }  // namespace sentry::sys
 
 #endif  // SENTRY_SYSCALLS_NETLINK_ROUTE_H_

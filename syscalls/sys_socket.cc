@@ -169,6 +169,7 @@ SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
   SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocket(ctx, ctx.args.Int(0)));
   SYS_TRY(RefuseHostAbstractName(ctx, a));
   int sock = ref.host.get();
+  if (SocketDomain(sock) == AF_NETLINK) SYS_TRY(CheckNetlinkAddrOp(sock, a, is_connect));
   std::optional<std::string> path = a.UnixPath();
   if (path && SocketDomain(sock) == AF_UNIX) {
     if (!is_connect) return BindUnixPath(ctx, sock, a, *path);

@@ -120,11 +120,12 @@ std::string DpkgStamp(const std::string& admin_dir) {
                          info.st_ino);
 }
 
-// The cache directory and file are trusted only if the sentry's own user
-// owns them and nobody else may write them.
+// The cache directory and file are trusted only if root or the sentry's own
+// user owns them and nobody else may write them.
 bool Trusted(int fd) {
   struct stat st;
-  return fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 022) == 0;
+  return fstat(fd, &st) == 0 && (st.st_uid == 0 || st.st_uid == geteuid()) &&
+         (st.st_mode & 022) == 0;
 }
 
 UniqueFd OpenCacheDir(bool create) {

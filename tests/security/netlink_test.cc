@@ -76,6 +76,18 @@ def not_a_request():
     s = nl(); s.bind((0, 0))
     return s.sendto(msg(RTM_GETLINK, DUMP, b"\0" * 16), (0, 0))
 t("not_a_request", not_a_request)
+def connect_groups():
+    s = nl(); s.connect((0, 1))
+    return "connected"
+t("connect_groups", connect_groups)
+def bind_mroute_reports():
+    s = nl(); s.bind((0, 1 << 29))
+    return "bound"
+t("bind_mroute", bind_mroute_reports)
+def bind_link_events():
+    s = nl(); s.bind((0, 1))
+    return "bound"
+t("bind_link_events", bind_link_events)
 t("after", lambda: sorted(a[1] for a in socket.if_nameindex()))
 )PY";
 
@@ -114,6 +126,11 @@ TEST(Netlink, RouteShowsTheSandboxAndRefusesChanges) {
     EXPECT_EQ(Code(res, "oversized"), "EMSGSIZE");
     EXPECT_EQ(Code(res, "not_a_request"), "ENOTSUP");  // EOPNOTSUPP: errno 95 has both names
     EXPECT_EQ(Value(res, "after"), "['lo']");
+    // What needs CAP_NET_ADMIN fails as it would for the guest itself,
+    // although the sentry makes the call; listening to link events does not.
+    EXPECT_EQ(Code(res, "connect_groups"), "EPERM");
+    EXPECT_EQ(Code(res, "bind_mroute"), "EPERM");
+    EXPECT_EQ(Value(res, "bind_link_events"), "'bound'");
     for (const std::string& host_if : HostInterfaces()) {
       if (host_if == "lo") continue;
       EXPECT_EQ(r.out.find("'" + host_if + "'"), std::string::npos) << host_if;
