@@ -94,7 +94,7 @@ TEST(Sysfs, WithoutAQuotaEveryReaderAgreesWithNative) {
   EXPECT_EQ(kv["cpu_count"], std::to_string(HostCpus()));
   EXPECT_EQ(kv["fs/cgroup/cpu.max"], "max 100000");
   EXPECT_EQ(kv["fs/cgroup/cpu/cpu.cfs_quota_us"], "-1");
-  EXPECT_EQ(kv["fs/cgroup/pids.max"], "128");  // the default --pids-limit
+  EXPECT_EQ(kv["fs/cgroup/pids.max"], "128");           // the default --pids-limit
   EXPECT_EQ(kv["fs/cgroup/memory.max"], "1073741824");  // the default --memory
 }
 
