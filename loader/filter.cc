@@ -4,6 +4,7 @@
 #include <asm/termbits.h>
 #include <fcntl.h>
 #include <linux/audit.h>
+#include <linux/netlink.h>
 #include <linux/prctl.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -236,9 +237,24 @@ class FilterBuilder {
         a_.Goto(RetLabel(deny));
         AllowIfOneOf(1, kSafeIoctls, deny);
         break;
-      case ArgFilter::kSocketFamily:
-        AllowIfOneOf(0, kSafeSocketFamilies, deny);
+      case ArgFilter::kSocketFamily: {
+        // AF_NETLINK for NETLINK_ROUTE only (syscalls/netlink_route.h).
+        Assembler::Label netlink = a_.NewLabel();
+        a_.Load(ArgLow(0));
+        for (uint32_t v : kSafeSocketFamilies) {
+          a_.Jump(BPF_JEQ, v, 0, 1);
+          a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        }
+        a_.Jump(BPF_JEQ, AF_NETLINK, 0, 1);
+        a_.Goto(netlink);
+        a_.Goto(RetLabel(deny));
+        a_.Bind(netlink);
+        a_.Load(ArgLow(2));
+        a_.Jump(BPF_JEQ, NETLINK_ROUTE, 0, 1);
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        a_.Goto(RetLabel(deny));
         break;
+      }
       case ArgFilter::kPrctlSafe:
         AllowIfOneOf(0, kSafePrctls, deny);
         break;

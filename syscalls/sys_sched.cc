@@ -29,6 +29,23 @@ SysResult<pid_t> TargetTid(SyscallContext& ctx) {
   return t->tid;
 }
 
+// With --cpus, a mask shows only the CPUs /sys shows (sysfs.h), so that
+// nproc, os.sched_getaffinity and os.cpu_count agree; a mask the guest set
+// to other CPUs is its own and shows as is.
+void ShowOnlySandboxCpus(const KernelConfig& config, unsigned char* mask, size_t len) {
+  if (config.cpus <= 0) return;
+  cpu_set_t shown = config.ShownCpus();
+  unsigned char narrowed[kMaxMaskBytes] = {};
+  bool any = false;
+  for (size_t bit = 0; bit < len * 8 && bit < CPU_SETSIZE; ++bit) {
+    if ((mask[bit / 8] >> (bit % 8) & 1) && CPU_ISSET(bit, &shown)) {
+      narrowed[bit / 8] |= static_cast<unsigned char>(1u << (bit % 8));
+      any = true;
+    }
+  }
+  if (any) std::memcpy(mask, narrowed, len);
+}
+
 }  // namespace
 
 SysResult<uint64_t> SchedGetaffinity(SyscallContext& ctx) {
@@ -50,6 +67,7 @@ SysResult<uint64_t> SchedGetaffinity(SyscallContext& ctx) {
     std::memset(mask, 0, static_cast<size_t>(n));
     std::memcpy(mask, &unpinned, std::min(static_cast<size_t>(n), sizeof(unpinned)));
   }
+  ShowOnlySandboxCpus(ctx.kernel.config(), mask, static_cast<size_t>(n));
   SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(2), mask, static_cast<size_t>(n)));
   return static_cast<uint64_t>(n);
 }

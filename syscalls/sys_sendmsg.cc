@@ -24,6 +24,7 @@
 
 #include "syscalls/common.h"
 #include "syscalls/handlers.h"
+#include "syscalls/netlink_route.h"
 #include "syscalls/socket_common.h"
 
 namespace sentry::sys {
@@ -135,6 +136,9 @@ SysResult<std::shared_ptr<OutMessage>> ReadMessage(SyscallContext& ctx, const ms
     SYS_ASSIGN_OR_RETURN(
         SockAddr a,
         ReadSockAddr(ctx, GuestAddr(reinterpret_cast<uint64_t>(m.msg_name)), m.msg_namelen));
+    if (sock.domain == AF_NETLINK) {
+      SYS_TRY(CheckNetlinkRouteSend(ctx, sock.fd, out->data.data(), out->data.size(), a));
+    }
     SYS_ASSIGN_OR_RETURN(out->to, SendTarget(ctx, sock.domain, sock.type, a));
   }
   if (m.msg_controllen > 0) {

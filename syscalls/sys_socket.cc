@@ -25,6 +25,7 @@
 #include "sentry/net/egress.h"
 #include "syscalls/common.h"
 #include "syscalls/handlers.h"
+#include "syscalls/netlink_route.h"
 #include "syscalls/socket_common.h"
 
 namespace sentry::sys {
@@ -166,6 +167,7 @@ SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
   SYS_ASSIGN_OR_RETURN(FdRef ref, GuestSocket(ctx, ctx.args.Int(0)));
   SYS_TRY(RefuseHostAbstractName(ctx, a));
   int sock = ref.host.get();
+  if (SocketDomain(sock) == AF_NETLINK) SYS_TRY(CheckNetlinkAddrOp(sock, a, is_connect));
   std::optional<std::string> path = a.UnixPath();
   if (path && SocketDomain(sock) == AF_UNIX) {
     if (!is_connect) return BindUnixPath(ctx, sock, a, *path);
@@ -218,6 +220,9 @@ SysResult<uint64_t> Sendto(SyscallContext& ctx) {
   }
   auto data = std::make_shared<std::vector<char>>(len);
   if (len > 0) SYS_TRY(ctx.mem.CopyIn(ctx.args.Ptr(1), data->data(), len));
+  if (SocketDomain(sock) == AF_NETLINK) {
+    SYS_TRY(CheckNetlinkRouteSend(ctx, sock, data->data(), data->size(), a));
+  }
   SYS_ASSIGN_OR_RETURN(SockAddr dest, SendTarget(ctx, SocketDomain(sock), type, a));
   auto send_to = [data, flags](const SockAddr& to) -> SendFn {
     return [data, flags, to](int fd, int extra) -> SysResult<uint64_t> {

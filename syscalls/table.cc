@@ -62,8 +62,8 @@ constexpr SyscallRow kTable[] = {
     NATIVE(39, getpid, "", kNone, "the caller's own id"),
     NATIVE(40, sendfile, "ffpl", kNone, "between fds the guest holds"),
     FILTERED(41, socket, kSocketFamily, EAFNOSUPPORT, "ddd", kNetNs,
-             "filtered to AF_UNIX, AF_INET, AF_INET6; an inet socket lives in the sandbox's "
-             "network namespace (loopback only)"),
+             "filtered to AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK with NETLINK_ROUTE; an inet "
+             "or netlink socket lives in the sandbox's network namespace (loopback only)"),
     TRAP(42, connect, Connect, "fAl"),
     NATIVE(
         43, accept, "fpp", kNone,

@@ -25,7 +25,7 @@ enum class ArgFilter : uint8_t {
   kNone,
   kCloneFlags,         // clone(): no namespace flags
   kIoctlSafe,          // ioctl(): only terminal queries and fd flag requests
-  kSocketFamily,       // socket(): AF_UNIX, AF_INET, AF_INET6
+  kSocketFamily,       // socket(): AF_UNIX, AF_INET, AF_INET6, AF_NETLINK + NETLINK_ROUTE
   kPrctlSafe,          // prctl(): a small set of options that touch only the caller
   kPersonality,        // personality(): queries and PER_LINUX only
   kPrioNotUser,        // setpriority(), ioprio_set(): not by user id (that could reach host tasks)

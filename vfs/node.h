@@ -23,6 +23,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sentry/base/sys_result.h"
@@ -43,6 +44,18 @@ enum class NodeKind {
   kSynthetic,  // a read-only generated file (/proc, /etc/passwd)
 };
 
+// Narrows what a host directory of the lower layer shows (the /etc view,
+// sentry/run/etc_view.h). Consulted on every host lookup and listing of the
+// directories it is attached to, and inherited by their subdirectories.
+class HostFilter {
+ public:
+  virtual ~HostFilter() = default;
+  // Whether the host entry name of the host directory dir_path, whose lstat
+  // is st, is shown. A name not shown is absent: ENOENT, never listed.
+  virtual bool Shows(std::string_view dir_path, std::string_view name,
+                     const struct stat& st) const = 0;
+};
+
 // A host directory of the lower layer, shared by a dir node and its file nodes.
 struct HostDir {
   UniqueFd fd;       // O_PATH | O_DIRECTORY, opened beneath a lower root
@@ -50,6 +63,7 @@ struct HostDir {
   // Beneath a read-only bind mount (-v HOST:GUEST:ro): every node made from
   // this directory is read_only too.
   bool read_only = false;
+  std::shared_ptr<const HostFilter> filter = nullptr;  // null: every entry shows
 };
 
 // A host entry that readdir listed and nothing has looked up yet: what

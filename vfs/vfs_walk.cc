@@ -95,7 +95,7 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
       node = std::make_shared<Node>(NodeKind::kDir, a);
       node->host_dir = std::make_shared<HostDir>(HostDir{
           UniqueFd(fd), host_parent->path == "/" ? "/" + name : host_parent->path + "/" + name,
-          host_parent->read_only});
+          host_parent->read_only, host_parent->filter});
       node->nlink = st.st_nlink;
       lower(node);
       break;
@@ -155,6 +155,8 @@ NodeRef Vfs::Child(const NodeRef& dir, const std::string& name) {
 NodeRef Vfs::LookUpHost(const NodeRef& dir, const std::string& name) {
   struct stat st;
   if (fstatat(dir->host_dir->fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return nullptr;
+  const HostDir& host = *dir->host_dir;
+  if (host.filter && !host.filter->Shows(host.path, name, st)) return nullptr;
   NodeRef node = MakeLowerNode(dir->host_dir, name, st);
   if (!node) return nullptr;
   // A cache entry (vfs_cache.cc), unlike the lower nodes setup places.
@@ -176,9 +178,11 @@ void Vfs::ListHost(const NodeRef& dir) {
         continue;
       }
       unsigned char type = e->d_type;
-      if (type == DT_UNKNOWN) {  // a filesystem without d_type: ask
+      const HostDir& host = *dir->host_dir;
+      if (type == DT_UNKNOWN || host.filter) {  // no d_type, or the filter needs the stat
         struct stat st;
-        if (fstatat(dir->host_dir->fd.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+        if (fstatat(host.fd.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+        if (host.filter && !host.filter->Shows(host.path, name, st)) continue;
         type = IFTODT(st.st_mode);
       }
       // Host fifos, sockets and devices are not shown (see MakeLowerNode).

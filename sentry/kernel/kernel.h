@@ -13,6 +13,7 @@
 #include "sentry/kernel/colocation.h"
 #include "sentry/kernel/fd_identity.h"
 #include "sentry/kernel/fd_sweep.h"
+#include "sentry/kernel/shown_cpus.h"
 #include "sentry/kernel/task.h"
 #include "sentry/net/egress.h"
 #include "vfs/vfs.h"
@@ -32,6 +33,13 @@ struct KernelConfig {
   std::string hostname = "sandbox";
   uint64_t memory_bytes = 0;  // what sysinfo and /proc/meminfo report; 0 = 1 GiB
   int ncpus = 1;
+  // The limits /sys and /proc show (sysfs.h): the CPU quota (--cpus; 0: none),
+  // the process cap (0: none), and the CPUs the sandbox may run on (none set:
+  // the sentry's own affinity when asked).
+  double cpus = 0;
+  uint64_t pids = 0;
+  cpu_set_t host_cpus{};
+  cpu_set_t ShownCpus() const { return sentry::ShownCpus(host_cpus, cpus); }
   ino_t net_ns_ino = 0;  // the sandbox's network namespace (its inode in nsfs)
   // false: the sandbox stands on the seccomp wall alone (the kernel gave no
   // namespaces); its sockets are the host's, so only unix ones are made.
@@ -74,6 +82,8 @@ class Kernel final {
   CoLocation& colocation() { return colocation_; }
   // A warm sandbox learns its memory cap with its command (sentry pool).
   void set_memory_bytes(uint64_t bytes) { config_.memory_bytes = bytes; }
+  void set_cpus(double cpus) { config_.cpus = cpus; }
+  void set_pids(uint64_t pids) { config_.pids = pids; }
   // The loader makes the network namespace while the kernel is made.
   void set_net_ns_ino(ino_t ino) { config_.net_ns_ino = ino; }
 

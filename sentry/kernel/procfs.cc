@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "sentry/base/fs_identity.h"
+#include "sentry/kernel/sysfs.h"
 
 namespace sentry {
 namespace {
@@ -124,7 +125,7 @@ class Procfs {
         [this] {
           std::vector<std::string> names = {"self",   "thread-self", "cpuinfo", "meminfo",
                                             "stat",   "uptime",      "loadavg", "version",
-                                            "mounts", "filesystems", "sys"};
+                                            "mounts", "filesystems", "sys",     "cgroups"};
           for (auto& [tgid, p] : k_.tasks().Processes()) {
             names.push_back(std::to_string(p->ns_pid));
           }
@@ -138,9 +139,10 @@ class Procfs {
       return Link("/proc/thread-self", absl::StrCat(SelfPid(), "/task/", SelfTid()));
     }
     if (n == "mounts") return Link("/proc/mounts", "self/mounts");
-    if (n == "cpuinfo") return File(n, [] { return ReadHostFile("/proc/cpuinfo"); });
+    if (n == "cpuinfo") return File(n, [this] { return Cpuinfo(); });
+    if (n == "cgroups") return File(n, [] { return SandboxCgroupControllers(); });
     if (n == "meminfo") return File(n, [this] { return Meminfo(); });
-    if (n == "stat") return File(n, [] { return Stat(); });
+    if (n == "stat") return File(n, [this] { return Stat(); });
     if (n == "uptime") return File(n, [] { return Uptime(); });
     if (n == "loadavg") {
       return File(n, [this] {
@@ -172,10 +174,29 @@ class Procfs {
                         "SwapTotal:             0 kB\nSwapFree:              0 kB\n");
   }
 
-  static std::string Stat() {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+  // The host's, less the processors the sandbox does not show (sysfs.h).
+  std::string Cpuinfo() {
+    cpu_set_t shown = k_.config().ShownCpus();
+    std::string out;
+    for (const std::string& block :
+         std::vector<std::string>(absl::StrSplit(ReadHostFile("/proc/cpuinfo"), "\n\n"))) {
+      // "processor\t: N" opens each processor's block.
+      int cpu = -1;
+      if (sscanf(block.c_str(), "processor : %d", &cpu) != 1 || cpu < 0 || cpu >= CPU_SETSIZE ||
+          !CPU_ISSET(cpu, &shown)) {
+        continue;
+      }
+      absl::StrAppend(&out, block, "\n\n");
+    }
+    return out;
+  }
+
+  std::string Stat() {
+    cpu_set_t shown = k_.config().ShownCpus();
     std::string out = "cpu  0 0 0 0 0 0 0 0 0 0\n";
-    for (long i = 0; i < n; ++i) absl::StrAppend(&out, "cpu", i, " 0 0 0 0 0 0 0 0 0 0\n");
+    for (int i = 0; i < CPU_SETSIZE; ++i) {
+      if (CPU_ISSET(i, &shown)) absl::StrAppend(&out, "cpu", i, " 0 0 0 0 0 0 0 0 0 0\n");
+    }
     absl::StrAppend(&out, "intr 0\nctxt 0\nbtime ", time(nullptr),
                     "\nprocesses 0\nprocs_running 1\nprocs_blocked 0\n");
     return out;
@@ -242,8 +263,9 @@ class Procfs {
     return Dir(
         key, [this, p, key](const std::string& n) { return PidChild(p, key, n); },
         [] {
-          return std::vector<std::string>{"cmdline", "comm",   "cwd",  "environ", "exe",    "fd",
-                                          "maps",    "mounts", "root", "stat",    "status", "task"};
+          return std::vector<std::string>{"cgroup", "cmdline", "comm",   "cwd",       "environ",
+                                          "exe",    "fd",      "maps",   "mountinfo", "mounts",
+                                          "root",   "stat",    "status", "task"};
         });
   }
 
@@ -265,13 +287,9 @@ class Procfs {
     if (n == "maps") return File(k, [this, p] { return HostProc(*p, "maps"); });
     if (n == "stat") return File(k, [this, p] { return StatOf(*p); });
     if (n == "status") return File(k, [this, p] { return StatusOf(*p); });
-    if (n == "mounts") {
-      return File(k, [] {
-        return std::string(
-            "sandbox / tmpfs ro,nosuid,nodev 0 0\nproc /proc proc rw,nosuid,nodev,noexec 0 0\n"
-            "tmpfs /tmp tmpfs rw,nosuid,nodev 0 0\n");
-      });
-    }
+    if (n == "mounts") return File(k, [] { return SandboxMounts(); });
+    if (n == "mountinfo") return File(k, [] { return SandboxMountinfo(); });
+    if (n == "cgroup") return File(k, [] { return SandboxCgroup(); });
     if (n == "root") return Magic(Link(k, "/"));
     if (n == "exe") return p->exe.empty() ? nullptr : Magic(Link(k, p->exe));
     if (n == "cwd") {

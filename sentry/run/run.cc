@@ -24,6 +24,7 @@
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/procfs.h"
+#include "sentry/kernel/sysfs.h"
 #include "sentry/platform/notify_loop.h"
 #include "sentry/platform/tracer.h"
 #include "sentry/platform/unotify.h"
@@ -41,6 +42,15 @@
 
 namespace sentry {
 namespace run_internal {
+
+// The CPUs the guest may run on: the sentry's own, before any pin.
+cpu_set_t Run::HostCpus() const {
+  if (early_pin_) return *early_pin_;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  sched_getaffinity(0, sizeof(mask), &mask);
+  return mask;
+}
 
 std::optional<RunError> Run::Prepare() {
   // A warm sandbox is pinned when its command comes (to the CPU it is woken
@@ -135,6 +145,9 @@ std::optional<RunError> Run::BuildSandbox() {
   KernelConfig kc;
   kc.hostname = tree_.hostname;
   kc.memory_bytes = o_.memory_bytes;
+  kc.cpus = o_.cpus;
+  kc.pids = o_.pids;
+  kc.host_cpus = HostCpus();
   kc.host_id_base = kHostIdBase;
   kc.user_uid = tree_.uid;
   kc.user_gid = tree_.gid;
@@ -143,6 +156,7 @@ std::optional<RunError> Run::BuildSandbox() {
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
+  MountSysfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/sys", {}, creds_).value());
   // Its maker thread runs where the loader does; it makes tokens once the
   // store is there.
   kernel_->vfs().store().StartDirTokenStash(elsewhere_);
@@ -186,6 +200,8 @@ std::optional<RunError> Run::Admit() {
   stdio_.Start();
   vfs::Vfs& v = kernel_->vfs();
   kernel_->set_memory_bytes(o_.memory_bytes);
+  kernel_->set_cpus(o_.cpus);
+  kernel_->set_pids(o_.pids);
   for (const auto& [host, guest] : o_.copies) {
     if (absl::Status s = CopyIntoSandbox(v, creds_, host, guest); !s.ok()) {
       return RunError{kExitSentryError,

@@ -13,22 +13,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "sentry/base/status_macros.h"
+#include "sentry/run/etc_view.h"
 
 namespace sentry {
 namespace {
 
 using vfs::NodeKind;
 using vfs::NodeRef;
-
-std::shared_ptr<vfs::HostDir> OpenHostDir(int parent_fd, const std::string& name,
-                                          const std::string& path) {
-  open_how how{};
-  how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  int fd = static_cast<int>(syscall(SYS_openat2, parent_fd, name.c_str(), &how, sizeof(how)));
-  if (fd < 0) return nullptr;
-  return std::make_shared<vfs::HostDir>(vfs::HostDir{UniqueFd(fd), path});
-}
 
 // Shows host_parent/name at dir/name, if the host has it.
 void AddLower(vfs::Vfs& v, const NodeRef& dir, const std::shared_ptr<vfs::HostDir>& host_parent,
@@ -68,11 +59,9 @@ void AddDevice(vfs::Vfs& v, const NodeRef& dir, const std::string& name) {
   v.AddChild(dir, name, d);
 }
 
-void BuildEtc(vfs::Vfs& v, const TreeConfig& c, int host_root) {
-  NodeRef etc = AddDir(v, v.root(), "etc", 0755);
-  if (auto host_etc = OpenHostDir(host_root, "etc", "/etc")) {
-    for (const std::string& name : c.etc_entries) AddLower(v, etc, host_etc, name);
-  }
+void BuildEtc(vfs::Vfs& v, const TreeConfig& c, const std::shared_ptr<vfs::HostDir>& host_root) {
+  NodeRef etc = AddHostEtc(v, host_root, c.etc_view ? c.etc_view : EtcView::ForHost());
+  if (!etc) etc = AddDir(v, v.root(), "etc", 0755);
   AddText(v, etc, "passwd",
           absl::StrCat("root:x:0:0:root:/root:/bin/sh\n", c.user, ":x:", c.uid, ":", c.gid, ":",
                        c.user, ":", c.home,
@@ -212,9 +201,10 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
     if (name.empty() || name.find('/') != std::string::npos) continue;
     AddLower(*v, root, host_root_dir, name);
   }
-  BuildEtc(*v, c, host_root.get());
+  BuildEtc(*v, c, host_root_dir);
   BuildDev(*v);
   AddDir(*v, root, "proc", 0555);
+  AddDir(*v, root, "sys", 0555);
   AddDir(*v, root, "tmp", 01777);
   NodeRef var = AddDir(*v, root, "var", 0755);
   AddDir(*v, var, "tmp", 01777);

@@ -28,20 +28,15 @@ struct BindMount {
 struct TreeConfig {
   // When set (an OCI bundle's root.path), this host directory is the whole
   // lower layer: its top-level entries replace lower_roots and its own etc/
-  // replaces the etc_entries allowlist.
+  // replaces the host's.
   std::string rootfs;
   // Host directories mounted over the tree, in order.
   std::vector<BindMount> mounts;
   // Host top-level entries shown read-only at the same path.
   std::vector<std::string> lower_roots = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"};
-  // The /etc entries a program needs, shown read-only from the host.
-  std::vector<std::string> etc_entries = {
-      "ld.so.cache", "ld.so.conf",   "ld.so.conf.d", "nsswitch.conf",   "localtime",
-      "timezone",    "alternatives", "ssl",          "ca-certificates", "ca-certificates.conf",
-      "python3",     "python3.11",   "mime.types",   "protocols",       "services",
-      "host.conf",   "gai.conf",     "os-release",   "debian_version",  "shells",
-      "magic",       "magic.mime",   "inputrc",      "bash.bashrc",     "profile",
-      "terminfo",    "fonts",        "locale.alias", "mailcap"};
+  // Which host entries /etc shows (etc_view.h); null: EtcView::ForHost(),
+  // what the host's installed packages ship there.
+  std::shared_ptr<const vfs::HostFilter> etc_view;
   uid_t uid = 1000;  // the guest's own uid and gid (owner of its home)
   gid_t gid = 1000;
   std::string user = "sandbox";

@@ -1,6 +1,7 @@
 // sched_getaffinity and sched_setaffinity: under sentry they are answered by
 // the sentry (which pins a new guest to one CPU at start-up, unseen), and must
 // read as the kernel's own.
+#include <ctype.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -25,6 +26,42 @@ cpu_set_t Affinity(pid_t pid = 0) {
 TEST(SchedAffinityTest, StartsWithEveryOnlineCpu) {
   cpu_set_t mask = Affinity();
   EXPECT_EQ(CPU_COUNT(&mask), sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+// The CPU list glibc's get_nprocs reads, and /proc/stat's per-CPU lines,
+// name the same CPUs as the affinity mask (under sentry: its /sys, sysfs.h).
+TEST(SchedAffinityTest, SysAndProcListTheAffinityCpus) {
+  cpu_set_t mask = Affinity();
+  FILE* f = fopen("/sys/devices/system/cpu/online", "r");
+  ASSERT_NE(f, nullptr) << strerror(errno);
+  cpu_set_t online;
+  CPU_ZERO(&online);
+  int lo = 0, hi = 0;
+  char sep = 0;
+  while (fscanf(f, "%d", &lo) == 1) {
+    hi = lo;
+    if (fscanf(f, "%c", &sep) == 1 && sep == '-') {
+      ASSERT_EQ(fscanf(f, "%d", &hi), 1);
+      if (fscanf(f, "%c", &sep) != 1) sep = 0;
+    }
+    for (int i = lo; i <= hi && i < CPU_SETSIZE; ++i) CPU_SET(i, &online);
+  }
+  fclose(f);
+  EXPECT_TRUE(CPU_EQUAL(&online, &mask));
+  f = fopen("/proc/stat", "r");
+  ASSERT_NE(f, nullptr) << strerror(errno);
+  char line[4096];
+  int lines = 0;
+  while (fgets(line, sizeof(line), f)) {
+    int cpu = -1;
+    if (line[0] == 'c' && isdigit(static_cast<unsigned char>(line[3])) &&
+        sscanf(line, "cpu%d ", &cpu) == 1) {
+      ++lines;
+      EXPECT_TRUE(cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &mask)) << line;
+    }
+  }
+  fclose(f);
+  EXPECT_EQ(lines, CPU_COUNT(&mask));
 }
 
 TEST(SchedAffinityTest, ReturnsTheBytesTheKernelFilled) {

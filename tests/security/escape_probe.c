@@ -270,7 +270,7 @@ static int Syscalls(void) {
   TRY("setpriority_user", SYS_setpriority, PRIO_USER, 0, 19);
   TRY("ioprio_set_user", SYS_ioprio_set, 3 /* IOPRIO_WHO_USER */, 0, 0);
   TRY("socket_packet", SYS_socket, AF_PACKET, SOCK_RAW, 0);
-  TRY("socket_netlink", SYS_socket, AF_NETLINK, SOCK_RAW, 0);
+  TRY("socket_netlink", SYS_socket, AF_NETLINK, SOCK_RAW, 9 /* NETLINK_AUDIT */);
   TRY("socket_vsock", SYS_socket, AF_VSOCK, SOCK_STREAM, 0);
   TRY("socket_alg", SYS_socket, AF_ALG, SOCK_SEQPACKET, 0);
   TRY("socket_inet_raw", SYS_socket, AF_INET, SOCK_RAW, IPPROTO_ICMP);

@@ -526,7 +526,9 @@ for i, p in enumerate(paths):
   ASSERT_EQ(user.exit_code, 0) << Describe(user);
   Results ures = ParseResults(user.out);
   for (size_t i = 0; i < paths.size(); ++i) {
-    EXPECT_EQ(Code(ures, "list_" + std::to_string(i)), "EACCES") << paths[i];
+    // ENOENT where the /etc view hides the directory altogether.
+    std::string code = Code(ures, "list_" + std::to_string(i));
+    EXPECT_TRUE(code == "EACCES" || code == "ENOENT") << paths[i] << ": " << code;
   }
   ProcessResult root = RunPy(body, {"--root"});
   ASSERT_EQ(root.exit_code, 0) << Describe(root);
@@ -548,7 +550,8 @@ for i, p in enumerate(paths):
     GTEST_SKIP() << "ESCAPE: --root guest reads host root-only paths: " << leaked;
   }
   for (size_t i = 0; i < paths.size(); ++i) {
-    EXPECT_EQ(Code(rres, "list_" + std::to_string(i)), "EACCES") << paths[i];
+    std::string code = Code(rres, "list_" + std::to_string(i));
+    EXPECT_TRUE(code == "EACCES" || code == "ENOENT") << paths[i] << ": " << code;
   }
 }
 

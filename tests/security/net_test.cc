@@ -95,7 +95,9 @@ TEST(NetworkWall, HostLoopbackHostAddressesAndInternetAreUnreachable) {
     EXPECT_EQ(Code(res, n), "ENETUNREACH") << n << " " << addrs[i];
   }
   EXPECT_EQ(Code(res, "socket_packet"), "EAFNOSUPPORT");
-  EXPECT_EQ(Code(res, "socket_netlink_route"), "EAFNOSUPPORT");
+  // NETLINK_ROUTE opens in the sandbox's own network namespace (see
+  // netlink_test.cc: it shows only lo and changes nothing).
+  EXPECT_EQ(Code(res, "socket_netlink_route"), "OK");
 
   // Nothing arrived at the host's listeners.
   EXPECT_LT(accept4(tcp, nullptr, nullptr, SOCK_CLOEXEC), 0) << "a guest connected to the host";

@@ -153,7 +153,7 @@ paths = ["/proc/self/mem", "/proc/1/mem", "/proc/self/map_files", "/proc/self/pa
          "/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe", "/proc/self/uid_map",
          "/proc/self/setgroups", "/proc/self/coredump_filter", "/proc/self/timens_offsets",
          "/proc/self/ns/mnt", "/proc/self/ns/user", "/proc/self/auxv", "/proc/self/syscall",
-         "/proc/self/stack", "/proc/self/mountinfo", "/proc/self/cgroup", "/proc/kallsyms",
+         "/proc/self/stack", "/proc/kallsyms",
          "/proc/self/fdinfo/0", "/proc/self/clear_refs", "/proc/self/sched", "/proc/1/timerslack_ns",
          "/proc/self/loginuid", "/proc/sys/vm/drop_caches", "/proc/sys/fs/binfmt_misc/register",
          "/proc/self/fd/../../1/mem"]

@@ -7,6 +7,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/io_uring.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
@@ -199,8 +200,14 @@ TEST(SeccompProgramTest, SocketFilter) {
   for (uint64_t ok : {AF_UNIX, AF_INET, AF_INET6}) {
     EXPECT_EQ(Eval(Data(SYS_socket, {ok, SOCK_STREAM, 0})), SECCOMP_RET_ALLOW) << ok;
   }
-  for (uint64_t bad : {AF_PACKET, AF_NETLINK, AF_ALG, AF_VSOCK, AF_BLUETOOTH, AF_KEY}) {
+  for (uint64_t bad : {AF_PACKET, AF_ALG, AF_VSOCK, AF_BLUETOOTH, AF_KEY}) {
     EXPECT_EQ(Eval(Data(SYS_socket, {bad, SOCK_RAW, 0})), Errno(EAFNOSUPPORT)) << bad;
+  }
+  // Netlink for NETLINK_ROUTE (0) only: interface enumeration.
+  EXPECT_EQ(Eval(Data(SYS_socket, {AF_NETLINK, SOCK_RAW, NETLINK_ROUTE})), SECCOMP_RET_ALLOW);
+  for (uint64_t proto : {NETLINK_AUDIT, NETLINK_KOBJECT_UEVENT, NETLINK_SOCK_DIAG,
+                         NETLINK_NETFILTER, NETLINK_GENERIC}) {
+    EXPECT_EQ(Eval(Data(SYS_socket, {AF_NETLINK, SOCK_RAW, proto})), Errno(EAFNOSUPPORT)) << proto;
   }
 }
 
@@ -332,7 +339,7 @@ TEST(SeccompKernelTest, ErrnoRows) {
   EXPECT_EQ(Call(SYS_pidfd_getfd, 0, 0, 0), "ENOSYS");
   EXPECT_EQ(Call(SYS_clone3, 0, 0), "ENOSYS");
   EXPECT_EQ(Call(SYS_getdents, 0, 0, 0), "ENOSYS");
-  EXPECT_EQ(Call(SYS_socket, AF_NETLINK, SOCK_RAW, 0), "EAFNOSUPPORT");
+  EXPECT_EQ(Call(SYS_socket, AF_NETLINK, SOCK_RAW, NETLINK_AUDIT), "EAFNOSUPPORT");
 }
 
 TEST(SeccompKernelTest, UnknownNumbersAreEnosys) {
@@ -365,7 +372,8 @@ TEST(SeccompKernelTest, IoctlFilter) {
 
 TEST(SeccompKernelTest, SocketFilter) {
   EXPECT_EQ(Call(SYS_socket, AF_PACKET, SOCK_RAW, 0), "EAFNOSUPPORT");
-  EXPECT_EQ(Call(SYS_socket, AF_NETLINK, SOCK_RAW, 0), "EAFNOSUPPORT");
+  EXPECT_EQ(Call(SYS_socket, AF_NETLINK, SOCK_RAW, NETLINK_AUDIT), "EAFNOSUPPORT");
+  EXPECT_EQ(Call(SYS_socket, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE), "OK");
   EXPECT_EQ(Call(SYS_socket, AF_UNIX, SOCK_STREAM, 0), "OK");
   EXPECT_EQ(Call(SYS_socket, AF_INET, SOCK_DGRAM, 0), "OK");
 }

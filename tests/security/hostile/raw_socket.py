@@ -7,7 +7,8 @@ for name, args in [("raw icmp", (socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO
                    ("raw tcp", (socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP)),
                    ("raw6", (socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)),
                    ("packet", (socket.AF_PACKET, socket.SOCK_RAW, 0x0300)),
-                   ("netlink route", (socket.AF_NETLINK, socket.SOCK_RAW, 0)),
+                   ("netlink sock_diag", (socket.AF_NETLINK, socket.SOCK_RAW, 4)),
+                   ("netlink audit", (socket.AF_NETLINK, socket.SOCK_RAW, 9)),
                    ("ping dgram", (socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP))]:
     try:
         s = socket.socket(*args)
