@@ -26,6 +26,10 @@ Commands:
   help                           this text
   version                        sentry's release (also --version)
 
+As an OCI runtime, sentry speaks runc's command line (create, start, state,
+kill, delete, list, ps, features, spec; global flags --root, --log,
+--log-format): see `sentry --root DIR --help`.
+
 Exit codes: see `sentry run --help`.
 )";
 
@@ -40,6 +44,10 @@ int main(int argc, char** argv) {
   if (args[0] == "version" || args[0] == "--version") {
     std::printf("sentry %s\n", sentry::SentryVersion());
     return 0;
+  }
+  if (sentry::cli::IsOciInvocation(args)) {
+    sentry::ReserveFdTable();
+    return sentry::cli::OciCommand(args);
   }
   std::string cmd = args[0];
   args.erase(args.begin());
