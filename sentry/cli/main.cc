@@ -6,6 +6,7 @@
 
 #include "sentry/base/fd_table.h"
 #include "sentry/cli/commands.h"
+#include "sentry/oci/spec.h"
 #include "sentry/run/result.h"
 #include "sentry/run/run.h"
 
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
     return args.empty() ? sentry::kExitSentryError : 0;
   }
   if (args[0] == "version" || args[0] == "--version") {
-    std::printf("sentry %s\n", sentry::SentryVersion());
+    // The OCI spec line as runc prints it (engines show it in their info).
+    std::printf("sentry %s\nspec: %s\n", sentry::SentryVersion(), sentry::oci::kOciSpecVersion);
     return 0;
   }
   if (sentry::cli::IsOciInvocation(args)) {
