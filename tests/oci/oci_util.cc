@@ -40,8 +40,8 @@ std::string TestRootfs(std::string* why) {
   return rootfs;
 }
 
-ScratchDir::ScratchDir() {
-  std::string tmpl = std::string(OCI_TEST_DIR) + "/scratch-XXXXXX";
+ScratchDir::ScratchDir(const std::string& parent) {
+  std::string tmpl = (parent.empty() ? std::string(OCI_TEST_DIR) : parent) + "/scratch-XXXXXX";
   char* made = mkdtemp(tmpl.data());
   if (!made) std::abort();
   chmod(made, 0755);

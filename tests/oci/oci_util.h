@@ -21,7 +21,8 @@ std::string TestRootfs(std::string* why);
 // sandbox's loader, an unprivileged host user), removed at the end.
 class ScratchDir final {
  public:
-  ScratchDir();
+  // parent "": the build tree's tests/oci.
+  explicit ScratchDir(const std::string& parent = "");
   ~ScratchDir();
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
