@@ -182,8 +182,9 @@ int OciCommand(const std::vector<std::string>& raw) {
                global.positional.empty() && !global.values.count("help") ? stderr : stdout);
     return global.values.count("help") ? 0 : 1;
   }
-  if (global.values.count("systemd-cgroup")) {
-    log.Debug("--systemd-cgroup: sentry makes its own cgroups with cgroupfs");
+  if (global.values.count("systemd-cgroup") && !global.positional.empty() &&
+      global.positional[0] == "create") {
+    log.Info("--systemd-cgroup: sentry makes its own cgroups with cgroupfs");
   }
   oci::Globals g;
   g.log = &log;

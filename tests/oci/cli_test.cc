@@ -290,6 +290,19 @@ TEST_F(OciCli, TerminalGoesToTheConsoleSocket) {
   EXPECT_EQ(Sentry({"delete", "t1"}).exit_code, 0);
 }
 
+TEST_F(OciCli, RunInTheForegroundReturnsTheStatusAndLeavesNoState) {
+  std::string b = Bundle("b", {"sh", "-c", "echo hi; exit 4"});
+  ProcessResult r = Sentry({"run", "--bundle", b, "r1"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_EQ(r.out, "hi\n");
+  EXPECT_NE(Sentry({"state", "r1"}).exit_code, 0);
+  // runc's flags tell runc's run from sentry's own, without global flags too.
+  ProcessResult plain =
+      RunProcess({SentryBinary(), "run", "-b", b, "--pid-file", dir_.path() + "/r2.pid", "r2"});
+  EXPECT_EQ(plain.exit_code, 4) << plain.err;
+  EXPECT_EQ(plain.out, "hi\n");
+}
+
 TEST_F(OciCli, ToolCommands) {
   ProcessResult f = RunProcess({SentryBinary(), "features"});
   ASSERT_EQ(f.exit_code, 0);
