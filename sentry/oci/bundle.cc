@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -270,7 +271,22 @@ absl::Status MapAnnotations(Bundle& b) {
     } else if (key == "trace") {
       o.trace = v == "true" || v == "1";
     } else if (key == "log") {
-      o.log_path = v;
+      // A name, not a path: in Kubernetes a pod's author may set annotations,
+      // and a path would let them have root append to any host file.
+      bool plain = !v.empty() && v[0] != '.' && v.size() <= 128 &&
+                   v.find_first_not_of(
+                       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                       "0123456789._-") == std::string::npos;
+      if (!plain) {
+        return absl::InvalidArgumentError(
+            "dev.sentry.log must be a file name (letters, digits, '.', '_', '-'): the log is "
+            "written in " +
+            std::string(kAnnotationLogDir));
+      }
+      if (mkdir(kAnnotationLogDir, 0700) < 0 && errno != EEXIST) {
+        return absl::InternalError(absl::StrCat("cannot make ", kAnnotationLogDir));
+      }
+      o.log_path = absl::StrCat(kAnnotationLogDir, "/", v);
     } else {
       b.notes.push_back(absl::StrCat("annotation ", k, " is not one of sentry's"));
     }

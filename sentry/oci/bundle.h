@@ -32,6 +32,8 @@ absl::StatusOr<Bundle> LoadBundle(const std::string& bundle_dir);
 absl::StatusOr<Bundle> ParseConfig(const std::string& text, const std::string& dir);
 
 inline constexpr size_t kMaxBoundFile = 1 << 20;
+// Where dev.sentry.log=NAME puts its run log (one JSON line per container).
+inline constexpr const char* kAnnotationLogDir = "/var/log/sentry";
 
 }  // namespace sentry::oci
 

@@ -217,7 +217,10 @@ int Create(const Globals& g, const CreateOptions& c) {
     slave = std::move(*s);
   }
   int ready[2], errp[2];
-  if (pipe2(ready, O_CLOEXEC) < 0) return abandon("pipe");
+  // A socket, not a pipe: the monitor's send to a create that was killed
+  // meanwhile fails with EPIPE (MSG_NOSIGNAL) and it cleans up, instead of
+  // dying of SIGPIPE with its cgroups left behind.
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ready) < 0) return abandon("socketpair");
   if (pipe2(errp, O_CLOEXEC) < 0) return abandon("pipe");
   std::fflush(nullptr);
   pid_t pid = fork();

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -70,7 +71,8 @@ void MonitorMain(MonitorArgs a) {
     dup2(saved_err, 2);
     close(saved_err);
     std::string line = absl::StrCat("R ", init, " ", guest, "\n");
-    bool told = write(ready, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    bool told =
+        send(ready, line.data(), line.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(line.size());
     close(ready);
     if (!told) return 125;
     return ReadCommand(fifo);

@@ -105,6 +105,9 @@ TEST(OciBundle, RefusesWhatItCannotRun) {
       {Config(R"("args":["sh"])", R"("annotations":{"dev.sentry.network":"all"})"),
        "none or allow"},
       {Config(R"("args":["sh"])", R"("annotations":{"dev.sentry.network":"allow"})"), "allow-net"},
+      {Config(R"("args":["sh"])", R"("annotations":{"dev.sentry.log":"/etc/cron.d/x"})"),
+       "file name"},
+      {Config(R"("args":["sh"])", R"("annotations":{"dev.sentry.log":"../x"})"), "file name"},
   };
   for (const Bad& c : bad) {
     auto b = ParseConfig(c.config, "/bundle");
