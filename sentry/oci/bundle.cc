@@ -97,8 +97,10 @@ void MapMounts(const json& mounts, Bundle& b) {
       continue;
     }
     if (type == "tmpfs") {
-      // The guest's writes land in sentry's in-memory layer wherever they go.
+      // The guest's writes land in sentry's in-memory layer wherever they
+      // go: the directory only has to be there.
       own.push_back(dst);
+      b.run.dirs.push_back(dst);
       continue;
     }
     unhonoured.push_back(absl::StrCat(type, ":", dst));

@@ -190,6 +190,11 @@ std::optional<RunError> Run::Admit() {
                       absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
     }
   }
+  for (const std::string& dir : o_.dirs) {
+    if (auto made = MakeSandboxDirs(v, creds_, dir); !made.ok()) {
+      return RunError{kExitSentryError, absl::StrCat(dir, ": ", made.status().message())};
+    }
+  }
   for (const auto& [guest, content] : o_.files) {
     if (absl::Status s = ReplaceInSandbox(v, creds_, content, guest); !s.ok()) {
       return RunError{kExitSentryError, absl::StrCat(guest, ": ", s.message())};

@@ -60,6 +60,7 @@ struct RunOptions {
   int64_t gid = -1;
   bool exact_env = false;  // env is the whole environment (no defaults)
   std::vector<std::pair<std::string, std::string>> files;  // guest path, content
+  std::vector<std::string> dirs;  // made if missing (an OCI tmpfs mount's destination)
   // Called once the guest waits at its execve (the sandbox's pid 1 and the
   // guest's host pids given); 0 lets it go, anything else ends the run with
   // that exit code before the guest ran (a container deleted unstarted).

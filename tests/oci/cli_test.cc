@@ -212,10 +212,12 @@ TEST_F(OciCli, CommandsOnOneIdAreSerialized) {
 }
 
 TEST_F(OciCli, ConfigSetsUserEnvCwdHostnameAndAnnotations) {
-  std::string b = Bundle("b", {"sh", "-c", "id -u; id -g; echo $FOO; pwd; hostname"},
-                         R"("user":{"uid":1000,"gid":1000},"env":["PATH=/usr/bin","FOO=bar"],)"
-                         R"("cwd":"/home/sandbox","oomScoreAdj":100)",
-                         R"("hostname":"box")");
+  std::string b =
+      Bundle("b", {"sh", "-c", "id -u; id -g; echo $FOO; pwd; hostname; touch /scratch/tmp/f"},
+             R"("user":{"uid":1000,"gid":1000},"env":["PATH=/usr/bin","FOO=bar"],)"
+             R"("cwd":"/home/sandbox","oomScoreAdj":100)",
+             R"("hostname":"box","mounts":[{"destination":"/scratch/tmp",)"
+             R"("type":"tmpfs","source":"tmpfs"}])");
   ASSERT_EQ(Create("m1", b), 0) << ReadFile(log_);
   ASSERT_EQ(Sentry({"start", "m1"}).exit_code, 0);
   EXPECT_EQ(WaitExit(Pid("m1"), 30), 0);
