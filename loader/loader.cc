@@ -57,6 +57,7 @@ struct Prepared {
   std::vector<std::string> host_paths;    // "/usr"
   std::vector<std::string> view_paths;    // "/tmp/usr"
   std::vector<std::string> link_targets;  // "" for directories
+  std::vector<int> source_fds;            // the loader's O_PATH fds of host_paths
   std::string store_path;                 // "/tmp/.sentry-store"
   std::string pts_path;                   // "/tmp/.sentry-pts"
   sock_fprog prog;
@@ -91,9 +92,28 @@ LOADER_CODE unsigned long KeptFlags(const char* path) {
   return f;
 }
 
-LOADER_CODE void BuildMountView(const Prepared& p) {
+// n in decimal at out (room for 11 chars and the NUL), async-signal-safe.
+LOADER_CODE void FormatDecimal(int n, char* out) {
+  char digits[12];
+  int len = 0;
+  do {
+    digits[len++] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n > 0 && len < 11);
+  for (int i = 0; i < len; ++i) out[i] = digits[len - 1 - i];
+  out[len] = '\0';
+}
+
+LOADER_CODE void BuildMountView(Prepared& p) {
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
     Fail(p, LoaderStep::kMountPrivate);
+  }
+  // The lower roots are opened before the new root's tmpfs goes over
+  // kNewRoot: a bundle's rootfs may lie beneath it (/tmp/bundle/rootfs).
+  for (size_t i = 0; i < p.host_paths.size(); ++i) {
+    if (!p.link_targets[i].empty()) continue;
+    p.source_fds[i] = open(p.host_paths[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (p.source_fds[i] < 0) Fail(p, LoaderStep::kBindLower);
   }
   if (mount("sentry-root", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") < 0) {
     Fail(p, LoaderStep::kMountRoot);
@@ -104,13 +124,15 @@ LOADER_CODE void BuildMountView(const Prepared& p) {
       if (symlink(p.link_targets[i].c_str(), view) < 0) Fail(p, LoaderStep::kBindLower);
       continue;
     }
-    if (mkdir(view, 0755) < 0 ||
-        mount(p.host_paths[i].c_str(), view, nullptr, MS_BIND | MS_REC, nullptr) < 0 ||
+    char source[32] = "/proc/self/fd/";
+    FormatDecimal(p.source_fds[i], source + 14);
+    if (mkdir(view, 0755) < 0 || mount(source, view, nullptr, MS_BIND | MS_REC, nullptr) < 0 ||
         mount(nullptr, view, nullptr,
               MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | KeptFlags(view),
               nullptr) < 0) {
       Fail(p, LoaderStep::kBindLower);
     }
+    close(p.source_fds[i]);
   }
   if (mkdir(p.store_path.c_str(), 0755) < 0 ||
       mount("sentry-store", p.store_path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
@@ -392,7 +414,7 @@ LOADER_CODE int JoinCgroups(const Prepared& p) {
 }
 
 LOADER_CODE int LoaderMain(void* arg) {
-  const Prepared& p = *static_cast<const Prepared*>(arg);
+  Prepared& p = *static_cast<Prepared*>(arg);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   CloseAllBut(p);
   char byte;
@@ -456,21 +478,26 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   p.spec = &spec;
   p.pipes = pipes;
   for (const std::string& root : spec.lower_roots) {
+    // Bound by host path: an fd opened here would name a mount of the
+    // sentry's namespace, which the loader's may not bind (EINVAL). So the
+    // loader, an unprivileged host user, must be able to search the path.
+    std::string host = spec.lower_source + root;
     struct stat st;
-    if (lstat(root.c_str(), &st) < 0) continue;
+    if (lstat(host.c_str(), &st) < 0) continue;
     std::string target;
     if (S_ISLNK(st.st_mode)) {
       char buf[4096];
-      ssize_t n = readlink(root.c_str(), buf, sizeof(buf) - 1);
+      ssize_t n = readlink(host.c_str(), buf, sizeof(buf) - 1);
       if (n <= 0) continue;
       target.assign(buf, n);
     } else if (!S_ISDIR(st.st_mode)) {
       continue;
     }
-    p.host_paths.push_back(root);
+    p.host_paths.push_back(host);
     p.view_paths.push_back(std::string(kNewRoot) + root);
     p.link_targets.push_back(target);
   }
+  p.source_fds.assign(p.host_paths.size(), -1);
   p.store_path = std::string(kNewRoot) + vfs::Store::kGuestPath;
   p.pts_path = std::string(kNewRoot) + kGuestPtsPath;
   p.prog.len = static_cast<unsigned short>(spec.filter.size());

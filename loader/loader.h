@@ -77,6 +77,9 @@ struct LoaderSpec {
   // Top-level host entries shown in the mount view at the same path (usr, lib,
   // bin...): a directory is bound read-only, a symlink is copied.
   std::vector<std::string> lower_roots;
+  // The host directory they are found in: "" for the host's / (an OCI
+  // bundle's rootfs otherwise, whose /usr is bound at /usr).
+  std::string lower_source;
   std::string store_options;  // tmpfs options of the backing store ("size=...")
   bool namespaces = true;     // false: no mount view, hostname or loopback to set up
   uid_t uid = 1000;           // inside the user namespace (without one: the host uid)

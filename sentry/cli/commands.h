@@ -11,6 +11,10 @@ int RunCommand(const std::vector<std::string>& args);
 int SyscallsCommand(const std::vector<std::string>& args);
 int CheckCommand(const std::vector<std::string>& args);
 int PoolCommand(const std::vector<std::string>& args);
+// runc's command line (oci_command.cc): args is the whole command line, global
+// flags first; IsOciInvocation tells it from sentry's own commands.
+bool IsOciInvocation(const std::vector<std::string>& args);
+int OciCommand(const std::vector<std::string>& args);
 
 }  // namespace sentry::cli
 

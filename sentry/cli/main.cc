@@ -6,6 +6,7 @@
 
 #include "sentry/base/fd_table.h"
 #include "sentry/cli/commands.h"
+#include "sentry/oci/spec.h"
 #include "sentry/run/result.h"
 #include "sentry/run/run.h"
 
@@ -26,6 +27,10 @@ Commands:
   help                           this text
   version                        sentry's release (also --version)
 
+As an OCI runtime, sentry speaks runc's command line (create, start, state,
+kill, delete, list, ps, features, spec; global flags --root, --log,
+--log-format): see `sentry --root DIR --help`.
+
 Exit codes: see `sentry run --help`.
 )";
 
@@ -38,8 +43,13 @@ int main(int argc, char** argv) {
     return args.empty() ? sentry::kExitSentryError : 0;
   }
   if (args[0] == "version" || args[0] == "--version") {
-    std::printf("sentry %s\n", sentry::SentryVersion());
+    // The OCI spec line as runc prints it (engines show it in their info).
+    std::printf("sentry %s\nspec: %s\n", sentry::SentryVersion(), sentry::oci::kOciSpecVersion);
     return 0;
+  }
+  if (sentry::cli::IsOciInvocation(args)) {
+    sentry::ReserveFdTable();
+    return sentry::cli::OciCommand(args);
   }
   std::string cmd = args[0];
   args.erase(args.begin());

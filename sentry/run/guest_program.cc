@@ -12,6 +12,7 @@
 namespace sentry {
 
 std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree, bool terminal) {
+  if (o.exact_env) return o.env;
   std::vector<std::string> env = {
       "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
       "HOME=" + (o.root ? std::string("/root") : tree.home),

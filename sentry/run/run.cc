@@ -62,6 +62,14 @@ std::optional<RunError> Run::Prepare() {
     tree_.uid = 0;
     tree_.gid = 0;
   }
+  if (o_.uid >= 0) tree_.uid = static_cast<uid_t>(o_.uid);
+  if (o_.gid >= 0) tree_.gid = static_cast<gid_t>(o_.gid);
+  if (!o_.hostname.empty()) tree_.hostname = o_.hostname;
+  if (!o_.rootfs.empty()) {
+    tree_.rootfs = o_.rootfs;
+    tree_.lower_roots = RootfsLowerRoots(o_.rootfs);
+    spec_.lower_source = o_.rootfs;
+  }
   creds_.uid = tree_.uid;
   creds_.gid = tree_.gid;
   tree_.mounts = o_.mounts;
@@ -208,7 +216,17 @@ std::optional<RunError> Run::Admit() {
                       absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
     }
   }
-  std::string cwd = o_.root ? "/root" : tree_.home;
+  for (const std::string& dir : o_.dirs) {
+    if (auto made = MakeSandboxDirs(v, creds_, dir); !made.ok()) {
+      return RunError{kExitSentryError, absl::StrCat(dir, ": ", made.status().message())};
+    }
+  }
+  for (const auto& [guest, content] : o_.files) {
+    if (absl::Status s = ReplaceInSandbox(v, creds_, content, guest); !s.ok()) {
+      return RunError{kExitSentryError, absl::StrCat(guest, ": ", s.message())};
+    }
+  }
+  std::string cwd = o_.root || tree_.uid == 0 ? "/root" : tree_.home;
   if (!o_.workdir.empty()) {
     cwd = o_.workdir;
     if (auto made = MakeSandboxDirs(v, creds_, cwd); !made.ok()) {
@@ -407,6 +425,11 @@ int Run::Execute() {
   if (auto e = BuildSandbox()) return Conclude(e);
   if (auto e = Admit()) return Conclude(e);
   if (auto e = AttachGuest()) return Conclude(e);
+  if (o_.before_go) {
+    if (int code = o_.before_go(spawned_->init_pid(), spawned_->guest_pid()); code != 0) {
+      return Conclude(RunError{code, "the container was ended before it started"});
+    }
+  }
   if (auto e = LaunchGuest()) return Conclude(e);
   Supervise();
   return Conclude(std::nullopt);

@@ -2,7 +2,10 @@
 #ifndef SENTRY_RUN_RUN_H_
 #define SENTRY_RUN_RUN_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -57,6 +60,22 @@ struct RunOptions {
   NamespaceMode namespaces = NamespaceMode::kAuto;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
+
+  // What an OCI bundle asks for (sentry/oci): its rootfs as the lower layer
+  // (TreeConfig::rootfs), the guest's ids, its exact environment, small
+  // files the engine provides (/etc/hosts, /run/.containerenv), written into
+  // the sandbox, and a pause between the sandbox's making and the guest's go.
+  std::string rootfs;
+  std::string hostname;  // "": "sandbox"
+  int64_t uid = -1;      // -1: 1000, or 0 with root
+  int64_t gid = -1;
+  bool exact_env = false;  // env is the whole environment (no defaults)
+  std::vector<std::pair<std::string, std::string>> files;  // guest path, content
+  std::vector<std::string> dirs;  // made if missing (an OCI tmpfs mount's destination)
+  // Called once the guest waits at its execve (the sandbox's pid 1 and the
+  // guest's host pids given); 0 lets it go, anything else ends the run with
+  // that exit code before the guest ran (a container deleted unstarted).
+  std::function<int(pid_t init_pid, pid_t guest_pid)> before_go;
 };
 
 int RunSandbox(const RunOptions& options);

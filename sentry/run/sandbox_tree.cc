@@ -59,21 +59,99 @@ void AddDevice(vfs::Vfs& v, const NodeRef& dir, const std::string& name) {
   v.AddChild(dir, name, d);
 }
 
-void BuildEtc(vfs::Vfs& v, const TreeConfig& c, const std::shared_ptr<vfs::HostDir>& host_root) {
-  NodeRef etc = AddHostEtc(v, host_root, c.etc_view ? c.etc_view : EtcView::ForHost());
-  if (!etc) etc = AddDir(v, v.root(), "etc", 0755);
+// The names of a host directory's entries, "." and ".." left out.
+std::vector<std::string> ListNames(int dir_fd) {
+  std::vector<std::string> names;
+  int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return names;
+  DIR* d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return names;
+  }
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  closedir(d);
+  return names;
+}
+
+// A directory beneath parent_fd, never through a symlink.
+std::shared_ptr<vfs::HostDir> OpenHostDir(int parent_fd, const std::string& name,
+                                          const std::string& path) {
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int fd = static_cast<int>(syscall(SYS_openat2, parent_fd, name.c_str(), &how, sizeof(how)));
+  if (fd < 0) return nullptr;
+  return std::make_shared<vfs::HostDir>(vfs::HostDir{UniqueFd(fd), path});
+}
+
+// The /etc entries the sandbox writes itself, whatever the rootfs holds: they
+// describe the sandbox (its name, its loopback, sentry's DNS server).
+bool SandboxOwnEtc(const std::string& name) {
+  return name == "hostname" || name == "hosts" || name == "resolv.conf";
+}
+
+void BuildUsers(vfs::Vfs& v, const TreeConfig& c, const NodeRef& etc) {
   AddText(v, etc, "passwd",
           absl::StrCat("root:x:0:0:root:/root:/bin/sh\n", c.user, ":x:", c.uid, ":", c.gid, ":",
                        c.user, ":", c.home,
                        ":/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"));
   AddText(v, etc, "group",
           absl::StrCat("root:x:0:\n", c.user, ":x:", c.gid, ":\nnogroup:x:65534:\n"));
+}
+
+// The host's /etc as installed packages ship it (etc_view.h), or a bundle's
+// etc/ in full (its passwd and group name its users) but for the sandbox's
+// own files.
+void BuildEtc(vfs::Vfs& v, const TreeConfig& c, const std::shared_ptr<vfs::HostDir>& host_root) {
+  NodeRef etc;
+  bool own_users = true;
+  if (!c.rootfs.empty()) {
+    etc = AddDir(v, v.root(), "etc", 0755);
+    if (auto rootfs_etc = OpenHostDir(host_root->fd.get(), "etc", "/etc")) {
+      for (const std::string& name : ListNames(rootfs_etc->fd.get())) {
+        if (!SandboxOwnEtc(name)) AddLower(v, etc, rootfs_etc, name);
+      }
+      own_users = !v.Child(etc, "passwd");
+    }
+  } else {
+    etc = AddHostEtc(v, host_root, c.etc_view ? c.etc_view : EtcView::ForHost());
+    if (!etc) etc = AddDir(v, v.root(), "etc", 0755);
+  }
+  if (own_users) BuildUsers(v, c, etc);
+}
+
+void BuildEtc(vfs::Vfs& v, const TreeConfig& c, int host_root) {
+  NodeRef etc = AddDir(v, v.root(), "etc", 0755);
+  bool own_users = true;
+  if (!c.rootfs.empty()) {
+    // A bundle's etc/ in full (its passwd and group name its users), but
+    // for the sandbox's own files.
+    if (auto rootfs_etc = OpenHostDir(host_root, "etc", "/etc")) {
+      for (const std::string& name : ListNames(rootfs_etc->fd.get())) {
+        if (!SandboxOwnEtc(name)) AddLower(v, etc, rootfs_etc, name);
+      }
+      own_users = !v.Child(etc, "passwd");
+    }
+  } else if (auto host_etc = OpenHostDir(host_root, "etc", "/etc")) {
+    for (const std::string& name : c.etc_entries) AddLower(v, etc, host_etc, name);
+  }
+  if (own_users) BuildUsers(v, c, etc);
   AddText(v, etc, "hostname", c.hostname + "\n");
   AddText(v, etc, "hosts",
           absl::StrCat("127.0.0.1\tlocalhost\n127.0.1.1\t", c.hostname,
                        "\n::1\tlocalhost ip6-localhost ip6-loopback\n"));
   // The sentry's DNS server, on the sandbox's own loopback (sandbox_net.h).
   AddText(v, etc, "resolv.conf", "nameserver 127.0.0.1\noptions timeout:2 attempts:1\n");
+}
+
+// The top-level names a rootfs does not give the sandbox: its own synthetic
+// trees (and /sys, which it does not show).
+bool SandboxOwnTop(const std::string& name) {
+  return name == "etc" || name == "dev" || name == "proc" || name == "sys";
 }
 
 void BuildDev(vfs::Vfs& v) {
@@ -181,13 +259,25 @@ absl::Status AddBindMount(vfs::Vfs& v, int host_root, const BindMount& m) {
 
 }  // namespace
 
+std::vector<std::string> RootfsLowerRoots(const std::string& rootfs) {
+  std::vector<std::string> roots;
+  int fd = open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return roots;
+  UniqueFd dir(fd);
+  for (const std::string& name : ListNames(dir.get())) {
+    if (!SandboxOwnTop(name)) roots.push_back("/" + name);
+  }
+  return roots;
+}
+
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
                                                            std::unique_ptr<vfs::Store> store) {
-  if (!c.rootfs.empty()) {
-    return absl::UnimplementedError("a rootfs and bind mounts are not built yet");
-  }
-  int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0) return ErrnoStatus("open /");
+  // The lower layer's host root: the host's / or a bundle's rootfs, opened
+  // once; everything below it is reached beneath this fd, never by host path
+  // (a symlink in a rootfs names a path of the rootfs, never of the host).
+  std::string host_root_path = c.rootfs.empty() ? "/" : c.rootfs;
+  int root_fd = open(host_root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return ErrnoStatus(absl::StrCat("open ", host_root_path));
   UniqueFd host_root(root_fd);
   auto host_root_dir = std::make_shared<vfs::HostDir>(vfs::HostDir{UniqueFd(dup(root_fd)), ""});
 
@@ -196,7 +286,9 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
   root->attr().ino = 2;
   root->attr().atime = root->attr().mtime = root->attr().ctime = vfs::Now();
 
-  for (const std::string& r : c.lower_roots) {
+  std::vector<std::string> lower_roots =
+      c.rootfs.empty() ? c.lower_roots : RootfsLowerRoots(c.rootfs);
+  for (const std::string& r : lower_roots) {
     std::string name = r.substr(1);
     if (name.empty() || name.find('/') != std::string::npos) continue;
     AddLower(*v, root, host_root_dir, name);
@@ -205,15 +297,28 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
   BuildDev(*v);
   AddDir(*v, root, "proc", 0555);
   AddDir(*v, root, "sys", 0555);
-  AddDir(*v, root, "tmp", 01777);
-  NodeRef var = AddDir(*v, root, "var", 0755);
-  AddDir(*v, var, "tmp", 01777);
-  AddDir(*v, root, "run", 0755);
-  AddDir(*v, root, "root", 0700);
-  NodeRef home = AddDir(*v, root, "home", 0755);
-  std::string home_name = c.home.substr(c.home.rfind('/') + 1);
-  AddDir(*v, home, home_name, 0755, c.uid, c.gid);
-  for (const BindMount& m : c.mounts) RETURN_IF_ERROR(AddBindMount(*v, host_root.get(), m));
+  // What a rootfs lacks of the usual tree, the sandbox makes (in memory).
+  auto add_missing = [&](const NodeRef& dir, const std::string& name, mode_t mode, uid_t uid = 0,
+                         gid_t gid = 0) {
+    if (NodeRef there = v->Child(dir, name)) return there;
+    return AddDir(*v, dir, name, mode, uid, gid);
+  };
+  add_missing(root, "tmp", 01777);
+  NodeRef var = add_missing(root, "var", 0755);
+  if (var->IsDir()) add_missing(var, "tmp", 01777);
+  add_missing(root, "run", 0755);
+  add_missing(root, "root", 0700);
+  if (c.rootfs.empty()) {
+    NodeRef home = AddDir(*v, root, "home", 0755);
+    std::string home_name = c.home.substr(c.home.rfind('/') + 1);
+    AddDir(*v, home, home_name, 0755, c.uid, c.gid);
+  }
+  // A bind mount names a host path (the operator's), even over a rootfs.
+  if (!c.mounts.empty()) {
+    UniqueFd host_slash(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (host_slash.get() < 0) return ErrnoStatus("open /");
+    for (const BindMount& m : c.mounts) RETURN_IF_ERROR(AddBindMount(*v, host_slash.get(), m));
+  }
   return v;
 }
 
@@ -317,6 +422,25 @@ absl::Status WriteIntoSandbox(vfs::Vfs& v, const vfs::Creds& creds, std::string_
     off += static_cast<size_t>(w);
   }
   return absl::OkStatus();
+}
+
+absl::Status ReplaceInSandbox(vfs::Vfs& v, const vfs::Creds& creds, std::string_view data,
+                              const std::string& guest_path) {
+  size_t slash = guest_path.rfind('/');
+  if (guest_path.empty() || guest_path[0] != '/' || slash + 1 == guest_path.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("not a sandbox file path: ", guest_path));
+  }
+  ASSIGN_OR_RETURN(NodeRef dir, MakeSandboxDirs(v, creds, guest_path.substr(0, slash + 1)));
+  auto at = v.Walk(dir, guest_path.substr(slash + 1), {}, Operator());
+  if (at.ok() && at->node) {
+    if (at->node->IsDir()) {
+      return absl::InvalidArgumentError(absl::StrCat(guest_path, " is a directory in the sandbox"));
+    }
+    if (!v.Unlink(*at, Operator()).ok()) {
+      return absl::InternalError(absl::StrCat("cannot replace ", guest_path));
+    }
+  }
+  return WriteIntoSandbox(v, creds, data, 0644, guest_path);
 }
 
 }  // namespace sentry

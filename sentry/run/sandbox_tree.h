@@ -44,6 +44,10 @@ struct TreeConfig {
   std::string hostname = "sandbox";
 };
 
+// The lower roots a rootfs gives the sandbox ("/usr", "/bin", ...): its
+// top-level entries but those the sandbox makes itself (/etc, /dev, /proc, /sys).
+std::vector<std::string> RootfsLowerRoots(const std::string& rootfs);
+
 absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& config,
                                                            std::unique_ptr<vfs::Store> store);
 
@@ -65,6 +69,11 @@ absl::Status CopyIntoSandbox(vfs::Vfs& vfs, const vfs::Creds& creds, const std::
 // For bytes the sentry has already read and checked (the script argument).
 absl::Status WriteIntoSandbox(vfs::Vfs& vfs, const vfs::Creds& creds, std::string_view data,
                               mode_t mode, const std::string& guest_path);
+
+// WriteIntoSandbox over whatever guest_path holds (a lower file of a rootfs
+// is whited out first): an engine's /etc/hosts over the bundle's own.
+absl::Status ReplaceInSandbox(vfs::Vfs& vfs, const vfs::Creds& creds, std::string_view data,
+                              const std::string& guest_path);
 
 }  // namespace sentry
 

@@ -1,0 +1,377 @@
+#include "sentry/oci/bundle.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "sentry/base/status_macros.h"
+#include "sentry/base/unique_fd.h"
+
+namespace sentry::oci {
+namespace {
+
+using nlohmann::json;
+
+// The engines' usual mounts that sentry's own trees already are.
+const std::set<std::string>& OwnTrees() {
+  static const std::set<std::string> own = {"/proc",    "/dev", "/dev/pts",      "/dev/mqueue",
+                                            "/dev/shm", "/sys", "/sys/fs/cgroup"};
+  return own;
+}
+
+// A small regular file, read as the operator (engines bind their own files).
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("cannot read ", path));
+  UniqueFd f(fd);
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
+  }
+  if (static_cast<size_t>(st.st_size) > kMaxBoundFile) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is larger than 1 MiB"));
+  }
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < data.size()) {
+    ssize_t n = read(fd, data.data() + got, data.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  data.resize(got);
+  return data;
+}
+
+bool IsBind(const json& m) {
+  if (m.value("type", "") == "bind") return true;
+  if (m.contains("options") && m["options"].is_array()) {
+    for (const json& o : m["options"]) {
+      if (o.is_string() && (o == "bind" || o == "rbind")) return true;
+    }
+  }
+  return false;
+}
+
+void MapMounts(const json& mounts, Bundle& b) {
+  std::vector<std::string> own, unhonoured;
+  for (const json& m : mounts) {
+    std::string dst = m.value("destination", "");
+    std::string type = m.value("type", "");
+    std::string src = m.value("source", "");
+    if (dst.empty() || dst[0] != '/') {
+      b.notes.push_back(absl::StrCat("mount with a relative destination \"", dst, "\" ignored"));
+      continue;
+    }
+    if (OwnTrees().count(dst)) {
+      own.push_back(dst);
+      continue;
+    }
+    if (IsBind(m)) {
+      // The engine's resolv.conf names the host's servers, which the sandbox
+      // cannot reach: the guest asks sentry's own DNS server (127.0.0.1).
+      if (dst == "/etc/resolv.conf") {
+        b.notes.push_back("/etc/resolv.conf is sentry's own (nameserver 127.0.0.1, sentry's DNS)");
+        continue;
+      }
+      struct stat st;
+      if (stat(src.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+          static_cast<size_t>(st.st_size) <= kMaxBoundFile) {
+        auto data = ReadSmallFile(src);
+        if (data.ok()) {
+          b.run.files.emplace_back(dst, std::move(*data));
+          continue;
+        }
+      }
+      unhonoured.push_back(absl::StrCat(src, ":", dst));
+      continue;
+    }
+    if (type == "tmpfs") {
+      // The guest's writes land in sentry's in-memory layer wherever they
+      // go: the directory only has to be there.
+      own.push_back(dst);
+      b.run.dirs.push_back(dst);
+      continue;
+    }
+    unhonoured.push_back(absl::StrCat(type, ":", dst));
+  }
+  if (!own.empty()) {
+    b.notes.push_back(absl::StrCat("mounts served by sentry's own trees (in memory): ",
+                                   absl::StrJoin(own, ", ")));
+  }
+  if (!unhonoured.empty()) {
+    b.notes.push_back(absl::StrCat("mounts not honoured (directory binds are not built yet): ",
+                                   absl::StrJoin(unhonoured, ", ")));
+  }
+}
+
+void MapRlimits(const json& rlimits, Bundle& b) {
+  std::vector<std::string> others;
+  for (const json& r : rlimits) {
+    std::string type = r.value("type", "");
+    uint64_t soft = r.value("soft", uint64_t{0});
+    if (type == "RLIMIT_NOFILE") {
+      // Never above sentry's own hard limit (the guest could not set it).
+      rlimit own;
+      getrlimit(RLIMIT_NOFILE, &own);
+      uint64_t cap = std::min<uint64_t>(own.rlim_max, 1 << 20);
+      b.run.nofile = std::max<uint64_t>(16, std::min(soft, cap));
+    } else if (type == "RLIMIT_NPROC") {
+      // sentry's process cap is the sandbox's pids limit (linux.resources.pids).
+    } else {
+      others.push_back(type);
+    }
+  }
+  if (!others.empty()) {
+    b.notes.push_back(
+        absl::StrCat("rlimits not honoured (sentry sets its own): ", absl::StrJoin(others, ", ")));
+  }
+}
+
+absl::Status MapProcess(const json& p, Bundle& b) {
+  RunOptions& o = b.run;
+  if (!p.contains("args") || !p["args"].is_array() || p["args"].empty()) {
+    return absl::InvalidArgumentError("process.args must name the program to run");
+  }
+  for (const json& a : p["args"]) o.argv.push_back(a.get<std::string>());
+  if (p.contains("env")) {
+    for (const json& e : p["env"]) o.env.push_back(e.get<std::string>());
+  }
+  o.exact_env = true;
+  o.workdir = p.value("cwd", "/");
+  if (o.workdir.empty() || o.workdir[0] != '/') {
+    return absl::InvalidArgumentError("process.cwd must be an absolute path");
+  }
+  if (p.contains("user")) {
+    const json& u = p["user"];
+    o.uid = u.value("uid", int64_t{0});
+    o.gid = u.value("gid", int64_t{0});
+    if (o.uid < 0 || o.uid > 0xfffffffe || o.gid < 0 || o.gid > 0xfffffffe) {
+      return absl::InvalidArgumentError("process.user: bad uid or gid");
+    }
+    if (u.contains("additionalGids") && u["additionalGids"].is_array() &&
+        !u["additionalGids"].empty()) {
+      b.notes.push_back("process.user.additionalGids not honoured (the guest has its gid alone)");
+    }
+    if (u.contains("username")) b.notes.push_back("process.user.username not honoured");
+  } else {
+    o.uid = o.gid = 0;
+  }
+  o.root = o.uid == 0;
+  b.terminal = p.value("terminal", false);
+  if (p.contains("rlimits") && p["rlimits"].is_array()) MapRlimits(p["rlimits"], b);
+  if (!p.value("noNewPrivileges", true)) {
+    b.notes.push_back("process.noNewPrivileges false not honoured (always set in sentry)");
+  }
+  if (p.contains("capabilities")) {
+    b.notes.push_back(
+        "process.capabilities recorded, not granted: the guest never holds a host capability");
+  }
+  for (const char* f : {"apparmorProfile", "selinuxLabel", "oomScoreAdj", "ioPriority", "scheduler",
+                        "consoleSize"}) {
+    if (p.contains(f)) b.notes.push_back(absl::StrCat("process.", f, " not honoured"));
+  }
+  return absl::OkStatus();
+}
+
+void MapResources(const json& r, Bundle& b) {
+  RunOptions& o = b.run;
+  if (r.contains("memory") && r["memory"].is_object()) {
+    int64_t limit = r["memory"].value("limit", int64_t{0});
+    if (limit > 0) o.memory_bytes = std::max<uint64_t>(static_cast<uint64_t>(limit), 8 << 20);
+  }
+  if (r.contains("pids") && r["pids"].is_object()) {
+    int64_t limit = r["pids"].value("limit", int64_t{0});
+    if (limit > 0) o.pids = static_cast<uint64_t>(limit);
+  }
+  if (r.contains("cpu") && r["cpu"].is_object()) {
+    const json& c = r["cpu"];
+    int64_t quota = c.value("quota", int64_t{0});
+    uint64_t period = c.value("period", uint64_t{0});
+    if (quota > 0)
+      o.cpus = static_cast<double>(quota) / static_cast<double>(period ? period : 100000);
+    if (c.contains("shares")) b.notes.push_back("linux.resources.cpu.shares not honoured");
+    if (c.contains("cpus") || c.contains("mems")) {
+      b.notes.push_back("linux.resources.cpu.cpus/mems not honoured");
+    }
+  }
+  for (const char* f : {"blockIO", "hugepageLimits", "network", "rdma", "unified"}) {
+    if (r.contains(f)) b.notes.push_back(absl::StrCat("linux.resources.", f, " not honoured"));
+  }
+}
+
+void MapLinux(const json& l, Bundle& b) {
+  if (l.contains("resources") && l["resources"].is_object()) MapResources(l["resources"], b);
+  if (l.contains("namespaces") && l["namespaces"].is_array()) {
+    for (const json& n : l["namespaces"]) {
+      if (n.value("type", "") == "network" && !n.value("path", "").empty()) {
+        b.notes.push_back(absl::StrCat("the network namespace ", n.value("path", ""),
+                                       " is not joined: the sandbox has its own (loopback, and "
+                                       "sentry's allowlist out)"));
+      }
+    }
+  }
+  std::vector<std::string> others;
+  for (const char* f : {"uidMappings", "gidMappings", "seccomp", "maskedPaths", "readonlyPaths",
+                        "devices", "sysctl", "mountLabel", "intelRdt", "personality"}) {
+    if (l.contains(f)) others.push_back(f);
+  }
+  if (!others.empty()) {
+    b.notes.push_back(absl::StrCat("linux.{", absl::StrJoin(others, ","),
+                                   "} not honoured: sentry's own policy applies"));
+  }
+  if (l.contains("cgroupsPath")) {
+    b.notes.push_back("linux.cgroupsPath not honoured: sentry makes its own cgroups (cgroupfs)");
+  }
+}
+
+// dev.sentry.* annotations: the options an engine cannot pass as flags.
+absl::Status MapAnnotations(Bundle& b) {
+  RunOptions& o = b.run;
+  std::string network;
+  for (const auto& [k, v] : b.annotations) {
+    if (k.rfind("dev.sentry.", 0) != 0) continue;
+    std::string key = k.substr(11);
+    if (key == "network") {
+      if (v != "none" && v != "allow") {
+        return absl::InvalidArgumentError("dev.sentry.network must be none or allow");
+      }
+      network = v;
+    } else if (key == "allow-net") {
+      for (absl::string_view item : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+        net::AllowRule rule;
+        std::string why;
+        if (!net::ParseAllowRule(std::string(absl::StripAsciiWhitespace(item)), &rule, &why)) {
+          return absl::InvalidArgumentError(absl::StrCat("dev.sentry.allow-net: ", why));
+        }
+        o.net.allow.push_back(rule);
+      }
+    } else if (key == "max-output") {
+      if (!absl::SimpleAtoi(v, &o.max_output) || o.max_output < 16) {
+        return absl::InvalidArgumentError("dev.sentry.max-output needs a number of bytes");
+      }
+    } else if (key == "timeout") {
+      if (!absl::SimpleAtod(v, &o.timeout_sec) || o.timeout_sec < 0) {
+        return absl::InvalidArgumentError("dev.sentry.timeout needs a number of seconds");
+      }
+    } else if (key == "disk-mb") {
+      uint64_t mb;
+      if (!absl::SimpleAtoi(v, &mb) || mb == 0 || mb > (1 << 20)) {
+        return absl::InvalidArgumentError("dev.sentry.disk-mb needs a number of MiB");
+      }
+      o.disk_bytes = mb << 20;
+    } else if (key == "trace") {
+      o.trace = v == "true" || v == "1";
+    } else if (key == "log") {
+      // A name, not a path: in Kubernetes a pod's author may set annotations,
+      // and a path would let them have root append to any host file.
+      bool plain = !v.empty() && v[0] != '.' && v.size() <= 128 &&
+                   v.find_first_not_of(
+                       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                       "0123456789._-") == std::string::npos;
+      if (!plain) {
+        return absl::InvalidArgumentError(
+            "dev.sentry.log must be a file name (letters, digits, '.', '_', '-'): the log is "
+            "written in " +
+            std::string(kAnnotationLogDir));
+      }
+      if (mkdir(kAnnotationLogDir, 0700) < 0 && errno != EEXIST) {
+        return absl::InternalError(absl::StrCat("cannot make ", kAnnotationLogDir));
+      }
+      o.log_path = absl::StrCat(kAnnotationLogDir, "/", v);
+    } else {
+      b.notes.push_back(absl::StrCat("annotation ", k, " is not one of sentry's"));
+    }
+  }
+  if (network == "allow" && o.net.allow.empty()) {
+    return absl::InvalidArgumentError("dev.sentry.network=allow needs dev.sentry.allow-net");
+  }
+  if (network == "none") o.net.allow.clear();
+  return absl::OkStatus();
+}
+
+absl::Status Map(const json& j, Bundle& b) {
+  if (!j.is_object()) return absl::InvalidArgumentError("config.json is not a JSON object");
+  if (j.contains("hooks") && j["hooks"].is_object()) {
+    for (auto& [name, list] : j["hooks"].items()) {
+      if (list.is_array() && !list.empty()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "config.json has ", name,
+            " hooks, which sentry does not run (a hook runs on the host, outside the sandbox); "
+            "remove them or use runc for this container"));
+      }
+    }
+  }
+  if (!j.contains("root") || !j["root"].is_object() || j["root"].value("path", "").empty()) {
+    return absl::InvalidArgumentError("config.json has no root.path");
+  }
+  std::string root = j["root"].value("path", "");
+  b.rootfs = root[0] == '/' ? root : b.dir + "/" + root;
+  struct stat st;
+  if (stat(b.rootfs.c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("root.path ", b.rootfs, " is not a directory"));
+  }
+  b.run.rootfs = b.rootfs;
+  if (j["root"].value("readonly", false)) {
+    b.notes.push_back(
+        "root.readonly: the guest's writes go to sentry's memory, never to the rootfs");
+  }
+  if (!j.contains("process") || !j["process"].is_object()) {
+    return absl::InvalidArgumentError("config.json has no process");
+  }
+  RETURN_IF_ERROR(MapProcess(j["process"], b));
+  b.run.hostname = j.value("hostname", "");
+  if (j.contains("domainname")) b.notes.push_back("domainname not honoured");
+  if (j.contains("annotations") && j["annotations"].is_object()) {
+    for (auto& [k, v] : j["annotations"].items()) {
+      if (v.is_string()) b.annotations[k] = v.get<std::string>();
+    }
+  }
+  if (j.contains("mounts") && j["mounts"].is_array()) MapMounts(j["mounts"], b);
+  if (j.contains("linux") && j["linux"].is_object()) MapLinux(j["linux"], b);
+  return MapAnnotations(b);
+}
+
+}  // namespace
+
+absl::StatusOr<Bundle> ParseConfig(const std::string& text, const std::string& dir) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::InvalidArgumentError("config.json is not valid JSON");
+  Bundle b;
+  b.dir = dir;
+  // The sandbox's defaults for a container: no wall-clock limit (a service
+  // runs until stopped), stdin relayed, no script copied.
+  b.run.timeout_sec = 0;
+  b.run.stdin_path.assign(1, '-');  // (= "-" trips GCC 12's -Wrestrict)
+  b.run.copy_script = false;
+  try {
+    RETURN_IF_ERROR(Map(j, b));
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config.json: ", e.what()));
+  }
+  return b;
+}
+
+absl::StatusOr<Bundle> LoadBundle(const std::string& bundle_dir) {
+  char resolved[PATH_MAX];
+  if (!realpath(bundle_dir.c_str(), resolved)) {
+    return ErrnoStatus(absl::StrCat("bundle ", bundle_dir));
+  }
+  std::string dir = resolved;
+  std::ifstream f(dir + "/config.json");
+  if (!f) return absl::NotFoundError(absl::StrCat("no config.json in the bundle ", dir));
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return ParseConfig(text, dir);
+}
+
+}  // namespace sentry::oci

@@ -1,0 +1,47 @@
+// runc's lifecycle, for one container id: create (the monitor made and
+// stopped before the guest's execve), start, kill, delete, state, ps.
+// Each command holds the id's lock (StateDir) for its whole length.
+#ifndef SENTRY_OCI_LIFECYCLE_H_
+#define SENTRY_OCI_LIFECYCLE_H_
+
+#include <string>
+#include <vector>
+
+#include "sentry/oci/oci_log.h"
+
+namespace sentry::oci {
+
+struct Globals {
+  std::string root = "/run/sentry-oci";
+  OciLog* log = nullptr;
+};
+
+struct CreateOptions {
+  std::string id;
+  std::string bundle = ".";
+  std::string pid_file;
+  std::string console_socket;
+  int preserve_fds = 0;
+  // `run` in the foreground: the monitor stays this process's child, and
+  // the guest takes this process's terminal if it has one.
+  bool foreground = false;
+};
+
+// Each returns the command's exit code (0 on success; errors are logged).
+int Create(const Globals& g, const CreateOptions& c);
+int Start(const Globals& g, const std::string& id);
+// create + start; in the foreground (not detach) waits for the container
+// and returns its exit status, then deletes it.
+int RunContainer(const Globals& g, const CreateOptions& c, bool detach);
+int Kill(const Globals& g, const std::string& id, int signo, bool all);
+int Delete(const Globals& g, const std::string& id, bool force);
+int State(const Globals& g, const std::string& id);
+int List(const Globals& g, bool json, bool quiet);
+int Ps(const Globals& g, const std::string& id, bool json);
+
+// "9", "KILL", "SIGKILL" → 9; 0 if none.
+int ParseSignal(const std::string& s);
+
+}  // namespace sentry::oci
+
+#endif  // SENTRY_OCI_LIFECYCLE_H_

@@ -1,0 +1,339 @@
+// The runtime's own command line, driven as containerd's runc v2 shim drives
+// it: create (the monitor stopped before the guest), start, state, kill,
+// delete, the pid file's process and its exit status, unknown ids, the lock.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/oci/oci_util.h"
+
+namespace sentry::testing {
+namespace {
+
+class OciCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // The monitor a create leaves is re-parented here, as to conmon or the shim.
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+  void SetUp() override {
+    std::string why;
+    rootfs_ = TestRootfs(&why);
+    ASSERT_FALSE(rootfs_.empty()) << why;
+    root_ = dir_.path() + "/state";
+    log_ = dir_.path() + "/log.json";
+  }
+  std::vector<std::string> Argv(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {SentryBinary(), "--root",       root_, "--log",
+                                     log_,           "--log-format", "json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  ProcessResult Sentry(const std::vector<std::string>& args) {
+    return RunProcess(Argv(args), "", 60);
+  }
+  std::string Bundle(const std::string& name, const std::vector<std::string>& args,
+                     const std::string& extra_process = "", const std::string& extra_top = "") {
+    std::string b = dir_.path() + "/" + name;
+    WriteBundle(b, rootfs_, args, extra_process, extra_top);
+    return b;
+  }
+  // create as the shim runs it; the container's stdout and stderr go to files.
+  int Create(const std::string& id, const std::string& bundle) {
+    return SpawnToFiles(Argv({"create", "--bundle", bundle, "--pid-file", PidFile(id), id}),
+                        Out(id), Err(id));
+  }
+  pid_t Pid(const std::string& id) { return atoi(ReadFile(PidFile(id)).c_str()); }
+  std::string Status(const std::string& id) {
+    ProcessResult r = Sentry({"state", id});
+    if (r.exit_code != 0) return "error: " + r.err;
+    return nlohmann::json::parse(r.out).value("status", "");
+  }
+  std::string PidFile(const std::string& id) { return dir_.path() + "/" + id + ".pid"; }
+  std::string Out(const std::string& id) { return dir_.path() + "/" + id + ".out"; }
+  std::string Err(const std::string& id) { return dir_.path() + "/" + id + ".err"; }
+
+  ScratchDir dir_;
+  std::string rootfs_, root_, log_;
+};
+
+TEST_F(OciCli, CreateStopsBeforeTheProcessAndThePidExitsWithItsStatus) {
+  std::string b = Bundle("b", {"sh", "-c", "echo ran; exit 3"});
+  ASSERT_EQ(Create("c1", b), 0) << ReadFile(Err("c1")) << ReadFile(log_);
+  pid_t pid = Pid("c1");
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(Alive(pid));
+  EXPECT_EQ(Status("c1"), "created");
+  ProcessResult state = Sentry({"state", "c1"});
+  auto j = nlohmann::json::parse(state.out);
+  EXPECT_EQ(j["id"], "c1");
+  EXPECT_EQ(j["pid"], pid);
+  EXPECT_EQ(j["bundle"], b);
+  usleep(200 * 1000);
+  EXPECT_EQ(ReadFile(Out("c1")), "");  // nothing ran before start
+  ProcessResult start = Sentry({"start", "c1"});
+  ASSERT_EQ(start.exit_code, 0) << start.err;
+  EXPECT_EQ(WaitExit(pid, 30), 3);
+  EXPECT_EQ(ReadFile(Out("c1")), "ran\n");
+  EXPECT_EQ(Status("c1"), "stopped");
+  EXPECT_NE(Sentry({"start", "c1"}).exit_code, 0);
+  ProcessResult del = Sentry({"delete", "c1"});
+  EXPECT_EQ(del.exit_code, 0) << del.err;
+  EXPECT_NE(Status("c1").find("c1 does not exist"), std::string::npos);
+  EXPECT_NE(access((root_ + "/c1").c_str(), F_OK), 0);
+}
+
+TEST_F(OciCli, KillTakesNumericAndNamedSignalsAndReachesTheWholeContainer) {
+  std::string b = Bundle("b", {"sleep", "100"});
+  struct Case {
+    std::vector<std::string> kill;
+    int code;
+  } cases[] = {{{"kill", "k1"}, 143},
+               {{"kill", "k2", "KILL"}, 137},
+               {{"kill", "k3", "9"}, 137},
+               {{"kill", "k4", "SIGINT"}, 130}};
+  for (const Case& c : cases) {
+    const std::string& id = c.kill[1];
+    ASSERT_EQ(Create(id, b), 0) << ReadFile(Err(id)) << ReadFile(log_);
+    ASSERT_EQ(Sentry({"start", id}).exit_code, 0);
+    EXPECT_EQ(Status(id), "running");
+    ProcessResult k = Sentry(c.kill);
+    EXPECT_EQ(k.exit_code, 0) << k.err;
+    EXPECT_EQ(WaitExit(Pid(id), 30), c.code) << id;
+    EXPECT_EQ(Sentry({"delete", id}).exit_code, 0);
+  }
+  // --all: a shell and the children it waits for.
+  std::string b2 = Bundle("b2", {"sh", "-c", "sleep 100 & sleep 100 & wait"});
+  ASSERT_EQ(Create("k5", b2), 0) << ReadFile(log_);
+  ASSERT_EQ(Sentry({"start", "k5"}).exit_code, 0);
+  usleep(300 * 1000);
+  ProcessResult ps = Sentry({"ps", "--format", "json", "k5"});
+  ASSERT_EQ(ps.exit_code, 0) << ps.err;
+  std::vector<pid_t> pids = nlohmann::json::parse(ps.out).get<std::vector<pid_t>>();
+  EXPECT_EQ(pids.size(), 3u) << ps.out;
+  EXPECT_EQ(Sentry({"kill", "--all", "k5", "TERM"}).exit_code, 0);
+  EXPECT_EQ(WaitExit(Pid("k5"), 30), 143);
+  for (pid_t p : pids) EXPECT_FALSE(Alive(p)) << p;
+  EXPECT_EQ(Sentry({"delete", "k5"}).exit_code, 0);
+}
+
+TEST_F(OciCli, KillBeforeStartEndsTheContainerUnrun) {
+  std::string b = Bundle("b", {"sh", "-c", "echo ran"});
+  ASSERT_EQ(Create("u1", b), 0) << ReadFile(log_);
+  EXPECT_EQ(Sentry({"kill", "u1", "KILL"}).exit_code, 0);
+  EXPECT_EQ(WaitExit(Pid("u1"), 30), 137);
+  EXPECT_EQ(ReadFile(Out("u1")), "");
+  EXPECT_EQ(Status("u1"), "stopped");
+  EXPECT_EQ(Sentry({"delete", "u1"}).exit_code, 0);
+}
+
+TEST_F(OciCli, DeleteForceLeavesNoProcessCgroupOrState) {
+  std::string b = Bundle("b", {"sh", "-c", "sleep 100 & sleep 100"});
+  ASSERT_EQ(Create("d1", b), 0) << ReadFile(log_);
+  pid_t monitor = Pid("d1");
+  ASSERT_EQ(Sentry({"start", "d1"}).exit_code, 0);
+  usleep(200 * 1000);
+  ProcessResult del = Sentry({"delete", "d1"});
+  EXPECT_NE(del.exit_code, 0);
+  EXPECT_NE(del.err.find("not stopped"), std::string::npos) << del.err;
+  std::vector<pid_t> pids =
+      nlohmann::json::parse(Sentry({"ps", "--format", "json", "d1"}).out).get<std::vector<pid_t>>();
+  ASSERT_FALSE(pids.empty());
+  ProcessResult force = Sentry({"delete", "--force", "d1"});
+  EXPECT_EQ(force.exit_code, 0) << force.err;
+  EXPECT_FALSE(Alive(monitor));
+  EXPECT_EQ(WaitExit(monitor, 5), 137);
+  for (pid_t p : pids) EXPECT_FALSE(Alive(p)) << p;
+  EXPECT_TRUE(ProcessesWith(root_).empty());
+  EXPECT_NE(access((root_ + "/d1").c_str(), F_OK), 0);
+  for (const char* c : {"pids", "memory"}) {
+    ProcessResult find = RunProcess({"/usr/bin/find", std::string("/sys/fs/cgroup/") + c, "-name",
+                                     "sentry-" + std::to_string(monitor)});
+    EXPECT_EQ(find.out, "") << c;
+  }
+}
+
+TEST_F(OciCli, AnUnknownIdIsAnErrorNamingIt) {
+  for (const char* verb : {"state", "start", "kill", "delete", "ps"}) {
+    ProcessResult r = Sentry({verb, "nosuch"});
+    EXPECT_NE(r.exit_code, 0) << verb;
+    EXPECT_NE(r.err.find("nosuch"), std::string::npos) << verb << ": " << r.err;
+  }
+  // As runc: --force makes a missing container no error (engines rely on it).
+  EXPECT_EQ(Sentry({"delete", "--force", "nosuch"}).exit_code, 0);
+  EXPECT_NE(Sentry({"state", "../x"}).exit_code, 0);
+}
+
+TEST_F(OciCli, AFailedCreateLeavesNoProcessAndLogsItsError) {
+  std::string b = Bundle("b", {"/no/such/program"});
+  EXPECT_NE(Create("f1", b), 0);
+  std::string log = ReadFile(log_);
+  ASSERT_FALSE(log.empty());
+  std::string last = log.substr(log.rfind('\n', log.size() - 2) + 1);
+  auto j = nlohmann::json::parse(last);
+  EXPECT_EQ(j["level"], "error");
+  EXPECT_NE(j["msg"].get<std::string>().find("/no/such/program"), std::string::npos) << last;
+  EXPECT_TRUE(j.contains("time"));
+  EXPECT_TRUE(ProcessesWith(root_).empty());
+  EXPECT_NE(access((root_ + "/f1").c_str(), F_OK), 0);
+  EXPECT_NE(Sentry({"state", "f1"}).exit_code, 0);
+  // Hooks would run on the host: refused, with the reason.
+  std::string h = Bundle("h", {"true"}, "",
+                         R"("hooks":{"prestart":[{"path":"/bin/touch","args":["touch","/x"]}]})");
+  EXPECT_NE(Create("f2", h), 0);
+  EXPECT_NE(ReadFile(log_).find("hooks"), std::string::npos);
+  EXPECT_TRUE(ProcessesWith(root_).empty());
+}
+
+TEST_F(OciCli, CommandsOnOneIdAreSerialized) {
+  std::string b = Bundle("b", {"sleep", "100"});
+  ASSERT_EQ(Create("l1", b), 0) << ReadFile(log_);
+  int fd = open((root_ + "/l1").c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  ProcessResult del;
+  std::thread t([&] { del = Sentry({"delete", "--force", "l1"}); });
+  usleep(400 * 1000);
+  EXPECT_TRUE(Alive(Pid("l1")));  // the delete waits for the lock
+  flock(fd, LOCK_UN);
+  close(fd);
+  t.join();
+  EXPECT_EQ(del.exit_code, 0) << del.err;
+  EXPECT_EQ(WaitExit(Pid("l1"), 10), 137);
+}
+
+TEST_F(OciCli, ConfigSetsUserEnvCwdHostnameAndAnnotations) {
+  std::string b =
+      Bundle("b", {"sh", "-c", "id -u; id -g; echo $FOO; pwd; hostname; touch /scratch/tmp/f"},
+             R"("user":{"uid":1000,"gid":1000},"env":["PATH=/usr/bin","FOO=bar"],)"
+             R"("cwd":"/home/sandbox","oomScoreAdj":100)",
+             R"("hostname":"box","mounts":[{"destination":"/scratch/tmp",)"
+             R"("type":"tmpfs","source":"tmpfs"}])");
+  ASSERT_EQ(Create("m1", b), 0) << ReadFile(log_);
+  ASSERT_EQ(Sentry({"start", "m1"}).exit_code, 0);
+  EXPECT_EQ(WaitExit(Pid("m1"), 30), 0);
+  EXPECT_EQ(ReadFile(Out("m1")), "1000\n1000\nbar\n/home/sandbox\nbox\n") << ReadFile(Err("m1"));
+  EXPECT_EQ(Sentry({"delete", "m1"}).exit_code, 0);
+  // dev.sentry.timeout: the options an engine cannot pass as flags.
+  std::string t = Bundle("t", {"sleep", "100"}, "", R"("annotations":{"dev.sentry.timeout":"1"})");
+  ASSERT_EQ(Create("m2", t), 0) << ReadFile(log_);
+  ASSERT_EQ(Sentry({"start", "m2"}).exit_code, 0);
+  EXPECT_EQ(WaitExit(Pid("m2"), 30), 124);
+  EXPECT_EQ(Sentry({"delete", "m2"}).exit_code, 0);
+  // What sentry does not honour is said in the log, not dropped.
+  EXPECT_NE(ReadFile(log_).find("not honoured"), std::string::npos);
+}
+
+TEST_F(OciCli, WritesNeverReachTheRootfs) {
+  std::string b = Bundle("b", {"sh", "-c",
+                               "echo x > /etc/oci-new && cat /etc/oci-new && "
+                               "rm /usr/bin/true && echo > /etc/passwd && echo ok"});
+  ASSERT_EQ(Create("w1", b), 0) << ReadFile(log_);
+  ASSERT_EQ(Sentry({"start", "w1"}).exit_code, 0);
+  EXPECT_EQ(WaitExit(Pid("w1"), 30), 0) << ReadFile(Err("w1"));
+  EXPECT_EQ(ReadFile(Out("w1")), "x\nok\n");
+  EXPECT_NE(access((rootfs_ + "/etc/oci-new").c_str(), F_OK), 0);
+  EXPECT_EQ(access((rootfs_ + "/usr/bin/true").c_str(), F_OK), 0);
+  EXPECT_NE(ReadFile(rootfs_ + "/etc/passwd").find("sandbox"), std::string::npos);
+  EXPECT_EQ(Sentry({"delete", "w1"}).exit_code, 0);
+}
+
+TEST_F(OciCli, TerminalGoesToTheConsoleSocket) {
+  std::string sock_path = dir_.path() + "/console.sock";
+  int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sock_path.c_str());
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(ls, 1), 0);
+  int master = -1;
+  std::thread t([&] {
+    int c = accept(ls, nullptr, nullptr);
+    char name[256];
+    iovec iov{name, sizeof(name)};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    if (recvmsg(c, &msg, 0) > 0 && CMSG_FIRSTHDR(&msg)) {
+      memcpy(&master, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+    }
+    close(c);
+  });
+  std::string b =
+      Bundle("b", {"sh", "-c", "test -t 0 && test -t 1 && echo tty-yes"}, R"("terminal":true)");
+  int rc = SpawnToFiles(Argv({"create", "--bundle", b, "--console-socket", sock_path, "--pid-file",
+                              PidFile("t1"), "t1"}),
+                        Out("t1"), Err("t1"));
+  t.join();
+  close(ls);
+  ASSERT_EQ(rc, 0) << ReadFile(log_);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(Sentry({"start", "t1"}).exit_code, 0);
+  EXPECT_EQ(WaitExit(Pid("t1"), 30), 0);
+  std::string got;
+  char buf[256];
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  ssize_t n;
+  while ((n = read(master, buf, sizeof(buf))) > 0) got.append(buf, n);
+  close(master);
+  EXPECT_NE(got.find("tty-yes"), std::string::npos) << got;
+  EXPECT_EQ(Sentry({"delete", "t1"}).exit_code, 0);
+}
+
+TEST_F(OciCli, RunInTheForegroundReturnsTheStatusAndLeavesNoState) {
+  std::string b = Bundle("b", {"sh", "-c", "echo hi; exit 4"});
+  ProcessResult r = Sentry({"run", "--bundle", b, "r1"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_EQ(r.out, "hi\n");
+  EXPECT_NE(Sentry({"state", "r1"}).exit_code, 0);
+  // runc's flags tell runc's run from sentry's own, without global flags too.
+  ProcessResult plain =
+      RunProcess({SentryBinary(), "run", "-b", b, "--pid-file", dir_.path() + "/r2.pid", "r2"});
+  EXPECT_EQ(plain.exit_code, 4) << plain.err;
+  EXPECT_EQ(plain.out, "hi\n");
+}
+
+TEST_F(OciCli, ToolCommands) {
+  ProcessResult f = RunProcess({SentryBinary(), "features"});
+  ASSERT_EQ(f.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(f.out)["ociVersionMin"], "1.0.0");
+  ProcessResult v = RunProcess({SentryBinary(), "--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.out.find("spec: "), std::string::npos) << v.out;
+  std::string sd = dir_.path() + "/spec";
+  mkdir(sd.c_str(), 0755);
+  EXPECT_EQ(Sentry({"spec", "--bundle", sd}).exit_code, 0);
+  auto spec = nlohmann::json::parse(ReadFile(sd + "/config.json"));
+  EXPECT_EQ(spec["root"]["path"], "rootfs");
+  EXPECT_NE(Sentry({"spec", "--bundle", sd}).exit_code, 0);  // exists
+  for (const char* verb : {"pause", "resume", "update", "checkpoint", "restore"}) {
+    ProcessResult r = RunProcess({SentryBinary(), verb, "x"});
+    EXPECT_NE(r.exit_code, 0) << verb;
+    EXPECT_NE(r.err.find("not supported by sentry"), std::string::npos) << verb << r.err;
+  }
+  std::string b = Bundle("b", {"sleep", "100"});
+  ASSERT_EQ(Create("ls1", b), 0);
+  ProcessResult list = Sentry({"list", "--format", "json"});
+  auto all = nlohmann::json::parse(list.out);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0]["id"], "ls1");
+  EXPECT_EQ(all[0]["status"], "created");
+  EXPECT_EQ(Sentry({"list", "-q"}).out, "ls1\n");
+  EXPECT_EQ(Sentry({"delete", "ls1"}).exit_code, 0);
+  EXPECT_EQ(WaitExit(Pid("ls1"), 10), 137);
+}
+
+}  // namespace
+}  // namespace sentry::testing

@@ -1,0 +1,60 @@
+// Helpers for the OCI tests: a rootfs built from the host's files, bundles,
+// the runtime's own command line driven as an engine drives it, and the
+// processes it leaves (or must not leave) behind.
+#ifndef SENTRY_TESTS_OCI_OCI_UTIL_H_
+#define SENTRY_TESTS_OCI_OCI_UTIL_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/util/subprocess.h"
+
+namespace sentry::testing {
+
+// The shared rootfs (python3 and its stdlib, sh, coreutils), built once per
+// build tree by make_rootfs.sh; "" (with *why) if it cannot be.
+std::string TestRootfs(std::string* why);
+
+// A fresh directory under the build tree's tests/oci (traversable by the
+// sandbox's loader, an unprivileged host user), removed at the end.
+class ScratchDir final {
+ public:
+  // parent "": the build tree's tests/oci.
+  explicit ScratchDir(const std::string& parent = "");
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Writes dir/config.json: rootfs as root.path, args as process.args, and the
+// JSON members in extra_process / extra_top spliced into process / the top.
+void WriteBundle(const std::string& dir, const std::string& rootfs,
+                 const std::vector<std::string>& args, const std::string& extra_process = "",
+                 const std::string& extra_top = "");
+
+// Runs argv with stdin /dev/null and stdout/stderr into files (a monitor may
+// keep them open after argv exits); returns argv's exit code.
+int SpawnToFiles(const std::vector<std::string>& argv, const std::string& out_path,
+                 const std::string& err_path);
+
+// Waits for a child (or an orphan this process reaps as a subreaper) to exit;
+// its exit code (128+N for signal N), or -1 after timeout_sec.
+int WaitExit(pid_t pid, double timeout_sec);
+
+std::string ReadFile(const std::string& path);
+
+// Host pids whose command line holds needle (to find what a runtime left).
+std::vector<pid_t> ProcessesWith(const std::string& needle);
+
+// Whether pid is a live (not zombie) process.
+bool Alive(pid_t pid);
+
+}  // namespace sentry::testing
+
+#endif  // SENTRY_TESTS_OCI_OCI_UTIL_H_

@@ -1,0 +1,168 @@
+// podman --runtime sentry: containers from a --rootfs directory, podman's
+// storage and run root in a scratch directory, a cgroup parent of the test's
+// own (removed at the end). Skipped where podman is not installed.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "tests/oci/oci_util.h"
+
+namespace sentry::testing {
+namespace {
+
+constexpr const char* kPodman = "/usr/bin/podman";
+
+class Podman : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir("/tmp");  // podman wants a run root of at most 50 characters
+    // Without it podman passes no --log to the runtime (see shared/OCI.md).
+    std::ofstream(dir_->path() + "/containers.conf")
+        << "[engine]\nruntime_supports_json = [\"sentry\"]\n";
+    cgroup_parent_ = "/sentry_oci_podman_" + std::to_string(getpid());
+  }
+  static void TearDownTestSuite() {
+    RunProcess({kPodman, "--root", dir_->path() + "/root", "--runroot", dir_->path() + "/runroot",
+                "--storage-driver", "vfs", "rm", "-af"});
+    // Engines leave empty cgroups behind: the parent goes, deepest first.
+    RunProcess({"/bin/sh", "-c",
+                "for c in /sys/fs/cgroup/*" + cgroup_parent_ +
+                    "; do [ -d \"$c\" ] && find \"$c\" -depth -type d -exec rmdir {} \\; ; done"});
+    delete dir_;
+  }
+  void SetUp() override {
+    if (access(kPodman, X_OK) != 0) GTEST_SKIP() << "podman is not installed";
+    std::string why;
+    rootfs_ = TestRootfs(&why);
+    ASSERT_FALSE(rootfs_.empty()) << why;
+  }
+  std::vector<std::string> Argv(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "CONTAINERS_CONF=" + dir_->path() + "/containers.conf",
+                                     kPodman,
+                                     "--root",
+                                     dir_->path() + "/root",
+                                     "--runroot",
+                                     dir_->path() + "/runroot",
+                                     "--storage-driver",
+                                     "vfs",
+                                     "--cgroup-manager",
+                                     "cgroupfs",
+                                     "--events-backend",
+                                     "file",
+                                     "--runtime",
+                                     SentryBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  ProcessResult Podman_(const std::vector<std::string>& args, const std::string& input = "") {
+    return RunProcess(Argv(args), input, 60);
+  }
+  // podman run [flags] --rootfs ROOTFS cmd...
+  ProcessResult Run(const std::vector<std::string>& flags, const std::vector<std::string>& cmd,
+                    const std::string& input = "") {
+    // Root here lacks CAP_SYS_RESOURCE: podman's default ulimits (above the
+    // hard limits) would be refused by any runtime.
+    std::vector<std::string> args = {"run",         "--ulimit",          "nofile=1024:1024",
+                                     "--ulimit",    "nproc=32768:32768", "--cgroup-parent",
+                                     cgroup_parent_};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--rootfs");
+    args.push_back(rootfs_);
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    return Podman_(args, input);
+  }
+
+  static ScratchDir* dir_;
+  static std::string cgroup_parent_;
+  std::string rootfs_;
+};
+
+ScratchDir* Podman::dir_ = nullptr;
+std::string Podman::cgroup_parent_;
+
+TEST_F(Podman, RunPrintsAndReturnsTheExitCode) {
+  ProcessResult r =
+      Run({"--rm"}, {"python3", "-c", "import sys; print('hello from python'); sys.exit(7)"});
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_EQ(r.out, "hello from python\n");
+  ProcessResult missing = Run({"--rm"}, {"/no/such/program"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("/no/such/program"), std::string::npos) << missing.err;
+}
+
+TEST_F(Podman, EnvWorkdirAndUser) {
+  ProcessResult r = Run({"--rm", "-e", "FOO=bar", "-w", "/home/sandbox", "-u", "1000:1000"},
+                        {"sh", "-c", "echo $FOO; pwd; id -u; id -g"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "bar\n/home/sandbox\n1000\n1000\n");
+}
+
+TEST_F(Podman, StdinAndTty) {
+  ProcessResult in = Run({"--rm", "-i"}, {"cat"}, "a line in\n");
+  EXPECT_EQ(in.exit_code, 0) << in.err;
+  EXPECT_EQ(in.out, "a line in\n");
+  ProcessResult tty = Run({"--rm", "-t"}, {"sh", "-c", "test -t 1 && echo on-a-tty"});
+  EXPECT_EQ(tty.exit_code, 0) << tty.err;
+  EXPECT_NE(tty.out.find("on-a-tty"), std::string::npos) << tty.out;
+}
+
+TEST_F(Podman, WritesDoNotReachTheHostAndNetworkNoneHasLoopbackOnly) {
+  ProcessResult r = Run({"--rm"}, {"sh", "-c",
+                                   "echo x > /etc/podman-new && rm /usr/bin/true && "
+                                   "echo > /etc/group && echo ok"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ok\n");
+  EXPECT_NE(access((rootfs_ + "/etc/podman-new").c_str(), F_OK), 0);
+  EXPECT_EQ(access((rootfs_ + "/usr/bin/true").c_str(), F_OK), 0);
+  EXPECT_NE(ReadFile(rootfs_ + "/etc/group").find("sandbox"), std::string::npos);
+  ProcessResult net = Run({"--rm", "--network=none"}, {"python3", "-c", R"(
+import errno, socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+c = socket.create_connection(s.getsockname()); print("lo up")
+try:
+    socket.create_connection(("192.0.2.1", 80), timeout=2)
+except OSError as e:
+    print("out:", errno.errorcode.get(e.errno, e.errno))
+)"});
+  EXPECT_EQ(net.exit_code, 0) << net.err;
+  EXPECT_EQ(net.out, "lo up\nout: ENETUNREACH\n");
+}
+
+TEST_F(Podman, DetachedContainersStopKillPsAndLogs) {
+  ProcessResult d = Run({"-d", "--name", "sentry-d1"}, {"sh", "-c", "echo started; sleep 100"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  ProcessResult ps = Podman_({"ps", "--format", "{{.Names}} {{.Status}}"});
+  EXPECT_NE(ps.out.find("sentry-d1 Up"), std::string::npos) << ps.out;
+  ProcessResult logs;
+  for (int i = 0; i < 50 && logs.out.empty(); ++i) {
+    usleep(100 * 1000);
+    logs = Podman_({"logs", "sentry-d1"});
+  }
+  EXPECT_EQ(logs.out, "started\n");
+  EXPECT_EQ(Podman_({"stop", "-t", "2", "sentry-d1"}).exit_code, 0);
+  ProcessResult code = Podman_({"inspect", "--format", "{{.State.ExitCode}}", "sentry-d1"});
+  EXPECT_EQ(code.out, "143\n");  // SIGTERM reached the guest
+
+  ProcessResult k = Run({"-d", "--name", "sentry-k1"}, {"sleep", "100"});
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  EXPECT_EQ(Podman_({"kill", "sentry-k1"}).exit_code, 0);
+  ProcessResult wait = Podman_({"wait", "sentry-k1"});
+  EXPECT_EQ(wait.out, "137\n") << wait.err;
+  EXPECT_EQ(Podman_({"rm", "sentry-d1", "sentry-k1"}).exit_code, 0);
+  EXPECT_TRUE(ProcessesWith(dir_->path()).empty());
+}
+
+TEST_F(Podman, ExecIsRefusedClearly) {
+  ProcessResult d = Run({"-d", "--name", "sentry-e1"}, {"sleep", "100"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  ProcessResult e = Podman_({"exec", "sentry-e1", "echo", "hi"});
+  EXPECT_NE(e.exit_code, 0);
+  EXPECT_NE(e.err.find("not supported by sentry"), std::string::npos) << e.err;
+  EXPECT_EQ(Podman_({"rm", "-f", "sentry-e1"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace sentry::testing
