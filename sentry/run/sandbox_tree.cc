@@ -122,24 +122,6 @@ void BuildEtc(vfs::Vfs& v, const TreeConfig& c, const std::shared_ptr<vfs::HostD
     if (!etc) etc = AddDir(v, v.root(), "etc", 0755);
   }
   if (own_users) BuildUsers(v, c, etc);
-}
-
-void BuildEtc(vfs::Vfs& v, const TreeConfig& c, int host_root) {
-  NodeRef etc = AddDir(v, v.root(), "etc", 0755);
-  bool own_users = true;
-  if (!c.rootfs.empty()) {
-    // A bundle's etc/ in full (its passwd and group name its users), but
-    // for the sandbox's own files.
-    if (auto rootfs_etc = OpenHostDir(host_root, "etc", "/etc")) {
-      for (const std::string& name : ListNames(rootfs_etc->fd.get())) {
-        if (!SandboxOwnEtc(name)) AddLower(v, etc, rootfs_etc, name);
-      }
-      own_users = !v.Child(etc, "passwd");
-    }
-  } else if (auto host_etc = OpenHostDir(host_root, "etc", "/etc")) {
-    for (const std::string& name : c.etc_entries) AddLower(v, etc, host_etc, name);
-  }
-  if (own_users) BuildUsers(v, c, etc);
   AddText(v, etc, "hostname", c.hostname + "\n");
   AddText(v, etc, "hosts",
           absl::StrCat("127.0.0.1\tlocalhost\n127.0.1.1\t", c.hostname,
