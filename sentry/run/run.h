@@ -27,6 +27,7 @@ struct RunOptions {
   std::vector<std::string> argv;                            // the guest command
   std::vector<std::string> env;                             // extra K=V
   std::vector<std::pair<std::string, std::string>> copies;  // host → guest
+  std::vector<std::pair<std::string, std::string>> files;   // guest path → bytes (an API's)
   bool copy_script = true;  // copy a first argument that names a host file
   bool trace = false;
   bool timings = false;     // --timings: the run's phases to stderr
@@ -67,6 +68,18 @@ class WarmSandbox {
   int Serve(const RunOptions& request, int peer_fd);
   // Takes the sandbox down unused (instead of Serve).
   void Abandon();
+
+  // A warm interpreter (warm_bootstrap.h): the sandbox with python3 started
+  // in it, preload imported, waiting for its script. Serve runs a request
+  // that WarmPythonCanServe accepts.
+  static std::unique_ptr<WarmSandbox> MakePython(const RunOptions& shape,
+                                                 const std::vector<std::string>& preload,
+                                                 std::string* error);
+  bool python() const;
+  // While it waits for a client, a warm interpreter's guest must be answered
+  // (ptrace events): this does so until fd is readable (true), or the guest
+  // died (false). For a sandbox whose guest has not started, polls fd alone.
+  bool IdleUntilReadable(int fd);
 
  private:
   WarmSandbox() = default;

@@ -175,7 +175,7 @@ int Run::Conclude(std::optional<RunError> error) {
   r.stderr_text = stdio_.err().Text();
   r.stdout_dropped = stdio_.out().dropped();
   r.stderr_dropped = stdio_.err().dropped();
-  r.cpu_ms = cgroups_.CpuNanos() / 1000000;
+  r.cpu_ms = (cgroups_.CpuNanos() - cpu_base_ns_) / 1000000;
   r.peak_memory_bytes = cgroups_.PeakMemoryBytes();
   r.walls = {"seccomp"};
   if (!seccomp_only()) r.walls.push_back("namespaces");

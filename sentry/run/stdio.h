@@ -38,6 +38,10 @@ class GuestStdio final {
     // Three relayed pipes whatever fds 0-2 are, their sources and capture
     // chosen later by Configure (a warm sandbox's, made before its caller).
     bool relay_all = false;
+    // With relay_all: output that comes before Configure is dropped, and the
+    // first byte on stdout makes ready_fd() readable (a warm interpreter's
+    // "waiting for its script", see warm_bootstrap.h).
+    bool drop_early = false;
   };
 
   GuestStdio() = default;
@@ -60,6 +64,11 @@ class GuestStdio final {
   // stderr relays ahead (thread starts cost ~0.3 ms each here), before
   // Configure says where they go; Start then starts stdin's alone.
   void StartOutputsEarly();
+  // With drop_early: an eventfd readable once the guest wrote on stdout.
+  int ready_fd() const { return ready_.get(); }
+  // Bytes the stdin relay writes before the stdin it relays (set before
+  // Start): a warm interpreter's request.
+  void set_stdin_prefix(std::string prefix) { stdin_prefix_ = std::move(prefix); }
   // Waits until the guest's ends are all closed and the relays are done.
   void Finish();
 
@@ -80,6 +89,8 @@ class GuestStdio final {
   std::vector<std::thread> outputs_;
   bool outputs_started_ = false;
   std::atomic<bool> configured_{false};
+  UniqueFd ready_;
+  std::string stdin_prefix_;
   int tty_fd_ = -1;  // the caller's terminal passed through (one of 0-2), if any
   termios tty_saved_{};
 };
