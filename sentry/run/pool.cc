@@ -309,8 +309,9 @@ int RunPool(const PoolOptions& options) {
         // here); the other warm sandboxes serve the requests meanwhile.
         warm.erase(news.pid);
         busy.insert(news.pid);
+      } else {
+        top_up();  // the next of the first fill
       }
-      top_up();
       pollfd more = {taken_r.get(), POLLIN, 0};
       if (poll(&more, 1, 0) <= 0) break;
     }
@@ -347,6 +348,10 @@ int RunPool(const PoolOptions& options) {
   // they take their sandboxes down); runs in progress finish on their own.
   unlink(options.socket_path.c_str());
   shutdown(listener.get(), SHUT_RDWR);
+  // A warm interpreter's worker polls (its guest runs): a signal stops it.
+  if (options.python) {
+    for (pid_t pid : warm) kill(pid, SIGTERM);
+  }
   for (int i = 0; i < 2000 && !warm.empty(); ++i) {
     pid_t pid;
     while ((pid = waitpid(-1, nullptr, WNOHANG)) > 0) warm.erase(pid);

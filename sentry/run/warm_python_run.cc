@@ -68,9 +68,10 @@ bool Run::IdleUntilReadable(int fd, int timeout_ms) {
     int r = poll(pfd, 2, left);
     if (r < 0 && errno != EINTR) return false;
     if (r == 0) return false;
-    // Before a run a user's signal has no guest to go to: dropped.
+    // Before a run a user's signal (the pool stopping) ends the sandbox.
     signalfd_siginfo si;
     while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
+      if (si.ssi_signo != SIGCHLD) return false;
     }
     int status;
     pid_t pid;
