@@ -11,7 +11,8 @@
 namespace sentry::cli {
 namespace {
 
-constexpr const char* kPoolUsage = R"(usage: sentry pool --socket PATH [--size N] [--refill N]
+constexpr const char* kPoolUsage =
+    R"(usage: sentry pool --socket PATH [--size N] [--refill N] [--refill-nice N]
                    [--python [--preload MODULE,...]]
 
 Keeps N sandboxes made ahead of their commands (namespaces, mount view,
@@ -38,6 +39,8 @@ Flags:
   --size N        sandboxes kept warm (default 2; each holds a few MiB)
   --refill N      sandboxes made at the same time (default 1): the CPU the
                   refill takes from the runs
+  --refill-nice N the nice (0-19) sandboxes are made and torn down at
+                  (default 10): a run preempts the refill
   --python        keep warm python3 interpreters (see above)
   --preload M,... modules each warm interpreter imports (e.g. numpy,pandas)
   -h, --help      this text
@@ -85,6 +88,11 @@ int PoolCommand(const std::vector<std::string>& args) {
     } else if (a == "--refill") {
       if (!value(&v) || !absl::SimpleAtoi(v, &o.refill) || o.refill < 1 || o.refill > 64) {
         return Usage("--refill needs a number of sandboxes from 1 to 64");
+      }
+    } else if (a == "--refill-nice") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &o.refill_nice) || o.refill_nice < 0 ||
+          o.refill_nice > 19) {
+        return Usage("--refill-nice needs a nice value from 0 to 19");
       }
     } else if (a == "--python") {
       o.python = true;

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -110,6 +111,9 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != daemon) _exit(kExitSentryError);
   ReserveFdTable();  // the fork gave this process a table of its own
+  // Made with the CPU runs leave (its guest inherits this); a run takes
+  // the normal priority back (Prioritize).
+  setpriority(PRIO_PROCESS, 0, options.refill_nice);
   RunOptions shape;
   std::string error;
   std::unique_ptr<WarmSandbox> warm = options.python
@@ -145,6 +149,7 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   }
   // Taken (the daemon makes the next one when this run is over). This run
   // finishes even if the daemon goes away meanwhile.
+  warm->Prioritize();
   Tell(taken, true);
   close(taken);
   close(listener);

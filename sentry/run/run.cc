@@ -420,6 +420,8 @@ bool WarmSandbox::python() const { return impl_->run.python(); }
 
 bool WarmSandbox::IdleUntilReadable(int fd) { return impl_->run.IdleUntilReadable(fd, -1); }
 
+void WarmSandbox::Prioritize() { impl_->run.Prioritize(); }
+
 int WarmSandbox::Serve(const RunOptions& request, int peer_fd) {
   return impl_->run.Serve(request, peer_fd);
 }

@@ -80,6 +80,11 @@ class WarmSandbox {
   // (ptrace events): this does so until fd is readable (true), or the guest
   // died (false). For a sandbox whose guest has not started, polls fd alone.
   bool IdleUntilReadable(int fd);
+  // Gives every thread of the sandbox (this process's, pid 1's, the guest's)
+  // the normal priority: a pool makes its sandboxes at a lower one (its
+  // --refill-nice), so that the refill takes the CPU runs leave. The
+  // teardown after the run goes back to the lower one.
+  void Prioritize();
 
  private:
   WarmSandbox() = default;

@@ -1,5 +1,6 @@
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -226,6 +227,8 @@ int Run::Conclude(std::optional<RunError> error) {
     Report(r);
     int32_t c = code;
     if (client_fd_ >= 0) (void)!send(client_fd_, &c, sizeof(c), MSG_NOSIGNAL);
+    // The teardown is the pool's refill work: with what CPU runs leave.
+    if (refill_nice_) setpriority(PRIO_PROCESS, 0, refill_nice_);
   }
   EndSandboxProcesses();
   ReleaseSandbox();

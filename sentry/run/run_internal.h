@@ -55,6 +55,7 @@ class Run {
   // guest is gone (false): a warm interpreter's wait for its client.
   bool IdleUntilReadable(int fd, int timeout_ms);
   bool python() const { return python_; }
+  void Prioritize();
 
  private:
   std::optional<RunError> Prepare();
@@ -133,8 +134,10 @@ class Run {
   bool timed_out_ = false;
   std::atomic<bool> watchdog_fired_{false};  // the timeout, seen by the watchdog
   int user_signal_ = 0;
-  bool python_ = false;       // a warm interpreter (WarmPython), not a bare sandbox
-  uint64_t cpu_base_ns_ = 0;  // the sandbox's CPU time before its run (a warm one's start)
+  bool python_ = false;  // a warm interpreter (WarmPython), not a bare sandbox
+  uint64_t cpu_base_ns_ = 0;
+  int refill_nice_ = 0;  // the nice Prioritize took this thread from  // the sandbox's CPU time
+                         // before its run (a warm one's start)
 };
 
 }  // namespace sentry::run_internal

@@ -98,7 +98,9 @@ absl::StatusOr<std::unique_ptr<WarmPythonPool>> WarmPythonPool::Start(
                                    "--size",
                                    absl::StrCat(options.size),
                                    "--refill",
-                                   absl::StrCat(options.refill)};
+                                   absl::StrCat(options.refill),
+                                   "--refill-nice",
+                                   absl::StrCat(options.refill_nice)};
   if (!options.preload.empty()) {
     args.push_back("--preload");
     args.push_back(absl::StrJoin(options.preload, ","));

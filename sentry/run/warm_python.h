@@ -34,6 +34,7 @@ namespace sentry {
 struct WarmPythonOptions {
   int size = 2;                      // interpreters kept warm
   int refill = 1;                    // made at the same time
+  int refill_nice = 10;              // the nice they are made at (runs preempt it)
   std::vector<std::string> preload;  // modules imported ahead (numpy, pandas)
   std::string sentry_binary = "/proc/self/exe";
   int accept_timeout_ms = 100;  // wait for a warm interpreter before nullopt

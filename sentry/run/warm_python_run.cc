@@ -1,6 +1,7 @@
 // The warm interpreter's phases of a Run (see warm_bootstrap.h): made ahead
 // (WarmPython), idle until its client comes (IdleUntilReadable), and its one
 // run (ServePython).
+#include <dirent.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -8,6 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "sentry/base/fs_identity.h"
@@ -84,6 +87,24 @@ bool Run::IdleUntilReadable(int fd, int timeout_ms) {
       if (tracer_->leader_done()) return false;
     }
     if (pfd[0].revents) return true;
+  }
+}
+
+void Run::Prioritize() {
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, 0);
+  if (errno == 0) refill_nice_ = nice;
+  std::vector<pid_t> processes = {getpid()};
+  if (spawned_) processes.insert(processes.end(), {spawned_->init_pid(), spawned_->guest_pid()});
+  for (pid_t p : processes) {
+    // nice is per thread on Linux: each task of the process.
+    DIR* d = opendir(absl::StrCat("/proc/", p, "/task").c_str());
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      int tid = atoi(e->d_name);
+      if (tid > 0) setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 0);
+    }
+    closedir(d);
   }
 }
 
