@@ -57,7 +57,7 @@ def comm(pid):
         return ''
 
 def guests(daemon):
-    return [p for p in tree(daemon) if comm(p) == 'python3']
+    return [p for p in tree(daemon) if comm(p).startswith('python3')]
 
 def pss_kib(pid):
     try:
@@ -121,7 +121,7 @@ def sandbox_pss(daemon):
     for worker in children(daemon):
         procs = tree(worker)
         total = sum(pss_kib(p) for p in procs)
-        guest = sum(pss_kib(p) for p in procs if comm(p) == 'python3')
+        guest = sum(pss_kib(p) for p in procs if comm(p).startswith('python3'))
         if guest:
             per.append((total, guest))
     return per

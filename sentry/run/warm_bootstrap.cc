@@ -15,19 +15,19 @@ namespace {
 // Unlike a cold start, gc.get_freeze_count() is not 0 (see gc.freeze below).
 constexpr const char kBootstrap[] = R"PY(def _w():
     import sys, os
-    try:
-        for m in sys.argv[1:]:
-            __import__(m)
-    except BaseException:
-        os._exit(3)
-    # What start-up made is kept out of the collector's passes: the exit's
-    # collection then walks the script's objects only (a preloaded pandas
-    # made the exit slower than the script). gc goes from sys.modules, as
-    # before a cold script imports it.
-    import gc
-    gc.freeze()
-    del sys.modules['gc'], gc
-    os.write(1, b'\0')
+    def preload():
+        try:
+            for m in sys.argv[1:]:
+                __import__(m)
+        except BaseException:
+            os._exit(3)
+        # What start-up made is kept out of the collector's passes: the
+        # exit's collection then walks the script's objects only (a preloaded
+        # pandas made the exit slower than the script). gc leaves
+        # sys.modules, as a cold script finds it.
+        import gc
+        gc.freeze()
+        del sys.modules['gc']
     def take(n):
         b = bytearray()
         while len(b) < n:
@@ -36,64 +36,67 @@ constexpr const char kBootstrap[] = R"PY(def _w():
                 os._exit(125)
             b += c
         return bytes(b)
-    n = int.from_bytes(take(4), 'little')
-    if n > LIMIT:
-        os._exit(125)
-    body = take(n)
-    argv, env, cwd, i = [], [], None, 0
-    while i < n:
-        if i + 5 > n:
+    def request():
+        n = int.from_bytes(take(4), 'little')
+        if n > LIMIT:
             os._exit(125)
-        t, k = body[i], int.from_bytes(body[i + 1:i + 5], 'little')
-        i += 5
-        if i + k > n:
+        body = take(n)
+        argv, i = [], 0
+        while i < n:
+            if i + 5 > n:
+                os._exit(125)
+            t, k = body[i], int.from_bytes(body[i + 1:i + 5], 'little')
+            i += 5
+            if i + k > n:
+                os._exit(125)
+            v = os.fsdecode(body[i:i + k])
+            i += k
+            if t == 97:
+                argv.append(v)
+            elif t == 101:
+                k, _, v = v.partition('=')
+                os.environ[k] = v
+            elif t == 100:
+                os.chdir(v)
+            else:
+                os._exit(125)
+        if len(argv) < 2 or (argv[1] == '-c' and len(argv) < 3):
             os._exit(125)
-        v = os.fsdecode(body[i:i + k])
-        i += k
-        if t == 97:
-            argv.append(v)
-        elif t == 101:
-            env.append(v)
-        elif t == 100:
-            cwd = v
+        return argv
+    def main(argv):
+        g = sys.modules['__main__'].__dict__
+        loader, path = g['__loader__'], None
+        sys.orig_argv = list(argv)
+        if argv[1] == '-c':
+            src, name, path0 = argv[2], '<string>', ''
+            sys.argv[:] = ['-c'] + argv[3:]
         else:
-            os._exit(125)
-    del body
-    if len(argv) < 2 or (argv[1] == '-c' and len(argv) < 3):
-        os._exit(125)
-    for kv in env:
-        k, _, v = kv.partition('=')
-        os.environ[k] = v
-    if cwd is not None:
-        os.chdir(cwd)
-    g = sys.modules['__main__'].__dict__
-    loader, bi, path = g['__loader__'], g['__builtins__'], None
-    sys.orig_argv = list(argv)
-    if argv[1] == '-c':
-        src, name, path0 = argv[2], '<string>', ''
-        sys.argv[:] = ['-c'] + argv[3:]
-    else:
-        sys.argv[:] = argv[1:]
-        path = argv[1] if argv[1].startswith('/') else os.getcwd() + '/' + argv[1]
-        name, path0 = path, os.path.dirname(os.path.realpath(path))
-        try:
-            with open(path, 'rb') as f:
-                src = f.read()
-        except OSError as e:
-            sys.stderr.write("%s: can't open file %r: [Errno %d] %s\n"
-                             % (argv[0], path, e.errno, e.strerror))
-            raise SystemExit(2)
-        loader = sys.modules['_frozen_importlib_external'].SourceFileLoader('__main__', path)
-    del argv, env, cwd
-    g.clear()
-    g.update(__name__='__main__', __doc__=None, __package__=None, __loader__=loader,
-             __spec__=None, __annotations__={}, __builtins__=bi)
-    if path is not None:
-        g.update(__file__=path, __cached__=None)
-    sys.path[0] = path0
+            sys.argv[:] = argv[1:]
+            path = argv[1] if argv[1].startswith('/') else os.getcwd() + '/' + argv[1]
+            name, path0 = path, os.path.dirname(os.path.realpath(path))
+            try:
+                with open(path, 'rb') as f:
+                    src = f.read()
+            except OSError as e:
+                sys.stderr.write("%s: can't open file %r: [Errno %d] %s\n"
+                                 % (argv[0], path, e.errno, e.strerror))
+                raise SystemExit(2)
+            loader = sys.modules['_frozen_importlib_external'].SourceFileLoader('__main__', path)
+        bi = g['__builtins__']
+        g.clear()
+        g.update(__name__='__main__', __doc__=None, __package__=None, __loader__=loader,
+                 __spec__=None, __annotations__={}, __builtins__=bi)
+        if path is not None:
+            g.update(__file__=path, __cached__=None)
+        sys.path[0] = path0
+        return g, src, name
+    preload()
+    os.write(1, b'\0')
+    g, src, name = main(request())
+    del preload, take, request, main
     try:
         code = compile(src, name, 'exec', dont_inherit=True)
-        del src, loader, bi, path, path0, name
+        del src, name
         exec(code, g)
     except SystemExit:
         raise

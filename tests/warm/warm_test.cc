@@ -235,6 +235,33 @@ TEST(WarmTest, AnEarlierRunLeavesNothing) {
   }
 }
 
+// The channel that brought the request holds the run's own and nothing
+// more: stdin after it is the run's stdin, the bootstrap's frame (the one
+// thing of it a script can reach) holds only this run's request, and the
+// pool's socket is not in the sandbox.
+TEST(WarmTest, TheChannelHoldsOnlyTheRunsOwn) {
+  WarmPool pool(1);
+  const std::string code =
+      "import os, sys, socket\n"
+      "print(repr(sys.stdin.read()))\n"
+      "print(os.read(0, 100))\n"
+      "f = sys._getframe(1)\n"
+      "print(sorted(k for k in f.f_locals if not k.startswith('__')))\n"
+      "print(os.path.exists(sys.argv[1]))\n"
+      "s = socket.socket(socket.AF_UNIX)\n"
+      "try:\n"
+      "    s.connect(sys.argv[1]); print('reached the pool')\n"
+      "except OSError as e:\n"
+      "    print('no pool', e.errno)\n";
+  TempDir dir;
+  dir.Write("in.txt", "only this\n");
+  ProcessResult r = SentryIn(dir.path(), pool.Flags({"--stdin", "in.txt"}),
+                             {"python3", "-c", code, pool.Flags()[1]});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "'only this\\n'\nb''\n['code', 'g', 'os', 'sys']\nFalse\nno pool 2\n")
+      << Describe(r);
+}
+
 // Each run is a new interpreter: the hash seed (random per process) differs,
 // and the interpreter's own start time is after the previous run's end.
 TEST(WarmTest, NoInterpreterServesTwice) {
