@@ -123,6 +123,9 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
     std::fprintf(stderr, "sentry pool: cannot make a sandbox: %s\n", error.c_str());
     _exit(kExitSentryError);
   }
+  // Made: waiting costs no CPU, and the run that comes is not to wait for
+  // a niced worker to be scheduled.
+  warm->Prioritize();
   Tell(taken, false);
   int client;
   if (options.python) {
@@ -149,7 +152,6 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   }
   // Taken (the daemon makes the next one when this run is over). This run
   // finishes even if the daemon goes away meanwhile.
-  warm->Prioritize();
   Tell(taken, true);
   close(taken);
   close(listener);

@@ -132,6 +132,7 @@ std::array<int, 3> GuestStdio::child_fds() const {
 
 void GuestStdio::Start() {
   for (UniqueFd& fd : child_) fd.Reset();
+  if (ours_[0] && !stdin_prefix_.empty()) WritePrefixNow();
   if (ours_[0] && passthrough_[0] < 0 && stdin_prefix_.empty()) {
     ours_[0].Reset();  // nothing to relay: end of file
   }
@@ -160,6 +161,34 @@ void GuestStdio::Start() {
     outputs_.emplace_back([from, to, capture] { Pump(from, to, capture); });
   }
   outputs_started_ = true;
+}
+
+// What of the prefix the pipe takes now is written from this thread (a
+// warm interpreter's request, often all of it: no relay thread to start);
+// the rest goes with the relay. A guest gone is EPIPE, its SIGPIPE taken.
+void GuestStdio::WritePrefixNow() {
+  int fd = ours_[0].get();
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return;
+  sigset_t pipe, old;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  size_t done = 0;
+  while (done < stdin_prefix_.size()) {
+    ssize_t w = write(fd, stdin_prefix_.data() + done, stdin_prefix_.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += static_cast<size_t>(w);
+  }
+  if (done < stdin_prefix_.size() && errno == EPIPE) {
+    timespec zero{};
+    sigtimedwait(&pipe, nullptr, &zero);
+    done = stdin_prefix_.size();  // nobody reads it
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  fcntl(fd, F_SETFL, flags);
+  stdin_prefix_.erase(0, done);
 }
 
 void GuestStdio::StartOutputsEarly() {

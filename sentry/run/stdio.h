@@ -78,6 +78,7 @@ class GuestStdio final {
  private:
   absl::Status MakeRelay(int i);
   absl::Status OpenStdinFile(const std::string& path);
+  void WritePrefixNow();
   void SaveTerminal(int fd);
   void RestoreTerminal();
 

@@ -64,14 +64,14 @@ TEST(WarmApiTest, NoFreeInterpreterIsNulloptNotAWait) {
   auto pool = StartPool(1, 200);
   ASSERT_TRUE(pool);
   WarmRunRequest slow;
-  slow.code = "import time; time.sleep(1.5); print('slow')";
+  slow.code = "import time; time.sleep(3); print('slow')";
   // The first run takes the only interpreter (it may have to wait for it to
   // be made: retried until it is taken).
   std::optional<std::string> first;
   std::thread t([&] {
     for (int i = 0; i < 100 && !first; ++i) first = pool->Run(slow);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   WarmRunRequest quick;
   quick.code = "print(1)";
   std::string why;
