@@ -3,8 +3,10 @@
 # by side in one run: latency of print(48271*6933) and of a numpy+pandas
 # script (requests 100 ms apart, native and warm interleaved so that both see
 # the same load), sequential and 8-client throughput against native
-# `python3 -c pass`, and the PSS of each pooled sandbox. Prints a markdown
-# table. Not a test: figures depend on the machine and its load.
+# `python3 -c pass`, and the PSS of each pooled sandbox; then the latencies
+# again through the in-process WarmPythonPool (bench_warm_api, if built).
+# Prints a markdown table. Not a test: figures depend on the machine and its
+# load.
 #
 # usage: bench/warm.sh [SENTRY] [N]    (as root; N latency samples, default 60)
 set -eu
@@ -174,5 +176,10 @@ print('| --- | --- | --- | --- |')
 for what, a, b in rows:
     ratio = f'{b / a:.2f}x' if a else '—'
     print(f'| {what} | {a:.1f} | {b:.1f} | {ratio} |')
+# The in-process API (serve's and mcp's way in), where it is built.
+api = os.path.join(os.path.dirname(sentry), '..', 'bench', 'bench_warm_api')
+if os.path.exists(api):
+    subprocess.run([api, sentry, str(n)])
+    subprocess.run([api, sentry, str(max(10, n // 4)), 'numpy,pandas', PANDAS])
 subprocess.run(['rm', '-rf', tmp])
 PY

@@ -3,10 +3,13 @@
 // run of it, and nullopt when the caller must run it cold.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
+#include "sentry/run/pool_wire.h"
+#include "sentry/run/warm_bootstrap.h"
 #include "sentry/run/warm_python.h"
 #include "tests/util/subprocess.h"
 
@@ -81,6 +84,68 @@ TEST(WarmApiTest, NoFreeInterpreterIsNulloptNotAWait) {
   EXPECT_EQ(json::parse(*first)["stdout"], "slow\n");
   EXPECT_FALSE(second) << *second;
   EXPECT_EQ(why, "no warm interpreter free");
+}
+
+}  // namespace
+}  // namespace sentry
+
+namespace sentry {
+namespace {
+
+TEST(WarmRequestTest, FilesTravelOnTheWire) {
+  RunOptions o;
+  o.argv = {"python3", "main.py"};
+  o.files = {{"main.py", std::string("print(1)\0x", 10)}, {"/tmp/b", ""}};
+  auto r = pool::DecodeRequest(pool::EncodeRequest(o, "/"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->options.files, o.files);
+  // A path without its bytes, and bytes without a path, are malformed.
+  std::string body = pool::EncodeRequest(o, "/");
+  std::string path_only = body + std::string("\x11\x01\x00\x00\x00x", 6);
+  EXPECT_FALSE(pool::DecodeRequest(path_only).ok());
+  std::string bytes_only = body + std::string("\x12\x01\x00\x00\x00x", 6);
+  EXPECT_FALSE(pool::DecodeRequest(bytes_only).ok());
+}
+
+TEST(WarmRequestTest, WhatAWarmInterpreterServes) {
+  std::string why;
+  RunOptions o;
+  for (auto argv : std::vector<std::vector<std::string>>{{"python3", "job.py", "-x"},
+                                                         {"/usr/bin/python3", "-c", "pass", "a"},
+                                                         {"python", "job.py"}}) {
+    o.argv = argv;
+    EXPECT_TRUE(WarmPythonCanServe(o, &why)) << why;
+  }
+  for (auto argv : std::vector<std::vector<std::string>>{{"python3"},
+                                                         {"python3", "-u", "job.py"},
+                                                         {"python3", "-c"},
+                                                         {"python3", "-m", "http.server"},
+                                                         {"python3.11", "job.py"},
+                                                         {"/bin/sh", "-c", "python3 x.py"}}) {
+    o.argv = argv;
+    EXPECT_FALSE(WarmPythonCanServe(o, &why)) << argv[0];
+  }
+  o.argv = {"python3", "job.py"};
+  for (const char* env : {"PYTHONPATH=/x", "LD_PRELOAD=/x.so", "LC_ALL=C", "HOME=/", "PATH=/x",
+                          "OPENBLAS_NUM_THREADS=1"}) {
+    o.env = {env};
+    EXPECT_FALSE(WarmPythonCanServe(o, &why)) << env;
+  }
+  o.env = {"FOO=bar", "API_KEY="};
+  EXPECT_TRUE(WarmPythonCanServe(o, &why)) << why;
+}
+
+TEST(WarmRequestTest, TheBootstrapRequestIsFramed) {
+  std::string r = EncodeBootstrapRequest({"python3", "-c", "x"}, {"A=1"}, "/w");
+  uint32_t n;
+  std::memcpy(&n, r.data(), 4);
+  EXPECT_EQ(n, r.size() - 4);
+  EXPECT_EQ(r.substr(4, 1), "a");
+  EXPECT_NE(r.find(std::string("e\x03\x00\x00\x00"
+                               "A=1",
+                               8)),
+            std::string::npos);
+  EXPECT_NE(r.find(std::string("d\x02\x00\x00\x00/w", 7)), std::string::npos);
 }
 
 }  // namespace
