@@ -178,6 +178,7 @@ for what, a, b in rows:
     print(f'| {what} | {a:.1f} | {b:.1f} | {ratio} |')
 # The in-process API (serve's and mcp's way in), where it is built.
 api = os.path.join(os.path.dirname(sentry), '..', 'bench', 'bench_warm_api')
+sys.stdout.flush()
 if os.path.exists(api):
     subprocess.run([api, sentry, str(n)])
     subprocess.run([api, sentry, str(max(10, n // 4)), 'numpy,pandas', PANDAS])

@@ -295,6 +295,20 @@ TEST(WarmTest, WhatAWarmInterpreterCannotRunRunsCold) {
   EXPECT_EQ(none.out, "2\n") << Describe(none);
 }
 
+// A guest that stops reading a long stdin: the relay's write fails with
+// EPIPE, which must not end the sentry (SIGPIPE), cold or warm.
+TEST(WarmTest, AGuestThatStopsReadingStdinEndsWell) {
+  WarmPool pool(1);
+  std::string input(4 << 20, 'y');
+  const std::string code = "import sys; print(len(sys.stdin.read(10)))";
+  ProcessResult cold = RunSentry({"--stdin", "-"}, {"python3", "-c", code}, input);
+  EXPECT_EQ(cold.exit_code, 0) << Describe(cold);
+  EXPECT_EQ(cold.out, "10\n");
+  ProcessResult warm = RunSentry(pool.Flags({"--stdin", "-"}), {"python3", "-c", code}, input);
+  EXPECT_EQ(warm.exit_code, 0) << Describe(warm);
+  EXPECT_EQ(warm.out, "10\n");
+}
+
 TEST(WarmTest, MoreRunsThanInterpretersAllRun) {
   WarmPool pool(1);
   std::vector<std::thread> threads;
