@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,6 +23,7 @@
 #include "sentry/run/cgroups.h"
 #include "sentry/run/pool_wire.h"
 #include "sentry/run/terminal.h"
+#include "sentry/run/warm_bootstrap.h"
 
 namespace sentry {
 namespace {
@@ -59,6 +61,17 @@ int Refuse(WarmSandbox& warm, int client, const std::string& why) {
   return kExitSentryError;
 }
 
+// What a worker tells the daemon (on the taken pipe).
+struct WorkerNews {
+  pid_t pid;
+  int32_t taken;  // 0: ready (its sandbox is made), 1: it took a client
+};
+
+void Tell(int fd, bool taken) {
+  WorkerNews n{getpid(), taken ? 1 : 0};
+  (void)!write(fd, &n, sizeof(n));
+}
+
 // One request in the warm sandbox; the connection's other end is the client.
 int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   ucred peer{};
@@ -77,6 +90,7 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
     refusal = std::string(req.status().message());
   } else if (req->shape != pool::ShapeOf(shape)) {
     refusal = "the pool's sandboxes are not of this run's shape";
+  } else if (warm.python() && !WarmPythonCanServe(req->options, &refusal)) {
   } else if (chdir(req->cwd.c_str()) < 0) {
     refusal = absl::StrCat("cannot enter ", req->cwd, ": ", std::strerror(errno));
   }
@@ -94,21 +108,43 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
 }
 
 // A warm worker: makes its sandbox, then serves the first client to come.
-[[noreturn]] void WorkerMain(int listener, int taken, pid_t daemon) {
+[[noreturn]] void WorkerMain(const PoolOptions& options, int listener, int taken, pid_t daemon) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != daemon) _exit(kExitSentryError);
   ReserveFdTable();  // the fork gave this process a table of its own
+  // Made with the CPU runs leave (its guest inherits this); a run takes
+  // the normal priority back (Prioritize).
+  setpriority(PRIO_PROCESS, 0, options.refill_nice);
   RunOptions shape;
   std::string error;
-  std::unique_ptr<WarmSandbox> warm = WarmSandbox::Make(shape, &error);
+  std::unique_ptr<WarmSandbox> warm = options.python
+                                          ? WarmSandbox::MakePython(shape, options.preload, &error)
+                                          : WarmSandbox::Make(shape, &error);
   if (!warm) {
     std::fprintf(stderr, "sentry pool: cannot make a sandbox: %s\n", error.c_str());
     _exit(kExitSentryError);
   }
+  // Made: waiting costs no CPU, and the run that comes is not to wait for
+  // a niced worker to be scheduled.
+  warm->Prioritize();
+  Tell(taken, false);
   int client;
-  do {
-    client = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-  } while (client < 0 && (errno == EINTR || errno == ECONNABORTED));
+  if (options.python) {
+    // Its guest runs already: it is answered while the worker waits (the
+    // listener is non-blocking; another worker may take the connection).
+    do {
+      client = -1;
+      if (!warm->IdleUntilReadable(listener)) {
+        warm->Abandon();
+        _exit(kExitSentryError);
+      }
+      client = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    } while (client < 0 && (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED));
+  } else {
+    do {
+      client = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    } while (client < 0 && (errno == EINTR || errno == ECONNABORTED));
+  }
   if (client < 0) {
     // The daemon shut the socket down: it stops. The sandbox goes with this
     // process, which reaps it (its guest is traced from here).
@@ -117,8 +153,7 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   }
   // Taken (the daemon makes the next one when this run is over). This run
   // finishes even if the daemon goes away meanwhile.
-  pid_t self = getpid();
-  (void)!write(taken, &self, sizeof(self));
+  Tell(taken, true);
   close(taken);
   close(listener);
   prctl(PR_SET_PDEATHSIG, 0);
@@ -227,7 +262,8 @@ int RunPool(const PoolOptions& options) {
   bool bound =
       listener && bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   umask(old_umask);
-  if (!bound || chmod(options.socket_path.c_str(), 0600) < 0 || listen(listener.get(), 64) < 0) {
+  if (!bound || chmod(options.socket_path.c_str(), 0600) < 0 || listen(listener.get(), 64) < 0 ||
+      (options.python && fcntl(listener.get(), F_SETFL, O_NONBLOCK) < 0)) {
     std::fprintf(stderr, "sentry pool: cannot listen on %s: %s\n", options.socket_path.c_str(),
                  std::strerror(errno));
     return kExitSentryError;
@@ -244,36 +280,55 @@ int RunPool(const PoolOptions& options) {
   // death) comes here to be reaped, not to the host's init.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-  std::set<pid_t> warm;  // workers that have not taken a client
-  std::set<pid_t> busy;  // workers serving one
+  std::set<pid_t> making;  // workers making their sandbox
+  std::set<pid_t> warm;    // workers that have not taken a client
+  std::set<pid_t> busy;    // workers serving one
   pid_t self = getpid();
+  bool stopping = false;
   auto spawn = [&] {
     pid_t pid = fork();
     if (pid == 0) {
       sig.Reset();
       taken_r.Reset();
-      WorkerMain(listener.get(), taken_w.get(), self);
+      WorkerMain(options, listener.get(), taken_w.get(), self);
     }
-    if (pid > 0) warm.insert(pid);
+    if (pid > 0) {
+      warm.insert(pid);
+      making.insert(pid);
+    }
   };
-  for (int i = 0; i < options.size; ++i) spawn();
-  std::fprintf(stderr, "sentry pool: listening on %s, %d sandboxes kept warm\n",
-               options.socket_path.c_str(), options.size);
+  // The refill takes at most `refill` sandboxes' making at a time: its CPU
+  // is bounded, and what is left goes to the runs.
+  auto top_up = [&] {
+    while (!stopping && static_cast<int>(making.size()) < options.refill &&
+           static_cast<int>(warm.size()) < options.size) {
+      spawn();
+    }
+  };
+  top_up();
+  std::fprintf(stderr, "sentry pool: listening on %s, %d %s kept warm\n",
+               options.socket_path.c_str(), options.size,
+               options.python ? "python interpreters" : "sandboxes");
   int failures = 0;
   int code = 0;
-  bool stopping = false;
   while (!stopping) {
     pollfd pfd[2] = {{taken_r.get(), POLLIN, 0}, {sig.get(), POLLIN, 0}};
     if (poll(pfd, 2, -1) < 0 && errno != EINTR) break;
-    pid_t worker;
-    if ((pfd[0].revents & POLLIN) &&
-        read(taken_r.get(), &worker, sizeof(worker)) == sizeof(worker)) {
-      // Its replacement is made when its run is over: made now, it would
-      // take CPU from that very run (measured: +7 ms on `python3 -c pass`
-      // here); the other warm sandboxes serve the requests meanwhile.
-      warm.erase(worker);
-      busy.insert(worker);
+    WorkerNews news;
+    while ((pfd[0].revents & POLLIN) && read(taken_r.get(), &news, sizeof(news)) == sizeof(news)) {
+      making.erase(news.pid);
       failures = 0;
+      if (news.taken) {
+        // Its replacement is made when its run is over: made now, it would
+        // take CPU from that very run (measured: +7 ms on `python3 -c pass`
+        // here); the other warm sandboxes serve the requests meanwhile.
+        warm.erase(news.pid);
+        busy.insert(news.pid);
+      } else {
+        top_up();  // the next of the first fill
+      }
+      pollfd more = {taken_r.get(), POLLIN, 0};
+      if (poll(&more, 1, 0) <= 0) break;
     }
     signalfd_siginfo si;
     while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
@@ -282,8 +337,9 @@ int RunPool(const PoolOptions& options) {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      making.erase(pid);
       if (busy.erase(pid)) {
-        if (!stopping) spawn();
+        top_up();
         continue;
       }
       if (!warm.erase(pid) || stopping) continue;
@@ -299,7 +355,7 @@ int RunPool(const PoolOptions& options) {
         break;
       }
       usleep(100 * 1000);
-      spawn();
+      top_up();
     }
     Cgroups::SweepStale();  // what killed workers left
   }
@@ -307,6 +363,10 @@ int RunPool(const PoolOptions& options) {
   // they take their sandboxes down); runs in progress finish on their own.
   unlink(options.socket_path.c_str());
   shutdown(listener.get(), SHUT_RDWR);
+  // A warm interpreter's worker polls (its guest runs): a signal stops it.
+  if (options.python) {
+    for (pid_t pid : warm) kill(pid, SIGTERM);
+  }
   for (int i = 0; i < 2000 && !warm.empty(); ++i) {
     pid_t pid;
     while ((pid = waitpid(-1, nullptr, WNOHANG)) > 0) warm.erase(pid);

@@ -18,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sentry/run/run.h"
 
@@ -25,7 +26,16 @@ namespace sentry {
 
 struct PoolOptions {
   std::string socket_path;
-  int size = 2;  // sandboxes kept warm
+  int size = 2;    // sandboxes kept warm
+  int refill = 1;  // sandboxes made at the same time (the CPU the refill may take)
+  // The nice a sandbox is made (and torn down) at: a run preempts the refill.
+  // A run takes the normal priority (WarmSandbox::Prioritize).
+  int refill_nice = 10;
+  // Warm interpreters (warm_bootstrap.h): python3 started in each sandbox,
+  // these modules imported, waiting for its script. Serves `python3 SCRIPT`
+  // and `python3 -c CODE`; other commands run cold.
+  bool python = false;
+  std::vector<std::string> preload;
 };
 
 // The daemon: serves until SIGINT/SIGTERM/SIGHUP. Returns the exit code.

@@ -31,6 +31,8 @@ enum Tag : uint8_t {
   kCpus,
   kMaxOutput,
   kNofile,
+  kFileGuest,  // repeated, each followed by its kFileData
+  kFileData,
 };
 
 constexpr unsigned kFlagCopyScript = 1, kFlagTrace = 2, kFlagTimings = 4, kFlagJson = 8;
@@ -97,6 +99,10 @@ std::string EncodeRequest(const RunOptions& o, const std::string& cwd) {
     Put(&body, kCopyHost, host);
     Put(&body, kCopyGuest, guest);
   }
+  for (const auto& [guest, data] : o.files) {
+    Put(&body, kFileGuest, guest);
+    Put(&body, kFileData, data);
+  }
   Put(&body, kCwd, cwd);
   Put(&body, kShape, ShapeOf(o));
   unsigned flags = (o.copy_script ? kFlagCopyScript : 0) | (o.trace ? kFlagTrace : 0) |
@@ -120,6 +126,8 @@ absl::StatusOr<Request> DecodeRequest(std::string_view body) {
   o.argv.clear();
   std::string pending_host;
   bool have_host = false;
+  std::string pending_file;
+  bool have_file = false;
   auto bad = [](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("a malformed request: ", why));
   };
@@ -149,6 +157,16 @@ absl::StatusOr<Request> DecodeRequest(std::string_view body) {
         if (!have_host) return bad("a --copy without its host path");
         o.copies.emplace_back(std::move(pending_host), std::move(v));
         have_host = false;
+        break;
+      case kFileGuest:
+        if (have_file) return bad("a file without its bytes");
+        pending_file = std::move(v);
+        have_file = true;
+        break;
+      case kFileData:
+        if (!have_file) return bad("file bytes without a path");
+        o.files.emplace_back(std::move(pending_file), std::move(v));
+        have_file = false;
         break;
       case kCwd:
         r.cwd = std::move(v);
@@ -198,18 +216,23 @@ absl::StatusOr<Request> DecodeRequest(std::string_view body) {
     if (!ok) return bad(absl::StrCat("a bad value in record ", static_cast<int>(tag)));
   }
   if (have_host) return bad("a --copy without its guest path");
+  if (have_file) return bad("a file without its bytes");
   if (o.argv.empty()) return bad("no command");
   if (r.cwd.empty() || r.cwd[0] != '/') return bad("no working directory");
   return r;
 }
 
 bool SendRequest(int sock, const std::string& body) {
+  const int fds[3] = {0, 1, 2};
+  return SendRequest(sock, body, fds);
+}
+
+bool SendRequest(int sock, const std::string& body, const int (&fds)[3]) {
   if (body.size() > kMaxRequestBytes) {
     errno = E2BIG;
     return false;
   }
   uint32_t n = static_cast<uint32_t>(body.size());
-  const int fds[3] = {0, 1, 2};
   ssize_t sent = SendWithFds(sock, &n, sizeof(n), fds);
   if (sent != sizeof(n)) return false;
   return WriteFull(sock, body.data(), body.size());

@@ -44,6 +44,8 @@ absl::StatusOr<Request> DecodeRequest(std::string_view body);
 
 // The request's framing, with fds 0-2 attached. false (errno set) on failure.
 bool SendRequest(int sock, const std::string& body);
+// The same with the given fds as the run's 0, 1, 2 (an in-process caller's).
+bool SendRequest(int sock, const std::string& body, const int (&fds)[3]);
 // Reads a request and the three fds sent with it.
 absl::StatusOr<std::string> ReceiveRequest(int sock, std::array<UniqueFd, 3>* fds);
 

@@ -89,6 +89,7 @@ std::optional<RunError> Run::Prepare() {
   so.pipe_uid = so.pipe_gid = GuestHostUid();
   so.relay_all = warm_;
   if (!warm_) so.tty_fds = GuestTerminal::FdsFor(o_.tty, o_.json, o_.stdin_path);
+  so.drop_early = python_;
   if (absl::Status s = stdio_.Setup(so); !s.ok()) {
     return RunError{kExitSentryError, std::string(s.message())};
   }
@@ -234,6 +235,7 @@ std::optional<RunError> Run::Admit() {
                       absl::StrCat("--workdir ", cwd, ": ", made.status().message())};
     }
   }
+  if (auto e = WriteRequestFiles(cwd)) return e;
   script_ = CopyScriptArgument(o_, v, creds_, cwd);
   cwd_ = v.Lookup(v.root(), cwd, {}, creds_).value();
 
@@ -442,6 +444,7 @@ std::optional<RunError> Run::Warm() {
 }
 
 int Run::Serve(const RunOptions& request, int peer_fd) {
+  if (python_) return ServePython(request, peer_fd);
   o_ = request;  // of the sandbox's shape (pool::TakeShape)
   peer_fd_ = client_fd_ = peer_fd;
   start_ms_ = MonotonicMs();
@@ -491,6 +494,25 @@ std::unique_ptr<WarmSandbox> WarmSandbox::Make(const RunOptions& shape, std::str
 WarmSandbox::~WarmSandbox() = default;
 
 void WarmSandbox::Abandon() { impl_->run.Abandon(); }
+
+std::unique_ptr<WarmSandbox> WarmSandbox::MakePython(const RunOptions& shape,
+                                                     const std::vector<std::string>& preload,
+                                                     std::string* error) {
+  auto w = std::unique_ptr<WarmSandbox>(new WarmSandbox());
+  w->impl_ = std::make_unique<Impl>(shape);
+  if (auto e = w->impl_->run.WarmPython(preload)) {
+    *error = e->message;
+    w->impl_->run.Abandon();
+    return nullptr;
+  }
+  return w;
+}
+
+bool WarmSandbox::python() const { return impl_->run.python(); }
+
+bool WarmSandbox::IdleUntilReadable(int fd) { return impl_->run.IdleUntilReadable(fd, -1); }
+
+void WarmSandbox::Prioritize() { impl_->run.Prioritize(); }
 
 int WarmSandbox::Serve(const RunOptions& request, int peer_fd) {
   return impl_->run.Serve(request, peer_fd);

@@ -36,6 +36,7 @@ struct RunOptions {
   std::vector<std::string> env;                             // extra K=V
   std::vector<std::pair<std::string, std::string>> copies;  // host → guest
   std::vector<BindMount> mounts;                            // -v HOST:GUEST[:ro|:rw]
+  std::vector<std::pair<std::string, std::string>> files;   // guest path → bytes (an API's)
   bool copy_script = true;  // copy a first argument that names a host file
   bool trace = false;
   std::string trace_file;        // --trace-file: the trace there instead of stderr
@@ -97,6 +98,23 @@ class WarmSandbox {
   int Serve(const RunOptions& request, int peer_fd);
   // Takes the sandbox down unused (instead of Serve).
   void Abandon();
+
+  // A warm interpreter (warm_bootstrap.h): the sandbox with python3 started
+  // in it, preload imported, waiting for its script. Serve runs a request
+  // that WarmPythonCanServe accepts.
+  static std::unique_ptr<WarmSandbox> MakePython(const RunOptions& shape,
+                                                 const std::vector<std::string>& preload,
+                                                 std::string* error);
+  bool python() const;
+  // While it waits for a client, a warm interpreter's guest must be answered
+  // (ptrace events): this does so until fd is readable (true), or the guest
+  // died (false). For a sandbox whose guest has not started, polls fd alone.
+  bool IdleUntilReadable(int fd);
+  // Gives every thread of the sandbox (this process's, pid 1's, the guest's)
+  // the normal priority: a pool makes its sandboxes at a lower one (its
+  // --refill-nice), so that the refill takes the CPU runs leave. The
+  // teardown after the run goes back to the lower one.
+  void Prioritize();
 
  private:
   WarmSandbox() = default;

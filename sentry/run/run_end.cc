@@ -1,5 +1,6 @@
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -203,7 +204,7 @@ int Run::Conclude(std::optional<RunError> error) {
   r.stderr_text = stdio_.err().Text();
   r.stdout_dropped = stdio_.out().dropped();
   r.stderr_dropped = stdio_.err().dropped();
-  r.cpu_ms = cgroups_.CpuNanos() / 1000000;
+  r.cpu_ms = (cgroups_.CpuNanos() - cpu_base_ns_) / 1000000;
   r.peak_memory_bytes = cgroups_.PeakMemoryBytes();
   r.walls = {"seccomp"};
   if (!seccomp_only()) r.walls.push_back("namespaces");
@@ -254,6 +255,8 @@ int Run::Conclude(std::optional<RunError> error) {
     Report(r);
     int32_t c = code;
     if (client_fd_ >= 0) (void)!send(client_fd_, &c, sizeof(c), MSG_NOSIGNAL);
+    // The teardown is the pool's refill work: with what CPU runs leave.
+    if (refill_nice_) setpriority(PRIO_PROCESS, 0, refill_nice_);
   }
   EndSandboxProcesses();
   ReleaseSandbox();

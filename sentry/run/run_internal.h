@@ -49,6 +49,14 @@ class Run {
   int Serve(const RunOptions& request, int peer_fd);
   // Takes down a sandbox that will serve no run (a pool that stops).
   void Abandon();
+  // A warm interpreter (warm_python_run.cc): the sandbox, then python3 with
+  // the bootstrap, up to where it waits for its script.
+  std::optional<RunError> WarmPython(const std::vector<std::string>& preload);
+  // Answers the guest's ptrace events until fd is readable (true) or the
+  // guest is gone (false): a warm interpreter's wait for its client.
+  bool IdleUntilReadable(int fd, int timeout_ms);
+  bool python() const { return python_; }
+  void Prioritize();
 
  private:
   std::optional<RunError> Prepare();
@@ -57,6 +65,11 @@ class Run {
   std::optional<RunError> AttachGuest();
   std::optional<RunError> LaunchGuest();
   std::optional<RunError> UseSeccompWallAlone(const std::string& why);
+  int ServePython(const RunOptions& request, int peer_fd);
+  std::optional<RunError> AdmitPython();
+  std::optional<RunError> ApplyRequestRlimits();
+  // RunOptions::files, written into the VFS (relative paths under cwd).
+  std::optional<RunError> WriteRequestFiles(const std::string& cwd);
   absl::StatusOr<Spawned> StartSandbox();
   // Spawned::Start, with the census filter in the guest under --census.
   absl::StatusOr<Spawned> SpawnLoader();
@@ -129,6 +142,10 @@ class Run {
   bool timed_out_ = false;
   std::atomic<bool> watchdog_fired_{false};  // the timeout, seen by the watchdog
   int user_signal_ = 0;
+  bool python_ = false;  // a warm interpreter (WarmPython), not a bare sandbox
+  uint64_t cpu_base_ns_ = 0;
+  int refill_nice_ = 0;  // the nice Prioritize took this thread from  // the sandbox's CPU time
+                         // before its run (a warm one's start)
 };
 
 }  // namespace sentry::run_internal

@@ -1,7 +1,9 @@
 #include "sentry/run/stdio.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -141,14 +143,22 @@ std::array<int, 3> GuestStdio::child_fds() const {
 
 void GuestStdio::Start() {
   for (UniqueFd& fd : child_) fd.Reset();
-  if (ours_[0] && passthrough_[0] < 0) ours_[0].Reset();  // nothing to relay: end of file
+  if (ours_[0] && !stdin_prefix_.empty()) WritePrefixNow();
+  if (ours_[0] && passthrough_[0] < 0 && stdin_prefix_.empty()) {
+    ours_[0].Reset();  // nothing to relay: end of file
+  }
   if (ours_[0]) {
     // stdin may never end (a terminal left open): a detached thread, which
     // dies with the sentry, and the guest's end closes when the guest is gone.
     int from = passthrough_[0];
     int to = ours_[0].Release();
-    std::thread([from, to] {
-      Pump(from, to, nullptr);
+    std::thread([from, to, prefix = std::move(stdin_prefix_)] {
+      // A guest gone before it read all is EPIPE here, not the sentry's end.
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+      if (WriteAll(to, prefix.data(), prefix.size()) && from >= 0) Pump(from, to, nullptr);
       close(to);
       if (from > 2) close(from);
     }).detach();
@@ -164,7 +174,36 @@ void GuestStdio::Start() {
   outputs_started_ = true;
 }
 
+// What of the prefix the pipe takes now is written from this thread (a
+// warm interpreter's request, often all of it: no relay thread to start);
+// the rest goes with the relay. A guest gone is EPIPE, its SIGPIPE taken.
+void GuestStdio::WritePrefixNow() {
+  int fd = ours_[0].get();
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return;
+  sigset_t pipe, old;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  size_t done = 0;
+  while (done < stdin_prefix_.size()) {
+    ssize_t w = write(fd, stdin_prefix_.data() + done, stdin_prefix_.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += static_cast<size_t>(w);
+  }
+  if (done < stdin_prefix_.size() && errno == EPIPE) {
+    timespec zero{};
+    sigtimedwait(&pipe, nullptr, &zero);
+    done = stdin_prefix_.size();  // nobody reads it
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  fcntl(fd, F_SETFL, flags);
+  stdin_prefix_.erase(0, done);
+}
+
 void GuestStdio::StartOutputsEarly() {
+  if (options_.drop_early) ready_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   for (int i = 1; i <= 2; ++i) {
     child_[i].Reset();
     if (!ours_[i]) continue;
@@ -179,7 +218,13 @@ void GuestStdio::StartOutputsEarly() {
         ssize_t n = read(from, buf, sizeof(buf));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return;
-        bool capture = configured_.load(std::memory_order_acquire) && options_.capture;
+        bool configured = configured_.load(std::memory_order_acquire);
+        if (!configured && options_.drop_early) {
+          uint64_t one = 1;
+          if (i == 1) (void)!write(ready_.get(), &one, sizeof(one));
+          continue;
+        }
+        bool capture = configured && options_.capture;
         if (capture) {
           (i == 1 ? out_ : err_)->Append(buf, static_cast<size_t>(n));
         } else if (writable) {

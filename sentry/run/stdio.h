@@ -38,6 +38,10 @@ class GuestStdio final {
     // Bit i set: the guest's fd i is its terminal (GuestTerminal::FdsFor),
     // which the guest makes (LoaderSpec::tty_fds): no fd of the sentry's.
     int tty_fds = 0;
+    // With relay_all: output that comes before Configure is dropped, and the
+    // first byte on stdout makes ready_fd() readable (a warm interpreter's
+    // "waiting for its script", see warm_bootstrap.h).
+    bool drop_early = false;
   };
 
   GuestStdio() = default;
@@ -60,6 +64,11 @@ class GuestStdio final {
   // stderr relays ahead (thread starts cost ~0.3 ms each here), before
   // Configure says where they go; Start then starts stdin's alone.
   void StartOutputsEarly();
+  // With drop_early: an eventfd readable once the guest wrote on stdout.
+  int ready_fd() const { return ready_.get(); }
+  // Bytes the stdin relay writes before the stdin it relays (set before
+  // Start): a warm interpreter's request.
+  void set_stdin_prefix(std::string prefix) { stdin_prefix_ = std::move(prefix); }
   // Waits until the guest's ends are all closed and the relays are done.
   void Finish();
 
@@ -78,6 +87,7 @@ class GuestStdio final {
   absl::Status MakeRelay(int i);
   absl::Status OpenStdinFile(const std::string& path);
   absl::Status SetupStdin();
+  void WritePrefixNow();
 
   Options options_;
   std::array<UniqueFd, 3> child_;  // the guest's ends
@@ -88,6 +98,8 @@ class GuestStdio final {
   bool outputs_started_ = false;
   std::atomic<bool> configured_{false};
   GuestTerminal terminal_;
+  UniqueFd ready_;
+  std::string stdin_prefix_;
 };
 
 }  // namespace sentry

@@ -1,0 +1,184 @@
+#include "sentry/run/warm_bootstrap.h"
+
+#include <cstdint>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace sentry {
+namespace {
+
+// Runs as `python3 -c` (see warm_bootstrap.h). Everything is a local of _w,
+// whose frame the traceback of an uncaught exception leaves out; __main__'s
+// dict is emptied and refilled as a cold start fills it. Exit 125 on a
+// malformed request (the sentry's own error), 3 if a preload fails.
+// Unlike a cold start, gc.get_freeze_count() is not 0 (see gc.freeze below).
+constexpr const char kBootstrap[] = R"PY(def _w():
+    import sys, os
+    def preload():
+        try:
+            for m in sys.argv[1:]:
+                __import__(m)
+        except BaseException:
+            os._exit(3)
+        # What start-up made is kept out of the collector's passes: the
+        # exit's collection then walks the script's objects only (a preloaded
+        # pandas made the exit slower than the script). gc leaves
+        # sys.modules, as a cold script finds it.
+        import gc
+        gc.freeze()
+        del sys.modules['gc']
+    def take(n):
+        b = bytearray()
+        while len(b) < n:
+            c = os.read(0, min(n - len(b), 1 << 20))
+            if not c:
+                os._exit(125)
+            b += c
+        return bytes(b)
+    def request():
+        n = int.from_bytes(take(4), 'little')
+        if n > LIMIT:
+            os._exit(125)
+        body = take(n)
+        argv, i = [], 0
+        while i < n:
+            if i + 5 > n:
+                os._exit(125)
+            t, k = body[i], int.from_bytes(body[i + 1:i + 5], 'little')
+            i += 5
+            if i + k > n:
+                os._exit(125)
+            v = os.fsdecode(body[i:i + k])
+            i += k
+            if t == 97:
+                argv.append(v)
+            elif t == 101:
+                k, _, v = v.partition('=')
+                os.environ[k] = v
+            elif t == 100:
+                os.chdir(v)
+            else:
+                os._exit(125)
+        if len(argv) < 2 or (argv[1] == '-c' and len(argv) < 3):
+            os._exit(125)
+        return argv
+    def main(argv):
+        g = sys.modules['__main__'].__dict__
+        loader, path = g['__loader__'], None
+        sys.orig_argv = list(argv)
+        if argv[1] == '-c':
+            src, name, path0 = argv[2], '<string>', ''
+            sys.argv[:] = ['-c'] + argv[3:]
+        else:
+            sys.argv[:] = argv[1:]
+            path = argv[1] if argv[1].startswith('/') else os.getcwd() + '/' + argv[1]
+            name, path0 = path, os.path.dirname(os.path.realpath(path))
+            try:
+                with open(path, 'rb') as f:
+                    src = f.read()
+            except OSError as e:
+                sys.stderr.write("%s: can't open file %r: [Errno %d] %s\n"
+                                 % (argv[0], path, e.errno, e.strerror))
+                raise SystemExit(2)
+            loader = sys.modules['_frozen_importlib_external'].SourceFileLoader('__main__', path)
+        bi = g['__builtins__']
+        g.clear()
+        g.update(__name__='__main__', __doc__=None, __package__=None, __loader__=loader,
+                 __spec__=None, __annotations__={}, __builtins__=bi)
+        if path is not None:
+            g.update(__file__=path, __cached__=None)
+        sys.path[0] = path0
+        return g, src, name
+    preload()
+    os.write(1, b'\0')
+    g, src, name = main(request())
+    del preload, take, request, main
+    try:
+        code = compile(src, name, 'exec', dont_inherit=True)
+        del src, name
+        exec(code, g)
+    except SystemExit:
+        raise
+    except BaseException as e:
+        tb = e.__traceback__.tb_next
+        e.__traceback__ = tb
+        sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
+        sys.excepthook(type(e), e, tb)
+        if isinstance(e, KeyboardInterrupt):
+            for s in (sys.stdout, sys.stderr):
+                s.flush()
+            sys.modules['_signal'].signal(2, 0)
+            os.kill(os.getpid(), 2)
+        raise SystemExit(1) from None
+_w()
+)PY";
+
+bool IsPython(const std::string& argv0) {
+  return argv0 == "python3" || argv0 == "/usr/bin/python3" || argv0 == "python" ||
+         argv0 == "/usr/bin/python";
+}
+
+// Read by Python or libc as the interpreter starts: a warm one started
+// without them.
+bool ReadAtStart(const std::string& key) {
+  for (const char* prefix : {"PYTHON", "LD_", "LC_", "MALLOC_", "GLIBC_", "OPENBLAS", "OMP_",
+                             "MKL_", "GOTO", "NUMPY", "PANDAS", "SENTRY"}) {
+    if (absl::StartsWith(key, prefix)) return true;
+  }
+  for (const char* exact : {"LANG", "LANGUAGE", "HOME", "PATH", "TZ", "TERM", "USER", "TMPDIR"}) {
+    if (key == exact) return true;
+  }
+  return false;
+}
+
+void Put(std::string* out, char tag, const std::string& value) {
+  out->push_back(tag);
+  uint32_t n = static_cast<uint32_t>(value.size());
+  out->append(reinterpret_cast<const char*>(&n), sizeof(n));
+  out->append(value);
+}
+
+}  // namespace
+
+const char* WarmBootstrapSource() {
+  static const std::string source = [] {
+    std::string s = kBootstrap;
+    s.replace(s.find("LIMIT"), 5, absl::StrCat(kMaxBootstrapRequest));
+    return s;
+  }();
+  return source.c_str();
+}
+
+bool WarmPythonCanServe(const RunOptions& o, std::string* why) {
+  const std::vector<std::string>& a = o.argv;
+  if (a.size() < 2 || !IsPython(a[0])) {
+    *why = "a warm interpreter runs `python3 SCRIPT` or `python3 -c CODE` only";
+    return false;
+  }
+  if (a[1] == "-c" ? a.size() < 3 : (a[1].empty() || a[1][0] == '-')) {
+    *why = "python3 flags other than -c need a cold start";
+    return false;
+  }
+  for (const std::string& kv : o.env) {
+    std::string key = kv.substr(0, kv.find('='));
+    if (ReadAtStart(key)) {
+      *why = absl::StrCat("--env ", key, " is read as Python starts: a cold start");
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string EncodeBootstrapRequest(const std::vector<std::string>& argv,
+                                   const std::vector<std::string>& env, const std::string& cwd) {
+  std::string body;
+  for (const std::string& a : argv) Put(&body, 'a', a);
+  for (const std::string& e : env) Put(&body, 'e', e);
+  if (!cwd.empty()) Put(&body, 'd', cwd);
+  uint32_t n = static_cast<uint32_t>(body.size());
+  std::string out(reinterpret_cast<const char*>(&n), sizeof(n));
+  return out + body;
+}
+
+}  // namespace sentry

@@ -1,0 +1,197 @@
+#include "sentry/run/warm_python.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "sentry/base/unique_fd.h"
+#include "sentry/run/pool_wire.h"
+#include "sentry/run/warm_bootstrap.h"
+
+namespace sentry {
+namespace {
+
+// How long Start waits for the daemon's socket.
+constexpr int kSocketWaitMs = 5000;
+
+UniqueFd MemFd(const char* name, const std::string& data) {
+  UniqueFd fd(memfd_create(name, MFD_CLOEXEC));
+  if (!fd) return fd;
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = write(fd.get(), data.data() + done, data.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return UniqueFd();
+    done += static_cast<size_t>(w);
+  }
+  lseek(fd.get(), 0, SEEK_SET);
+  return fd;
+}
+
+std::string ReadAllFrom0(int fd) {
+  std::string out;
+  char buf[1 << 16];
+  off_t at = 0;
+  while (true) {
+    ssize_t n = pread(fd, buf, sizeof(buf), at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    at += n;
+  }
+  return out;
+}
+
+UniqueFd ConnectTo(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(a.sun_path)) return UniqueFd();
+  std::memcpy(a.sun_path, path.data(), path.size());
+  UniqueFd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!s || connect(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) < 0) return UniqueFd();
+  return s;
+}
+
+}  // namespace
+
+RunOptions WarmPythonPool::OptionsOf(const WarmRunRequest& request) {
+  RunOptions o = request.limits;
+  o.argv = request.argv;
+  o.files = request.files;
+  if (o.argv.empty()) {
+    o.argv = {"python3", "main.py"};
+    o.files.emplace_back("main.py", request.code);
+  }
+  o.json = true;
+  o.copy_script = false;  // the server's cwd is not the guest's business
+  o.copies.clear();
+  o.stdin_path = request.stdin_bytes.empty() ? "" : "-";
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<WarmPythonPool>> WarmPythonPool::Start(
+    const WarmPythonOptions& options) {
+  auto pool = std::unique_ptr<WarmPythonPool>(new WarmPythonPool());
+  pool->options_ = options;
+  char dir[] = "/tmp/sentry-warm-XXXXXX";  // mkdtemp makes it 0700
+  if (!mkdtemp(dir)) return absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
+  pool->dir_ = dir;
+  pool->socket_path_ = absl::StrCat(dir, "/pool.sock");
+  std::vector<std::string> args = {"sentry",
+                                   "pool",
+                                   "--python",
+                                   "--socket",
+                                   pool->socket_path_,
+                                   "--size",
+                                   absl::StrCat(options.size),
+                                   "--refill",
+                                   absl::StrCat(options.refill),
+                                   "--refill-nice",
+                                   absl::StrCat(options.refill_nice)};
+  if (!options.preload.empty()) {
+    args.push_back("--preload");
+    args.push_back(absl::StrJoin(options.preload, ","));
+  }
+  // Everything the child needs is made before the fork: the caller may have
+  // threads, and between fork and exec only async-signal-safe calls run.
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  UniqueFd log(open(options.log_path.empty() ? "/dev/null" : options.log_path.c_str(),
+                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!log) return absl::InternalError(absl::StrCat("the pool's log: ", std::strerror(errno)));
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(125);
+    dup2(log.get(), 2);
+    execv(options.sentry_binary.c_str(), argv.data());
+    _exit(127);
+  }
+  pool->daemon_ = pid;
+  for (int waited = 0; waited < kSocketWaitMs; waited += 5) {
+    struct stat st;
+    if (lstat(pool->socket_path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return pool;
+    if (waitpid(pid, nullptr, WNOHANG) == pid) {
+      pool->daemon_ = -1;
+      return absl::FailedPreconditionError("the pool daemon stopped at start (see its log)");
+    }
+    usleep(5000);
+  }
+  return absl::DeadlineExceededError("the pool daemon made no socket");
+}
+
+WarmPythonPool::~WarmPythonPool() {
+  if (daemon_ > 0) {
+    kill(daemon_, SIGTERM);
+    waitpid(daemon_, nullptr, 0);
+  }
+  if (!socket_path_.empty()) unlink(socket_path_.c_str());
+  if (!dir_.empty()) rmdir(dir_.c_str());
+}
+
+std::optional<std::string> WarmPythonPool::Run(const WarmRunRequest& request, std::string* why) {
+  std::string unused;
+  if (!why) why = &unused;
+  RunOptions o = OptionsOf(request);
+  if (!WarmPythonCanServe(o, why)) return std::nullopt;
+  UniqueFd in = MemFd("sentry-stdin", request.stdin_bytes);
+  UniqueFd out = MemFd("sentry-result", "");
+  UniqueFd err = MemFd("sentry-stderr", "");
+  if (!in || !out || !err) {
+    *why = absl::StrCat("memfd: ", std::strerror(errno));
+    return std::nullopt;
+  }
+  UniqueFd s = ConnectTo(socket_path_);
+  if (!s) {
+    *why = absl::StrCat("cannot reach the pool: ", std::strerror(errno));
+    return std::nullopt;
+  }
+  const int fds[3] = {in.get(), out.get(), err.get()};
+  if (!pool::SendRequest(s.get(), pool::EncodeRequest(o, "/"), fds)) {
+    *why = absl::StrCat("cannot send the request: ", std::strerror(errno));
+    return std::nullopt;
+  }
+  // An interpreter that is warm takes the connection at once; none within
+  // the wait (all busy or refilling): the caller runs cold. (A worker that
+  // takes the connection later finds it closed and serves nothing.)
+  pollfd p = {s.get(), POLLIN, 0};
+  if (poll(&p, 1, options_.accept_timeout_ms) <= 0) {
+    *why = "no warm interpreter free";
+    return std::nullopt;
+  }
+  if (!pool::ReceiveVerdict(s.get(), why)) return std::nullopt;
+  int32_t code;
+  ssize_t n;
+  do {
+    n = recv(s.get(), &code, sizeof(code), MSG_WAITALL);
+  } while (n < 0 && errno == EINTR);
+  if (n != sizeof(code)) {
+    *why = "the warm sandbox ended without a result";
+    return std::nullopt;
+  }
+  std::string result = ReadAllFrom0(out.get());
+  while (!result.empty() && result.back() == '\n') result.pop_back();
+  if (result.empty()) {
+    *why = absl::StrCat("the warm sandbox gave no result: ", ReadAllFrom0(err.get()));
+    return std::nullopt;
+  }
+  return result;
+}
+
+}  // namespace sentry

@@ -1,0 +1,202 @@
+// The warm interpreter's phases of a Run (see warm_bootstrap.h): made ahead
+// (WarmPython), idle until its client comes (IdleUntilReadable), and its one
+// run (ServePython).
+#include <dirent.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "sentry/base/fs_identity.h"
+#include "sentry/run/guest_program.h"
+#include "sentry/run/run_internal.h"
+#include "sentry/run/warm_bootstrap.h"
+
+namespace sentry::run_internal {
+namespace {
+
+// How long Python (and its preloaded modules) may take to start.
+constexpr int kWarmStartMs = 120 * 1000;
+
+}  // namespace
+
+std::optional<RunError> Run::WarmPython(const std::vector<std::string>& preload) {
+  python_ = true;
+  if (auto e = Prepare()) return e;
+  if (auto e = BuildSandbox()) return e;
+  if (auto e = AttachGuest()) return e;
+  for (int fd : stdio_.child_fds()) {
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0) kernel_->fds().TrustCallerObject(st);
+  }
+  vfs::Vfs& v = kernel_->vfs();
+  cwd_ = v.Lookup(v.root(), o_.root ? "/root" : tree_.home, {}, creds_).value();
+  ProgramLookup found = FindProgram(v, cwd_, creds_, "python3");
+  if (found.exit_code) return RunError{kExitSentryError, found.error};
+  launch_.path = found.path;
+  launch_.argv = {"python3", "-c", WarmBootstrapSource()};
+  launch_.argv.insert(launch_.argv.end(), preload.begin(), preload.end());
+  launch_.envp = GuestEnv(o_, tree_);
+  std::string too_high;
+  launch_.rlimits =
+      GuestRlimits(o_, cgroups_.has_memory(), cgroups_.has_cpu(), wall_rlimits_, &too_high);
+  if (!too_high.empty()) return RunError{kExitSentryError, too_high};
+  if (auto e = LaunchGuest()) return e;
+  if (!IdleUntilReadable(stdio_.ready_fd(), kWarmStartMs)) {
+    int s = tracer_->leader_done() ? tracer_->leader_status() : 0;
+    if (tracer_->leader_done() && WIFEXITED(s) && WEXITSTATUS(s) == 3) {
+      return RunError{kExitSentryError,
+                      "a preloaded module failed to import (`python3 -c 'import MODULE'` says "
+                      "why)"};
+    }
+    return RunError{kExitSentryError, "python3 did not reach the warm bootstrap"};
+  }
+  uint64_t ready;
+  (void)!read(stdio_.ready_fd(), &ready, sizeof(ready));
+  return std::nullopt;
+}
+
+bool Run::IdleUntilReadable(int fd, int timeout_ms) {
+  UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
+  double deadline = MonotonicMs() + timeout_ms;
+  while (true) {
+    int left = timeout_ms < 0 ? -1 : static_cast<int>(std::max(0.0, deadline - MonotonicMs()));
+    pollfd pfd[2] = {{fd, POLLIN, 0}, {sig.get(), POLLIN, 0}};
+    int r = poll(pfd, 2, left);
+    if (r < 0 && errno != EINTR) return false;
+    if (r == 0) return false;
+    // Before a run a user's signal (the pool stopping) ends the sandbox.
+    signalfd_siginfo si;
+    while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
+      if (si.ssi_signo != SIGCHLD) return false;
+    }
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
+      if (pid == spawned_->init_pid()) {
+        if (WIFEXITED(status) || WIFSIGNALED(status)) init_reaped_ = true;
+        return false;
+      }
+      tracer_->OnWaitStatus(pid, status);
+      if (tracer_->leader_done()) return false;
+    }
+    if (pfd[0].revents) return true;
+  }
+}
+
+void Run::Prioritize() {
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, 0);
+  if (errno == 0) refill_nice_ = nice;
+  std::vector<pid_t> processes = {getpid()};
+  if (spawned_) processes.insert(processes.end(), {spawned_->init_pid(), spawned_->guest_pid()});
+  for (pid_t p : processes) {
+    // nice is per thread on Linux: each task of the process.
+    DIR* d = opendir(absl::StrCat("/proc/", p, "/task").c_str());
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      int tid = atoi(e->d_name);
+      if (tid > 0) setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 0);
+    }
+    closedir(d);
+  }
+}
+
+int Run::ServePython(const RunOptions& request, int peer_fd) {
+  o_ = request;  // of the sandbox's shape (pool::TakeShape)
+  peer_fd_ = client_fd_ = peer_fd;
+  start_ms_ = MonotonicMs();
+  clock_ = PhaseClock(start_ms_);
+  cpu_base_ns_ = cgroups_.CpuNanos();
+  cgroups_.SetLimits({o_.memory_bytes, o_.pids, o_.cpus});
+  std::string why;
+  if (!WarmPythonCanServe(o_, &why)) return Conclude(RunError{kExitSentryError, why});
+  GuestStdio::Options so;
+  so.capture = o_.json;
+  so.stdin_path = o_.stdin_path;
+  so.max_output = o_.max_output;
+  if (absl::Status s = stdio_.Configure(so); !s.ok()) {
+    return Conclude(RunError{kExitSentryError, std::string(s.message())});
+  }
+  // The run's files come in as the sentry's own (a cold run's Admit does
+  // this before the guest starts); the guest's threads keep theirs.
+  DropFsIdentity(0, 0);
+  if (auto e = AdmitPython()) return Conclude(e);
+  if (!DropFsIdentity(GuestFsId(), GuestFsId())) {
+    return Conclude(RunError{kExitSentryError, "cannot take an unprivileged file identity"});
+  }
+  Supervise();
+  return Conclude(std::nullopt);
+}
+
+// Admit's work for a guest that has started: the files, the rlimits, then
+// the request on the bootstrap's stdin, which lets the script run.
+std::optional<RunError> Run::AdmitPython() {
+  vfs::Vfs& v = kernel_->vfs();
+  kernel_->set_memory_bytes(o_.memory_bytes);
+  for (const auto& [host, guest] : o_.copies) {
+    if (absl::Status s = CopyIntoSandbox(v, creds_, host, guest); !s.ok()) {
+      return RunError{kExitSentryError,
+                      absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
+    }
+  }
+  std::string cwd = o_.root ? "/root" : tree_.home;
+  if (!o_.workdir.empty()) {
+    cwd = o_.workdir;
+    if (auto made = MakeSandboxDirs(v, creds_, cwd); !made.ok()) {
+      return RunError{kExitSentryError,
+                      absl::StrCat("--workdir ", cwd, ": ", made.status().message())};
+    }
+  }
+  if (auto e = WriteRequestFiles(cwd)) return e;
+  script_ = CopyScriptArgument(o_, v, creds_, cwd);
+  if (auto e = ApplyRequestRlimits()) return e;
+  std::string request = EncodeBootstrapRequest(o_.argv, o_.env, o_.workdir.empty() ? "" : cwd);
+  if (request.size() > kMaxBootstrapRequest) {
+    return RunError{kExitSentryError, "the command line is too long for a warm interpreter"};
+  }
+  stdio_.set_stdin_prefix(std::move(request));
+  stdio_.Start();
+  clock_.Mark("admit");
+  return std::nullopt;
+}
+
+std::optional<RunError> Run::WriteRequestFiles(const std::string& cwd) {
+  for (const auto& [guest, data] : o_.files) {
+    std::string path = !guest.empty() && guest[0] == '/' ? guest : absl::StrCat(cwd, "/", guest);
+    if (absl::Status s = WriteIntoSandbox(kernel_->vfs(), creds_, data, 0644, path); !s.ok()) {
+      return RunError{kExitSentryError, absl::StrCat("file ", guest, ": ", s.message())};
+    }
+  }
+  return std::nullopt;
+}
+
+// The guest set the pool's rlimits before its execve; the request's replace
+// them (the sentry may raise them: it is root where the guest is not).
+std::optional<RunError> Run::ApplyRequestRlimits() {
+  std::string too_high;
+  auto limits =
+      GuestRlimits(o_, cgroups_.has_memory(), cgroups_.has_cpu(), wall_rlimits_, &too_high);
+  if (!too_high.empty()) return RunError{kExitSentryError, too_high};
+  for (const GuestLaunch::Rlimit& r : limits) {
+    rlimit l{r.value, r.value};
+    // CPU time counts from the process's start: the warm start's is added.
+    if (r.resource == RLIMIT_CPU && l.rlim_cur != RLIM_INFINITY) {
+      l.rlim_cur = l.rlim_max = r.value + cpu_base_ns_ / 1000000000 + 1;
+    }
+    if (prlimit(spawned_->guest_pid(), static_cast<__rlimit_resource>(r.resource), &l, nullptr) <
+        0) {
+      return RunError{kExitSentryError, absl::StrCat("cannot set the guest's rlimit ", r.resource,
+                                                     ": ", std::strerror(errno))};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace sentry::run_internal
