@@ -89,7 +89,7 @@ void MapMounts(const json& mounts, Bundle& b) {
           static_cast<size_t>(st.st_size) <= kMaxBoundFile) {
         auto data = ReadSmallFile(src);
         if (data.ok()) {
-          b.run.files.emplace_back(dst, std::move(*data));
+          b.run.engine_files.emplace_back(dst, std::move(*data));
           continue;
         }
       }

@@ -222,7 +222,7 @@ std::optional<RunError> Run::Admit() {
       return RunError{kExitSentryError, absl::StrCat(dir, ": ", made.status().message())};
     }
   }
-  for (const auto& [guest, content] : o_.files) {
+  for (const auto& [guest, content] : o_.engine_files) {
     if (absl::Status s = ReplaceInSandbox(v, creds_, content, guest); !s.ok()) {
       return RunError{kExitSentryError, absl::StrCat(guest, ": ", s.message())};
     }

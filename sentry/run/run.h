@@ -71,7 +71,9 @@ struct RunOptions {
   int64_t uid = -1;      // -1: 1000, or 0 with root
   int64_t gid = -1;
   bool exact_env = false;  // env is the whole environment (no defaults)
-  std::vector<std::pair<std::string, std::string>> files;  // guest path, content
+  // Small files an engine binds in (/etc/hosts, /run/.containerenv): guest
+  // path and content, replacing what the tree holds there.
+  std::vector<std::pair<std::string, std::string>> engine_files;
   std::vector<std::string> dirs;  // made if missing (an OCI tmpfs mount's destination)
   // Called once the guest waits at its execve (the sandbox's pid 1 and the
   // guest's host pids given); 0 lets it go, anything else ends the run with

@@ -78,9 +78,9 @@ TEST(OciBundle, SmallBoundFilesAreCopiedAndTheEnginesResolvConfIsNot) {
   auto b = ParseConfig(Config(R"("args":["sh"])", mounts), "/bundle");
   unlink(tmpl);
   ASSERT_TRUE(b.ok()) << b.status();
-  ASSERT_EQ(b->run.files.size(), 1u);
-  EXPECT_EQ(b->run.files[0].first, "/etc/hosts");
-  EXPECT_EQ(b->run.files[0].second, "10.0.0.1 db\n");
+  ASSERT_EQ(b->run.engine_files.size(), 1u);
+  EXPECT_EQ(b->run.engine_files[0].first, "/etc/hosts");
+  EXPECT_EQ(b->run.engine_files[0].second, "10.0.0.1 db\n");
   std::string notes = absl::StrJoin(b->notes, "\n");
   EXPECT_NE(notes.find("/usr:/data"), std::string::npos) << notes;  // a directory bind, said
   EXPECT_NE(notes.find("resolv.conf"), std::string::npos) << notes;
