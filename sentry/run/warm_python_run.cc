@@ -42,7 +42,7 @@ std::optional<RunError> Run::WarmPython(const std::vector<std::string>& preload)
   launch_.path = found.path;
   launch_.argv = {"python3", "-c", WarmBootstrapSource()};
   launch_.argv.insert(launch_.argv.end(), preload.begin(), preload.end());
-  launch_.envp = GuestEnv(o_, tree_);
+  launch_.envp = GuestEnv(o_, tree_, /*terminal=*/false);  // a terminal runs cold
   std::string too_high;
   launch_.rlimits =
       GuestRlimits(o_, cgroups_.has_memory(), cgroups_.has_cpu(), wall_rlimits_, &too_high);
