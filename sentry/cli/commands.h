@@ -11,6 +11,8 @@ int RunCommand(const std::vector<std::string>& args);
 int SyscallsCommand(const std::vector<std::string>& args);
 int CheckCommand(const std::vector<std::string>& args);
 int PoolCommand(const std::vector<std::string>& args);
+int ServeCommand(const std::vector<std::string>& args);
+int McpCommand(const std::vector<std::string>& args);
 
 }  // namespace sentry::cli
 

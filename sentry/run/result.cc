@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -42,6 +43,35 @@ size_t Utf8Len(const std::string& s, size_t i) {
 }
 
 std::string Opt(const std::optional<std::string>& v) { return v ? JsonString(*v) : "null"; }
+
+bool ValidUtf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = Utf8Len(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+// {"path": {"size": N, "truncated": false, "text": "..."}, ...}: text when the
+// bytes are UTF-8, else "base64"; {"error": "..."} for a file not read.
+std::string FilesJson(const std::vector<ReturnedFile>& files) {
+  std::vector<std::string> items;
+  for (const ReturnedFile& f : files) {
+    std::string body;
+    if (!f.error.empty()) {
+      body = absl::StrCat("{\"error\":", JsonString(f.error), "}");
+    } else {
+      bool text = ValidUtf8(f.data);
+      body = absl::StrCat("{\"size\":", f.size,
+                          ",\"truncated\":", f.data.size() < f.size ? "true" : "false", ",\"",
+                          text ? "text" : "base64",
+                          "\":", JsonString(text ? f.data : absl::Base64Escape(f.data)), "}");
+    }
+    items.push_back(absl::StrCat(JsonString(f.path), ":", body));
+  }
+  return absl::StrCat("{", absl::StrJoin(items, ","), "}");
+}
 
 }  // namespace
 
@@ -94,7 +124,8 @@ std::string ResultJson(const RunResult& r) {
       ",\"stderrDroppedBytes\":", r.stderr_dropped, ",\"walls\":[", absl::StrJoin(walls, ","),
       "],\"denied\":[", absl::StrJoin(denied, ","),
       "],\"network\":{\"connections\":", r.net_connections, ",\"bytesOut\":", r.net_bytes_out,
-      ",\"bytesIn\":", r.net_bytes_in, "},\"error\":", Opt(r.error), ",\"version\":\"",
+      ",\"bytesIn\":", r.net_bytes_in, "},\"error\":", Opt(r.error),
+      r.files ? absl::StrCat(",\"files\":", FilesJson(*r.files)) : "", ",\"version\":\"",
       SENTRY_VERSION, "\"}");
 }
 

@@ -28,6 +28,7 @@
 #include "sentry/platform/tracer.h"
 #include "sentry/platform/unotify.h"
 #include "sentry/run/cgroups.h"
+#include "sentry/run/guest_files.h"
 #include "sentry/run/guest_program.h"
 #include "sentry/run/phase_clock.h"
 #include "sentry/run/result.h"
@@ -66,6 +67,7 @@ std::optional<RunError> Run::Prepare() {
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
+  so.tee = {o_.stdout_tee_fd, o_.stderr_tee_fd};
   so.pipe_uid = so.pipe_gid = GuestHostUid();
   so.relay_all = warm_;
   if (absl::Status s = stdio_.Setup(so); !s.ok()) {
@@ -181,6 +183,9 @@ std::optional<RunError> Run::Admit() {
       return RunError{kExitSentryError,
                       absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
     }
+  }
+  if (absl::Status s = WriteInlineFiles(v, creds_, o_.inline_files); !s.ok()) {
+    return RunError{kExitSentryError, std::string(s.message())};
   }
   std::string cwd = o_.root ? "/root" : tree_.home;
   if (!o_.workdir.empty()) {
@@ -359,6 +364,7 @@ int Run::Serve(const RunOptions& request, int peer_fd) {
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
+  so.tee = {o_.stdout_tee_fd, o_.stderr_tee_fd};
   if (absl::Status s = stdio_.Configure(so); !s.ok()) {
     return Conclude(RunError{kExitSentryError, std::string(s.message())});
   }

@@ -38,6 +38,9 @@ class GuestStdio final {
     // Three relayed pipes whatever fds 0-2 are, their sources and capture
     // chosen later by Configure (a warm sandbox's, made before its caller).
     bool relay_all = false;
+    // With capture: pipes that also get stdout's and stderr's bytes as they
+    // come (made non-blocking here: a full one stops its copy, never the guest).
+    std::array<int, 2> tee = {-1, -1};
   };
 
   GuestStdio() = default;
