@@ -64,8 +64,7 @@ nlohmann::json HttpReply::Json() const {
   return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
 }
 
-std::string RawExchange(const std::string& address, const std::string& bytes,
-                        double timeout_sec) {
+std::string RawExchange(const std::string& address, const std::string& bytes, double timeout_sec) {
   int fd = Connect(address);
   if (fd < 0) return "";
   for (size_t off = 0; off < bytes.size();) {
@@ -128,8 +127,8 @@ ServeProcess::ServeProcess(const std::vector<std::string>& extra, const std::str
   std::string line = std::string(kToken) + "\n";
   (void)!write(tfd, line.data(), line.size());
   close(tfd);
-  std::vector<std::string> argv = {SentryBinary(), "serve", "--listen", listen, "--token-file",
-                                   token_file_};
+  std::vector<std::string> argv = {SentryBinary(), "serve",        "--listen",
+                                   listen,         "--token-file", token_file_};
   argv.insert(argv.end(), extra.begin(), extra.end());
   int err[2];
   if (pipe2(err, O_CLOEXEC) < 0) std::abort();
@@ -204,8 +203,8 @@ HttpReply ServeProcess::Request(const std::string& method, const std::string& ta
   if (auth) req += std::string("Authorization: Bearer ") + kToken + "\r\n";
   for (const std::string& h : headers) req += h + "\r\n";
   if (!body.empty() || method == "POST") {
-    req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-           "\r\n";
+    req +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   }
   req += "\r\n" + body;
   return ParseHttpReply(RawExchange(address_, req));
@@ -268,7 +267,7 @@ std::optional<std::string> McpProcess::ReadLine(double timeout_sec) {
 }
 
 nlohmann::json McpProcess::Call(int id, const std::string& method, const nlohmann::json& params) {
-  Send(nlohmann::json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
+  SendJson(nlohmann::json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
   while (auto line = ReadLine(60)) {
     auto j = nlohmann::json::parse(*line, nullptr, false);
     if (j.is_object() && j.value("id", nlohmann::json()) == id) return j;

@@ -17,7 +17,7 @@ namespace sentry::testing {
 inline constexpr const char* kToken = "test-token-0123456789abcdef";
 
 struct HttpReply {
-  int status = 0;  // 0: no answer (the connection failed or closed)
+  int status = 0;                              // 0: no answer (the connection failed or closed)
   std::map<std::string, std::string> headers;  // names in lower case
   std::string body;
   nlohmann::json Json() const;  // the body parsed (null if it is not JSON)
@@ -70,7 +70,7 @@ class McpProcess final {
   McpProcess& operator=(const McpProcess&) = delete;
 
   void Send(const std::string& line);
-  void Send(const nlohmann::json& message) { Send(message.dump()); }
+  void SendJson(const nlohmann::json& message) { Send(message.dump()); }
   // The next line it writes, or nullopt after timeout_sec.
   std::optional<std::string> ReadLine(double timeout_sec = 30);
   // Sends a request and reads lines until its answer (the id) comes.

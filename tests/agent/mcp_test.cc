@@ -14,7 +14,7 @@ json Initialize(McpProcess& mcp) {
                     {{"protocolVersion", "2025-06-18"},
                      {"capabilities", json::object()},
                      {"clientInfo", {{"name", "mcp_test"}, {"version", "1"}}}});
-  mcp.Send(json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+  mcp.SendJson(json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
   return r;
 }
 
@@ -43,8 +43,9 @@ TEST(Mcp, RunPythonGivesTextAndStructuredResult) {
   McpProcess mcp;
   Initialize(mcp);
   json r = Tool(mcp, 2, "run_python",
-                {{"code", "import sys\nprint(open('data.txt').read().upper())\n"
-                          "print(sys.stdin.read()[::-1])"},
+                {{"code",
+                  "import sys\nprint(open('data.txt').read().upper())\n"
+                  "print(sys.stdin.read()[::-1])"},
                  {"files", {{"data.txt", "hello"}}},
                  {"stdin", "abc"}});
   const json& res = r["result"];
@@ -76,9 +77,10 @@ TEST(Mcp, RunCommandAndItsDenialsWithHints) {
   McpProcess mcp;
   Initialize(mcp);
   json r = Tool(mcp, 2, "run_command",
-                {{"argv", {"python3", "-c",
-                           "import socket\ns=socket.socket()\ntry:\n s.connect(('1.1.1.1',80))\n"
-                           "except OSError as e: print(e.errno)"}}});
+                {{"argv",
+                  {"python3", "-c",
+                   "import socket\ns=socket.socket()\ntry:\n s.connect(('1.1.1.1',80))\n"
+                   "except OSError as e: print(e.errno)"}}});
   const json& res = r["result"];
   EXPECT_EQ(res["structuredContent"]["exitCode"], 0) << r.dump();
   ASSERT_FALSE(res["structuredContent"]["denied"].empty());
@@ -90,8 +92,8 @@ TEST(Mcp, RunCommandAndItsDenialsWithHints) {
 TEST(Mcp, TimeoutIsReportedAndCappedByTheServer) {
   McpProcess mcp({"--timeout", "2"});
   Initialize(mcp);
-  json r = Tool(mcp, 2, "run_python",
-                {{"code", "import time\ntime.sleep(30)"}, {"timeoutMs", 300}});
+  json r =
+      Tool(mcp, 2, "run_python", {{"code", "import time\ntime.sleep(30)"}, {"timeoutMs", 300}});
   EXPECT_TRUE(r["result"]["structuredContent"]["timedOut"].get<bool>()) << r.dump();
   EXPECT_TRUE(r["result"]["isError"].get<bool>());
   EXPECT_NE(r["result"]["content"].back()["text"].get<std::string>().find("limit timeout"),
@@ -107,12 +109,12 @@ TEST(Mcp, ProtocolErrors) {
   Initialize(mcp);
   EXPECT_EQ(mcp.Call(2, "resources/list", json::object())["error"]["code"], -32601);
   EXPECT_EQ(Tool(mcp, 3, "rm_rf", json::object())["error"]["code"], -32602);
-  EXPECT_EQ(Tool(mcp, 4, "run_python", {{"code", "1"}, {"shell", true}})["error"]["code"],
-            -32602);
+  EXPECT_EQ(Tool(mcp, 4, "run_python", {{"code", "1"}, {"shell", true}})["error"]["code"], -32602);
   EXPECT_EQ(Tool(mcp, 5, "run_python", json::object())["error"]["code"], -32602);
   EXPECT_EQ(Tool(mcp, 6, "run_command", {{"argv", json::array()}})["error"]["code"], -32602);
-  EXPECT_EQ(Tool(mcp, 7, "run_python", {{"code", "1"}, {"files", {{"../x", "y"}}}})["error"]["code"],
-            -32602);
+  EXPECT_EQ(
+      Tool(mcp, 7, "run_python", {{"code", "1"}, {"files", {{"../x", "y"}}}})["error"]["code"],
+      -32602);
   mcp.Send("{not json");
   json parse = json::parse(*mcp.ReadLine());
   EXPECT_EQ(parse["error"]["code"], -32700);
@@ -130,11 +132,12 @@ TEST(Mcp, ProtocolErrors) {
 TEST(Mcp, CallsRunConcurrentlyAndPingsAreAnsweredMeanwhile) {
   McpProcess mcp;
   Initialize(mcp);
-  mcp.Send(json{{"jsonrpc", "2.0"},
-                {"id", 2},
-                {"method", "tools/call"},
-                {"params",
-                 {{"name", "run_python"}, {"arguments", {{"code", "import time\ntime.sleep(1)"}}}}}});
+  mcp.SendJson(
+      json{{"jsonrpc", "2.0"},
+           {"id", 2},
+           {"method", "tools/call"},
+           {"params",
+            {{"name", "run_python"}, {"arguments", {{"code", "import time\ntime.sleep(1)"}}}}}});
   json ping = mcp.Call(3, "ping", json::object());
   EXPECT_EQ(ping["id"], 3);  // answered before the run's end
   auto line = mcp.ReadLine();

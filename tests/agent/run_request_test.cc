@@ -20,8 +20,8 @@ TEST(RunRequest, GuestPathsAreConfined) {
   EXPECT_EQ(Confined("data.csv"), "/home/sandbox/data.csv");
   EXPECT_EQ(Confined("a//b/"), "/home/sandbox/a/b");
   EXPECT_EQ(Confined("/tmp/x"), "/tmp/x");
-  for (const char* bad : {"", "../x", "a/../../etc/passwd", "/tmp/../etc/x", "./x", "/",
-                          "//", "/proc/self/mem", "/dev/sda", "/sys/kernel/x", "/proc"}) {
+  for (const char* bad : {"", "../x", "a/../../etc/passwd", "/tmp/../etc/x", "./x", "/", "//",
+                          "/proc/self/mem", "/dev/sda", "/sys/kernel/x", "/proc"}) {
     EXPECT_EQ(Confined(bad).rfind("refused", 0), 0u) << bad;
   }
   EXPECT_EQ(Confined(std::string("a\0b", 3)).rfind("refused", 0), 0u);
@@ -57,20 +57,19 @@ TEST(RunRequest, LimitsOnlyTighten) {
       policy, false, &job, &err));
   EXPECT_EQ(job.options.timeout_sec, 0.5);
   EXPECT_EQ(job.options.memory_bytes, 64u << 20);
-  for (const json& limits : {json{{"timeoutMs", 10001}}, json{{"memoryMb", 257}},
-                             json{{"cpus", 2}}, json{{"maxProcesses", 129}},
-                             json{{"diskMb", 513}}, json{{"maxOutputBytes", 65537}},
-                             json{{"nofile", 1025}}}) {
-    EXPECT_FALSE(ParseRunRequest(json{{"code", "1"}, {"limits", limits}}, policy, false, &job,
-                                 &err))
+  for (const json& limits : {json{{"timeoutMs", 10001}}, json{{"memoryMb", 257}}, json{{"cpus", 2}},
+                             json{{"maxProcesses", 129}}, json{{"diskMb", 513}},
+                             json{{"maxOutputBytes", 65537}}, json{{"nofile", 1025}}}) {
+    EXPECT_FALSE(
+        ParseRunRequest(json{{"code", "1"}, {"limits", limits}}, policy, false, &job, &err))
         << limits;
     EXPECT_EQ(err.http_status, 403) << limits;
     EXPECT_EQ(err.field, "limits." + limits.begin().key());
   }
   // No server timeout: a request may set any.
   policy.base.timeout_sec = 0;
-  EXPECT_TRUE(ParseRunRequest(json{{"code", "1"}, {"limits", {{"timeoutMs", 1e9}}}}, policy,
-                              false, &job, &err));
+  EXPECT_TRUE(ParseRunRequest(json{{"code", "1"}, {"limits", {{"timeoutMs", 1e9}}}}, policy, false,
+                              &job, &err));
 }
 
 TEST(RunRequest, NetworkOnlyNarrows) {
@@ -87,7 +86,8 @@ TEST(RunRequest, NetworkOnlyNarrows) {
       policy, false, &job, &err))
       << err.message;
   EXPECT_EQ(job.options.net.allow.size(), 2u);
-  for (const char* bad : {"api.example.com:80", "example.com:443", "evil.com", "pypi.org.evil.com"}) {
+  for (const char* bad :
+       {"api.example.com:80", "example.com:443", "evil.com", "pypi.org.evil.com"}) {
     EXPECT_FALSE(ParseRunRequest(json{{"code", "1"}, {"network", {{"allow", {bad}}}}}, policy,
                                  false, &job, &err))
         << bad;
@@ -107,14 +107,13 @@ TEST(RunRequest, SizesAreBounded) {
   EXPECT_EQ(err.http_status, 413);
   json many = json::array();
   for (int i = 0; i < 40; ++i) many.push_back("f" + std::to_string(i));
-  EXPECT_FALSE(ParseRunRequest(json{{"code", "1"}, {"returnFiles", many}}, policy, false, &job,
-                               &err));
+  EXPECT_FALSE(
+      ParseRunRequest(json{{"code", "1"}, {"returnFiles", many}}, policy, false, &job, &err));
   EXPECT_EQ(err.field, "returnFiles");
   EXPECT_FALSE(ParseRunRequest(json{{"argv", json::array({std::string(2 << 20, 'a')})}}, policy,
                                false, &job, &err));
   EXPECT_EQ(err.http_status, 413);
-  EXPECT_FALSE(ParseRunRequest(json{{"files", {{"a", ""}, {"/home/sandbox/a", ""}}},
-                                    {"code", "1"}},
+  EXPECT_FALSE(ParseRunRequest(json{{"files", {{"a", ""}, {"/home/sandbox/a", ""}}}, {"code", "1"}},
                                policy, false, &job, &err));
 }
 

@@ -1,13 +1,11 @@
 // `sentry serve` through its HTTP API, on 127.0.0.1 and a unix socket.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
-#include <thread>
-
-#include <gtest/gtest.h>
-
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/escaping.h"
 #include "tests/agent/agent_util.h"
@@ -24,14 +22,15 @@ TEST(Serve, HealthNeedsNoTokenEverythingElseDoes) {
   HttpReply h = serve.Request("GET", "/v1/health", "", false);
   EXPECT_EQ(h.status, 200);
   EXPECT_EQ(h.Json()["status"], "ok");
-  HttpReply none = serve.Request("POST", "/v1/runs", R"({"code":"print(1)"})", false);
+  const std::string body = "{\"code\": \"1\"}";
+  HttpReply none = serve.Request("POST", "/v1/runs", body, false);
   EXPECT_EQ(none.status, 401);
   EXPECT_EQ(none.headers["www-authenticate"], "Bearer");
-  HttpReply wrong = serve.Request("POST", "/v1/runs", R"({"code":"print(1)"})", false,
+  HttpReply wrong = serve.Request("POST", "/v1/runs", body, false,
                                   {"Authorization: Bearer test-token-0123456789abcdeX"});
   EXPECT_EQ(wrong.status, 401);
-  HttpReply shorter = serve.Request("GET", "/metrics", "", false,
-                                    {"Authorization: Bearer test-token"});
+  HttpReply shorter =
+      serve.Request("GET", "/metrics", "", false, {"Authorization: Bearer test-token"});
   EXPECT_EQ(shorter.status, 401);
   EXPECT_EQ(serve.Request("GET", "/metrics", "", false).status, 401);
   EXPECT_EQ(serve.Request("GET", "/metrics").status, 200);
@@ -47,7 +46,8 @@ TEST(Serve, RunReturnsTheJsonResultAndFiles) {
       {{"language", "python"},
        {"code",
         "import sys, os\nprint(48271*6933)\nprint(sys.stdin.read())\n"
-        "data = open('in/blob.bin','rb').read()\nprint(len(data), os.access('tool.sh', os.X_OK))\n"
+        "data = open('in/blob.bin','rb').read()\nprint(len(data), os.access('tool.sh', "
+        "os.X_OK))\n"
         "open('out.txt','w').write('made inside')\nopen('/tmp/raw.bin','wb').write(data)\n"},
        {"stdin", "from stdin"},
        {"files",
@@ -127,9 +127,8 @@ TEST(Serve, BadRequestsAreRefusedNamingTheProblem) {
   EXPECT_EQ(big.status, 413);
   EXPECT_EQ(serve.Request("POST", "/v1/runs?stream=2", "{}").status, 400);
   // Chunked past the cap: refused while it is read.
-  std::string chunked =
-      "POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kToken) +
-      "\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string chunked = "POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                        std::string(kToken) + "\r\nTransfer-Encoding: chunked\r\n\r\n";
   for (int i = 0; i < 80; ++i) chunked += "400\r\n" + std::string(1024, ' ') + "\r\n";
   chunked += "0\r\n\r\n";
   EXPECT_EQ(ParseHttpReply(RawExchange(serve.address(), chunked)).status, 413);
