@@ -176,6 +176,16 @@ void Server::Serve(int fd) {
         ec == boost::asio::error::timed_out || ec == boost::asio::error::connection_reset) {
       break;
     }
+    if (ec == http::error::body_limit) {  // a Content-Length past the cap, seen in the header
+      service_.metrics().RecordRejected("too_large");
+      Send(s, http::status::payload_too_large,
+           RequestError{413, "",
+                        absl::StrCat("the body is larger than ",
+                                     service_.flags().policy.max_request_bytes, " bytes")}
+               .Json(),
+           false);
+      break;
+    }
     if (ec) {
       service_.metrics().RecordRejected("bad_request");
       Send(s,
