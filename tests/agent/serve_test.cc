@@ -222,6 +222,29 @@ TEST(Serve, UnixSocketAndOneLogLinePerRun) {
   rmdir(dir);
 }
 
+// A request names guest paths only: a script named in argv is not copied in
+// from the server's cwd (as `sentry run` would), files never land on the host.
+TEST(Serve, NothingOfARequestReachesTheHostsFiles) {
+  const std::string secret = "agent-test-secret.py";
+  { std::ofstream(secret) << "print('host secret 5551212')\n"; }
+  ServeProcess serve;
+  ASSERT_TRUE(serve.ok()) << serve.Stderr();
+  json r = serve.Post({{"argv", {"python3", secret}}}).Json();
+  EXPECT_EQ(r["exitCode"], 2) << r.dump();
+  EXPECT_EQ(r["stdout"].get<std::string>().find("5551212"), std::string::npos);
+  json w = serve
+               .Post({{"code", "print(open('/tmp/agent-test-planted').read())"},
+                      {"files", {{"/tmp/agent-test-planted", "x"}}}})
+               .Json();
+  EXPECT_EQ(w["stdout"], "x\n");
+  EXPECT_NE(access("/tmp/agent-test-planted", F_OK), 0);  // in the sandbox's tree only
+  for (const char* path : {"../../../tmp/escape", "/home/sandbox/../../tmp/escape"}) {
+    EXPECT_EQ(serve.Post({{"code", "1"}, {"files", {{path, "x"}}}}).status, 400) << path;
+  }
+  EXPECT_NE(access("/tmp/escape", F_OK), 0);
+  unlink(secret.c_str());
+}
+
 TEST(Serve, FlagsAreChecked) {
   EXPECT_FALSE(ServeProcess({}, "localhost:80").ok());
   ProcessResult no_token = RunProcess({SentryBinary(), "serve", "--listen", "127.0.0.1:0"});
