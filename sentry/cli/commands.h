@@ -15,6 +15,8 @@ int PoolCommand(const std::vector<std::string>& args);
 // flags first; IsOciInvocation tells it from sentry's own commands.
 bool IsOciInvocation(const std::vector<std::string>& args);
 int OciCommand(const std::vector<std::string>& args);
+int ServeCommand(const std::vector<std::string>& args);
+int McpCommand(const std::vector<std::string>& args);
 
 }  // namespace sentry::cli
 

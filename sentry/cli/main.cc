@@ -24,6 +24,8 @@ Commands:
                                  the syscall table: every x86-64 syscall and its action
   check [--json]                 whether sentry runs on this host, and with which walls
   pool --socket PATH [--size N]  keep sandboxes warm for `sentry run --pool PATH`
+  serve --listen ADDR --token-file F   an HTTP API for agents (see: sentry serve --help)
+  mcp                            an MCP server on stdio for agents (see: sentry mcp --help)
   help                           this text
   version                        sentry's release (also --version)
 
@@ -58,6 +60,8 @@ int main(int argc, char** argv) {
   if (cmd == "syscalls") return sentry::cli::SyscallsCommand(args);
   if (cmd == "check") return sentry::cli::CheckCommand(args);
   if (cmd == "pool") return sentry::cli::PoolCommand(args);
+  if (cmd == "serve") return sentry::cli::ServeCommand(args);
+  if (cmd == "mcp") return sentry::cli::McpCommand(args);
   std::fprintf(stderr, "sentry: unknown command '%s'; try 'sentry help'\n", cmd.c_str());
   return sentry::kExitSentryError;
 }

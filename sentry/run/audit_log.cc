@@ -24,13 +24,15 @@ absl::Status AppendAuditRecord(const std::string& path, const AuditRecord& r) {
   tm tm;
   gmtime_r(&now.tv_sec, &tm);
   strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  std::string line =
-      absl::StrCat("{\"runId\":", JsonString(r.run_id), ",\"time\":\"", when, "\",\"argv\":[",
-                   absl::StrJoin(argv, ","), "],\"code\":", JsonString(r.code),
-                   ",\"codeSha256\":", JsonString(r.code_hash), ",\"limits\":", r.limits,
-                   ",\"result\":", r.result ? ResultJson(*r.result) : "null",
-                   ",\"sentryMaxRssBytes\":", r.sentry_max_rss_bytes,
-                   ",\"phasesMs\":", r.phases_ms.empty() ? "null" : r.phases_ms, "}\n");
+  std::string line = absl::StrCat(
+      "{\"runId\":", JsonString(r.run_id), ",\"time\":\"", when, "\",\"argv\":[",
+      absl::StrJoin(argv, ","), "],\"code\":", JsonString(r.code),
+      ",\"codeSha256\":", JsonString(r.code_hash), ",\"limits\":", r.limits, ",\"result\":",
+      r.result                 ? ResultJson(*r.result)
+      : !r.result_json.empty() ? r.result_json
+                               : "null",
+      ",\"sentryMaxRssBytes\":", r.sentry_max_rss_bytes,
+      ",\"phasesMs\":", r.phases_ms.empty() ? "null" : r.phases_ms, "}\n");
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoStatus(absl::StrCat("--log ", path));
   ssize_t n = write(fd, line.data(), line.size());

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "sentry/kernel/kernel.h"
 
@@ -65,6 +66,32 @@ Json Opt(const std::optional<std::string>& v) { return v ? Text(*v) : Json(nullp
 // Compact, UTF-8 as is; never throws (the text is valid already).
 std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
+bool IsUtf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = Utf8Len(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+// {"path": {"size": N, "truncated": false, "text": "..."}, ...}: text when the
+// bytes are UTF-8, else "base64"; {"error": "..."} for a file not read.
+Json FilesJson(const std::vector<ReturnedFile>& files) {
+  Json out = Json::object();
+  for (const ReturnedFile& f : files) {
+    if (!f.error.empty()) {
+      out[ValidUtf8(f.path)] = {{"error", Text(f.error)}};
+      continue;
+    }
+    bool text = IsUtf8(f.data);
+    Json body = {{"size", f.size}, {"truncated", f.data.size() < f.size}};
+    body[text ? "text" : "base64"] = text ? f.data : absl::Base64Escape(f.data);
+    out[ValidUtf8(f.path)] = std::move(body);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string JsonString(const std::string& s) { return Dump(Text(s)); }
@@ -95,8 +122,9 @@ std::string ResultJson(const RunResult& r) {
              {{"connections", r.net_connections},
               {"bytesOut", r.net_bytes_out},
               {"bytesIn", r.net_bytes_in}}},
-            {"error", Opt(r.error)},
-            {"version", SENTRY_VERSION}};
+            {"error", Opt(r.error)}};
+  if (r.files) j["files"] = FilesJson(*r.files);
+  j["version"] = SENTRY_VERSION;
   return Dump(j);
 }
 

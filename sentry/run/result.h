@@ -19,6 +19,14 @@ struct DeniedOperation {
   std::string hint;      // one line for the model
 };
 
+// A guest file read back after the run (RunOptions::return_files).
+struct ReturnedFile {
+  std::string path;
+  std::string data;   // its first bytes, at most the cap
+  uint64_t size = 0;  // its whole size
+  std::string error;  // why it was not read ("" if it was)
+};
+
 struct RunResult {
   std::string stdout_text, stderr_text;
   uint64_t stdout_dropped = 0, stderr_dropped = 0;
@@ -34,6 +42,8 @@ struct RunResult {
   std::vector<DeniedOperation> denied;
   // Connections out of the sandbox (--allow-net), and their bytes.
   uint64_t net_connections = 0, net_bytes_out = 0, net_bytes_in = 0;
+  // Only when the run asked for files back: "files" in the JSON.
+  std::optional<std::vector<ReturnedFile>> files;
 };
 
 // Quotes s as a JSON string; bytes that are not valid UTF-8 become U+FFFD.

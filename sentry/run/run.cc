@@ -29,6 +29,7 @@
 #include "sentry/platform/tracer.h"
 #include "sentry/platform/unotify.h"
 #include "sentry/run/cgroups.h"
+#include "sentry/run/guest_files.h"
 #include "sentry/run/guest_program.h"
 #include "sentry/run/phase_clock.h"
 #include "sentry/run/result.h"
@@ -86,6 +87,7 @@ std::optional<RunError> Run::Prepare() {
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
+  so.tee = {o_.stdout_tee_fd, o_.stderr_tee_fd};
   so.pipe_uid = so.pipe_gid = GuestHostUid();
   so.relay_all = warm_;
   if (!warm_) so.tty_fds = GuestTerminal::FdsFor(o_.tty, o_.json, o_.stdin_path);
@@ -226,6 +228,9 @@ std::optional<RunError> Run::Admit() {
     if (absl::Status s = ReplaceInSandbox(v, creds_, content, guest); !s.ok()) {
       return RunError{kExitSentryError, absl::StrCat(guest, ": ", s.message())};
     }
+  }
+  if (absl::Status s = WriteInlineFiles(v, creds_, o_.inline_files); !s.ok()) {
+    return RunError{kExitSentryError, std::string(s.message())};
   }
   std::string cwd = o_.root || tree_.uid == 0 ? "/root" : tree_.home;
   if (!o_.workdir.empty()) {
@@ -454,6 +459,7 @@ int Run::Serve(const RunOptions& request, int peer_fd) {
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
+  so.tee = {o_.stdout_tee_fd, o_.stderr_tee_fd};
   if (absl::Status s = stdio_.Configure(so); !s.ok()) {
     return Conclude(RunError{kExitSentryError, std::string(s.message())});
   }

@@ -31,6 +31,14 @@ enum class NamespaceMode { kAuto, kRequire, kOff };
 // kAuto where the caller's stdio has one, kOn always (-t), kOff never.
 enum class TtyMode { kAuto, kOn, kOff };
 
+// A file a request of `sentry serve`/`mcp` carries: its bytes are written into
+// the guest's tree before the run; nothing of it touches the host.
+struct InlineFile {
+  std::string guest_path;  // absolute, checked by the caller (sentry/agent)
+  std::string data;
+  unsigned mode = 0644;
+};
+
 struct RunOptions {
   std::vector<std::string> argv;                            // the guest command
   std::vector<std::string> env;                             // extra K=V
@@ -79,6 +87,16 @@ struct RunOptions {
   // guest's host pids given); 0 lets it go, anything else ends the run with
   // that exit code before the guest ran (a container deleted unstarted).
   std::function<int(pid_t init_pid, pid_t guest_pid)> before_go;
+  // For `sentry serve` and `mcp` (sentry/agent/): files written into the
+  // guest's tree before the run; guest files read back into the result after
+  // it (absolute paths, as the guest may read them, each capped at
+  // return_file_max bytes); and pipes that get a copy of the captured output
+  // as it comes, written without blocking (a reader that falls behind loses
+  // the rest of the copy; the result keeps it).
+  std::vector<InlineFile> inline_files;
+  std::vector<std::string> return_files;
+  uint64_t return_file_max = 1 << 20;
+  int stdout_tee_fd = -1, stderr_tee_fd = -1;
 };
 
 int RunSandbox(const RunOptions& options);

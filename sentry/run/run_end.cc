@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/run/audit_log.h"
+#include "sentry/run/guest_files.h"
 #include "sentry/run/run_internal.h"
 
 namespace sentry::run_internal {
@@ -249,6 +250,12 @@ int Run::Conclude(std::optional<RunError> error) {
   }
   if (!r.limit && cgroups_.PidsLimitHit()) r.limit = "pids";
   net_.Conclude(&r);
+  // The guest is done; its tree is whole until the kernel goes (the store's
+  // files stay open through the sentry's own fd of it).
+  if (!o_.return_files.empty() && kernel_) {
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    r.files = ReadGuestFiles(kernel_->vfs(), creds_, o_.return_files, o_.return_file_max);
+  }
   // A pool's client is answered before the sandbox is taken down: nothing of
   // what follows is its concern (a cold run's caller waits for this process).
   if (warm_) {

@@ -41,6 +41,15 @@ void Pump(int from, int to, OutputBuffer* capture) {
   }
 }
 
+// A tee never blocks the guest's relay: non-blocking, with room for 1 MiB.
+void PrepareTees(const std::array<int, 2>& tee) {
+  for (int fd : tee) {
+    if (fd < 0) continue;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+  }
+}
+
 // The caller's stdin is /dev/null (an agent's usual): nothing to relay, and
 // a thread not started.
 bool IsDevNull(int fd) {
@@ -54,6 +63,7 @@ GuestStdio::~GuestStdio() { Finish(); }
 
 absl::Status GuestStdio::Setup(const Options& options) {
   options_ = options;
+  PrepareTees(options_.tee);
   out_ = std::make_unique<OutputBuffer>(options.max_output);
   err_ = std::make_unique<OutputBuffer>(options.max_output);
   if (options.relay_all) options_.tty_fds = 0;
@@ -100,6 +110,8 @@ absl::Status GuestStdio::Configure(const Options& options) {
   options_.capture = options.capture;
   options_.stdin_path = options.stdin_path;
   options_.max_output = options.max_output;
+  options_.tee = options.tee;
+  PrepareTees(options_.tee);
   out_ = std::make_unique<OutputBuffer>(options.max_output);
   err_ = std::make_unique<OutputBuffer>(options.max_output);
   configured_.store(true, std::memory_order_release);
@@ -167,7 +179,7 @@ void GuestStdio::Start() {
   for (int i = 1; i <= 2; ++i) {
     if (!ours_[i]) continue;
     int from = ours_[i].get();
-    int to = options_.capture ? -1 : i;
+    int to = options_.capture ? options_.tee[i - 1] : i;
     OutputBuffer* capture = options_.capture ? (i == 1 ? out_.get() : err_.get()) : nullptr;
     outputs_.emplace_back([from, to, capture] { Pump(from, to, capture); });
   }
@@ -227,6 +239,8 @@ void GuestStdio::StartOutputsEarly() {
         bool capture = configured && options_.capture;
         if (capture) {
           (i == 1 ? out_ : err_)->Append(buf, static_cast<size_t>(n));
+          int tee = options_.tee[i - 1];
+          if (writable && tee >= 0) writable = WriteAll(tee, buf, static_cast<size_t>(n));
         } else if (writable) {
           writable = WriteAll(i, buf, static_cast<size_t>(n));
         }

@@ -42,6 +42,9 @@ class GuestStdio final {
     // first byte on stdout makes ready_fd() readable (a warm interpreter's
     // "waiting for its script", see warm_bootstrap.h).
     bool drop_early = false;
+    // With capture: pipes that also get stdout's and stderr's bytes as they
+    // come (made non-blocking here: a full one stops its copy, never the guest).
+    std::array<int, 2> tee = {-1, -1};
   };
 
   GuestStdio() = default;

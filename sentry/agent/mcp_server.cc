@@ -1,0 +1,247 @@
+#include "sentry/agent/mcp_server.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "sentry/agent/result_text.h"
+#include "sentry/run/result.h"
+
+namespace sentry::agent {
+namespace {
+
+using nlohmann::json;
+
+// JSON-RPC 2.0's codes, and ours (-32000: the server is at its cap).
+constexpr int kParseError = -32700;
+constexpr int kInvalidRequest = -32600;
+constexpr int kMethodNotFound = -32601;
+constexpr int kInvalidParams = -32602;
+constexpr int kInternalError = -32603;
+constexpr int kBusy = -32000;
+
+constexpr const char* kVersions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string ErrorLine(const json& id, int code, const std::string& message) {
+  return Dump({{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}});
+}
+
+// A tool's arguments as a run request (run_request.h).
+bool ToRequest(const std::string& tool, const json& args, json* request, std::string* why) {
+  if (!args.is_object()) {
+    *why = "arguments must be an object";
+    return false;
+  }
+  json r = json::object();
+  for (const auto& [key, v] : args.items()) {
+    if (key == "code" && tool == "run_python") {
+      r["language"] = "python";
+      r["code"] = v;
+    } else if (key == "argv" && tool == "run_command") {
+      r["argv"] = v;
+    } else if (key == "stdin" || key == "files") {
+      r[key] = v;
+    } else if (key == "timeoutMs") {
+      r["limits"] = {{"timeoutMs", v}};
+    } else {
+      *why = absl::StrCat("unknown argument \"", key, "\" for ", tool);
+      return false;
+    }
+  }
+  if (tool == "run_python" && !r.contains("code")) {
+    *why = "run_python needs \"code\"";
+    return false;
+  }
+  if (tool == "run_command" && !r.contains("argv")) {
+    *why = "run_command needs \"argv\"";
+    return false;
+  }
+  *request = std::move(r);
+  return true;
+}
+
+}  // namespace
+
+bool McpServer::IsToolCall(const std::string& line) {
+  return line.find("\"tools/call\"") != std::string::npos;
+}
+
+std::optional<std::string> McpServer::HandleLine(const std::string& line) {
+  json msg;
+  try {
+    msg = json::parse(line);
+  } catch (const json::exception& e) {
+    return ErrorLine(nullptr, kParseError, absl::StrCat("Parse error: ", e.what()));
+  }
+  if (!msg.is_object()) {
+    return ErrorLine(nullptr, kInvalidRequest, "Invalid Request: not one JSON-RPC object");
+  }
+  bool has_id = msg.contains("id");
+  json id = has_id ? msg["id"] : json();
+  if (has_id && !id.is_string() && !id.is_number_integer()) {
+    return ErrorLine(nullptr, kInvalidRequest, "Invalid Request: id must be a string or integer");
+  }
+  if (msg.value("jsonrpc", "") != "2.0" || !msg.contains("method") || !msg["method"].is_string()) {
+    // A response from the client (we send no requests): nothing to answer.
+    if (msg.contains("result") || msg.contains("error")) return std::nullopt;
+    return ErrorLine(id, kInvalidRequest, "Invalid Request: needs jsonrpc \"2.0\" and a method");
+  }
+  std::string method = msg["method"].get<std::string>();
+  json params = msg.value("params", json::object());
+  if (!params.is_object()) {
+    return has_id ? std::optional(ErrorLine(id, kInvalidParams, "params must be an object"))
+                  : std::nullopt;
+  }
+  if (!has_id) return std::nullopt;  // notifications: initialized, cancelled, ...
+  bool error = false;
+  int code = 0;
+  std::string message;
+  json result = Dispatch(method, params, &error, &code, &message);
+  if (error) return ErrorLine(id, code, message);
+  return Dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
+}
+
+json McpServer::Dispatch(const std::string& method, const json& params, bool* error, int* code,
+                         std::string* message) {
+  if (method == "initialize") {
+    std::string want = params.value("protocolVersion", "");
+    std::string version = kMcpProtocolVersion;
+    for (const char* v : kVersions) {
+      if (want == v) version = v;
+    }
+    return {{"protocolVersion", version},
+            {"capabilities", {{"tools", {{"listChanged", false}}}}},
+            {"serverInfo", {{"name", "sentry"}, {"title", "sentry"}, {"version", SentryVersion()}}},
+            {"instructions",
+             "Runs code in a fresh sandbox per call: run_python for Python, run_command for any "
+             "program. Files you pass are placed in the sandbox's home; nothing persists "
+             "between calls."}};
+  }
+  if (method == "ping") return json::object();
+  if (method == "tools/list") return {{"tools", McpTools()}};
+  if (method == "tools/call") return CallTool(params, error, code, message);
+  *error = true;
+  *code = kMethodNotFound;
+  *message = absl::StrCat("Method not found: ", method);
+  return nullptr;
+}
+
+json McpServer::CallTool(const json& params, bool* error, int* code, std::string* message) {
+  std::string name = params.value("name", "");
+  json request;
+  std::string why;
+  if (name != "run_python" && name != "run_command") {
+    why = absl::StrCat("Unknown tool: ", name.empty() ? "(no name)" : name);
+  } else if (!ToRequest(name, params.value("arguments", json::object()), &request, &why)) {
+    // why says it
+  }
+  if (!why.empty()) {
+    *error = true;
+    *code = kInvalidParams;
+    *message = why;
+    return nullptr;
+  }
+  if (!service_.Acquire()) {
+    service_.metrics().RecordRejected("busy");
+    *error = true;
+    *code = kBusy;
+    *message = "the server is running as many calls as it may; try again shortly";
+    return nullptr;
+  }
+  AgentService::Answer a = service_.Run(request, false, nullptr);
+  service_.Release();
+  if (a.status != 200) {
+    *error = true;
+    *code = a.status >= 500 ? kInternalError : kInvalidParams;
+    try {
+      json e = json::parse(a.body)["error"];
+      std::string field = e.value("field", "");
+      *message = field.empty() ? e.value("message", "")
+                               : absl::StrCat(field, ": ", e.value("message", ""));
+    } catch (const json::exception&) {
+      *message = a.body;
+    }
+    return nullptr;
+  }
+  const json& r = a.result;
+  json content = json::array();
+  std::string out = r.value("stdout", ""), err = r.value("stderr", "");
+  if (!out.empty()) content.push_back({{"type", "text"}, {"text", Clip(out, kMaxStreamText)}});
+  if (!err.empty()) {
+    content.push_back({{"type", "text"}, {"text", "stderr:\n" + Clip(err, kMaxStreamText)}});
+  }
+  content.push_back({{"type", "text"}, {"text", StatusLine(r)}});
+  return {{"content", content}, {"structuredContent", r}, {"isError", RunFailed(r)}};
+}
+
+void McpServer::Serve(int in_fd, int out_fd) {
+  std::mutex write_mu;
+  auto write_line = [&](const std::string& s) {
+    std::string line = s + "\n";
+    std::lock_guard<std::mutex> lock(write_mu);
+    const char* p = line.data();
+    size_t n = line.size();
+    while (n > 0) {
+      ssize_t w = write(out_fd, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return;
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+  };
+  // Calls run on detached threads (a long session makes many); the last
+  // one to finish lets the end wait go.
+  std::mutex calls_mu;
+  std::condition_variable calls_cv;
+  int calls = 0;
+  const size_t max_line = service_.flags().policy.max_request_bytes + (64 << 10);
+  std::string buf, line;
+  bool skipping = false;  // the rest of an overlong line
+  char chunk[1 << 16];
+  while (true) {
+    ssize_t n = read(in_fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    buf.append(chunk, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
+      line = buf.substr(start, nl - start);
+      if (skipping) {
+        skipping = false;
+        continue;
+      }
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      if (IsToolCall(line)) {
+        {
+          std::lock_guard<std::mutex> lock(calls_mu);
+          ++calls;
+        }
+        std::thread([this, line, &write_line, &calls_mu, &calls_cv, &calls] {
+          if (auto answer = HandleLine(line)) write_line(*answer);
+          std::lock_guard<std::mutex> lock(calls_mu);
+          if (--calls == 0) calls_cv.notify_all();
+        }).detach();
+      } else if (auto answer = HandleLine(line)) {
+        write_line(*answer);
+      }
+    }
+    buf.erase(0, start);
+    if (buf.size() > max_line) {
+      if (!skipping) write_line(ErrorLine(nullptr, kInvalidRequest, "the message is too large"));
+      skipping = true;
+      buf.clear();
+    }
+  }
+  std::unique_lock<std::mutex> lock(calls_mu);
+  calls_cv.wait(lock, [&] { return calls == 0; });
+}
+
+}  // namespace sentry::agent

@@ -1,0 +1,104 @@
+// The two tools of `sentry mcp`, as tools/list describes them.
+#include "nlohmann/json.hpp"
+#include "sentry/agent/mcp_server.h"
+
+namespace sentry::agent {
+namespace {
+
+using nlohmann::json;
+
+json FilesSchema() {
+  json text = {{"type", "string"}};
+  json bytes = {{"type", "object"},
+                {"properties", {{"base64", {{"type", "string"}}}}},
+                {"required", {"base64"}}};
+  json any = {{"anyOf", json::array({text, bytes})}};
+  return {{"type", "object"},
+          {"description",
+           "Files placed in the sandbox before the run: guest path (absolute, or relative to "
+           "the home /home/sandbox, the working directory) to its text, or to "
+           "{\"base64\": \"...\"} for bytes."},
+          {"additionalProperties", any}};
+}
+
+json CommonProperties() {
+  return {{"stdin", {{"type", "string"}, {"description", "Text given to the program's stdin."}}},
+          {"files", FilesSchema()},
+          {"timeoutMs",
+           {{"type", "integer"},
+            {"minimum", 1},
+            {"description", "Wall-clock cap in milliseconds (at most the server's)."}}}};
+}
+
+json OutputSchema() {
+  json nullable_string = {{"type", json::array({"string", "null"})}};
+  return {{"type", "object"},
+          {"properties",
+           {{"stdout", {{"type", "string"}}},
+            {"stderr", {{"type", "string"}}},
+            {"exitCode", {{"type", "integer"}}},
+            {"signal", nullable_string},
+            {"timedOut", {{"type", "boolean"}}},
+            {"limit", nullable_string},
+            {"durationMs", {{"type", "integer"}}},
+            {"cpuMs", {{"type", "integer"}}},
+            {"peakMemoryBytes", {{"type", "integer"}}},
+            {"stdoutDroppedBytes", {{"type", "integer"}}},
+            {"stderrDroppedBytes", {{"type", "integer"}}},
+            {"walls", {{"type", "array"}, {"items", {{"type", "string"}}}}},
+            {"denied",
+             {{"type", "array"},
+              {"items",
+               {{"type", "object"},
+                {"properties",
+                 {{"syscall", {{"type", "string"}}},
+                  {"argument", {{"type", "string"}}},
+                  {"error", {{"type", "string"}}},
+                  {"hint", {{"type", "string"}}}}}}}}},
+            {"network",
+             {{"type", "object"},
+              {"properties",
+               {{"connections", {{"type", "integer"}}},
+                {"bytesOut", {{"type", "integer"}}},
+                {"bytesIn", {{"type", "integer"}}}}}}},
+            {"error", nullable_string},
+            {"version", {{"type", "string"}}}}},
+          {"required", {"stdout", "stderr", "exitCode", "timedOut", "limit", "error"}}};
+}
+
+}  // namespace
+
+json McpTools() {
+  json py = CommonProperties();
+  py["code"] = {{"type", "string"}, {"description", "Python 3 source, run as the script main.py."}};
+  json cmd = CommonProperties();
+  cmd["argv"] = {{"type", "array"},
+                 {"items", {{"type", "string"}}},
+                 {"minItems", 1},
+                 {"description", "The program and its arguments, e.g. [\"ls\", \"-l\"]."}};
+  const char* where =
+      " in a fresh sandbox (no network unless the server allows it, nothing of the host "
+      "writable, nothing kept after the run). Returns stdout, stderr, the exit code and what "
+      "the sandbox refused.";
+  return json::array(
+      {{{"name", "run_python"},
+        {"title", "Run Python"},
+        {"description", std::string("Runs Python 3 code as a script") + where},
+        {"inputSchema",
+         {{"type", "object"},
+          {"properties", py},
+          {"required", {"code"}},
+          {"additionalProperties", false}}},
+        {"outputSchema", OutputSchema()}},
+       {{"name", "run_command"},
+        {"title", "Run a command"},
+        {"description", std::string("Runs a program (bash, ls, python3...)") + where},
+        {"inputSchema",
+         {{"type", "object"},
+          {"properties", cmd},
+          {"required", {"argv"}},
+          {"additionalProperties", false}}},
+        {"outputSchema", OutputSchema()}}});
+}
+
+}  // namespace sentry::agent

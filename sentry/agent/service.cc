@@ -1,0 +1,122 @@
+#include "sentry/agent/service.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "sentry/base/sha256.h"
+#include "sentry/run/audit_log.h"
+
+namespace sentry::agent {
+namespace {
+
+using nlohmann::json;
+
+std::string Outcome(const json& r) {
+  if (!r.value("error", json()).is_null()) return "error";
+  if (r.value("timedOut", false)) return "timeout";
+  if (!r.value("limit", json()).is_null()) return "limit";
+  return r.value("exitCode", -1) == 0 ? "ok" : "failed";
+}
+
+}  // namespace
+
+bool AgentService::Acquire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (draining_ || (running_ >= flags_.max_concurrent && waiting_ >= flags_.max_queue)) {
+    return false;
+  }
+  ++waiting_;
+  metrics_.queued = waiting_;
+  cv_.wait(lock, [&] { return running_ < flags_.max_concurrent || draining_; });
+  --waiting_;
+  metrics_.queued = waiting_;
+  if (draining_) {
+    cv_.notify_all();
+    return false;
+  }
+  ++running_;
+  metrics_.in_flight = running_;
+  return true;
+}
+
+void AgentService::Release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  --running_;
+  metrics_.in_flight = running_;
+  cv_.notify_all();
+}
+
+void AgentService::Drain() {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = true;
+  cv_.notify_all();
+}
+
+void AgentService::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return running_ == 0 && waiting_ == 0; });
+}
+
+AgentService::Answer AgentService::Run(const json& request, bool stream, OutputSink* sink) {
+  Answer a;
+  RunJob job;
+  RequestError err;
+  if (!ParseRunRequest(request, flags_.policy, stream, &job, &err)) {
+    metrics_.RecordRejected(err.http_status == 413 ? "too_large" : "bad_request");
+    a.status = err.http_status;
+    a.body = err.Json();
+    return a;
+  }
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<RunOutcome> out = runner_->Run(job, stream ? sink : nullptr);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!out.ok()) {
+    metrics_.RecordRun("error", seconds, 0);
+    a.status = 500;
+    a.body = RequestError{500, "", std::string(out.status().message())}.Json();
+    return a;
+  }
+  try {
+    a.result = json::parse(out->result_json);
+  } catch (const json::exception& e) {
+    a.status = 500;
+    a.body = RequestError{500, "", "the run's result is not JSON"}.Json();
+    return a;
+  }
+  metrics_.RecordRun(Outcome(a.result), seconds, a.result.value("denied", json::array()).size());
+  if (!flags_.log_path.empty()) Log(job, out->result_json);
+  a.body = std::move(out->result_json);
+  return a;
+}
+
+void AgentService::Log(const RunJob& job, const std::string& result_json) {
+  static std::atomic<uint64_t> next{0};
+  const RunOptions& o = job.options;
+  AuditRecord rec;
+  rec.run_id = absl::StrFormat("serve-%d-%d", getpid(), next++);
+  rec.argv = o.argv;
+  if (!job.code.empty()) {
+    rec.code = job.code.substr(0, 64 << 10);
+    rec.code_hash = Sha256Hex(job.code);
+  }
+  rec.limits = absl::StrFormat(
+      "{\"timeoutSec\":%g,\"memoryBytes\":%d,\"pids\":%d,\"cpus\":%g,\"diskBytes\":%d,"
+      "\"maxOutputBytes\":%d,\"nofile\":%d}",
+      o.timeout_sec, o.memory_bytes, o.pids, o.cpus, o.disk_bytes, o.max_output, o.nofile);
+  rec.result_json = result_json;
+  rusage self;
+  if (getrusage(RUSAGE_SELF, &self) == 0) {
+    rec.sentry_max_rss_bytes = static_cast<uint64_t>(self.ru_maxrss) * 1024;
+  }
+  if (absl::Status s = AppendAuditRecord(flags_.log_path, rec); !s.ok()) {
+    std::fprintf(stderr, "sentry: %s\n", std::string(s.message()).c_str());
+  }
+}
+
+}  // namespace sentry::agent

@@ -1,0 +1,61 @@
+// AgentService: what `sentry serve` and `sentry mcp` share behind their
+// protocols: a request checked and run (run_request.h, Runner), the
+// concurrency cap with its bounded queue, the metrics and the --log line.
+#ifndef SENTRY_AGENT_SERVICE_H_
+#define SENTRY_AGENT_SERVICE_H_
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "sentry/agent/metrics.h"
+#include "sentry/agent/run_request.h"
+#include "sentry/agent/runner.h"
+#include "sentry/agent/server_flags.h"
+
+namespace sentry::agent {
+
+class AgentService final {
+ public:
+  AgentService(ServerFlags flags, std::unique_ptr<Runner> runner)
+      : flags_(std::move(flags)), runner_(std::move(runner)) {}
+
+  // A slot to run in: waits while max_concurrent runs are in progress; false
+  // at once if max_queue requests already wait (the caller answers "busy").
+  bool Acquire();
+  void Release();
+  // No new run is admitted (Acquire fails); WaitIdle waits for those in progress.
+  void Drain();
+  void WaitIdle();
+
+  struct Answer {
+    int status = 200;       // an HTTP status: 200, or the request's 4xx, or 500
+    std::string body;       // the result object, or {"error": {...}}
+    nlohmann::json result;  // parsed, when status is 200
+  };
+  // Checks and runs one request (the caller holds a slot). stream: the
+  // output goes to sink as it comes.
+  Answer Run(const nlohmann::json& request, bool stream, OutputSink* sink);
+
+  const ServerFlags& flags() const { return flags_; }
+  Metrics& metrics() { return metrics_; }
+  std::string MetricsText() const { return metrics_.Text(runner_->Ready()); }
+
+ private:
+  void Log(const RunJob& job, const std::string& result_json);
+
+  const ServerFlags flags_;
+  std::unique_ptr<Runner> runner_;
+  Metrics metrics_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int running_ = 0;
+  int waiting_ = 0;
+  bool draining_ = false;
+};
+
+}  // namespace sentry::agent
+
+#endif  // SENTRY_AGENT_SERVICE_H_

@@ -1,0 +1,149 @@
+// `sentry mcp` spoken to over pipes, as an MCP client does: JSON-RPC 2.0, one
+// message a line.
+#include <gtest/gtest.h>
+
+#include "tests/agent/agent_util.h"
+
+namespace sentry::testing {
+namespace {
+
+using nlohmann::json;
+
+json Initialize(McpProcess& mcp) {
+  json r = mcp.Call(1, "initialize",
+                    {{"protocolVersion", "2025-06-18"},
+                     {"capabilities", json::object()},
+                     {"clientInfo", {{"name", "mcp_test"}, {"version", "1"}}}});
+  mcp.SendJson(json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+  return r;
+}
+
+json Tool(McpProcess& mcp, int id, const std::string& name, const json& args) {
+  return mcp.Call(id, "tools/call", {{"name", name}, {"arguments", args}});
+}
+
+TEST(Mcp, InitializeListsToolsWithSchemas) {
+  McpProcess mcp;
+  json init = Initialize(mcp);
+  EXPECT_EQ(init["result"]["protocolVersion"], "2025-06-18");
+  EXPECT_EQ(init["result"]["serverInfo"]["name"], "sentry");
+  EXPECT_TRUE(init["result"]["capabilities"].contains("tools"));
+  json list = mcp.Call(2, "tools/list", json::object());
+  ASSERT_EQ(list["result"]["tools"].size(), 2u) << list.dump();
+  for (const json& t : list["result"]["tools"]) {
+    EXPECT_EQ(t["inputSchema"]["type"], "object");
+    EXPECT_EQ(t["outputSchema"]["type"], "object");
+    EXPECT_TRUE(t["outputSchema"]["properties"].contains("exitCode"));
+  }
+  EXPECT_EQ(mcp.Call(3, "ping", json::object())["result"], json::object());
+  EXPECT_EQ(mcp.Finish(), 0);
+}
+
+TEST(Mcp, RunPythonGivesTextAndStructuredResult) {
+  McpProcess mcp;
+  Initialize(mcp);
+  json r = Tool(mcp, 2, "run_python",
+                {{"code",
+                  "import sys\nprint(open('data.txt').read().upper())\n"
+                  "print(sys.stdin.read()[::-1])"},
+                 {"files", {{"data.txt", "hello"}}},
+                 {"stdin", "abc"}});
+  const json& res = r["result"];
+  EXPECT_FALSE(res["isError"].get<bool>()) << r.dump();
+  EXPECT_EQ(res["structuredContent"]["stdout"], "HELLO\ncba\n");
+  EXPECT_EQ(res["structuredContent"]["exitCode"], 0);
+  EXPECT_EQ(res["content"][0]["text"], "HELLO\ncba\n");
+  std::string status = res["content"].back()["text"];
+  EXPECT_NE(status.find("exit code 0"), std::string::npos) << status;
+}
+
+TEST(Mcp, FailingCodeIsAnErrorWithItsTracebackIntact) {
+  McpProcess mcp;
+  Initialize(mcp);
+  json r = Tool(mcp, 2, "run_python", {{"code", "x = 1\ny = x / 0\n"}});
+  const json& res = r["result"];
+  EXPECT_TRUE(res["isError"].get<bool>());
+  std::string err = res["structuredContent"]["stderr"];
+  EXPECT_NE(err.find("File \"/home/sandbox/main.py\", line 2, in <module>"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("ZeroDivisionError: division by zero"), std::string::npos);
+  std::string text;
+  for (const json& c : res["content"]) text += c["text"].get<std::string>();
+  EXPECT_NE(text.find("ZeroDivisionError"), std::string::npos);
+  EXPECT_NE(text.find("exit code 1"), std::string::npos);
+}
+
+TEST(Mcp, RunCommandAndItsDenialsWithHints) {
+  McpProcess mcp;
+  Initialize(mcp);
+  json r = Tool(mcp, 2, "run_command",
+                {{"argv",
+                  {"python3", "-c",
+                   "import socket\ns=socket.socket()\ntry:\n s.connect(('1.1.1.1',80))\n"
+                   "except OSError as e: print(e.errno)"}}});
+  const json& res = r["result"];
+  EXPECT_EQ(res["structuredContent"]["exitCode"], 0) << r.dump();
+  ASSERT_FALSE(res["structuredContent"]["denied"].empty());
+  std::string status = res["content"].back()["text"];
+  EXPECT_NE(status.find("ENETUNREACH"), std::string::npos) << status;
+  EXPECT_NE(status.find("network access is disabled"), std::string::npos) << status;
+}
+
+TEST(Mcp, TimeoutIsReportedAndCappedByTheServer) {
+  McpProcess mcp({"--timeout", "2"});
+  Initialize(mcp);
+  json r =
+      Tool(mcp, 2, "run_python", {{"code", "import time\ntime.sleep(30)"}, {"timeoutMs", 300}});
+  EXPECT_TRUE(r["result"]["structuredContent"]["timedOut"].get<bool>()) << r.dump();
+  EXPECT_TRUE(r["result"]["isError"].get<bool>());
+  EXPECT_NE(r["result"]["content"].back()["text"].get<std::string>().find("limit timeout"),
+            std::string::npos);
+  json above = Tool(mcp, 3, "run_python", {{"code", "1"}, {"timeoutMs", 5000}});
+  EXPECT_EQ(above["error"]["code"], -32602) << above.dump();
+  EXPECT_NE(above["error"]["message"].get<std::string>().find("limits.timeoutMs"),
+            std::string::npos);
+}
+
+TEST(Mcp, ProtocolErrors) {
+  McpProcess mcp;
+  Initialize(mcp);
+  EXPECT_EQ(mcp.Call(2, "resources/list", json::object())["error"]["code"], -32601);
+  EXPECT_EQ(Tool(mcp, 3, "rm_rf", json::object())["error"]["code"], -32602);
+  EXPECT_EQ(Tool(mcp, 4, "run_python", {{"code", "1"}, {"shell", true}})["error"]["code"], -32602);
+  EXPECT_EQ(Tool(mcp, 5, "run_python", json::object())["error"]["code"], -32602);
+  EXPECT_EQ(Tool(mcp, 6, "run_command", {{"argv", json::array()}})["error"]["code"], -32602);
+  EXPECT_EQ(
+      Tool(mcp, 7, "run_python", {{"code", "1"}, {"files", {{"../x", "y"}}}})["error"]["code"],
+      -32602);
+  mcp.Send("{not json");
+  json parse = json::parse(*mcp.ReadLine());
+  EXPECT_EQ(parse["error"]["code"], -32700);
+  EXPECT_TRUE(parse["id"].is_null());
+  mcp.Send(R"({"jsonrpc":"2.0","id":8})");
+  EXPECT_EQ(json::parse(*mcp.ReadLine())["error"]["code"], -32600);
+  mcp.Send(R"([{"jsonrpc":"2.0","id":9,"method":"ping"}])");
+  EXPECT_EQ(json::parse(*mcp.ReadLine())["error"]["code"], -32600);
+  // A notification gets no answer: the next line is the ping's.
+  mcp.Send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}})");
+  EXPECT_EQ(mcp.Call(10, "ping", json::object())["id"], 10);
+  EXPECT_EQ(mcp.Finish(), 0);
+}
+
+TEST(Mcp, CallsRunConcurrentlyAndPingsAreAnsweredMeanwhile) {
+  McpProcess mcp;
+  Initialize(mcp);
+  mcp.SendJson(
+      json{{"jsonrpc", "2.0"},
+           {"id", 2},
+           {"method", "tools/call"},
+           {"params",
+            {{"name", "run_python"}, {"arguments", {{"code", "import time\ntime.sleep(1)"}}}}}});
+  json ping = mcp.Call(3, "ping", json::object());
+  EXPECT_EQ(ping["id"], 3);  // answered before the run's end
+  auto line = mcp.ReadLine();
+  ASSERT_TRUE(line);
+  EXPECT_EQ(json::parse(*line)["id"], 2);
+}
+
+}  // namespace
+}  // namespace sentry::testing
