@@ -62,7 +62,7 @@ def gbench_medians(doc):
     if not doc:
         return out
     for b in doc.get("benchmarks", []):
-        name = b.get("run_name", b["name"])
+        name = b.get("run_name", b["name"]).split("/iterations:")[0]
         if b.get("error_occurred"):
             out[name] = {"ns": None, "error": b.get("error_message", "error")}
             continue
@@ -166,9 +166,14 @@ def collect(raw, results):
     cov = {"source": "sentry syscalls --json", "by_action": {}}
     if isinstance(table, dict):
         table = table.get("syscalls") or table.get("rows") or []
+    cov["by_detail"] = {}
     for row in table or []:
         a = row.get("action", "?")
-        cov["by_action"][a] = cov["by_action"].get(a, 0) + 1
+        cov["by_detail"][a] = cov["by_detail"].get(a, 0) + 1
+        # The four actions: "native (filtered; else E...)" and "native; trap with an
+        # address" count as native (their first word), "errno EPERM" as errno.
+        kind = a.replace(";", " ").split()[0] if a.strip() else "?"
+        cov["by_action"][kind] = cov["by_action"].get(kind, 0) + 1
     with open(os.path.join(results, "coverage.json"), "w") as f:
         json.dump(cov, f, indent=1)
 
@@ -216,6 +221,7 @@ def plot(results, img, micro, cov, floor_ns):
     if not names and not actions:
         return None
     if plt:
+        plt.rcParams["svg.hashsalt"] = "sentry-bench"  # the same SVG for the same data
         fig, ax = plt.subplots(figsize=(9, 7))
         h = 0.8 / max(1, len(envs))
         for i, e in enumerate(envs):
@@ -227,14 +233,16 @@ def plot(results, img, micro, cov, floor_ns):
         ax.set_xscale("log")
         ax.set_xlabel("µs per iteration (median)")
         ax.invert_yaxis()
+        ax.set_title("Per-syscall microbenchmarks (log scale)")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(os.path.join(img, "syscall_cost.svg"))
+        fig.savefig(os.path.join(img, "syscall_cost.svg"), metadata={"Date": None})
         fig, ax = plt.subplots(figsize=(5, 3))
         ax.bar([a for a, _ in actions], [n for _, n in actions])
         ax.set_ylabel("syscall table rows")
+        ax.set_title("sentry syscalls: rows by action")
         fig.tight_layout()
-        fig.savefig(os.path.join(img, "coverage_by_action.svg"))
+        fig.savefig(os.path.join(img, "coverage_by_action.svg"), metadata={"Date": None})
         return "matplotlib"
     if shutil.which("gnuplot"):
         dat = os.path.join(img, ".syscall_cost.dat")
@@ -336,6 +344,16 @@ def render(results, out_md, img):
         p(f"| {w} | " + " | ".join(cells) + f" | {fmt_x(s.get('ratio_to_native'))} | "
           f"{fmt_x(rs)} | {runs} | {codes} |")
     p("")
+    slow = [w for w, m in by.items() if (m.get("sentry", {}).get("ratio_to_native") or 0) > 2]
+    if slow:
+        p("Above 2× native in this run: " + ", ".join(f"**{w}**" for w in slow) + ". "
+          "Metadata-heavy workloads are nearly all trapped calls (openat, newfstatat, "
+          "getdents64, unlinkat), each a round trip plus host work; the 1,000-small-files "
+          "workload makes six trapped calls per file. The call-by-call analysis, and what "
+          "would bring it under 2×, is in bench/README.md (\"The 1,000-small-files "
+          "workload, call by call\"). On a loaded machine every round trip also waits "
+          "for the scheduler, which inflates these ratios further.")
+        p("")
     p("What each workload runs:")
     p("")
     for w, m in by.items():
@@ -409,14 +427,20 @@ def render(results, out_md, img):
         rs = (m["runsc"]["median_ns"] / s["median_ns"]
               if "runsc" in m and s.get("median_ns") and m["runsc"].get("median_ns") else None)
         rt = s.get("round_trips_per_trapped_call")
+        rt_cell = "–" if rt is None else (f"{rt:.2f}" if rt >= 0 else "< 0: faster than native")
         trapped = any_["trapped_per_iter"]
         trapped = "execve traced" if any_["traced_per_iter"] else ("?" if trapped is None else trapped)
         cells = [fmt_ns(m[e]["median_ns"]) if e in m and m[e]["median_ns"] else
                  ("error" if e in m else "–") for e in envs]
         p(f"| {b[3:]} | {any_['what']} | {trapped} | " + " | ".join(cells) +
           f" | {fmt_x(s.get('ratio_to_native'))} | {fmt_x(rs)} | "
-          f"{'–' if rt is None else f'{rt:.2f}'} |")
+          f"{rt_cell} |")
     p("")
+    if any((r.get("round_trips_per_trapped_call") or 0) < 0 for r in micro):
+        p("*Faster than native*: the sentry answers getdents64 of a host directory from "
+          "the listing it read once (names, inode numbers, types), and /tmp is its "
+          "in-memory store; a native run reads the host's directory each time.")
+        p("")
     if tool:
         p(f"![per-syscall cost, log scale]({img_rel}/syscall_cost.svg)")
         p("")
@@ -446,18 +470,27 @@ def render(results, out_md, img):
             "BM_ChdirGetcwd": "chdir walks and checks the path; getcwd writes into guest memory",
             "BM_SocketBindConnectClose": "bind and connect read the sockaddr from guest memory, "
             "check it, and act on the guest's socket through a duplicate of its fd (pidfd_getfd)",
+            "BM_Readlink": "the path walk (the link itself is not followed), then the "
+            "target written into guest memory",
+            "BM_CreateUnlink": "the create walks the path in the in-memory store, makes the "
+            "file and donates it with ADDFD; the unlink walks the path again",
+            "BM_MkdirRmdir": "each walks the path in the in-memory store and changes it",
+            "BM_RenamePair": "two path walks per rename, and the store's change",
+            "BM_Access": "a path walk and a permission check on the object",
             "BM_SendtoAddrRecv": "the address is read and checked, then the send is done on a "
             "duplicate of the guest's fd",
         }
         for r in over:
-            p(f"- **{r['benchmark'][3:]}**: {r['round_trips_per_trapped_call']:.2f} round trips. "
+            p(f"- **{r['benchmark'][3:]}**: {r['round_trips_per_trapped_call']:.2f} round trips: "
               + why.get(r["benchmark"], "a path walk and host calls besides the round trip "
                         "(see bench/README.md, \"Where a trapped call's time goes\")") + ".")
         p("")
         p("Beyond each call's own work, the machine's load makes every round trip dearer than "
           "the floor measured alone: a trapped call needs the sentry's thread scheduled, and "
-          "on a busy 2-CPU machine it often is not at once (a cross-CPU wake-up alone costs "
-          "≈ 8–10 µs here; see bench/README.md).")
+          "on a busy 2-CPU machine it often is not at once; a wake-up on the other CPU alone "
+          "costs about ten floors on this VM (bench/README.md, \"The machine\"). The same "
+          "calls measured on a quiet machine are 1.8-2.5 round trips (bench/README.md, "
+          "\"Where a trapped call's time goes\").")
     p("")
 
     # Coverage.
@@ -472,6 +505,15 @@ def render(results, out_md, img):
         for a, n in sorted(cov["by_action"].items(), key=lambda kv: -kv[1]):
             p(f"| {a} | {n} |")
         p("")
+        if cov.get("by_detail"):
+            p("In detail (a filtered native row is native when its argument filter passes, "
+              "else the errno shown; sendto is native without an address, trapped with one):")
+            p("")
+            p("| action | rows |")
+            p("| --- | --- |")
+            for a, n in sorted(cov["by_detail"].items(), key=lambda kv: -kv[1]):
+                p(f"| {a} | {n} |")
+            p("")
         if tool:
             p(f"![syscall table rows by action]({img_rel}/coverage_by_action.svg)")
             p("")
