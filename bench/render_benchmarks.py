@@ -369,11 +369,13 @@ def render(results, out_md, img):
     else:
         p("From one more run of each workload under `sentry run --census` (every native call "
           "then costs a round trip too, so these runs are slower than the timed ones). "
-          "Time per trapped call is the sentry's own time answering it (receive to reply), "
+          "Time per trapped call is the sentry's own time answering it (receive to reply, "
+          "the round trip itself not included; census mode inflates it, as the sentry "
+          "also lets every native call go), "
           "in round trips of the floor below.")
         p("")
         p("| workload | calls | native | trapped | traced | refused | trapped share | "
-          "sentry time per trapped call | round trips | most trapped |")
+          "sentry time per trapped call | the same, in floors | most trapped |")
         p("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for c in census["workloads"]:
             t = c["totals"]
