@@ -3,7 +3,10 @@
 into docs/benchmarks.md and its plots.
 
 usage: render_benchmarks.py collect RAW_DIR RESULTS_DIR
-       render_benchmarks.py render RESULTS_DIR OUT_MD IMG_DIR
+       render_benchmarks.py render RESULTS_DIR OUT_MD IMG_DIR [--check]
+
+--check writes nothing and exits 1 if OUT_MD differs from what RESULTS_DIR renders
+(the benchmarks_doc test: docs/benchmarks.md is never edited by hand).
 
 `render` reads only bench/results/*.json, so the document can be regenerated from
 the committed results without rerunning anything. Plots are SVG, drawn with
@@ -284,7 +287,7 @@ def plot(results, img, micro, cov, floor_ns):
     return None
 
 
-def render(results, out_md, img):
+def render(results, out_md, img, check=False):
     meta = load(os.path.join(results, "meta.json")) or {}
     corpus = load(os.path.join(results, "corpus.json")) or []
     micro = load(os.path.join(results, "micro.json")) or []
@@ -293,7 +296,11 @@ def render(results, out_md, img):
     cov = load(os.path.join(results, "coverage.json")) or {"by_action": {}}
     floor_ns = meta.get("floor_ns")
     envs = meta.get("envs", "native").split()
-    tool = plot(results, img, micro, cov, floor_ns)
+    if check:  # no drawing: the plots are there or not
+        tool = all(os.path.exists(os.path.join(img, f))
+                   for f in ("syscall_cost.svg", "coverage_by_action.svg"))
+    else:
+        tool = plot(results, img, micro, cov, floor_ns)
     img_rel = os.path.relpath(img, os.path.dirname(os.path.abspath(out_md)))
 
     L = []
@@ -522,8 +529,20 @@ def render(results, out_md, img):
     else:
         p("n/a: this binary has no `sentry syscalls --json`.")
         p("")
+    text = "\n".join(L)
+    if check:
+        try:
+            with open(out_md) as f:
+                same = f.read() == text
+        except OSError:
+            same = False
+        if not same:
+            print(f"{out_md} differs from what {results} renders: rerun "
+                  f"render_benchmarks.py render {results} {out_md} {img}", file=sys.stderr)
+            sys.exit(1)
+        return
     with open(out_md, "w") as f:
-        f.write("\n".join(L))
+        f.write(text)
 
 
 def main():
@@ -531,6 +550,8 @@ def main():
         collect(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 5 and sys.argv[1] == "render":
         render(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 6 and sys.argv[1] == "render" and sys.argv[5] == "--check":
+        render(sys.argv[2], sys.argv[3], sys.argv[4], check=True)
     else:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
