@@ -60,7 +60,6 @@ BENCH=$REPO/$BUILD/bench
 
 RAW=$(mktemp -d /tmp/coverage-bench.XXXXXX)
 log "raw output in $RAW"
-CORPUS=$REPO/bench/corpus
 {
   echo "{"
   echo "\"date\": \"$(date -u +%FT%TZ)\","
@@ -73,7 +72,7 @@ CORPUS=$REPO/bench/corpus
 
 envs=(native sentry)
 if [[ ${SKIP_RUNSC:-0} != 1 ]]; then
-  if timeout 120 runsc "${RUNSC_ARGV[@]}" do /bin/true >"$RAW/runsc_probe.err" 2>&1; then
+  if timeout 120 runsc "${RUNSC_ARGV[@]}" "do" /bin/true >"$RAW/runsc_probe.err" 2>&1; then
     envs+=(runsc)
   else
     log "runsc does not run here ($(tail -n1 "$RAW/runsc_probe.err")): no runsc rows"
@@ -92,7 +91,7 @@ trap 'rm -rf "$SHM"' EXIT
 census_args=()
 [[ $CENSUS == 1 ]] && census_args=(--census-dir "$RAW")
 "$PY" bench/corpus/run_corpus.py --sentry "$SENTRY" --envs "${envs[*]}" --shm "$SHM" \
-  --runs "$RUNS" --runsc-runs "$RUNSC_RUNS" --out "$RAW/corpus.json" "${census_args[@]}"
+  --runs "$RUNS" --runsc-runs "$RUNSC_RUNS" --runsc-flags "${RUNSC_ARGV[*]}" --out "$RAW/corpus.json" "${census_args[@]}"
 
 # ------------------------------------------------------------ microbenchmarks
 GB=(--benchmark_format=json --benchmark_min_time="$MIN_TIME" --benchmark_repetitions=3
@@ -104,6 +103,7 @@ for bin in bench_native_ops bench_syscall_families; do
       # is a tmpfs: the host's /tmp may be ext4, where mkdir+rmdir alone take ms.
       native)
         if unshare -m true 2>/dev/null; then
+          # shellcheck disable=SC2016 # $0 and $@ are the inner sh's
           argv=(unshare -m sh -c 'mount -t tmpfs -o size=256m tmpfs /tmp && exec "$0" "$@"' "$BENCH/$bin")
         else
           argv=("$BENCH/$bin")
@@ -111,7 +111,7 @@ for bin in bench_native_ops bench_syscall_families; do
         fi
         ;;
       sentry) argv=("$SENTRY" run --timeout 0 --copy "$BENCH/$bin:/tmp/$bin" -- "/tmp/$bin") ;;
-      runsc) argv=(runsc "${RUNSC_ARGV[@]}" do "$BENCH/$bin") ;;
+      runsc) argv=(runsc "${RUNSC_ARGV[@]}" "do" "$BENCH/$bin") ;;
     esac
     log "[$bin/$env] ${argv[*]}"
     timeout --kill-after=10 600 "${argv[@]}" "${GB[@]}" >"$RAW/micro_${bin}_${env}.json" \

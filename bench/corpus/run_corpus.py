@@ -2,7 +2,7 @@
 """Times the corpus of bench/coverage.sh natively, under sentry and under runsc.
 
 usage: run_corpus.py --sentry BIN --envs "native sentry runsc" --shm DIR --out FILE
-                     [--runs N] [--runsc-runs N] [--census-dir DIR]
+                     [--runs N] [--runsc-runs N] [--runsc-flags "..."] [--census-dir DIR]
 
 Runs are interleaved (run 1 of every environment, then run 2, ...) so that the load
 of a shared machine, which drifts over minutes, falls on every environment alike.
@@ -45,7 +45,7 @@ WORKLOADS = {
     "cpython_tests": ("CPython unittest classes: " + " ".join(CPYTHON_TESTS),
                       [PY, "-m", "unittest", "-q"] + CPYTHON_TESTS),
 }
-RUNSC = ["runsc", "--rootless", "--network=none", "--platform=ptrace", "do"]
+RUNSC_FLAGS = "--rootless --network=none --platform=ptrace"
 
 
 def sentry_prefix(sentry):
@@ -68,7 +68,7 @@ def argv_for(name, env, args):
     if env == "sentry":
         return sentry_prefix(args.sentry) + ["--"] + g
     if env == "runsc":
-        return RUNSC + g
+        return ["runsc"] + args.runsc_flags.split() + ["do"] + g
     return g
 
 
@@ -91,6 +91,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--runsc-runs", type=int, default=3)
+    ap.add_argument("--runsc-flags", default=RUNSC_FLAGS)
     ap.add_argument("--census-dir")
     ap.add_argument("--only", help="comma-separated workload names")
     args = ap.parse_args()
