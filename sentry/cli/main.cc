@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sentry/base/fd_table.h"
+#include "sentry/base/log.h"
 #include "sentry/cli/commands.h"
 #include "sentry/oci/spec.h"
 #include "sentry/run/result.h"
@@ -39,6 +40,7 @@ Exit codes: see `sentry run --help`.
 }  // namespace
 
 int main(int argc, char** argv) {
+  sentry::log::LevelFromEnvironment();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);

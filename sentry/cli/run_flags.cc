@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "sentry/base/log.h"
 #include "sentry/cli/flag_values.h"
 #include "sentry/trace/trace_writer.h"
 
@@ -192,6 +193,12 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           "count every syscall the guest makes (native ones too, at a trap's cost each) and "
           "write the counts to FILE as JSON (format: docs/census.md)",
           Text(&o.census_path, "needs a file to write the counts to"));
+  f.Value("--log-level", kOutput, "LEVEL",
+          "how much the sentry says of itself on stderr: trace, debug, info (default), warn, "
+          "error or off (also SENTRY_LOG_LEVEL); the guest's output is never affected",
+          [](const std::string& v) -> std::string {
+            return log::SetLevel(v) ? "" : "takes trace, debug, info, warn, error or off";
+          });
   f.Switch("--timings", kOutput,
            "print to stderr where the run's wall time went (set-up, the guest, teardown)",
            [&o] { o.timings = true; });

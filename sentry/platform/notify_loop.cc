@@ -13,9 +13,11 @@
 #include <memory>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "loader/census_filter.h"
 #include "sentry/base/fiber_loop.h"
 #include "sentry/base/fs_identity.h"
+#include "sentry/base/log.h"
 
 namespace sentry {
 namespace {
@@ -179,7 +181,7 @@ void NotifyLoop::Run() {
   pthread_setname_np(pthread_self(), "sentry-notify");  // for top -H, perf, ps
   tid_ = static_cast<pid_t>(syscall(SYS_gettid));
   if (!DropFsIdentity(fs_id_, fs_id_)) {
-    std::fprintf(stderr, "sentry: cannot take an unprivileged file identity; stopping\n");
+    log::Error("cannot take an unprivileged file identity; stopping");
     done_ = true;
     return;
   }
@@ -201,7 +203,7 @@ void NotifyLoop::Run() {
       continue;
     }
     if (r < 0) {
-      if (!stop_) std::fprintf(stderr, "sentry: seccomp receive failed: %d\n", -r);
+      if (!stop_) log::Error(absl::StrCat("seccomp receive failed: ", -r));
       break;
     }
     HandleOne(req);

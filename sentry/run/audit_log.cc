@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "sentry/base/log.h"
 #include "sentry/base/sha256.h"
 #include "sentry/base/status_macros.h"
 
@@ -62,7 +63,7 @@ void LogRun(const RunOptions& o, const std::string& run_id, const ScriptCopy& sc
     rec.sentry_max_rss_bytes = static_cast<uint64_t>(self.ru_maxrss) * 1024;
   }
   if (absl::Status s = AppendAuditRecord(o.log_path, rec); !s.ok()) {
-    std::fprintf(stderr, "sentry: %s\n", std::string(s.message()).c_str());
+    log::Error(std::string(s.message()));
   }
 }
 

@@ -17,9 +17,11 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "loader/filter.h"
 #include "loader/prebuilt_filter.h"
 #include "sentry/base/fs_identity.h"
+#include "sentry/base/log.h"
 #include "sentry/kernel/devpts.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
@@ -324,7 +326,7 @@ std::optional<RunError> Run::LaunchGuest() {
     }
   }
   if (!sync_wakeup_ && trace) {
-    std::fprintf(stderr, "sentry: notice: no synchronous wake-up (Linux < 6.6): slower traps\n");
+    log::Info("notice: no synchronous wake-up (Linux < 6.6): slower traps");
   }
   tracer_->set_trace(trace);
   dispatcher_->set_trace(trace);
@@ -428,10 +430,16 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
 }
 
 int Run::Execute() {
+  if (log::Enabled(log::Level::kDebug)) {
+    log::Debug(absl::StrCat("run: ", absl::StrJoin(o_.argv, " "), " (memory ", o_.memory_bytes,
+                            " bytes, pids ", o_.pids, ", timeout ", o_.timeout_sec, " s)"));
+  }
   if (auto e = Prepare()) return Conclude(e);
   if (auto e = BuildSandbox()) return Conclude(e);
+  log::Debug("run: sandbox built");
   if (auto e = Admit()) return Conclude(e);
   if (auto e = AttachGuest()) return Conclude(e);
+  log::Debug("run: the guest waits at its execve");
   if (o_.before_go) {
     if (int code = o_.before_go(spawned_->init_pid(), spawned_->guest_pid()); code != 0) {
       return Conclude(RunError{code, "the container was ended before it started"});

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_format.h"
 #include "sentry/base/fs_identity.h"
+#include "sentry/base/log.h"
 #include "sentry/run/audit_log.h"
 #include "sentry/run/guest_files.h"
 #include "sentry/run/run_internal.h"
@@ -190,13 +191,14 @@ int Run::Conclude(std::optional<RunError> error) {
   // The guest is gone or going: this thread works for the operator again
   // (cgroups to remove, the log to write).
   DropFsIdentity(0, 0);
+  if (error) log::Debug(absl::StrCat("run: ended before the guest's end: ", error->message));
   if (error) EndSandboxProcesses();  // before the drain, which waits for them
   if (loop_) loop_->Stop();
   stdio_.Finish();
   if (census_) {
     // As the operator, once no call is left to count.
     if (std::string why = census_->Write(o_.census_path, o_.argv); !why.empty()) {
-      std::fprintf(stderr, "sentry: --census %s: %s\n", o_.census_path.c_str(), why.c_str());
+      log::Error(absl::StrCat("--census ", o_.census_path, ": ", why));
     }
   }
   clock_.Mark("drain");

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "sentry/base/log.h"
 
 namespace sentry {
 namespace {
@@ -61,8 +62,8 @@ void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o,
           open(absl::StrCat("/proc/", init_pid, "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
       SysStatus st = netns ? egress_->StartProxy(netns.get()) : SysStatus(Errno{errno});
       if (!st.ok()) {
-        std::fprintf(stderr, "sentry: warning: no credentials proxy (%s): --secret hosts fail\n",
-                     std::strerror(st.error()));
+        log::Warn(absl::StrCat("warning: no credentials proxy (", std::strerror(st.error()),
+                               "): --secret hosts fail"));
       }
     }
   } else {
@@ -79,8 +80,8 @@ void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o,
       });
   SysStatus st = dns_socket.ok() ? dns_->Start(std::move(*dns_socket)) : Errno{dns_socket.error()};
   if (!st.ok()) {
-    std::fprintf(stderr, "sentry: warning: no DNS server in the sandbox (%s)\n",
-                 std::strerror(st.error()));
+    log::Warn(
+        absl::StrCat("warning: no DNS server in the sandbox (", std::strerror(st.error()), ")"));
   }
 }
 

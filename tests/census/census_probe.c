@@ -1,7 +1,7 @@
 // census_probe N M: a guest whose syscalls are known, for census_test. Inside
 // a census phase named "probe" it makes N getpid (native), M openat of a
 // missing file (trapped: ENOENT), 3 ptrace (an errno row the sentry answers:
-// EPERM), 2 socket(AF_NETLINK) (refused by the filter: EAFNOSUPPORT) and one
+// EPERM), 2 socket(AF_PACKET) (refused by the filter: EAFNOSUPPORT) and one
 // call of a number no kernel has (ENOSYS), then ends the phase. Linked
 // statically: no dynamic loader adds calls of its own.
 #include <errno.h>
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   }
   int eafnosupport = 0;
   for (int i = 0; i < 2; ++i) {
-    if (socket(AF_NETLINK, SOCK_RAW, 0) < 0 && errno == EAFNOSUPPORT) ++eafnosupport;
+    if (socket(AF_PACKET, SOCK_RAW, 0) < 0 && errno == EAFNOSUPPORT) ++eafnosupport;
   }
   int enosys = syscall(1000) < 0 && errno == ENOSYS;
   syscall(CENSUS_MARK, "");

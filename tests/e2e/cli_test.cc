@@ -421,7 +421,8 @@ TEST(CliDockerHabits, ShortFlagsAndEqualsForms) {
                {"/bin/sh", "-c", "echo A=$A B=$B PASSED=$PASSED UNSET=${UNSET_HERE-unset}; pwd"},
                {"PASSED=from-host", "SECRET_HERE=no"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  EXPECT_EQ(r.out, "A=1 B=2 PASSED=from-host UNSET=unset\n/work\n");
+  // -t: the guest's output is a terminal's (onlcr), as under docker run -t.
+  EXPECT_EQ(r.out, "A=1 B=2 PASSED=from-host UNSET=unset\r\n/work\r\n");
   ProcessResult env =
       SentryIn(dir.path(), {"-e", "PASSED"}, {"/usr/bin/env"}, {"PASSED=x", "SECRET_HERE=no"});
   EXPECT_EQ(env.out.find("SECRET_HERE"), std::string::npos) << env.out;
@@ -629,6 +630,35 @@ TEST(CliMounts, BadMountsAre125AndSayWhy) {
     EXPECT_EQ(r.exit_code, 125) << spec << "\n" << Describe(r);
     EXPECT_NE(r.err.find(says), std::string::npos) << spec << ": " << r.err;
   }
+}
+
+// The sentry's own diagnostics go through spdlog at --log-level (or
+// SENTRY_LOG_LEVEL); the guest's output and the --json result never change.
+TEST(CliLogLevel, DebugSaysWhatTheSentryDoesAndLeavesTheResultAlone) {
+  TempDir dir;
+  ProcessResult r = SentryIn(dir.path(), {"--json", "--log-level", "debug"}, {"/bin/echo", "hi"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("\"stdout\":\"hi\\n\""), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("sentry: run: /bin/echo hi"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sentry: run: sandbox built"), std::string::npos) << r.err;
+  ProcessResult quiet = SentryIn(dir.path(), {"--json"}, {"/bin/echo", "hi"});
+  EXPECT_EQ(quiet.err.find("sentry: run:"), std::string::npos) << quiet.err;  // info: silent
+  ProcessResult env = SentryIn(dir.path(), {}, {"/bin/true"}, {"SENTRY_LOG_LEVEL=debug"});
+  EXPECT_NE(env.err.find("sentry: run: /bin/true"), std::string::npos) << env.err;
+}
+
+TEST(CliLogLevel, OffSilencesDiagnosticsAndABadLevelIs125) {
+  TempDir dir;
+  std::vector<std::string> census = {"--census", dir.path() + "/no/such/dir/c.json"};
+  ProcessResult loud = SentryIn(dir.path(), census, {"/bin/true"});
+  EXPECT_NE(loud.err.find("sentry: --census"), std::string::npos) << loud.err;
+  census.insert(census.end(), {"--log-level", "off"});
+  ProcessResult off = SentryIn(dir.path(), census, {"/bin/true"});
+  EXPECT_EQ(off.exit_code, 0) << Describe(off);
+  EXPECT_EQ(off.err.find("--census"), std::string::npos) << off.err;
+  ProcessResult bad = SentryIn(dir.path(), {"--log-level", "loud"}, {"/bin/true"});
+  EXPECT_EQ(bad.exit_code, 125);
+  EXPECT_NE(bad.err.find("--log-level loud"), std::string::npos) << bad.err;
 }
 
 }  // namespace docker_habits

@@ -34,7 +34,7 @@ TEST(CensusFilterTest, TheInterpreterAnswersAsTheTableSays) {
   EXPECT_EQ(EvalSeccompFilter(ordinary, Data(SYS_openat)), SECCOMP_RET_USER_NOTIF);
   EXPECT_EQ(EvalSeccompFilter(ordinary, Data(SYS_execve)), SECCOMP_RET_TRACE);
   EXPECT_EQ(EvalSeccompFilter(ordinary, Data(SYS_ptrace)), RefusalAction(EPERM));
-  EXPECT_EQ(EvalSeccompFilter(ordinary, Data(SYS_socket, {AF_NETLINK})),
+  EXPECT_EQ(EvalSeccompFilter(ordinary, Data(SYS_socket, {AF_PACKET})),
             SECCOMP_RET_ERRNO | EAFNOSUPPORT);
   EXPECT_EQ(EvalSeccompFilter(ordinary, Data(SYS_socket, {AF_UNIX})), SECCOMP_RET_ALLOW);
   EXPECT_EQ(EvalSeccompFilter(ordinary, Data(1000)), SECCOMP_RET_ERRNO | ENOSYS);
