@@ -82,6 +82,19 @@ struct Attr {
   uint64_t ino = 0;
   dev_t dev = 0;  // 0: the VFS's own st_dev; else the host object's (devpts)
   timespec atime{}, mtime{}, ctime{};
+
+  // A host object's attributes as a lower node first shows them.
+  static Attr OfHost(const struct stat& st) {
+    Attr a;
+    a.mode = st.st_mode;
+    a.uid = st.st_uid;
+    a.gid = st.st_gid;
+    a.ino = st.st_ino;
+    a.atime = st.st_atim;
+    a.mtime = st.st_mtim;
+    a.ctime = st.st_ctim;
+    return a;
+  }
 };
 
 // Generates a synthetic file's contents when it is opened or stat'ed.

@@ -74,14 +74,7 @@ void Vfs::AddChild(const NodeRef& dir, const std::string& name, const NodeRef& c
 
 NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const std::string& name,
                            const struct stat& st) {
-  Attr a;
-  a.mode = st.st_mode;
-  a.uid = st.st_uid;
-  a.gid = st.st_gid;
-  a.ino = st.st_ino;
-  a.atime = st.st_atim;
-  a.mtime = st.st_mtim;
-  a.ctime = st.st_ctim;
+  Attr a = Attr::OfHost(st);
   NodeRef node;
   auto lower = [&st, &host_parent](NodeRef n) {
     n->host_mode = st.st_mode;

@@ -219,14 +219,7 @@ absl::Status AddBindMount(vfs::Vfs& v, int host_root, const BindMount& m) {
   ASSIGN_OR_RETURN(
       NodeRef parent,
       MakeSandboxDirs(v, Operator(), slash == 0 ? "/" : m.guest_path.substr(0, slash)));
-  vfs::Attr a;
-  a.mode = st.st_mode;
-  a.uid = st.st_uid;
-  a.gid = st.st_gid;
-  a.ino = st.st_ino;
-  a.atime = st.st_atim;
-  a.mtime = st.st_mtim;
-  a.ctime = st.st_ctim;
+  vfs::Attr a = vfs::Attr::OfHost(st);
   auto node = std::make_shared<vfs::Node>(NodeKind::kDir, a);
   node->host_dir = std::make_shared<vfs::HostDir>(
       vfs::HostDir{std::move(dir_fd), m.host_path, m.mode == BindMount::Mode::kReadOnly});

@@ -11,11 +11,9 @@
 namespace sentry::testing {
 namespace {
 
-// Each sender names the address (sendto), so each call is the sentry's to
-// answer; the receiver's queue is full until the main thread drains it.
-constexpr const char* kBlockedSenders = R"PY(
-import socket, sys, threading, time
-N = 300
+// A unix datagram socket at path whose queue is full (`filled` datagrams).
+constexpr const char* kFullQueue = R"PY(
+import signal, socket, sys, threading, time
 path = sys.argv[1] + "/r.sock"
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 srv.bind(path)
@@ -28,6 +26,12 @@ while True:
         filled += 1
     except BlockingIOError:
         break
+)PY";
+
+// Each sender names the address (sendto), so each call is the sentry's to
+// answer; the receiver's queue is full until the main thread drains it.
+constexpr const char* kBlockedSenders = R"PY(
+N = 300
 threading.stack_size(128 << 10)
 done, errors = [], []
 def sender(i):
@@ -56,7 +60,8 @@ print(f"sent={len(done)} errors={len(errors)} received={got - filled}")
 )PY";
 
 TEST(WaitingCalls, HundredsOfThreadsWaitInTrappedSendsAtOnce) {
-  ProcessResult r = SandboxScript(kBlockedSenders, {"--pids-limit", "512"});
+  ProcessResult r =
+      SandboxScript(std::string(kFullQueue) + kBlockedSenders, {"--pids-limit", "512"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   auto kv = KeyValues(r.out);
   // Before the fibers: 64 waited, the other 236 got EAGAIN at once.
@@ -116,19 +121,6 @@ TEST(WaitingCalls, ConnectsToAFullBacklogWaitUntilAccepted) {
 // the call and the guest restarts it (Python retries on EINTR). The wait
 // that was given up must not send: exactly one message arrives per sendto.
 constexpr const char* kInterruptedSend = R"PY(
-import signal, socket, sys, threading, time
-path = sys.argv[1] + "/r.sock"
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-srv.bind(path)
-filler = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-filler.setblocking(False)
-filled = 0
-while True:
-    try:
-        filler.sendto(b"f", path)
-        filled += 1
-    except BlockingIOError:
-        break
 alarms = []
 signal.signal(signal.SIGALRM, lambda *a: alarms.append(1))
 signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)  # interrupts the wait again and again
@@ -154,7 +146,7 @@ print(f"ys={ys}")
 )PY";
 
 TEST(WaitingCalls, AWaitTheGuestGaveUpSendsNothing) {
-  ProcessResult r = SandboxScript(kInterruptedSend);
+  ProcessResult r = SandboxScript(std::string(kFullQueue) + kInterruptedSend);
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   auto kv = KeyValues(r.out);
   EXPECT_EQ(kv["interrupted"], "yes") << r.out;

@@ -190,9 +190,9 @@ t("ptmx", lambda: os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY) >= 0)
     if (name.rfind("open ", 0) != 0) continue;
     std::string c = Code(res, name);
     // /dev/tty is the caller's controlling terminal, a pty of the sandbox's
-    // own: this guest has none.
+    // own: this guest has none (and without namespaces no /dev/tty at all).
     if (name == "open /dev/tty") {
-      EXPECT_EQ(c, "ENXIO") << name << "=" << value;
+      EXPECT_TRUE(c == "ENXIO" || c == "ENOENT") << name << "=" << value;
       continue;
     }
     EXPECT_TRUE(c == "ENOENT" || c == "EACCES" || c == "ENOTDIR") << name << "=" << value;
