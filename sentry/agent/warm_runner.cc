@@ -1,10 +1,6 @@
 #include "sentry/agent/warm_runner.h"
 
-#include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -67,8 +63,7 @@ absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const RunOptions& base, const
                  std::string(pool.status().message()).c_str());
     return std::unique_ptr<Runner>(std::move(*cold));
   }
-  return std::unique_ptr<Runner>(
-      new WarmRunner(std::move(*cold), std::move(*pool), warm.pool_size));
+  return std::unique_ptr<Runner>(new WarmRunner(std::move(*cold), std::move(*pool)));
 }
 
 std::string WarmRunner::WhyCold(const RunJob& job, bool stream) {
@@ -101,9 +96,7 @@ absl::StatusOr<RunOutcome> WarmRunner::Run(const RunJob& job, OutputSink* sink) 
     for (const InlineFile& f : job.options.inline_files)
       req.files.emplace_back(f.guest_path, f.data);
     req.stdin_bytes = job.stdin_data;
-    ++in_flight_;
     std::optional<std::string> result = pool_->Run(req);
-    --in_flight_;
     if (result) {
       RunOutcome out;
       try {
@@ -120,16 +113,6 @@ absl::StatusOr<RunOutcome> WarmRunner::Run(const RunJob& job, OutputSink* sink) 
   return cold_->Run(job, sink);
 }
 
-uint64_t WarmRunner::Ready() const {
-  // The daemon's children are its warm interpreters: ready ones, the ones
-  // being made and the ones serving a run (which only this server gives it).
-  std::ifstream in(
-      absl::StrCat("/proc/", pool_->daemon_pid(), "/task/", pool_->daemon_pid(), "/children"));
-  std::istringstream words(std::string(std::istreambuf_iterator<char>(in), {}));
-  int children = static_cast<int>(std::distance(std::istream_iterator<std::string>(words),
-                                                std::istream_iterator<std::string>()));
-  int ready = std::min(children, size_) - in_flight_.load();
-  return ready > 0 ? static_cast<uint64_t>(ready) : 0;
-}
+uint64_t WarmRunner::Ready() const { return static_cast<uint64_t>(pool_->Ready()); }
 
 }  // namespace sentry::agent

@@ -47,8 +47,8 @@ absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const RunOptions& base, const
 
 class WarmRunner final : public Runner {
  public:
-  WarmRunner(std::unique_ptr<Runner> cold, std::unique_ptr<WarmPythonPool> pool, int size)
-      : cold_(std::move(cold)), pool_(std::move(pool)), size_(size) {}
+  WarmRunner(std::unique_ptr<Runner> cold, std::unique_ptr<WarmPythonPool> pool)
+      : cold_(std::move(cold)), pool_(std::move(pool)) {}
 
   absl::StatusOr<RunOutcome> Run(const RunJob& job, OutputSink* sink) override;
   uint64_t Ready() const override;
@@ -61,9 +61,7 @@ class WarmRunner final : public Runner {
  private:
   std::unique_ptr<Runner> cold_;
   std::unique_ptr<WarmPythonPool> pool_;
-  int size_;
   std::atomic<uint64_t> warm_runs_{0};
-  std::atomic<int> in_flight_{0};  // runs handed to the pool, not yet answered
 };
 
 }  // namespace sentry::agent

@@ -94,6 +94,9 @@ int PoolCommand(const std::vector<std::string>& args) {
           o.refill_nice > 19) {
         return Usage("--refill-nice needs a nice value from 0 to 19");
       }
+    } else if (a == "--ready-file") {
+      if (!value(&v) || v.empty()) return Usage("--ready-file needs a path");
+      o.ready_file = v;
     } else if (a == "--python") {
       o.python = true;
     } else if (a == "--preload") {
