@@ -16,6 +16,8 @@ const char* const kWarmFlagsHelp =
   --pool-size N       Python interpreters kept started, each for one run
                       (default 2; 0: every run starts cold)
   --pool-refill N     interpreters made at once in the background (default 1)
+  --pool-wait MS      how long a run waits for a free interpreter before it
+                      starts cold (default 100)
   --preload MODULES   modules imported ahead in each, e.g. numpy,pandas
 )";
 
@@ -31,6 +33,11 @@ int ParseWarmFlag(const std::string& flag, const std::function<bool(std::string*
     if (!value(&v) || !absl::SimpleAtoi(v, &out->pool_refill) || out->pool_refill < 1 ||
         out->pool_refill > 64) {
       return *why = "--pool-refill needs 1 to 64", -1;
+    }
+  } else if (flag == "--pool-wait") {
+    if (!value(&v) || !absl::SimpleAtoi(v, &out->pool_wait_ms) || out->pool_wait_ms < 0 ||
+        out->pool_wait_ms > 60000) {
+      return *why = "--pool-wait needs 0 to 60000 (ms)", -1;
     }
   } else if (flag == "--preload") {
     if (!value(&v)) return *why = "--preload needs module names, e.g. numpy,pandas", -1;
@@ -57,6 +64,7 @@ absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const RunOptions& base, const
   po.size = warm.pool_size;
   po.refill = warm.pool_refill;
   po.preload = warm.preload;
+  po.accept_timeout_ms = warm.pool_wait_ms;
   absl::StatusOr<std::unique_ptr<WarmPythonPool>> pool = WarmPythonPool::Start(po);
   if (!pool.ok()) {
     std::fprintf(stderr, "sentry: no warm pool (every run starts cold): %s\n",

@@ -30,6 +30,7 @@ namespace sentry::agent {
 struct WarmFlags {
   int pool_size = 2;  // 0: every run cold
   int pool_refill = 1;
+  int pool_wait_ms = 100;  // for a free interpreter, before a cold start
   std::vector<std::string> preload;
 };
 extern const char* const kWarmFlagsHelp;

@@ -390,8 +390,10 @@ int RunPool(const PoolOptions& options) {
   for (pid_t pid : warm) kill(pid, SIGKILL);  // a worker that did not stop in 2 s
   for (pid_t pid : warm) waitpid(pid, nullptr, 0);
   // Their sandboxes die with them (their loaders' parent-death signal); the
-  // cgroups can go once the last task has.
-  for (int i = 0; i < 1000 && Cgroups::SweepStale() > 0 && killed; ++i) {
+  // cgroups can go once the last task has. A worker stopped by SIGTERM while
+  // its sandbox was still being made may leave its cgroup too: swept here
+  // (for up to 200 ms, 1 s after a SIGKILL).
+  for (int i = 0; i < (killed ? 1000 : 200) && Cgroups::SweepStale() > 0; ++i) {
     while (waitpid(-1, nullptr, WNOHANG) > 0) {
     }
     usleep(1000);
