@@ -43,6 +43,8 @@ Flags:
                   (default 10): a run preempts the refill
   --python        keep warm python3 interpreters (see above)
   --preload M,... modules each warm interpreter imports (e.g. numpy,pandas)
+  --ready-file F  keep the count of sandboxes ready (made, not serving) in F,
+                  as text, rewritten in place (for a server's metrics)
   -h, --help      this text
 
 Exit codes: 0 when stopped by a signal, 125 if the socket cannot be made or
