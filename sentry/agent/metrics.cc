@@ -21,7 +21,7 @@ void Metrics::RecordRejected(const std::string& reason) {
   ++rejected_[reason];
 }
 
-std::string Metrics::Text(uint64_t ready) const {
+std::string Metrics::Text(uint64_t ready, uint64_t warm) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string t =
       "# HELP sentry_runs_total Runs finished, by outcome (ok, failed, timeout, limit, error).\n"
@@ -57,7 +57,9 @@ std::string Metrics::Text(uint64_t ready) const {
       "# HELP sentry_runs_queued Requests waiting for a run slot.\n",
       "# TYPE sentry_runs_queued gauge\nsentry_runs_queued ", queued.load(), "\n",
       "# HELP sentry_pool_ready Sandboxes made ahead and waiting (0: cold starts).\n",
-      "# TYPE sentry_pool_ready gauge\nsentry_pool_ready ", ready, "\n");
+      "# TYPE sentry_pool_ready gauge\nsentry_pool_ready ", ready, "\n",
+      "# HELP sentry_pool_runs_total Runs a warm interpreter served.\n",
+      "# TYPE sentry_pool_runs_total counter\nsentry_pool_runs_total ", warm, "\n");
   return t;
 }
 

@@ -20,8 +20,9 @@ class Metrics final {
   void RecordRejected(const std::string& reason);
   std::atomic<int64_t> in_flight{0};
   std::atomic<int64_t> queued{0};
-  // The text of GET /metrics; ready: sandboxes waiting in a pool.
-  std::string Text(uint64_t ready) const;
+  // The text of GET /metrics; ready: sandboxes waiting in a pool; warm:
+  // runs a pool served (the others started cold).
+  std::string Text(uint64_t ready, uint64_t warm = 0) const;
 
  private:
   static constexpr std::array<double, 12> kBuckets = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5,

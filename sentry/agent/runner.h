@@ -49,6 +49,8 @@ class Runner {
   virtual absl::StatusOr<RunOutcome> Run(const RunJob& job, OutputSink* sink) = 0;
   // Sandboxes made ahead and waiting (0 for a cold runner), for /metrics.
   virtual uint64_t Ready() const { return 0; }
+  // Runs served by a warm sandbox so far (the others started cold).
+  virtual uint64_t WarmRuns() const { return 0; }
 };
 
 }  // namespace sentry::agent

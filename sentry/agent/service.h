@@ -41,7 +41,7 @@ class AgentService final {
 
   const ServerFlags& flags() const { return flags_; }
   Metrics& metrics() { return metrics_; }
-  std::string MetricsText() const { return metrics_.Text(runner_->Ready()); }
+  std::string MetricsText() const { return metrics_.Text(runner_->Ready(), runner_->WarmRuns()); }
 
  private:
   void Log(const RunJob& job, const std::string& result_json);

@@ -4,10 +4,10 @@
 
 #include <cstdio>
 
-#include "sentry/agent/cold_runner.h"
 #include "sentry/agent/mcp_server.h"
 #include "sentry/agent/server_flags.h"
 #include "sentry/agent/service.h"
+#include "sentry/agent/warm_runner.h"
 #include "sentry/cli/commands.h"
 #include "sentry/run/run.h"
 
@@ -30,14 +30,16 @@ Each call runs in a fresh sandbox and returns the `sentry run --json` result
 
 int McpCommand(const std::vector<std::string>& args) {
   agent::ServerFlags flags;
+  agent::WarmFlags warm;
   bool help = false;
-  std::string why =
-      agent::ParseServerFlags(args, &flags, [&](const std::string& a, const auto&, std::string*) {
+  std::string why = agent::ParseServerFlags(
+      args, &flags, [&](const std::string& a, const auto& value, std::string* why) {
+        if (int taken = agent::ParseWarmFlag(a, value, &warm, why); taken != 0) return taken;
         if (a == "-h" || a == "--help") help = true;
         return a == "-h" || a == "--help" ? 1 : 0;
       });
   if (help) {
-    std::printf("%s%s", kMcpUsage, agent::kServerFlagsHelp);
+    std::printf("%s%s%s", kMcpUsage, agent::kServerFlagsHelp, agent::kWarmFlagsHelp);
     return 0;
   }
   if (!why.empty()) {
@@ -46,7 +48,7 @@ int McpCommand(const std::vector<std::string>& args) {
   }
   signal(SIGPIPE, SIG_IGN);
   // The runner's zygote is forked now, while this process has one thread.
-  auto runner = agent::ColdRunner::Start(flags.policy.base);
+  auto runner = agent::MakeRunner(flags.policy.base, warm);
   if (!runner.ok()) {
     std::fprintf(stderr, "sentry mcp: %s\n", std::string(runner.status().message()).c_str());
     return kExitSentryError;

@@ -43,6 +43,8 @@ Flags:
                   (default 10): a run preempts the refill
   --python        keep warm python3 interpreters (see above)
   --preload M,... modules each warm interpreter imports (e.g. numpy,pandas)
+  --ready-file F  keep the count of sandboxes ready (made, not serving) in F,
+                  as text, rewritten in place (for a server's metrics)
   -h, --help      this text
 
 Exit codes: 0 when stopped by a signal, 125 if the socket cannot be made or
@@ -94,6 +96,9 @@ int PoolCommand(const std::vector<std::string>& args) {
           o.refill_nice > 19) {
         return Usage("--refill-nice needs a nice value from 0 to 19");
       }
+    } else if (a == "--ready-file") {
+      if (!value(&v) || v.empty()) return Usage("--ready-file needs a path");
+      o.ready_file = v;
     } else if (a == "--python") {
       o.python = true;
     } else if (a == "--preload") {

@@ -6,10 +6,10 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
-#include "sentry/agent/cold_runner.h"
 #include "sentry/agent/http_server.h"
 #include "sentry/agent/server_flags.h"
 #include "sentry/agent/service.h"
+#include "sentry/agent/warm_runner.h"
 #include "sentry/cli/commands.h"
 #include "sentry/run/run.h"
 
@@ -44,6 +44,7 @@ new run is taken, runs in progress finish, then sentry exits 0.
 
 int ServeCommand(const std::vector<std::string>& args) {
   agent::ServerFlags flags;
+  agent::WarmFlags warm;
   agent::HttpOptions http;
   std::string token_file;
   bool help = false;
@@ -52,6 +53,7 @@ int ServeCommand(const std::vector<std::string>& args) {
       [&](const std::string& a, const std::function<bool(std::string*)>& value,
           std::string* why) -> int {
         std::string v;
+        if (int taken = agent::ParseWarmFlag(a, value, &warm, why); taken != 0) return taken;
         if (a == "-h" || a == "--help") {
           help = true;
         } else if (a == "--listen") {
@@ -75,7 +77,7 @@ int ServeCommand(const std::vector<std::string>& args) {
         return 1;
       });
   if (help) {
-    std::printf("%s%s", kServeUsage, agent::kServerFlagsHelp);
+    std::printf("%s%s%s", kServeUsage, agent::kServerFlagsHelp, agent::kWarmFlagsHelp);
     return 0;
   }
   if (why.empty() && !token_file.empty()) {
@@ -98,7 +100,7 @@ int ServeCommand(const std::vector<std::string>& args) {
   signal(SIGPIPE, SIG_IGN);
   // The runner's zygote is forked now, while this process has one thread,
   // and before SIGTERM is blocked (it ignores it).
-  auto runner = agent::ColdRunner::Start(flags.policy.base);
+  auto runner = agent::MakeRunner(flags.policy.base, warm);
   if (!runner.ok()) {
     std::fprintf(stderr, "sentry serve: %s\n", std::string(runner.status().message()).c_str());
     return kExitSentryError;

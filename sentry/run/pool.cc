@@ -18,6 +18,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "sentry/base/fd_table.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/cgroups.h"
@@ -306,6 +307,18 @@ int RunPool(const PoolOptions& options) {
     }
   };
   top_up();
+  UniqueFd ready_fd;
+  if (!options.ready_file.empty()) {
+    ready_fd = UniqueFd(open(options.ready_file.c_str(),
+                             O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  }
+  // Fixed width, written in place: a reader never sees half a number.
+  auto publish = [&] {
+    if (!ready_fd) return;
+    std::string n = absl::StrFormat("%8d\n", static_cast<int>(warm.size() - making.size()));
+    (void)!pwrite(ready_fd.get(), n.data(), n.size(), 0);
+  };
+  publish();
   std::fprintf(stderr, "sentry pool: listening on %s, %d %s kept warm\n",
                options.socket_path.c_str(), options.size,
                options.python ? "python interpreters" : "sandboxes");
@@ -358,6 +371,7 @@ int RunPool(const PoolOptions& options) {
       top_up();
     }
     Cgroups::SweepStale();  // what killed workers left
+    publish();
   }
   // Sandboxes waiting for a client go (shut down, their accept fails and
   // they take their sandboxes down); runs in progress finish on their own.
@@ -376,8 +390,10 @@ int RunPool(const PoolOptions& options) {
   for (pid_t pid : warm) kill(pid, SIGKILL);  // a worker that did not stop in 2 s
   for (pid_t pid : warm) waitpid(pid, nullptr, 0);
   // Their sandboxes die with them (their loaders' parent-death signal); the
-  // cgroups can go once the last task has.
-  for (int i = 0; i < 1000 && Cgroups::SweepStale() > 0 && killed; ++i) {
+  // cgroups can go once the last task has. A worker stopped by SIGTERM while
+  // its sandbox was still being made may leave its cgroup too: swept here
+  // (for up to 200 ms, 1 s after a SIGKILL).
+  for (int i = 0; i < (killed ? 1000 : 200) && Cgroups::SweepStale() > 0; ++i) {
     while (waitpid(-1, nullptr, WNOHANG) > 0) {
     }
     usleep(1000);

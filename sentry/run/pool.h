@@ -36,6 +36,9 @@ struct PoolOptions {
   // and `python3 -c CODE`; other commands run cold.
   bool python = false;
   std::vector<std::string> preload;
+  // Where the count of sandboxes ready (made, not serving) is kept, as text,
+  // for a server to report ("": nowhere).
+  std::string ready_file;
 };
 
 // The daemon: serves until SIGINT/SIGTERM/SIGHUP. Returns the exit code.

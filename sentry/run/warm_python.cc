@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -101,6 +102,8 @@ absl::StatusOr<std::unique_ptr<WarmPythonPool>> WarmPythonPool::Start(
                                    absl::StrCat(options.refill),
                                    "--refill-nice",
                                    absl::StrCat(options.refill_nice)};
+  args.push_back("--ready-file");
+  args.push_back(absl::StrCat(dir, "/ready"));
   if (!options.preload.empty()) {
     args.push_back("--preload");
     args.push_back(absl::StrJoin(options.preload, ","));
@@ -142,7 +145,15 @@ WarmPythonPool::~WarmPythonPool() {
     waitpid(daemon_, nullptr, 0);
   }
   if (!socket_path_.empty()) unlink(socket_path_.c_str());
+  if (!dir_.empty()) unlink(absl::StrCat(dir_, "/ready").c_str());
   if (!dir_.empty()) rmdir(dir_.c_str());
+}
+
+int WarmPythonPool::Ready() const {
+  UniqueFd fd(open(absl::StrCat(dir_, "/ready").c_str(), O_RDONLY | O_CLOEXEC));
+  char buf[16] = {};
+  if (!fd || pread(fd.get(), buf, sizeof(buf) - 1, 0) <= 0) return 0;
+  return std::max(0, atoi(buf));
 }
 
 std::optional<std::string> WarmPythonPool::Run(const WarmRunRequest& request, std::string* why) {

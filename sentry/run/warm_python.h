@@ -69,6 +69,9 @@ class WarmPythonPool final {
   // The RunOptions a request stands for (what a cold run of it is given).
   static RunOptions OptionsOf(const WarmRunRequest& request);
 
+  // Interpreters ready now (made, not serving), as the daemon last said.
+  int Ready() const;
+
   const std::string& socket_path() const { return socket_path_; }
   pid_t daemon_pid() const { return daemon_; }
 

@@ -77,6 +77,7 @@ class McpProcess final {
   nlohmann::json Call(int id, const std::string& method, const nlohmann::json& params);
   // Closes its stdin and waits: its exit code.
   int Finish();
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;

@@ -163,7 +163,7 @@ TEST(Serve, StreamSendsOutputAsItComesThenTheResult) {
 }
 
 TEST(Serve, AFullQueueIsTooManyRequests) {
-  ServeProcess serve({"--max-concurrent", "1", "--max-queue", "0"});
+  ServeProcess serve({"--max-concurrent", "1", "--max-queue", "0", "--pool-size", "0"});
   ASSERT_TRUE(serve.ok()) << serve.Stderr();
   std::thread slow([&] { serve.Post({{"code", "import time\ntime.sleep(1.5)"}}); });
   usleep(500 * 1000);

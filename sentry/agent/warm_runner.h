@@ -1,0 +1,70 @@
+// WarmRunner: the Runner of `sentry serve` and `sentry mcp` with a pool of
+// warm Python interpreters (sentry/run/warm_python.h) in front of the cold
+// runner.
+//
+// A request goes warm only when a warm interpreter runs it exactly as a cold
+// start would: `python3 SCRIPT` (run_python, language python), no output
+// stream asked for (the warm path writes the output into memfds, it cannot
+// tee it as it comes), no returnFiles (the pool's wire does not carry them),
+// request files of the default mode 0644 only, and the pool's sandbox shape
+// (no network, the default disk, cgroups and namespaces). Everything else,
+// and every request the pool cannot take at once (none free within the
+// accept wait, the daemon gone), runs cold: a run never fails for want of a
+// warm sandbox. Each warm interpreter serves one run and is destroyed; the
+// pool daemon makes the next in the background.
+#ifndef SENTRY_AGENT_WARM_RUNNER_H_
+#define SENTRY_AGENT_WARM_RUNNER_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sentry/agent/runner.h"
+#include "sentry/run/warm_python.h"
+
+namespace sentry::agent {
+
+// The flags of the warm pool (serve and mcp).
+struct WarmFlags {
+  int pool_size = 2;  // 0: every run cold
+  int pool_refill = 1;
+  int pool_wait_ms = 100;  // for a free interpreter, before a cold start
+  std::vector<std::string> preload;
+};
+extern const char* const kWarmFlagsHelp;
+// 1 if flag is one of the pool's (its value taken with `value`), 0 if not,
+// -1 with *why when its value is wrong.
+int ParseWarmFlag(const std::string& flag, const std::function<bool(std::string*)>& value,
+                  WarmFlags* out, std::string* why);
+
+// The server's runner: the cold one (whose zygote is forked now: call while
+// the process has one thread) behind a warm pool unless pool_size is 0 or
+// the server's options give runs a shape the pool does not keep (a network,
+// --disk, --no-cgroups, namespace flags). A pool that cannot start leaves
+// the cold runner alone, with a warning on stderr.
+absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const RunOptions& base, const WarmFlags& warm);
+
+class WarmRunner final : public Runner {
+ public:
+  WarmRunner(std::unique_ptr<Runner> cold, std::unique_ptr<WarmPythonPool> pool)
+      : cold_(std::move(cold)), pool_(std::move(pool)) {}
+
+  absl::StatusOr<RunOutcome> Run(const RunJob& job, OutputSink* sink) override;
+  uint64_t Ready() const override;
+
+  // Whether job may run warm; "" if so, else why not (for tests and logs).
+  static std::string WhyCold(const RunJob& job, bool stream);
+
+  uint64_t WarmRuns() const override { return warm_runs_; }
+
+ private:
+  std::unique_ptr<Runner> cold_;
+  std::unique_ptr<WarmPythonPool> pool_;
+  std::atomic<uint64_t> warm_runs_{0};
+};
+
+}  // namespace sentry::agent
+
+#endif  // SENTRY_AGENT_WARM_RUNNER_H_
