@@ -76,6 +76,9 @@ struct RunOptions {
   // guest's host pids given); 0 lets it go, anything else ends the run with
   // that exit code before the guest ran (a container deleted unstarted).
   std::function<int(pid_t init_pid, pid_t guest_pid)> before_go;
+  // A listening unix socket (the container's exec socket, see
+  // sentry/run/exec_wire.h) served while the guest runs; -1: none.
+  int exec_listen_fd = -1;
 };
 
 int RunSandbox(const RunOptions& options);
