@@ -498,7 +498,6 @@ int Exec(const Globals& g, const ExecOptions& e) {
   go_r.Reset();
   pidfd.Reset();
   for (UniqueFd& f : cgroups) f.Reset();
-  slave.Reset();
   auto abandon = [&](const std::string& why) {
     kill(helper, SIGKILL);  // the process dies with it (its parent-death signal)
     WaitStatus(helper);
@@ -525,6 +524,7 @@ int Exec(const Globals& g, const ExecOptions& e) {
   attach["listener"] = listener;
   auto attached = Ask(dir->exec_socket_path(), attach, plan.stdio, {});
   if (!attached.ok()) return abandon(std::string(attached.status().message()));
+  slave.Reset();  // (sent with the attach: the monitor trusts what it is)
   if (write(go_w.get(), "g", 1) != 1) return abandon("cannot start the process");
   go_w.Reset();
   // End of file: the execve closed the pipe (or the process is gone).
