@@ -2,13 +2,18 @@
 // a second process in a running container sees the first one's files, gets
 // its env, cwd and user, returns its exit code (or, detached, the pid file's
 // process does), stands under the same walls, and ends with the container.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -216,6 +221,52 @@ TEST_F(OciExec, ErrorsNameTheContainerAndTheProblem) {
   ProcessResult none = Sentry({"exec", "x7"});
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.err.find("args"), std::string::npos) << none.err;
+}
+
+TEST_F(OciExec, TtyGoesToTheConsoleSocket) {
+  StartContainer("x9");
+  std::string sock_path = dir_.path() + "/console.sock";
+  int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sock_path.c_str());
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(ls, 1), 0);
+  int master = -1;
+  std::thread t([&] {
+    int c = accept(ls, nullptr, nullptr);
+    char name[256];
+    iovec iov{name, sizeof(name)};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    if (recvmsg(c, &msg, 0) > 0 && CMSG_FIRSTHDR(&msg)) {
+      memcpy(&master, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+    }
+    close(c);
+  });
+  std::string pid_file = dir_.path() + "/exec.pid";
+  int rc = Detached({"--tty", "--console-socket", sock_path, "--pid-file", pid_file, "x9", "sh",
+                     "-c", "test -t 0 && test -t 1 && echo tty-yes; exit 3"});
+  t.join();
+  close(ls);
+  ASSERT_EQ(rc, 0) << ReadFile(log_);
+  ASSERT_GE(master, 0);
+  EXPECT_EQ(WaitExit(PidIn(pid_file), 30), 3);
+  std::string got;
+  char buf[256];
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  ssize_t n;
+  while ((n = read(master, buf, sizeof(buf))) > 0) got.append(buf, n);
+  close(master);
+  EXPECT_NE(got.find("tty-yes"), std::string::npos) << got;
+  // A terminal needs a console socket when exec detaches (as runc says).
+  ProcessResult no_socket = Sentry({"exec", "-d", "-t", "x9", "true"});
+  EXPECT_NE(no_socket.exit_code, 0);
+  EXPECT_NE(no_socket.err.find("console socket"), std::string::npos) << no_socket.err;
 }
 
 // The exec'd process stands where the first one does: under the seccomp
