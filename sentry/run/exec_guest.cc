@@ -226,10 +226,17 @@ void Run::ServeExec(int conn) {
     t.started = true;
     kernel_->tasks().Add(std::move(t));
   }
+  // The loops of exec'd processes that are gone (with all they forked)
+  // ended by themselves: joined here, so that repeated execs (a probe every
+  // few seconds) do not pile threads and listeners up.
+  std::erase_if(exec_loops_, [](ExecLoop& l) {
+    if (!l.loop->done()) return false;
+    l.loop->Stop();
+    return true;
+  });
   auto loop = std::make_unique<NotifyLoop>(*kernel_, *unotify, *dispatcher_, GuestFsId());
   loop->Start();
-  exec_unotify_.push_back(std::move(unotify));
-  exec_loops_.push_back(std::move(loop));
+  exec_loops_.push_back({std::move(unotify), std::move(loop)});
   Answer(conn, {{"ok", true}});
 }
 

@@ -282,7 +282,7 @@ void Run::Abandon() {
 }
 
 void Run::StopLoops() {
-  for (auto& l : exec_loops_) l->Stop();
+  for (ExecLoop& l : exec_loops_) l.loop->Stop();
   if (loop_) loop_->Stop();
 }
 

@@ -117,9 +117,13 @@ class Run {
   std::unique_ptr<Unotify> unotify_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<NotifyLoop> loop_;
-  // Each exec'd process's listener and the loop that answers it.
-  std::vector<std::unique_ptr<Unotify>> exec_unotify_;
-  std::vector<std::unique_ptr<NotifyLoop>> exec_loops_;
+  // Each exec'd process's listener and the loop that answers it (the loop
+  // goes first: it uses the listener).
+  struct ExecLoop {
+    std::unique_ptr<Unotify> unotify;
+    std::unique_ptr<NotifyLoop> loop;
+  };
+  std::vector<ExecLoop> exec_loops_;
   std::shared_ptr<Census> census_;            // --census
   std::vector<sock_filter> ordinary_filter_;  // --census: decides each call
   bool sync_wakeup_ = true;
