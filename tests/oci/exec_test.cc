@@ -317,5 +317,54 @@ except OSError as e:
   EXPECT_EQ(reach.out.rfind("refused", 0), 0u) << reach.out;
 }
 
+// The exec socket is the engine's (root's), yet what comes over it is bounded
+// and checked: an oversized length, junk, a pid outside the sandbox and an
+// unknown op are refused, and the container goes on serving execs.
+TEST_F(OciExec, TheMonitorRefusesMalformedRequests) {
+  StartContainer("xa");
+  std::string sock = root_ + "/xa/exec.sock";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.size(), sizeof(addr.sun_path));
+  memcpy(addr.sun_path, sock.data(), sock.size());
+  auto ask = [&](const std::string& bytes) {
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) {
+      close(s);
+      return std::string("no connection");
+    }
+    (void)!write(s, bytes.data(), bytes.size());
+    shutdown(s, SHUT_WR);
+    std::string got;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(s, buf, sizeof(buf))) > 0) got.append(buf, n);
+    close(s);
+    return got.size() > 4 ? got.substr(4) : got;
+  };
+  auto framed = [](const std::string& json) {
+    uint32_t len = static_cast<uint32_t>(json.size());
+    return std::string(reinterpret_cast<const char*>(&len), 4) + json;
+  };
+  EXPECT_EQ(ask(std::string("\xff\xff\xff\xff", 4)), "");  // past the bound: no answer
+  EXPECT_NE(ask(framed("{not json")).find("not a JSON object"), std::string::npos);
+  EXPECT_NE(ask(framed(R"({"op":"format-disk","args":["true"]})")).find("unknown op"),
+            std::string::npos);
+  EXPECT_NE(ask(framed(R"({"op":"attach","args":["true"],"pid":1,"listener":3})"))
+                .find("not in the sandbox"),
+            std::string::npos);
+  EXPECT_NE(ask(framed(R"({"op":"prepare","args":["true"],"cwd":"relative"})")).find("absolute"),
+            std::string::npos);
+  EXPECT_NE(ask(framed(R"({"op":"prepare","args":["true"],"groups":[1,2,3,4,5,6,7,8,9,10,11,)"
+                       R"(12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,)"
+                       R"(35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,)"
+                       R"(58,59,60,61,62,63,64,65]})"))
+                .find("at most 64"),
+            std::string::npos);
+  ProcessResult after = Sentry({"exec", "xa", "cat", "/tmp/first"});
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(after.out, "from-the-first\n");
+}
+
 }  // namespace
 }  // namespace sentry::testing
