@@ -67,6 +67,9 @@ struct RunOptions {
   // the sandbox, and a pause between the sandbox's making and the guest's go.
   std::string rootfs;
   std::string hostname;  // "": "sandbox"
+  // A listening unix socket (the container's exec socket, see
+  // sentry/run/exec_wire.h) served while the guest runs; -1: none.
+  int exec_listen_fd = -1;
   int64_t uid = -1;      // -1: 1000, or 0 with root
   int64_t gid = -1;
   bool exact_env = false;  // env is the whole environment (no defaults)
@@ -76,9 +79,6 @@ struct RunOptions {
   // guest's host pids given); 0 lets it go, anything else ends the run with
   // that exit code before the guest ran (a container deleted unstarted).
   std::function<int(pid_t init_pid, pid_t guest_pid)> before_go;
-  // A listening unix socket (the container's exec socket, see
-  // sentry/run/exec_wire.h) served while the guest runs; -1: none.
-  int exec_listen_fd = -1;
 };
 
 int RunSandbox(const RunOptions& options);
