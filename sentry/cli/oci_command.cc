@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "sentry/cli/commands.h"
+#include "sentry/oci/exec.h"
 #include "sentry/oci/lifecycle.h"
 #include "sentry/oci/oci_log.h"
 #include "sentry/oci/spec.h"
@@ -29,6 +30,7 @@ struct FlagSpec {
 
 struct Parsed {
   std::map<std::string, std::string> values;  // a flag given → its value ("" for a switch)
+  std::map<std::string, std::vector<std::string>> all;  // every value of a repeated flag
   std::vector<std::string> positional;
   std::string error;
 };
@@ -68,6 +70,7 @@ Parsed ParseArgs(const std::vector<std::string>& args, size_t from, const FlagSp
       value = args[++i];
     }
     p.values[name] = value;
+    p.all[name].push_back(value);
   }
   p.positional.assign(args.begin() + static_cast<long>(i), args.end());
   return p;
@@ -129,9 +132,12 @@ Commands:
   delete [--force] ID
   list [--format table|json] [--quiet]
   ps [--format table|json] ID
+  exec [--process FILE | ID CMD ARGS...] [--detach] [--pid-file FILE]
+       [--console-socket SOCK] [--tty] [--cwd DIR] [--env K=V] [--user UID[:GID]]
+                       a second process in the running container
   features             what this runtime supports, as JSON
   spec [--bundle DIR]  write a default config.json
-Not supported: exec, pause, resume, update, events, checkpoint, restore.
+Not supported: pause, resume, update, events, checkpoint, restore.
 )";
 
 }  // namespace
@@ -262,6 +268,53 @@ int OciCommand(const std::vector<std::string>& raw) {
     Parsed p = parse({{{"format", true}}, {{"f", "format"}}});
     if (!p.error.empty() || !need_id(p, &id)) return 1;
     return oci::Ps(g, id, p.values["format"] == "json");
+  }
+  if (verb == "exec") {
+    FlagSpec spec{{{"process", true},
+                   {"detach", false},
+                   {"pid-file", true},
+                   {"console-socket", true},
+                   {"pidfd-socket", true},
+                   {"tty", false},
+                   {"cwd", true},
+                   {"env", true},
+                   {"user", true},
+                   {"additional-gids", true},
+                   {"cap", true},
+                   {"no-new-privs", false},
+                   {"apparmor", true},
+                   {"process-label", true},
+                   {"preserve-fds", true},
+                   {"ignore-paused", false},
+                   {"cgroup", true}},
+                  {{"p", "process"},
+                   {"d", "detach"},
+                   {"t", "tty"},
+                   {"e", "env"},
+                   {"u", "user"},
+                   {"g", "additional-gids"},
+                   {"c", "cap"}}};
+    Parsed p = parse(spec);
+    if (!p.error.empty() || !need_id(p, &id)) return 1;
+    oci::ExecOptions e;
+    e.id = id;
+    e.process_file = p.values["process"];
+    e.detach = p.values.count("detach") > 0;
+    e.pid_file = p.values["pid-file"];
+    e.console_socket = p.values["console-socket"];
+    e.tty = p.values.count("tty") > 0;
+    e.cwd = p.values["cwd"];
+    e.env = p.all["env"];
+    e.user = p.values["user"];
+    e.args.assign(p.positional.begin() + 1, p.positional.end());
+    for (const char* ignored : {"cap", "apparmor", "process-label", "cgroup", "additional-gids"}) {
+      if (p.values.count(ignored)) {
+        log.Warn(absl::StrCat("exec: --", ignored,
+                              " not honoured (the guest holds no capability"
+                              " and the sandbox's cgroups)"));
+      }
+    }
+    return oci::Exec(g, e);
   }
   if (verb == "features") {
     std::printf("%s\n", oci::FeaturesJson().c_str());

@@ -79,8 +79,8 @@ bool ReadReady(int fd, pid_t* init, pid_t* guest) {
          absl::SimpleAtoi(parts[2], guest) && *init > 0 && *guest > 0;
 }
 
-// The pty runc would make for a terminal container: its master goes to the
-// engine over the console socket (with the slave's name, as runc sends it).
+}  // namespace
+
 absl::StatusOr<UniqueFd> MakeConsole(const std::string& socket_path) {
   int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (master < 0) return ErrnoStatus("cannot open a pty");
@@ -110,6 +110,8 @@ absl::StatusOr<UniqueFd> MakeConsole(const std::string& socket_path) {
   }
   return s;
 }
+
+namespace {
 
 // The host pids of the sandbox's processes: those in its pid 1's pid
 // namespace (pid 1 itself, the loader, left out).
@@ -232,6 +234,7 @@ int Create(const Globals& g, const CreateOptions& c) {
     MonitorArgs m;
     m.run = std::move(bundle->run);
     m.fifo_path = dir->fifo_path();
+    m.exec_socket_path = dir->exec_socket_path();
     m.ready_fd = ready[1];
     m.error_fd = errp[1];
     m.tty_fd = slave.Release();
@@ -374,6 +377,7 @@ int Delete(const Globals& g, const std::string& id, bool force) {
       struct stat st;
       if (stat(path.c_str(), &st) == 0) {
         unlink((path + "/start.fifo").c_str());
+        unlink((path + "/exec.sock").c_str());
         unlink((path + "/state.json.tmp").c_str());
         rmdir(path.c_str());
       }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "sentry/base/unique_fd.h"
 #include "sentry/oci/oci_log.h"
 
 namespace sentry::oci {
@@ -38,6 +40,11 @@ int Delete(const Globals& g, const std::string& id, bool force);
 int State(const Globals& g, const std::string& id);
 int List(const Globals& g, bool json, bool quiet);
 int Ps(const Globals& g, const std::string& id, bool json);
+
+// The pty runc would make for a terminal container (or exec'd process): its
+// master goes to the engine over the console socket (with the slave's name,
+// as runc sends it); returns the slave.
+absl::StatusOr<UniqueFd> MakeConsole(const std::string& socket_path);
 
 // "9", "KILL", "SIGKILL" → 9; 0 if none.
 int ParseSignal(const std::string& s);

@@ -5,10 +5,13 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -50,6 +53,33 @@ int ReadCommand(int fifo) {
 
 }  // namespace
 
+UniqueFd UnixSocketAt(const std::string& path, bool listen_on) {
+  // Through /proc/self/fd: a state directory's path may be longer than a
+  // sockaddr_un holds (containerd's ids are 64 characters).
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  UniqueFd d(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!d) return UniqueFd();
+  std::string name = absl::StrCat("/proc/self/fd/", d.get(), "/", path.substr(slash + 1));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (name.size() >= sizeof(addr.sun_path)) return UniqueFd();
+  std::memcpy(addr.sun_path, name.data(), name.size());
+  UniqueFd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!s) return UniqueFd();
+  if (!listen_on) {
+    if (connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) return UniqueFd();
+    return s;
+  }
+  // Root's alone from its first instant (no window with the umask's mode).
+  mode_t old = umask(0177);
+  int r = bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  umask(old);
+  if (r < 0 || listen(s.get(), 8) < 0) return UniqueFd();
+  fcntl(s.get(), F_SETFL, O_NONBLOCK);
+  return s;
+}
+
 void MonitorMain(MonitorArgs a) {
   if (a.detach) setsid();
   CloseOthers({a.ready_fd, a.error_fd, a.tty_fd});
@@ -67,6 +97,9 @@ void MonitorMain(MonitorArgs a) {
   dup2(a.error_fd, 2);
   close(a.error_fd);
   int ready = a.ready_fd;
+  // Without it the container runs, and `exec` says it cannot reach it.
+  UniqueFd exec_socket = UnixSocketAt(a.exec_socket_path, /*listen_on=*/true);
+  a.run.exec_listen_fd = exec_socket.get();
   a.run.before_go = [&](pid_t init, pid_t guest) -> int {
     dup2(saved_err, 2);
     close(saved_err);

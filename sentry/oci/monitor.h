@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "sentry/base/unique_fd.h"
 #include "sentry/run/run.h"
 
 namespace sentry::oci {
@@ -17,13 +18,18 @@ namespace sentry::oci {
 struct MonitorArgs {
   RunOptions run;
   std::string fifo_path;
-  int ready_fd = -1;   // create's: "R INIT GUEST\n" once the guest waits
-  int error_fd = -1;   // create's: the monitor's stderr until then
-  int tty_fd = -1;     // the pty's slave of a terminal container, else -1
-  bool detach = true;  // a session of its own (not `run` in the foreground)
+  std::string exec_socket_path;  // where `exec` reaches the running sandbox (0600)
+  int ready_fd = -1;             // create's: "R INIT GUEST\n" once the guest waits
+  int error_fd = -1;             // create's: the monitor's stderr until then
+  int tty_fd = -1;               // the pty's slave of a terminal container, else -1
+  bool detach = true;            // a session of its own (not `run` in the foreground)
 };
 
 [[noreturn]] void MonitorMain(MonitorArgs args);
+
+// A unix socket at path (any length): listening (0600, non-blocking
+// accepts), or connected to it; invalid on failure (errno says why).
+UniqueFd UnixSocketAt(const std::string& path, bool listen_on);
 
 }  // namespace sentry::oci
 

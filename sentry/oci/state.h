@@ -59,6 +59,7 @@ class StateDir final {
 
   const std::string& path() const { return path_; }
   std::string fifo_path() const { return path_ + "/start.fifo"; }
+  std::string exec_socket_path() const { return path_ + "/exec.sock"; }
   int lock_fd() const { return lock_.get(); }
   absl::StatusOr<ContainerState> Read() const;
   absl::Status Write(const ContainerState& s) const;  // atomically (rename)

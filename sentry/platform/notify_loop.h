@@ -43,6 +43,8 @@ class NotifyLoop final {
   // Interrupts the blocking receive and joins the thread.
   void Stop();
   uint64_t handled() const { return handled_.load(); }
+  // The thread has ended (stopped, or no task is left under the filter).
+  bool done() const { return done_.load(); }
   // The loop thread's tid (known once Start returns).
   pid_t tid() const { return tid_.load(); }
 

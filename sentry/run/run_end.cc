@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -98,12 +99,20 @@ void Run::Supervise() {
   // a warm run leaves this loop once its guest is done and pid 1 killed,
   // and Conclude reaps pid 1 after it answered the client.
   while (!init_reaped && !(warm_ && leader_seen_done)) {
-    pollfd pfd[5] = {{sig.get(), POLLIN, 0},
-                     {timer.get(), POLLIN, 0},
-                     {grace.get(), POLLIN, 0},
-                     {pin_check.get(), POLLIN, 0},
-                     {peer_fd_, POLLIN, 0}};
-    if (poll(pfd, peer_fd_ >= 0 ? 5 : 4, -1) < 0 && errno != EINTR) break;
+    // (poll skips a negative fd: no pool client, no exec socket.)
+    pollfd pfd[6] = {{sig.get(), POLLIN, 0},   {timer.get(), POLLIN, 0},
+                     {grace.get(), POLLIN, 0}, {pin_check.get(), POLLIN, 0},
+                     {peer_fd_, POLLIN, 0},    {o_.exec_listen_fd, POLLIN, 0}};
+    if (poll(pfd, 6, -1) < 0 && errno != EINTR) break;
+    if (pfd[5].revents & POLLIN) {
+      int conn = accept4(o_.exec_listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (conn >= 0) {
+        // Blocking, with the wire's timeouts: the engine's client sends at once.
+        fcntl(conn, F_SETFL, 0);
+        ServeExec(conn);
+        close(conn);
+      }
+    }
     uint64_t ticks;
     if (pfd[3].revents & POLLIN) {
       (void)!read(pin_check.get(), &ticks, sizeof(ticks));
@@ -193,7 +202,7 @@ int Run::Conclude(std::optional<RunError> error) {
   DropFsIdentity(0, 0);
   if (error) log::Debug(absl::StrCat("run: ended before the guest's end: ", error->message));
   if (error) EndSandboxProcesses();  // before the drain, which waits for them
-  if (loop_) loop_->Stop();
+  StopLoops();
   stdio_.Finish();
   if (census_) {
     // As the operator, once no call is left to count.
@@ -280,8 +289,13 @@ int Run::Conclude(std::optional<RunError> error) {
 
 void Run::Abandon() {
   EndSandboxProcesses();
-  if (loop_) loop_->Stop();
+  StopLoops();
   ReleaseSandbox();
+}
+
+void Run::StopLoops() {
+  for (ExecLoop& l : exec_loops_) l.loop->Stop();
+  if (loop_) loop_->Stop();
 }
 
 void Run::EndSandboxProcesses() {

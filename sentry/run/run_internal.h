@@ -74,6 +74,10 @@ class Run {
   // Spawned::Start, with the census filter in the guest under --census.
   absl::StatusOr<Spawned> SpawnLoader();
   void Supervise();
+  // One request on the exec socket (see exec_guest.cc).
+  void ServeExec(int conn);
+  // Stops the exec'd processes' notify loops (theirs, and the first one's).
+  void StopLoops();
   // SIGINT or SIGQUIT as a terminal sends them (see Supervise).
   void SignalForeground(int signo);
   int Conclude(std::optional<RunError> error);
@@ -126,6 +130,13 @@ class Run {
   std::unique_ptr<Unotify> unotify_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<NotifyLoop> loop_;
+  // Each exec'd process's listener and the loop that answers it (the loop
+  // goes first: it uses the listener).
+  struct ExecLoop {
+    std::unique_ptr<Unotify> unotify;
+    std::unique_ptr<NotifyLoop> loop;
+  };
+  std::vector<ExecLoop> exec_loops_;
   std::shared_ptr<Census> census_;            // --census
   std::vector<sock_filter> ordinary_filter_;  // --census: decides each call
   bool sync_wakeup_ = true;

@@ -110,7 +110,7 @@ TEST_F(Containerd, RunPrintsReadsStdinAndReturnsTheExitCode) {
   EXPECT_EQ(in.out, "got x\n");
 }
 
-TEST_F(Containerd, PsListsTheGuestAndExecIsRefusedClearly) {
+TEST_F(Containerd, PsListsTheGuestAndExecRunsInIt) {
   ProcessResult d = Run({"-d"}, "p1", {"sh", "-c", "sleep 100 & sleep 100"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   usleep(300 * 1000);
@@ -118,9 +118,12 @@ TEST_F(Containerd, PsListsTheGuestAndExecIsRefusedClearly) {
   EXPECT_EQ(ps.exit_code, 0) << ps.err;
   std::vector<std::string> lines = absl::StrSplit(ps.out, '\n', absl::SkipEmpty());
   EXPECT_EQ(lines.size(), 4u) << ps.out;  // a header, sh and its two sleeps
-  ProcessResult e = Ctr({"task", "exec", "--exec-id", "e1", "p1", "echo", "hi"});
-  EXPECT_NE(e.exit_code, 0);
-  EXPECT_NE(e.err.find("not supported by sentry"), std::string::npos) << e.err;
+  ProcessResult e = Ctr({"task", "exec", "--exec-id", "e1", "p1", "sh", "-c", "echo hi; exit 6"});
+  EXPECT_EQ(e.exit_code, 6) << e.err;
+  EXPECT_EQ(e.out, "hi\n");
+  // A detached exec that the task's kill ends with the rest.
+  ProcessResult bg = Ctr({"task", "exec", "-d", "--exec-id", "e2", "p1", "sleep", "100"});
+  EXPECT_EQ(bg.exit_code, 0) << bg.err;
   EXPECT_EQ(Ctr({"task", "kill", "-s", "SIGKILL", "p1"}).exit_code, 0);
   for (int i = 0; i < 100 && Ctr({"task", "ls"}).out.find("RUNNING") != std::string::npos; ++i) {
     usleep(50 * 1000);

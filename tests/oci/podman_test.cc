@@ -155,13 +155,32 @@ TEST_F(Podman, DetachedContainersStopKillPsAndLogs) {
   EXPECT_TRUE(ProcessesWith(dir_->path()).empty());
 }
 
-TEST_F(Podman, ExecIsRefusedClearly) {
-  ProcessResult d = Run({"-d", "--name", "sentry-e1"}, {"sleep", "100"});
+TEST_F(Podman, ExecRunsInTheContainerWithItsFilesEnvAndExitCode) {
+  ProcessResult d =
+      Run({"-d", "--name", "sentry-e1"}, {"sh", "-c", "echo first > /tmp/made; sleep 100"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
-  ProcessResult e = Podman_({"exec", "sentry-e1", "echo", "hi"});
-  EXPECT_NE(e.exit_code, 0);
-  EXPECT_NE(e.err.find("not supported by sentry"), std::string::npos) << e.err;
+  ProcessResult e;
+  for (int i = 0; i < 50; ++i) {
+    e = Podman_({"exec", "sentry-e1", "cat", "/tmp/made"});
+    if (e.exit_code == 0) break;
+    usleep(100 * 1000);
+  }
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(e.out, "first\n");
+  ProcessResult env = Podman_({"exec", "-e", "FOO=bar", "-w", "/tmp", "-u", "65534:65534",
+                               "sentry-e1", "sh", "-c", "echo $FOO; pwd; id -u; exit 9"});
+  EXPECT_EQ(env.exit_code, 9) << env.err;
+  EXPECT_EQ(env.out, "bar\n/tmp\n65534\n");
+  ProcessResult in = Podman_({"exec", "-i", "sentry-e1", "cat"}, "through stdin\n");
+  EXPECT_EQ(in.exit_code, 0) << in.err;
+  EXPECT_EQ(in.out, "through stdin\n");
+  ProcessResult tty = Podman_({"exec", "-t", "sentry-e1", "sh", "-c", "test -t 1 && echo tty"});
+  EXPECT_EQ(tty.exit_code, 0) << tty.err;
+  EXPECT_NE(tty.out.find("tty"), std::string::npos) << tty.out;
+  ProcessResult missing = Podman_({"exec", "sentry-e1", "/no/such/program"});
+  EXPECT_EQ(missing.exit_code, 127) << missing.err;
   EXPECT_EQ(Podman_({"rm", "-f", "sentry-e1"}).exit_code, 0);
+  EXPECT_TRUE(ProcessesWith(dir_->path()).empty());
 }
 
 }  // namespace
