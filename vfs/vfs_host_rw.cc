@@ -24,7 +24,7 @@
 
 #include <cerrno>
 
-#include "sentry/base/fs_identity.h"
+#include "vfs/mount_fs_identity.h"
 #include "vfs/vfs.h"
 
 #ifndef SYS_fchmodat2
@@ -33,23 +33,6 @@
 
 namespace sentry::vfs {
 namespace {
-
-// The mount's identity for one host call, the thread's own restored after.
-class MountFsIdentity final {
- public:
-  explicit MountFsIdentity(const HostDir& h)
-      : uid_(static_cast<uid_t>(setfsuid(static_cast<uid_t>(-1)))),
-        gid_(static_cast<gid_t>(setfsgid(static_cast<gid_t>(-1)))) {
-    DropFsIdentity(h.as_uid, h.as_gid);
-  }
-  ~MountFsIdentity() { DropFsIdentity(uid_, gid_); }
-  MountFsIdentity(const MountFsIdentity&) = delete;
-  MountFsIdentity& operator=(const MountFsIdentity&) = delete;
-
- private:
-  uid_t uid_;
-  gid_t gid_;
-};
 
 // One plain name beneath dir_fd, no symlink at all, no magic link.
 int OpenBeneath(int dir_fd, const std::string& name, int flags, mode_t mode = 0) {
@@ -97,6 +80,8 @@ void CopyAttrs(Node& node, const struct stat& st) {
   node.host_mode = st.st_mode;
   node.nlink = static_cast<uint32_t>(st.st_nlink);
   if (node.IsLowerFile()) node.lower_size = st.st_size;
+  // Still a clean cache entry (vfs_cache.cc): it is what the host has now.
+  if (node.IsCached()) node.looked_up_ctime = st.st_ctim;
 }
 
 }  // namespace
@@ -120,6 +105,9 @@ void Vfs::RwRefresh(Node& node) {
 }
 
 NodeRef Vfs::RwChild(const NodeRef& dir, const std::string& name) {
+  // Looked up as the mount's identity: a directory only its owner may search
+  // is the guest's to search.
+  MountFsIdentity id(*dir->host_dir);
   struct stat st;
   auto it = dir->children.find(name);
   if (fstatat(dir->host_dir->fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {

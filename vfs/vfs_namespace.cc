@@ -204,6 +204,7 @@ SysStatus Vfs::Rmdir(const Resolved& at, const Creds& creds) {
   SYS_TRY(Writable(*at.parent));
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
   if (IsRwDir(*at.parent)) return RwRemove(at, true);  // the host says ENOTEMPTY
+  if (IsRwDir(*at.node)) return Errno{EBUSY};          // a :rw mount point, as Linux's
   if (!IsEmptyDir(at.node)) return Errno{ENOTEMPTY};
   SYS_TRY(ChargeWhiteout(at.parent, at.name, *at.node));
   Detach(at.parent, at.name);

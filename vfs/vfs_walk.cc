@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <deque>
+#include <optional>
 
+#include "vfs/mount_fs_identity.h"
 #include "vfs/vfs.h"
 
 namespace sentry::vfs {
@@ -181,6 +183,8 @@ void Vfs::ListHost(const NodeRef& dir) {
     dir->host_listed = false;
   }
   if (!dir->host_dir || dir->host_listed) return;
+  std::optional<MountFsIdentity> as_mount;
+  if (dir->host_dir->read_write) as_mount.emplace(*dir->host_dir);
   int fd = openat(dir->host_dir->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
     while (dirent* e = readdir(d)) {

@@ -297,6 +297,19 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
   if (!c.mounts.empty()) {
     UniqueFd host_slash(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (host_slash.get() < 0) return ErrnoStatus("open /");
+    // A :rw mount's tree is the host's: a mount beneath it would need its
+    // missing directories made on the host, and would hide host entries.
+    for (const BindMount& rw : c.mounts) {
+      if (rw.mode != BindMount::Mode::kReadWrite) continue;
+      for (const BindMount& m : c.mounts) {
+        if (m.guest_path.size() > rw.guest_path.size() &&
+            m.guest_path.compare(0, rw.guest_path.size() + 1, rw.guest_path + "/") == 0) {
+          return absl::InvalidArgumentError(absl::StrCat("-v ", m.host_path, ":", m.guest_path,
+                                                         ": no mount inside the :rw mount at ",
+                                                         rw.guest_path));
+        }
+      }
+    }
     for (const BindMount& m : c.mounts) RETURN_IF_ERROR(AddBindMount(*v, host_slash.get(), m, c));
   }
   return v;
