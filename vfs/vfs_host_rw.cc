@@ -87,6 +87,7 @@ void CopyAttrs(Node& node, const struct stat& st) {
 }  // namespace
 
 bool Vfs::RwStat(const Node& node, struct stat* st) {
+  MountFsIdentity id(*node.RwHost());
   int r = node.host_dir ? fstat(node.host_dir->fd.get(), st)
                         : fstatat(node.lower_parent->fd.get(), node.lower_name.c_str(), st,
                                   AT_SYMLINK_NOFOLLOW);
@@ -134,14 +135,17 @@ SysResult<NodeRef> Vfs::RwCreate(const Resolved& at, NodeKind kind, mode_t mode)
   const HostDir& h = *at.parent->host_dir;
   // mknod of a FIFO: a host FIFO is not shown (MakeLowerNode), so not made.
   if (kind != NodeKind::kFile && kind != NodeKind::kDir) return Errno{EPERM};
+  UniqueFd created;
   {
     MountFsIdentity id(h);
     int fd;
     if (kind == NodeKind::kFile) {
       mode_t m = mode & 0777;
-      fd = OpenBeneath(h.fd.get(), at.name, O_CREAT | O_EXCL | O_WRONLY | O_NONBLOCK, m);
+      fd = OpenBeneath(h.fd.get(), at.name, O_CREAT | O_EXCL | O_RDWR | O_NONBLOCK, m);
       if (fd < 0) return Errno{-fd};
       fchmod(fd, m);  // exactly the guest's mode, whatever the sentry's umask
+      created = UniqueFd(fd);
+      fd = -1;
     } else {
       mode_t m = mode & 07777 & ~(S_ISUID);
       if (mkdirat(h.fd.get(), at.name.c_str(), m) < 0) return Errno{errno};
@@ -154,6 +158,7 @@ SysResult<NodeRef> Vfs::RwCreate(const Resolved& at, NodeKind kind, mode_t mode)
   at.parent->children.erase(at.name);
   NodeRef node = RwChild(at.parent, at.name);
   if (!node) return Errno{ENOENT};  // the host removed it at once
+  if (kind == NodeKind::kFile) node->rw_created = std::move(created);
   return node;
 }
 
@@ -311,8 +316,19 @@ SysStatus Vfs::RwTruncate(Node& node, off_t len) {
 SysResult<UniqueFd> Vfs::RwOpen(Node& node, int flags) {
   const HostDir& h = *node.RwHost();
   int keep = flags & (O_ACCMODE | O_APPEND | O_NONBLOCK | O_SYNC | O_DSYNC | O_DIRECT);
+  UniqueFd created = std::move(node.rw_created);
   MountFsIdentity id(h);
-  return OpenRegular(h.fd.get(), node.lower_name, keep);
+  SysResult<UniqueFd> fd = OpenRegular(h.fd.get(), node.lower_name, keep);
+  if (fd.ok() || fd.error() != EACCES || created.get() < 0) return fd;
+  struct stat now, made;
+  if (fstatat(h.fd.get(), node.lower_name.c_str(), &now, AT_SYMLINK_NOFOLLOW) < 0 ||
+      fstat(created.get(), &made) < 0 || now.st_ino != made.st_ino || now.st_dev != made.st_dev) {
+    return fd;  // the name is another file's now
+  }
+  // The open right after the create, on a mode that denies it: the creating
+  // open's fd (O_RDWR, the one difference from Linux's O_WRONLY there).
+  fcntl(created.get(), F_SETFL, flags & (O_APPEND | O_NONBLOCK | O_DIRECT));
+  return created;
 }
 
 }  // namespace sentry::vfs

@@ -261,7 +261,7 @@ TEST_F(OciCli, DirectoryBindsWriteThroughOrAreReadOnly) {
              {"sh", "-c",
               "echo out > /data/new.txt && mkdir /data/d && cat /data/new.txt && "
               "(echo x > /ro/x.txt || echo refused) 2>/dev/null"},
-             R"("user":{"uid":1000,"gid":1000},)",
+             R"("user":{"uid":1000,"gid":1000})",
              R"("mounts":[{"destination":"/data","type":"bind","source":")" + rw +
                  R"(","options":["rbind","rw"]},{"destination":"/ro","type":"bind","source":")" +
                  ro + R"(","options":["rbind","ro"]}])");
@@ -272,6 +272,7 @@ TEST_F(OciCli, DirectoryBindsWriteThroughOrAreReadOnly) {
   struct stat st;
   EXPECT_EQ(stat((rw + "/d").c_str(), &st), 0);
   EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_uid, 1000u);  // process.user, as the host sees it
   EXPECT_NE(access((ro + "/x.txt").c_str(), F_OK), 0);
 }
 
