@@ -164,10 +164,6 @@ class Node : public std::enable_shared_from_this<Node> {
   ino_t host_ino = 0;
   off_t lower_size = 0;
   std::string store_name;  // upper file: its name in the backing store
-  // A file a write-through mount just made: the O_RDWR fd of its creating
-  // open, for the open that follows (Linux lets that open write whatever
-  // mode the file was given, e.g. open(O_CREAT|O_WRONLY, 0400)).
-  UniqueFd rw_created;
 
   bool IsUpperFile() const { return kind_ == NodeKind::kFile && !store_name.empty(); }
   bool IsLowerFile() const { return kind_ == NodeKind::kFile && store_name.empty(); }

@@ -34,6 +34,17 @@
 namespace sentry::vfs {
 namespace {
 
+// The file this thread's last create made, with the O_RDWR fd of the
+// creating open, for the open that follows in the same syscall (Linux lets
+// that open write whatever mode the file got: open(O_CREAT|O_WRONLY, 0400)).
+// One per thread, replaced by the next create: a guest making many files
+// (mknod) never makes the sentry hold many fds.
+struct CreatedFile {
+  std::weak_ptr<Node> node;
+  UniqueFd fd;
+};
+thread_local CreatedFile t_created;
+
 // One plain name beneath dir_fd, no symlink at all, no magic link.
 int OpenBeneath(int dir_fd, const std::string& name, int flags, mode_t mode = 0) {
   open_how how{};
@@ -158,7 +169,10 @@ SysResult<NodeRef> Vfs::RwCreate(const Resolved& at, NodeKind kind, mode_t mode)
   at.parent->children.erase(at.name);
   NodeRef node = RwChild(at.parent, at.name);
   if (!node) return Errno{ENOENT};  // the host removed it at once
-  if (kind == NodeKind::kFile) node->rw_created = std::move(created);
+  if (kind == NodeKind::kFile) {
+    t_created.node = node;
+    t_created.fd = std::move(created);
+  }
   return node;
 }
 
@@ -316,7 +330,9 @@ SysStatus Vfs::RwTruncate(Node& node, off_t len) {
 SysResult<UniqueFd> Vfs::RwOpen(Node& node, int flags) {
   const HostDir& h = *node.RwHost();
   int keep = flags & (O_ACCMODE | O_APPEND | O_NONBLOCK | O_SYNC | O_DSYNC | O_DIRECT);
-  UniqueFd created = std::move(node.rw_created);
+  UniqueFd created;
+  if (t_created.node.lock().get() == &node) created = std::move(t_created.fd);
+  t_created = {};
   MountFsIdentity id(h);
   SysResult<UniqueFd> fd = OpenRegular(h.fd.get(), node.lower_name, keep);
   if (fd.ok() || fd.error() != EACCES || created.get() < 0) return fd;
