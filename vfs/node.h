@@ -64,6 +64,17 @@ struct HostDir {
   // this directory is read_only too.
   bool read_only = false;
   std::shared_ptr<const HostFilter> filter = nullptr;  // null: every entry shows
+  // Beneath a write-through bind mount (-v HOST:GUEST:rw, vfs_host_rw.cc):
+  // the guest's changes are made on the host, by the sentry, with *at calls
+  // relative to these directory fds, and nothing is cached for long. Every
+  // directory of one mount carries the same mount_id (non-zero): rename and
+  // link between different ids are EXDEV, as across Linux mounts.
+  bool read_write = false;
+  uint64_t mount_id = 0;
+  // Whom the host sees making those changes: the guest's uid and gid as the
+  // run gave them (docker's habit: the container's ids as they are).
+  uid_t as_uid = 0;
+  gid_t as_gid = 0;
 };
 
 // A host entry that readdir listed and nothing has looked up yet: what
@@ -126,6 +137,13 @@ class Node : public std::enable_shared_from_this<Node> {
   // even its root, may read or search there.
   mode_t host_mode = 0;
   bool IsLower() const { return host_dir != nullptr || IsLowerFile(); }
+  // The host directory this node's name lives in or that it is: the node of
+  // a write-through mount (host_dir for a directory, lower_parent otherwise).
+  const HostDir* RwHost() const {
+    const HostDir* h = host_dir ? host_dir.get() : lower_parent.get();
+    return h && h->read_write ? h : nullptr;
+  }
+  bool IsHostRw() const { return RwHost() != nullptr; }
   // Set by a host lookup (Vfs::LookUpHost) to the host's ctime: the node is a
   // cache entry that may be dropped and made again while nothing changed it
   // (every change stamps a new ctime, as the kernel does) and nothing holds
@@ -152,7 +170,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::string name;            // name in parent (directories only)
   bool removed = false;        // rmdir'ed while still referenced
 
-  // --- regular files ---
+  // --- regular files (and, in a write-through mount, symlinks) ---
   std::shared_ptr<HostDir> lower_parent;  // lower file: host dir holding it
   std::string lower_name;                 // lower file: its name there
   dev_t host_dev = 0;                     // lower file: host identity

@@ -189,6 +189,8 @@ class Vfs final {
 
   // --- building the tree (setup, not the guest) ---
   NodeRef NewNode(NodeKind kind, mode_t mode, uid_t uid, gid_t gid);
+  // A fresh number for a write-through bind mount (HostDir::mount_id).
+  uint64_t NewMountId() { return ++mount_ids_; }
   void AddChild(const NodeRef& dir, const std::string& name, const NodeRef& child);
   // A node for a host path (dir, file or symlink) reached beneath dir_fd.
   NodeRef MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const std::string& name,
@@ -224,8 +226,28 @@ class Vfs final {
     if (cache_bytes_ > cache_next_) ShrinkCache();
   }
 
+  // --- write-through bind mounts (vfs_host_rw.cc) ---
+  static bool IsRwDir(const Node& dir) { return dir.host_dir && dir.host_dir->read_write; }
+  // The host entry name of a write-through dir, fresh from the host: the
+  // cached node refreshed if it is still the same object, else a new one.
+  NodeRef RwChild(const NodeRef& dir, const std::string& name);
+  // The node's attributes read again from the host (after a change).
+  void RwRefresh(Node& node);
+  SysResult<NodeRef> RwCreate(const Resolved& at, NodeKind kind, mode_t mode);
+  SysResult<NodeRef> RwSymlink(const Resolved& at, std::string_view target);
+  SysStatus RwLink(const NodeRef& node, const Resolved& at);
+  SysStatus RwRemove(const Resolved& at, bool dir);
+  SysStatus RwRename(const Resolved& from, const Resolved& to, unsigned flags);
+  SysStatus RwChmod(Node& node, mode_t mode);
+  SysStatus RwChown(Node& node, uid_t uid, gid_t gid);
+  SysStatus RwUtimens(Node& node, const timespec* times);
+  SysStatus RwTruncate(Node& node, off_t len);
+  SysResult<UniqueFd> RwOpen(Node& node, int flags);
+  static bool RwStat(const Node& node, struct stat* st);
+
   NodeRef root_;
   std::unique_ptr<Store> store_;
+  uint64_t mount_ids_ = 0;
   uint64_t next_ino_ = 1ull << 33;  // above any host (ext4) inode number
   uint64_t meta_limit_ = kMaxMetadataBytes;
   uint64_t meta_bytes_ = 0;

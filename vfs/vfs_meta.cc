@@ -39,7 +39,7 @@ SysStatus Vfs::Permission(const Node& node, int may, const Creds& creds) const {
   // A read-only mount answers a write with EROFS before any mode bit, as
   // inode_permission's sb_permission does.
   if ((may & W_OK) && node.read_only) return Errno{EROFS};
-  if (node.IsLower()) {
+  if (node.IsLower() && !node.IsHostRw()) {
     // Reading or searching (and reading to copy up before a write) happens on
     // the host as "other": its other-bits must allow it, whoever the guest is.
     int host = (may & (R_OK | X_OK)) | ((may & W_OK) && !node.IsDir() ? R_OK : 0);
@@ -82,6 +82,8 @@ static struct stat NodeStat(const Node& node) {
 
 struct stat Vfs::Stat(const Node& node) {
   struct stat st = NodeStat(node);
+  // A write-through mount's entry, as the host has it now.
+  if (node.IsHostRw() && RwStat(node, &st)) return st;
   switch (node.kind()) {
     case NodeKind::kDir: {
       st.st_size = 4096;
@@ -143,6 +145,7 @@ SysStatus Vfs::Chmod(Node& node, mode_t mode, const Creds& creds) {
   mode &= 07777;
   // A non-member may not keep the setgid bit, as the kernel's setattr_prepare.
   if (!creds.IsRoot() && !creds.InGroup(node.attr().gid)) mode &= ~S_ISGID;
+  if (node.IsHostRw()) return RwChmod(node, mode);
   node.attr().mode = (node.attr().mode & S_IFMT) | mode;
   node.attr().ctime = Now();
   if (node.IsUpperFile()) store_->SetMode(node.store_name, mode);
@@ -158,6 +161,7 @@ SysStatus Vfs::Chown(Node& node, uid_t uid, gid_t gid, const Creds& creds) {
     if (uid_change) return Errno{EPERM};
     if (gid_change && (creds.uid != a.uid || !creds.InGroup(gid))) return Errno{EPERM};
   }
+  if ((uid_change || gid_change) && node.IsHostRw()) return RwChown(node, uid, gid);
   if (uid_change) a.uid = uid;
   if (gid_change) a.gid = gid;
   if ((uid_change || gid_change) && !node.IsDir()) a.mode &= ~(S_ISUID | S_ISGID);
@@ -179,6 +183,7 @@ SysStatus Vfs::Utimens(Node& node, const timespec* times, const Creds& creds) {
     long ns = times[i].tv_nsec;
     if (ns != UTIME_NOW && ns != UTIME_OMIT && (ns < 0 || ns >= 1000000000)) return Errno{EINVAL};
   }
+  if (node.IsHostRw()) return RwUtimens(node, times);
   timespec now = Now();
   timespec at = times == nullptr || times[0].tv_nsec == UTIME_NOW ? now : times[0];
   timespec mt = times == nullptr || times[1].tv_nsec == UTIME_NOW ? now : times[1];
@@ -199,6 +204,7 @@ SysStatus Vfs::Utimens(Node& node, const timespec* times, const Creds& creds) {
 
 SysStatus Vfs::CopyUp(Node& node) {
   SYS_TRY(Writable(node));
+  if (node.IsHostRw()) return {};  // its data is the host's, written in place
   if (node.kind() == NodeKind::kSynthetic && node.sized && node.generate) {
     SYS_ASSIGN_OR_RETURN(std::string name, store_->Create(node.attr().mode));
     SYS_ASSIGN_OR_RETURN(UniqueFd fd, store_->Open(name, O_WRONLY));
@@ -243,6 +249,7 @@ SysStatus Vfs::Truncate(Node& node, off_t len, const Creds& creds) {
   if (node.kind() == NodeKind::kSynthetic && node.sized) SYS_TRY(CopyUp(node));
   if (node.kind() != NodeKind::kFile) return Errno{EINVAL};
   if (len < 0) return Errno{EINVAL};
+  if (node.IsHostRw()) return RwTruncate(node, len);
   SYS_TRY(CopyUp(node));
   SYS_TRY(store_->Truncate(node.store_name, len));
   node.attr().ctime = Now();
@@ -254,6 +261,7 @@ SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags) {
   int keep = flags & (O_APPEND | O_NONBLOCK | O_SYNC | O_DSYNC | O_DIRECT);
   switch (node.kind()) {
     case NodeKind::kFile: {
+      if (node.IsLowerFile() && node.IsHostRw()) return RwOpen(node, flags);
       if (node.IsLowerFile() && acc == O_RDONLY) {
         int fd = openat(node.lower_parent->fd.get(), node.lower_name.c_str(),
                         O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (keep & ~O_APPEND));

@@ -85,6 +85,7 @@ SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, c
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Writable(*at.parent));
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
+  if (IsRwDir(*at.parent)) return RwCreate(at, kind, mode);
   SYS_TRY(Charge(NameCost(at.name) + kNodeCost));
   mode_t type = kind == NodeKind::kDir ? S_IFDIR : kind == NodeKind::kFifo ? S_IFIFO : S_IFREG;
   gid_t gid = creds.gid;
@@ -121,6 +122,9 @@ SysResult<NodeRef> Vfs::CreateSocket(const Resolved& at, mode_t mode, const Cred
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Writable(*at.parent));
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
+  // A socket inode on the host would be a door that host programs could
+  // connect to: not made (EACCES, as a directory bind may not write).
+  if (IsRwDir(*at.parent)) return Errno{EACCES};
   SYS_TRY(Charge(NameCost(at.name) + kNodeCost));
   SysResult<std::string> name = bind();
   if (!name.ok()) {
@@ -143,6 +147,7 @@ SysResult<NodeRef> Vfs::Symlink(const Resolved& at, std::string_view target, con
   if (at.parent->lookup) return Errno{EACCES};
   SYS_TRY(Writable(*at.parent));
   SYS_TRY(Permission(*at.parent, W_OK | X_OK, creds));
+  if (IsRwDir(*at.parent)) return RwSymlink(at, target);
   SYS_TRY(Charge(NameCost(at.name) + kNodeCost + target.size()));
   NodeRef node = NewNode(NodeKind::kSymlink, S_IFLNK | 0777, creds.uid, creds.gid);
   node->charged = kNodeCost + target.size();
@@ -168,6 +173,7 @@ SysStatus Vfs::Link(const NodeRef& node, const Resolved& at, const Creds& creds)
     bool plain = S_ISREG(m) && !(m & S_ISUID) && !((m & S_ISGID) && (m & S_IXGRP));
     if (!plain || !Permission(*node, R_OK | W_OK, creds).ok()) return Errno{EPERM};
   }
+  if (IsRwDir(*at.parent) || node->IsHostRw()) return RwLink(node, at);
   SYS_TRY(Charge(NameCost(at.name)));
   AddChild(at.parent, at.name, node);
   ++node->nlink;
@@ -183,6 +189,7 @@ SysStatus Vfs::Unlink(const Resolved& at, const Creds& creds) {
   if (at.trailing_slash) return Errno{ENOTDIR};
   SYS_TRY(Writable(*at.parent));
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
+  if (IsRwDir(*at.parent)) return RwRemove(at, false);
   SYS_TRY(ChargeWhiteout(at.parent, at.name, *at.node));
   Detach(at.parent, at.name);
   ReleaseFile(*at.node);
@@ -196,6 +203,8 @@ SysStatus Vfs::Rmdir(const Resolved& at, const Creds& creds) {
   if (!at.node->IsDir()) return Errno{ENOTDIR};
   SYS_TRY(Writable(*at.parent));
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
+  if (IsRwDir(*at.parent)) return RwRemove(at, true);  // the host says ENOTEMPTY
+  if (IsRwDir(*at.node)) return Errno{EBUSY};          // a :rw mount point, as Linux's
   if (!IsEmptyDir(at.node)) return Errno{ENOTEMPTY};
   SYS_TRY(ChargeWhiteout(at.parent, at.name, *at.node));
   Detach(at.parent, at.name);
@@ -228,6 +237,9 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
   } else {
     if (to.parent->lookup) return Errno{EACCES};
     SYS_TRY(Permission(*to.parent, W_OK | X_OK, creds));
+  }
+  if (IsRwDir(*from.parent) || IsRwDir(*to.parent) || src->IsHostRw() || (dst && dst->IsHostRw())) {
+    return RwRename(from, to, flags);
   }
   if (src == dst) return {};  // same inode: nothing to do, as vfs_rename
   if (src->IsDir() && IsAncestor(src, to.parent)) return Errno{EINVAL};

@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <deque>
+#include <optional>
 
+#include "vfs/mount_fs_identity.h"
 #include "vfs/vfs.h"
 
 namespace sentry::vfs {
@@ -88,7 +90,8 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
       node = std::make_shared<Node>(NodeKind::kDir, a);
       node->host_dir = std::make_shared<HostDir>(HostDir{
           UniqueFd(fd), host_parent->path == "/" ? "/" + name : host_parent->path + "/" + name,
-          host_parent->read_only, host_parent->filter});
+          host_parent->read_only, host_parent->filter, host_parent->read_write,
+          host_parent->mount_id, host_parent->as_uid, host_parent->as_gid});
       node->nlink = st.st_nlink;
       lower(node);
       break;
@@ -110,6 +113,10 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
       node = std::make_shared<Node>(NodeKind::kSymlink, a);
       node->target.assign(buf, n);
       node->read_only = host_parent->read_only;
+      if (host_parent->read_write) {  // a hard link or rename names it by place
+        node->lower_parent = host_parent;
+        node->lower_name = name;
+      }
       break;
     }
     default:
@@ -128,6 +135,7 @@ NodeRef Vfs::Child(const NodeRef& dir, const std::string& name) {
     }
     return child;
   }
+  if (dir->host_dir && dir->host_dir->read_write) return RwChild(dir, name);
   if (auto it = dir->children.find(name); it != dir->children.end()) return it->second;
   if (!dir->host_dir || dir->whiteouts.count(name)) return nullptr;
   if (dir->host_listed) {
@@ -160,7 +168,16 @@ NodeRef Vfs::LookUpHost(const NodeRef& dir, const std::string& name) {
 }
 
 void Vfs::ListHost(const NodeRef& dir) {
+  if (dir->host_dir && dir->host_dir->read_write) {
+    // A write-through directory is listed fresh each time: the host may
+    // change it too. Its children are only a cache of host lookups.
+    dir->children.clear();
+    dir->host_unlooked.clear();
+    dir->host_listed = false;
+  }
   if (!dir->host_dir || dir->host_listed) return;
+  std::optional<MountFsIdentity> as_mount;
+  if (dir->host_dir->read_write) as_mount.emplace(*dir->host_dir);
   int fd = openat(dir->host_dir->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
     while (dirent* e = readdir(d)) {

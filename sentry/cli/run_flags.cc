@@ -246,9 +246,9 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           "show the host directory HOST at GUEST. No suffix: the guest may write, but "
           "its writes stay in memory and the host is unchanged (docker's default writes "
           "through: use :rw for that). :ro read-only (EROFS). :rw writes reach the host, "
-          "confined beneath HOST (new files are owned by root on the host, as the sentry "
-          "writes them). The guest reads HOST as an unprivileged host user: files must "
-          "be world-readable",
+          "confined beneath HOST, made as the guest's uid and gid (the host sees them as "
+          "they are, as with docker); no sockets or FIFOs there. Without :rw the guest "
+          "reads HOST as an unprivileged host user: files must be world-readable",
           [&o](const std::string& v) { return AddMount(v, &o.mounts); });
   f.Value("--copy", kFiles, "HOST:GUEST", "copy a host file or directory in before the run",
           [&o](const std::string& v) { return AddCopy(v, &o); });

@@ -188,18 +188,14 @@ absl::Status CopyFile(vfs::Vfs& v, const vfs::Resolved& at, const vfs::Creds& cr
   return absl::OkStatus();
 }
 
-// -v HOST:GUEST[:ro]: the host directory becomes a lower directory at GUEST,
-// over whatever the tree had there. It is opened from the host's root with
-// no symlink on the way (the caller's path, resolved when the flags were
+// -v HOST:GUEST[:ro|:rw]: the host directory becomes a lower directory at
+// GUEST, over whatever the tree had there. It is opened from the host's root
+// with no symlink on the way (the caller's path, resolved when the flags were
 // read, cannot be swapped for a link since); everything beneath it is then
-// reached from that fd, as the rest of the lower layer is.
-absl::Status AddBindMount(vfs::Vfs& v, int host_root, const BindMount& m) {
-  if (m.mode == BindMount::Mode::kReadWrite) {
-    return absl::UnimplementedError(absl::StrCat(
-        "-v ", m.host_path, ":", m.guest_path,
-        ":rw: write-through mounts are not built yet; without :rw the guest's writes stay "
-        "in memory"));
-  }
+// reached from that fd, as the rest of the lower layer is. A :rw mount's
+// changes are made on the host beneath that fd (vfs/vfs_host_rw.cc), as the
+// guest's uid and gid (c.uid, c.gid).
+absl::Status AddBindMount(vfs::Vfs& v, int host_root, const BindMount& m, const TreeConfig& c) {
   if (m.host_path.empty() || m.host_path[0] != '/' || m.guest_path.size() < 2 ||
       m.guest_path[0] != '/') {
     return absl::InvalidArgumentError("a bind mount needs absolute HOST and GUEST paths");
@@ -221,8 +217,10 @@ absl::Status AddBindMount(vfs::Vfs& v, int host_root, const BindMount& m) {
       MakeSandboxDirs(v, Operator(), slash == 0 ? "/" : m.guest_path.substr(0, slash)));
   vfs::Attr a = vfs::Attr::OfHost(st);
   auto node = std::make_shared<vfs::Node>(NodeKind::kDir, a);
+  bool rw = m.mode == BindMount::Mode::kReadWrite;
   node->host_dir = std::make_shared<vfs::HostDir>(
-      vfs::HostDir{std::move(dir_fd), m.host_path, m.mode == BindMount::Mode::kReadOnly});
+      vfs::HostDir{std::move(dir_fd), m.host_path, m.mode == BindMount::Mode::kReadOnly, nullptr,
+                   rw, rw ? v.NewMountId() : 0, c.uid, c.gid});
   node->host_mode = st.st_mode;
   node->nlink = static_cast<uint32_t>(st.st_nlink);
   node->read_only = node->host_dir->read_only;
@@ -292,7 +290,20 @@ absl::StatusOr<std::unique_ptr<vfs::Vfs>> BuildSandboxTree(const TreeConfig& c,
   if (!c.mounts.empty()) {
     UniqueFd host_slash(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (host_slash.get() < 0) return ErrnoStatus("open /");
-    for (const BindMount& m : c.mounts) RETURN_IF_ERROR(AddBindMount(*v, host_slash.get(), m));
+    // A :rw mount's tree is the host's: a mount beneath it would need its
+    // missing directories made on the host, and would hide host entries.
+    for (const BindMount& rw : c.mounts) {
+      if (rw.mode != BindMount::Mode::kReadWrite) continue;
+      for (const BindMount& m : c.mounts) {
+        if (m.guest_path.size() > rw.guest_path.size() &&
+            m.guest_path.compare(0, rw.guest_path.size() + 1, rw.guest_path + "/") == 0) {
+          return absl::InvalidArgumentError(absl::StrCat("-v ", m.host_path, ":", m.guest_path,
+                                                         ": no mount inside the :rw mount at ",
+                                                         rw.guest_path));
+        }
+      }
+    }
+    for (const BindMount& m : c.mounts) RETURN_IF_ERROR(AddBindMount(*v, host_slash.get(), m, c));
   }
   return v;
 }

@@ -247,6 +247,35 @@ TEST_F(OciCli, WritesNeverReachTheRootfs) {
   EXPECT_EQ(Sentry({"delete", "w1"}).exit_code, 0);
 }
 
+// config.json's directory binds (podman -v HOST:/data[:ro]): rw writes
+// reach the host directory, ro refuses them with EROFS.
+TEST_F(OciCli, DirectoryBindsWriteThroughOrAreReadOnly) {
+  std::string rw = dir_.path() + "/rw-host";
+  std::string ro = dir_.path() + "/ro-host";
+  mkdir(rw.c_str(), 0777);
+  mkdir(ro.c_str(), 0777);
+  chmod(rw.c_str(), 0777);
+  chmod(ro.c_str(), 0777);
+  std::string b =
+      Bundle("b",
+             {"sh", "-c",
+              "echo out > /data/new.txt && mkdir /data/d && cat /data/new.txt && "
+              "(echo x > /ro/x.txt || echo refused) 2>/dev/null"},
+             R"("user":{"uid":1000,"gid":1000})",
+             R"("mounts":[{"destination":"/data","type":"bind","source":")" + rw +
+                 R"(","options":["rbind","rw"]},{"destination":"/ro","type":"bind","source":")" +
+                 ro + R"(","options":["rbind","ro"]}])");
+  ProcessResult r = Sentry({"run", "--bundle", b, "v1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << ReadFile(log_);
+  EXPECT_EQ(r.out, "out\nrefused\n");
+  EXPECT_EQ(ReadFile(rw + "/new.txt"), "out\n");
+  struct stat st;
+  EXPECT_EQ(stat((rw + "/d").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_uid, 1000u);  // process.user, as the host sees it
+  EXPECT_NE(access((ro + "/x.txt").c_str(), F_OK), 0);
+}
+
 TEST_F(OciCli, TerminalGoesToTheConsoleSocket) {
   std::string sock_path = dir_.path() + "/console.sock";
   int ls = socket(AF_UNIX, SOCK_STREAM, 0);

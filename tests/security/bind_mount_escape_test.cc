@@ -1,5 +1,5 @@
-// Escapes through `-v HOST:GUEST` mounts (the default, in-memory writes, and
-// :ro). A mount shows one host directory; nothing the guest does may reach
+// Escapes through `-v HOST:GUEST` mounts (the default, in-memory writes, :ro
+// and the write-through :rw). A mount shows one host directory; nothing the guest does may reach
 // the host directory's parent or anything else of the host, nor change the
 // mounted directory itself. Each test checks what the guest got and, from the
 // host side, that the mounted tree and its parent are exactly as before.
@@ -37,11 +37,27 @@ class MountFixture {
     (void)!symlink("../../secret.txt", (mnt_ + "/sub/rel_out2").c_str());
     (void)!symlink("/", (mnt_ + "/to_root").c_str());
     before_ = State();
+    outside_ = Outside();
   }
+  const std::string& outside_before() const { return outside_; }
   const std::string& mnt() const { return mnt_; }
   const std::string& parent() const { return parent_.path(); }
   const std::string& secret() const { return secret_; }
   std::string State() const { return TreeState(parent_.path(), 4, /*with_content=*/true); }
+  // The host outside the mount: the parent's own entries and the secret
+  // (mode, owner and content), for :rw runs that change mnt/ itself.
+  std::string Outside() const {
+    std::string out;
+    for (const std::string& name : ListDir(parent_.path())) out += name + " ";
+    struct stat st {};
+    lstat(parent_.path().c_str(), &st);
+    out += "\nparent mode " + std::to_string(st.st_mode) + " nlink " + std::to_string(st.st_nlink) +
+           " mtime " + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    lstat((parent_.path() + "/secret.txt").c_str(), &st);
+    out += "\nsecret mode " + std::to_string(st.st_mode) + " uid " + std::to_string(st.st_uid) +
+           " size " + std::to_string(st.st_size) + " nlink " + std::to_string(st.st_nlink) + "\n";
+    return out + ReadFile(parent_.path() + "/secret.txt").value_or("<unreadable>");
+  }
   // "" when the host side is exactly as made.
   std::string Changes() const {
     std::string now = State();
@@ -53,6 +69,7 @@ class MountFixture {
   std::string mnt_;
   std::string secret_;
   std::string before_;
+  std::string outside_;
 };
 
 // Reads every path that might lead out; none may show the secret.
@@ -93,7 +110,7 @@ void ExpectNoSecret(const Results& r, const ProcessResult& run, const std::strin
 }
 
 TEST(BindMountEscape, LinksAndDotDotStayInTheSandbox) {
-  for (const char* mode : {"", ":ro"}) {
+  for (const char* mode : {"", ":ro", ":rw"}) {
     MountFixture fx;
     std::string body = "PARENT = " + PyQuote(fx.parent()) + "\n" + kReadOut;
     ProcessResult run = RunPy(body, {"-v", fx.mnt() + ":/data" + mode});
@@ -208,6 +225,123 @@ t("hits", lambda: hits)
   ASSERT_EQ(run.exit_code, 0) << Describe(run);
   EXPECT_EQ(Value(ParseResults(run.out), "hits"), "0") << Describe(run);
   EXPECT_EQ(run.out.find(fx.secret()), std::string::npos);
+}
+
+// :rw: the same attacks, now that writes reach the host. Inside the mount
+// they work; nothing leads out: rename and link across the mount's edge are
+// EXDEV, a unix socket is EACCES and a FIFO EPERM (never made on the host),
+// links and `..` resolve in the sandbox. The parent and the secret (mode,
+// owner, content) are exactly as before.
+TEST(BindMountEscape, ReadWriteChangesStayBeneathTheMount) {
+  MountFixture fx;
+  ProcessResult run = RunPy(kWriteOut, {"-v", fx.mnt() + ":/data:rw"});
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  Results r = ParseResults(run.out);
+  for (const char* name :
+       {"write_inside", "create", "mkdir", "symlink", "unlink", "truncate", "setxattr"}) {
+    EXPECT_EQ(Code(r, name), "OK") << name << "\n" << Describe(run);
+  }
+  // inside.txt is root's on the host: the guest (uid 1000) is not its owner.
+  EXPECT_EQ(Code(r, "chmod"), "EPERM") << Describe(run);
+  EXPECT_EQ(Code(r, "utime"), "EPERM") << Describe(run);
+  for (const char* name : {"rename_out", "rename_in", "link_out", "link_in"}) {
+    EXPECT_EQ(Code(r, name), "EXDEV") << name << "\n" << Describe(run);
+  }
+  EXPECT_EQ(Code(r, "bind_socket"), "EACCES") << Describe(run);
+  EXPECT_EQ(Code(r, "mkfifo"), "EPERM") << Describe(run);
+  EXPECT_EQ(Code(r, "rmdir"), "ENOTEMPTY") << Describe(run);  // sub/ holds rel_out2
+  for (const char* name : {"write_rel_link", "write_abs_link", "write_dotdot"}) {
+    EXPECT_NE(Code(r, name), "<missing>") << name << "\n" << Describe(run);
+  }
+  // The writes reached the host, inside the mount only.
+  EXPECT_EQ(ReadFile(fx.mnt() + "/new.txt"), "pwned\n");
+  char target[64] = {};
+  EXPECT_EQ(readlink((fx.mnt() + "/newlink").c_str(), target, sizeof(target) - 1), 4);
+  EXPECT_STREQ(target, "/etc");
+  struct stat st;
+  EXPECT_EQ(lstat((fx.mnt() + "/sock").c_str(), &st), -1);
+  EXPECT_EQ(lstat((fx.mnt() + "/fifo").c_str(), &st), -1);
+  EXPECT_EQ(lstat((fx.parent() + "/sock2").c_str(), &st), -1);
+  EXPECT_EQ(fx.Outside(), fx.outside_before());
+}
+
+// setuid and setgid never land on the host, whoever the guest is.
+TEST(BindMountEscape, ReadWriteNeverMakesSetuidFiles) {
+  MountFixture fx;
+  ProcessResult run = RunPy(R"PY(
+import os
+open("/data/su", "w").write("#!/bin/sh\n")
+t("chmod", lambda: os.chmod("/data/su", 0o6755))
+t("mode", lambda: oct(os.stat("/data/su").st_mode & 0o7777))
+)PY",
+                            {"-v", fx.mnt() + ":/data:rw"});
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  Results r = ParseResults(run.out);
+  EXPECT_EQ(Value(r, "mode"), "'0o755'") << Describe(run);
+  struct stat st;
+  ASSERT_EQ(stat((fx.mnt() + "/su").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  EXPECT_EQ(fx.Outside(), fx.outside_before());
+}
+
+// A host thread swaps a directory of a :rw mount for a symlink to the
+// mount's parent, and a file for a symlink to the secret, while the guest
+// creates, writes, renames, chmods, truncates and links through them. A call
+// that raced fails or acts inside the mount; the parent never gains an entry
+// and the secret never changes.
+TEST(BindMountEscape, ReadWriteSymlinkSwappedDuringWrites) {
+  MountFixture fx;
+  std::string dir = fx.mnt() + "/swap";
+  std::string aside = fx.mnt() + "/swap.dir";
+  std::string victim = fx.mnt() + "/victim";
+  std::string victim_aside = fx.mnt() + "/victim.file";
+  mkdir(dir.c_str(), 0777);
+  chmod(dir.c_str(), 0777);
+  WriteFileOrDie(victim, "victim\n", 0666);
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    while (!stop) {
+      rename(dir.c_str(), aside.c_str());
+      (void)!symlink(fx.parent().c_str(), dir.c_str());
+      rename(victim.c_str(), victim_aside.c_str());
+      (void)!symlink((fx.parent() + "/secret.txt").c_str(), victim.c_str());
+      unlink(dir.c_str());
+      rename(aside.c_str(), dir.c_str());
+      unlink(victim.c_str());
+      rename(victim_aside.c_str(), victim.c_str());
+    }
+  });
+  std::string body = R"PY(
+import os
+def q(f, *a):
+    try:
+        f(*a)
+    except OSError:
+        pass
+def wr(p):
+    with open(p, "w") as f:
+        f.write("pwned\n")
+for i in range(400):
+    q(wr, "/data/swap/secret.txt")
+    q(wr, "/data/swap/out%d" % (i % 4))
+    q(os.mkdir, "/data/swap/dd")
+    q(os.rename, "/data/swap/out0", "/data/swap/moved")
+    q(os.symlink, "x", "/data/swap/ln")
+    q(os.link, "/data/victim", "/data/swap/hard")
+    q(os.chmod, "/data/swap/secret.txt", 0o777)
+    q(os.chmod, "/data/victim", 0o777)
+    q(os.truncate, "/data/victim", 0)
+    q(os.utime, "/data/victim", (1, 1))
+    q(wr, "/data/victim")
+    q(os.unlink, "/data/swap/ln")
+t("done", lambda: 1)
+)PY";
+  ProcessResult run = RunPy(body, {"-v", fx.mnt() + ":/data:rw"}, 120);
+  stop = true;
+  swapper.join();
+  ASSERT_EQ(run.exit_code, 0) << Describe(run);
+  EXPECT_EQ(Value(ParseResults(run.out), "done"), "1") << Describe(run);
+  EXPECT_EQ(fx.Outside(), fx.outside_before());
 }
 
 }  // namespace
