@@ -192,6 +192,11 @@ int Run::Conclude(std::optional<RunError> error) {
   DropFsIdentity(0, 0);
   if (error) EndSandboxProcesses();  // before the drain, which waits for them
   if (loop_) loop_->Stop();
+  if (tools_) {
+    // A tool still running for a guest that is gone is killed.
+    tools_->Stop();
+    r.tool_calls = tools_->Calls();
+  }
   stdio_.Finish();
   if (census_) {
     // As the operator, once no call is left to count.
