@@ -4,6 +4,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "sentry/cli/limits_file.h"
+#include "sentry/tools/host_tool.h"
 
 namespace sentry::agent {
 namespace {
@@ -39,6 +40,8 @@ const char* const kServerFlagsHelp =
                       name a subset with "network": {"allow": [...]}
   --add-host NAME:IP  resolve NAME to IP for the allowlist
   --net-bytes SIZE    cap on the bytes that cross a run's edge
+  --tool NAME=HOST_COMMAND  a host tool every run may call (repeatable; as for
+                      `sentry run`)
   --no-cgroups, --no-namespaces, --require-namespaces   as for `sentry run`
 Server:
   --log FILE          append one JSON line per run (argv, code, limits, result)
@@ -121,6 +124,13 @@ std::string ParseServerFlags(
       if (!value(&network) || (network != "none" && network != "allow")) {
         return "--network needs none or allow";
       }
+    } else if (a == "--tool") {
+      tools::HostTool tool;
+      if (!value(&v)) return "--tool needs NAME=HOST_COMMAND";
+      if (std::string bad = tools::ParseToolFlag(v, &tool); !bad.empty()) {
+        return "--tool " + v + ": " + bad;
+      }
+      if (std::string bad = tools::AddTool(o.tools, std::move(tool)); !bad.empty()) return bad;
     } else if (a == "--no-cgroups") {
       o.cgroups = false;
     } else if (a == "--no-namespaces") {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "sentry/base/log.h"
 #include "sentry/cli/flag_values.h"
+#include "sentry/tools/host_tool.h"
 #include "sentry/trace/trace_writer.h"
 
 namespace sentry::cli {
@@ -50,6 +51,12 @@ constexpr const char* kFooter = R"(Exit codes:
   127                 CMD is not in the sandbox
   128+N               the guest was killed by signal N (or sentry got signal N)
 )";
+
+std::string AddToolFlag(const std::string& v, std::vector<tools::HostTool>* into) {
+  tools::HostTool tool;
+  if (std::string why = tools::ParseToolFlag(v, &tool); !why.empty()) return why;
+  return tools::AddTool(*into, std::move(tool));
+}
 
 // A flag's check: "" when the value is taken, else what it needs.
 using Parse = std::function<std::string(const std::string&)>;
@@ -256,6 +263,11 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           "add K=V to the guest's environment, or pass the caller's K (repeatable); "
           "nothing else of the host's environment enters",
           [&o](const std::string& v) { return AddEnv(v, &o.env); });
+  f.Value("--tool", kFiles, "NAME=HOST_COMMAND",
+          "let the guest call sentry_tools.NAME(**kwargs): HOST_COMMAND runs on the host "
+          "(split into words, no shell) with the kwargs as JSON on stdin and answers one "
+          "JSON value on stdout (repeatable; README \"Tools inside\")",
+          [&o](const std::string& v) { return AddToolFlag(v, &o.tools); });
   f.Value("--env-file", kFiles, "FILE", "docker's env file: one K=V or K a line, # comments",
           [&o](const std::string& v) { return AddEnvFile(v, &o.env); });
   f.Value("-w,--workdir", kFiles, "DIR",

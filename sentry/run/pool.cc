@@ -171,6 +171,10 @@ bool PoolCanServe(const RunOptions& o, std::string* why) {
     *why = "--trace-file and --trace-timestamps need a cold start";
     return false;
   }
+  if (!o.tools.empty()) {
+    *why = "--tool needs a cold start (the channel and the module are made with the sandbox)";
+    return false;
+  }
   if (!o.census_path.empty()) {
     *why = "--census needs a cold start (a census filter from the guest's first call)";
     return false;

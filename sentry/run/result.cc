@@ -124,6 +124,17 @@ std::string ResultJson(const RunResult& r) {
               {"bytesIn", r.net_bytes_in}}},
             {"error", Opt(r.error)}};
   if (r.files) j["files"] = FilesJson(*r.files);
+  if (r.tool_calls) {
+    Json calls = Json::array();
+    for (const ToolCall& c : *r.tool_calls) {
+      calls.push_back({{"name", Text(c.name)},
+                       {"argBytes", c.arg_bytes},
+                       {"resultBytes", c.result_bytes},
+                       {"ms", c.ms},
+                       {"error", c.error.empty() ? Json(nullptr) : Json(Text(c.error))}});
+    }
+    j["toolCalls"] = std::move(calls);
+  }
   j["version"] = SENTRY_VERSION;
   return Dump(j);
 }

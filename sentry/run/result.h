@@ -27,6 +27,13 @@ struct ReturnedFile {
   std::string error;  // why it was not read ("" if it was)
 };
 
+// One call of a host tool (--tool), as "toolCalls" lists it.
+struct ToolCall {
+  std::string name;  // as the guest named it (at most 64 bytes)
+  uint64_t arg_bytes = 0, result_bytes = 0, ms = 0;
+  std::string error;  // "" when the tool answered a value
+};
+
 struct RunResult {
   std::string stdout_text, stderr_text;
   uint64_t stdout_dropped = 0, stderr_dropped = 0;
@@ -44,6 +51,8 @@ struct RunResult {
   uint64_t net_connections = 0, net_bytes_out = 0, net_bytes_in = 0;
   // Only when the run asked for files back: "files" in the JSON.
   std::optional<std::vector<ReturnedFile>> files;
+  // Only when tools were registered: "toolCalls" in the JSON.
+  std::optional<std::vector<ToolCall>> tool_calls;
 };
 
 // Quotes s as a JSON string; bytes that are not valid UTF-8 become U+FFFD.

@@ -243,6 +243,7 @@ std::optional<RunError> Run::Admit() {
     }
   }
   if (auto e = WriteRequestFiles(cwd)) return e;
+  if (auto e = AdmitTools()) return e;
   script_ = CopyScriptArgument(o_, v, creds_, cwd);
   cwd_ = v.Lookup(v.root(), cwd, {}, creds_).value();
 

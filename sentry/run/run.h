@@ -13,6 +13,7 @@
 
 #include "sentry/net/net_policy.h"
 #include "sentry/run/sandbox_tree.h"
+#include "sentry/tools/host_tool.h"
 
 namespace sentry {
 
@@ -100,6 +101,9 @@ struct RunOptions {
   std::vector<std::string> return_files;
   uint64_t return_file_max = 1 << 20;
   int stdout_tee_fd = -1, stderr_tee_fd = -1;
+  // --tool NAME=HOST_COMMAND: host tools the guest may call through the
+  // sentry's channel (sentry/tools/); none: no channel, no module.
+  std::vector<tools::HostTool> tools;
 };
 
 int RunSandbox(const RunOptions& options);

@@ -203,6 +203,11 @@ int Run::Conclude(std::optional<RunError> error) {
   if (error) log::Debug(absl::StrCat("run: ended before the guest's end: ", error->message));
   if (error) EndSandboxProcesses();  // before the drain, which waits for them
   StopLoops();
+  if (tools_) {
+    // A tool still running for a guest that is gone is killed.
+    tools_->Stop();
+    r.tool_calls = tools_->Calls();
+  }
   stdio_.Finish();
   if (census_) {
     // As the operator, once no call is left to count.

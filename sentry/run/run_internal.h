@@ -29,6 +29,7 @@
 #include "sentry/run/seccomp_only.h"
 #include "sentry/run/spawn.h"
 #include "sentry/run/stdio.h"
+#include "sentry/tools/tool_channel.h"
 
 namespace sentry::run_internal {
 
@@ -64,6 +65,8 @@ class Run {
   std::optional<RunError> Admit();
   std::optional<RunError> AttachGuest();
   std::optional<RunError> LaunchGuest();
+  // --tool: the channel's node, its thread and the module (run_tools.cc).
+  std::optional<RunError> AdmitTools();
   std::optional<RunError> UseSeccompWallAlone(const std::string& why);
   int ServePython(const RunOptions& request, int peer_fd);
   std::optional<RunError> AdmitPython();
@@ -124,6 +127,8 @@ class Run {
   std::atomic<bool> uid_swept_{false};
   uid_t guest_host_uid_ = 0;  // with seccomp_only(), the run's own host uid
   HostStore host_store_;      // with seccomp_only(), the backing store
+  // --tool. Declared before kernel_: it outlives the /dev node that points at it.
+  std::unique_ptr<tools::ToolChannel> tools_;
   std::unique_ptr<Kernel> kernel_;
   SandboxNet net_;  // after kernel_: stopped before the kernel goes
   std::unique_ptr<Tracer> tracer_;

@@ -152,6 +152,10 @@ const char* WarmBootstrapSource() {
 
 bool WarmPythonCanServe(const RunOptions& o, std::string* why) {
   const std::vector<std::string>& a = o.argv;
+  if (!o.tools.empty()) {
+    *why = "--tool needs a cold start (the channel and the module are made with the sandbox)";
+    return false;
+  }
   if (a.size() < 2 || !IsPython(a[0])) {
     *why = "a warm interpreter runs `python3 SCRIPT` or `python3 -c CODE` only";
     return false;
