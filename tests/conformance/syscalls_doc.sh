@@ -20,7 +20,15 @@ if [ "$mode" = --write ]; then
   echo "wrote $root/docs/syscalls.md"
   exit 0
 fi
-if ! diff -u "$root/docs/syscalls.md" "$tmp/syscalls.md"; then
+# Which cases touch a row varies a little from run to run (a case that
+# resolves a name or starts a thread makes a call only sometimes), so the
+# comparison reads a row's cases as "N, all pass..." without N and the ids
+# listed: the rows themselves, and that each trapped row's cases all pass in
+# both runs, are what must not change unnoticed.
+normalize() {
+  sed -E 's/\| [0-9]+, all pass natively and under sentry: [^|]*\|/| (cases), all pass natively and under sentry |/' "$1"
+}
+if ! diff -u <(normalize "$root/docs/syscalls.md") <(normalize "$tmp/syscalls.md"); then
   echo "docs/syscalls.md differs from what sentry prints now (above); regenerate it with" >&2
   echo "  tests/conformance/syscalls_doc.sh $sentry $conformance --write" >&2
   exit 1
