@@ -79,6 +79,7 @@ std::string WarmRunner::WhyCold(const RunJob& job, bool stream) {
   if (stream) return "a streamed run (the warm path cannot tee its output)";
   if (o.argv.size() < 2 || o.argv[0] != "python3") return "not a python run";
   if (!o.return_files.empty()) return "returnFiles (not carried to a warm interpreter)";
+  if (!o.tools.empty()) return "host tools (a warm interpreter has no tool channel)";
   for (const InlineFile& f : o.inline_files) {
     if (f.mode != 0644) return absl::StrCat("the file ", f.guest_path, " is not of mode 0644");
   }
