@@ -44,7 +44,8 @@ std::string ArgFilterFailure(const SyscallRow& row) {
     case ArgFilter::kNativeWithoutAddr:
       return "trapped (the address is read by the sentry)";
     case ArgFilter::kUnixStreamOnly:
-      return std::string(strerrorname_np(row.err)) + " (AF_INET, AF_INET6, unix datagrams); "
+      return std::string(strerrorname_np(row.err)) +
+             " (AF_INET, AF_INET6, unix datagrams); "
              "EAFNOSUPPORT (other families)";
     default: {
       std::string out = strerrorname_np(row.err);

@@ -11,9 +11,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "sentry/base/fiber_loop.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
+#include "sentry/base/fiber_loop.h"
 #include "sentry/base/unique_fd.h"
 
 namespace sentry::net {

@@ -21,7 +21,7 @@ struct AuditRecord {
   std::string code_hash;  // sha-256... of the whole script (hex), or ""
   std::string limits;     // a JSON object
   const RunResult* result = nullptr;
-  std::string result_json;  // the result already as JSON (serve, mcp), if result is null
+  std::string result_json;            // the result already as JSON (serve, mcp), if result is null
   uint64_t sentry_max_rss_bytes = 0;  // the sentry process's own peak RSS
   std::string phases_ms;              // a JSON object: each phase's wall time (--timings)
 };

@@ -80,7 +80,7 @@ struct RunOptions {
   // A listening unix socket (the container's exec socket, see
   // sentry/run/exec_wire.h) served while the guest runs; -1: none.
   int exec_listen_fd = -1;
-  int64_t uid = -1;      // -1: 1000, or 0 with root
+  int64_t uid = -1;  // -1: 1000, or 0 with root
   int64_t gid = -1;
   bool exact_env = false;  // env is the whole environment (no defaults)
   // Small files an engine binds in (/etc/hosts, /run/.containerenv): guest
