@@ -82,7 +82,11 @@ TEST(OciBundle, SmallBoundFilesAreCopiedAndTheEnginesResolvConfIsNot) {
   EXPECT_EQ(b->run.engine_files[0].first, "/etc/hosts");
   EXPECT_EQ(b->run.engine_files[0].second, "10.0.0.1 db\n");
   std::string notes = absl::StrJoin(b->notes, "\n");
-  EXPECT_NE(notes.find("/usr:/data"), std::string::npos) << notes;  // a directory bind, said
+  // A directory bind is a mount (rw without "ro", as the engine asks).
+  ASSERT_EQ(b->run.mounts.size(), 1u);
+  EXPECT_EQ(b->run.mounts[0].host_path, "/usr");
+  EXPECT_EQ(b->run.mounts[0].guest_path, "/data");
+  EXPECT_EQ(b->run.mounts[0].mode, BindMount::Mode::kReadWrite);
   EXPECT_NE(notes.find("resolv.conf"), std::string::npos) << notes;
 }
 
