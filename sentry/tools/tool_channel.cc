@@ -21,12 +21,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-double NowMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 std::string ErrorAnswer(const std::string& message) {
   return Json{{"error", message}}.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

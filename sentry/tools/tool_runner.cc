@@ -23,12 +23,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-double NowMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 struct Pipe {
   UniqueFd read, write;
   bool Make() {
@@ -93,6 +87,12 @@ std::string Clip(std::string s, size_t max) {
 }
 
 }  // namespace
+
+double NowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 ToolOutcome RunHostTool(const HostTool& tool, const std::string& args_json, int timeout_ms,
                         int cancel_fd) {

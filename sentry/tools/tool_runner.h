@@ -14,6 +14,9 @@
 
 namespace sentry::tools {
 
+// Milliseconds of CLOCK_MONOTONIC (the channel's and the runner's deadlines).
+double NowMs();
+
 struct ToolOutcome {
   bool ok = false;
   std::string value;  // ok: the tool's JSON value, re-serialized
