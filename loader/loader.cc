@@ -54,7 +54,7 @@ constexpr const char* kNewRoot = "/tmp";
 struct Prepared {
   const LoaderSpec* spec;
   LoaderPipes pipes;
-  std::vector<std::string> host_paths;    // "/usr"
+  std::vector<std::string> host_paths;    // "/usr"; "usr" under a rootfs (see StartLoader)
   std::vector<std::string> view_paths;    // "/tmp/usr"
   std::vector<std::string> link_targets;  // "" for directories
   std::vector<int> source_fds;            // the loader's O_PATH fds of host_paths
@@ -478,9 +478,11 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   p.spec = &spec;
   p.pipes = pipes;
   for (const std::string& root : spec.lower_roots) {
-    // Bound by host path: an fd opened here would name a mount of the
-    // sentry's namespace, which the loader's may not bind (EINVAL). So the
-    // loader, an unprivileged host user, must be able to search the path.
+    // Bound by path: an fd opened here would name a mount of the sentry's
+    // namespace, which the loader's may not bind (EINVAL). So the loader, an
+    // unprivileged host user, must be able to search the path: a rootfs's
+    // entries are opened relative to the loader's cwd (the rootfs itself,
+    // see below), a host directory by its path.
     std::string host = spec.lower_source + root;
     struct stat st;
     if (lstat(host.c_str(), &st) < 0) continue;
@@ -493,7 +495,7 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
     } else if (!S_ISDIR(st.st_mode)) {
       continue;
     }
-    p.host_paths.push_back(host);
+    p.host_paths.push_back(spec.lower_source.empty() ? host : root.substr(1));
     p.view_paths.push_back(std::string(kNewRoot) + root);
     p.link_targets.push_back(target);
   }
@@ -515,8 +517,33 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   static char* stack = new char[kStackSize];
   static char* guest_stack = new char[kGuestStackSize];
   p.guest_stack_top = guest_stack + kGuestStackSize;
+  // The loader starts in the rootfs: a clone with CLONE_NEWNS moves the
+  // cwd to the same directory in the new namespace, so the loader opens the
+  // rootfs's entries without searching the path to it, which an engine may
+  // keep in directories of root's alone (containerd's bundles are 0700).
+  // This thread's cwd is its own for that (CLONE_FS unshared) and comes back.
+  int rootfs = -1, saved_cwd = -1;
+  if (!spec.lower_source.empty()) {
+    rootfs = open(spec.lower_source.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfs < 0) return -errno;
+    saved_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (unshare(CLONE_FS) < 0 || fchdir(rootfs) < 0) {
+      int err = errno;
+      close(rootfs);
+      if (saved_cwd >= 0) close(saved_cwd);
+      return -err;
+    }
+  }
   pid_t pid = clone(LoaderMain, stack + kStackSize, clone_flags | SIGCHLD, &p);
-  return pid < 0 ? -errno : pid;
+  int err = errno;
+  if (rootfs >= 0) {
+    // Back where it was; at / if that is gone (this thread's cwd alone).
+    if ((saved_cwd < 0 || fchdir(saved_cwd) < 0) && chdir("/") < 0) {
+    }
+    if (saved_cwd >= 0) close(saved_cwd);
+    close(rootfs);
+  }
+  return pid < 0 ? -err : pid;
 }
 
 std::string EncodeGuestLaunch(const GuestLaunch& launch) {

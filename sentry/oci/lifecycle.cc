@@ -342,7 +342,12 @@ int Kill(const Globals& g, const std::string& id, int signo, bool all) {
   auto s = dir->Read();
   if (!s.ok()) return Fail(g, absl::StrCat("container ", id, ": ", Message(s.status())));
   Status st = StatusOf(*s);
-  if (st == Status::kStopped) return Fail(g, absl::StrCat("container ", id, " not running"));
+  // As runc: --all on a stopped container signals what is left (nothing),
+  // and "container not running" are the words containerd's shim takes for
+  // an exit it has already seen (its CRI kills --all after every exit).
+  if (st == Status::kStopped) {
+    return all ? 0 : Fail(g, absl::StrCat("container not running: ", id));
+  }
   if (st == Status::kCreated) {
     // The guest has not run: any signal ends it, as it would a process
     // stopped before its first instruction.
@@ -359,7 +364,7 @@ int Kill(const Globals& g, const std::string& id, int signo, bool all) {
     return 0;
   }
   if (std::find(pids.begin(), pids.end(), s->guest_pid) == pids.end()) {
-    return Fail(g, absl::StrCat("container ", id, " not running"));
+    return Fail(g, absl::StrCat("container not running: ", id));
   }
   if (kill(s->guest_pid, signo) < 0) {
     return Fail(g, absl::StrCat("cannot signal container ", id, ": ", std::strerror(errno)));
