@@ -453,6 +453,16 @@ class Kubelet(unittest.TestCase):
         self.assert_nothing_left("sentry", ids, pids)
 
 
+def remove_every_pod():
+    try:
+        for pod in RUNTIME.ListPodSandbox(API.ListPodSandboxRequest(), timeout=10).items:
+            RUNTIME.StopPodSandbox(API.StopPodSandboxRequest(pod_sandbox_id=pod.id), timeout=30)
+            RUNTIME.RemovePodSandbox(API.RemovePodSandboxRequest(pod_sandbox_id=pod.id),
+                                     timeout=30)
+    except grpc.RpcError as e:
+        print(f"cleanup: {e}", file=sys.stderr)
+
+
 def main():
     global NODE, API, RUNTIME, IMAGES
     if not SENTRY or not os.access(SENTRY, os.X_OK):
@@ -493,6 +503,8 @@ def main():
         if not ok or os.environ.get("CRI_TEST_LOG"):
             print(NODE.containerd_log(None if ok else 4000), file=sys.stderr)
     finally:
+        if RUNTIME:
+            remove_every_pod()  # after a failure: no shim or sentry outlives the test
         NODE.stop()
         mark("containerd stopped")
     sys.exit(0 if ok else 1)
