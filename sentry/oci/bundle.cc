@@ -337,6 +337,34 @@ absl::Status MapAnnotations(Bundle& b) {
   return absl::OkStatus();
 }
 
+// A pod's containers name no hostname: they join the pod sandbox's UTS
+// namespace (a path), whose hostname is the pod's. Sentry joins none, so
+// such a container takes the hostname the engine wrote for the pod into
+// the /etc/hostname it binds (containerd's CRI does), if it is one.
+void MapJoinedHostname(const json& j, Bundle& b) {
+  if (!b.run.hostname.empty() || !j.contains("linux") || !j["linux"].is_object()) return;
+  const json& l = j["linux"];
+  if (!l.contains("namespaces") || !l["namespaces"].is_array()) return;
+  bool joins_uts = false;
+  for (const json& n : l["namespaces"]) {
+    if (n.is_object() && n.value("type", "") == "uts" && !n.value("path", "").empty()) {
+      joins_uts = true;
+    }
+  }
+  if (!joins_uts) return;
+  for (const auto& [dst, data] : b.run.engine_files) {
+    if (dst != "/etc/hostname") continue;
+    std::string name(absl::StripAsciiWhitespace(data));
+    bool valid = !name.empty() && name.size() <= 64;  // HOST_NAME_MAX
+    for (char c : name) valid = valid && (absl::ascii_isalnum(c) || c == '-' || c == '.');
+    if (valid) {
+      b.run.hostname = name;
+    } else {
+      b.notes.push_back("the joined UTS namespace's hostname (/etc/hostname) is not a hostname");
+    }
+  }
+}
+
 absl::Status Map(const json& j, Bundle& b) {
   if (!j.is_object()) return absl::InvalidArgumentError("config.json is not a JSON object");
   if (j.contains("hooks") && j["hooks"].is_object()) {
@@ -376,6 +404,7 @@ absl::Status Map(const json& j, Bundle& b) {
   }
   if (j.contains("mounts") && j["mounts"].is_array()) MapMounts(j["mounts"], b);
   if (j.contains("linux") && j["linux"].is_object()) MapLinux(j["linux"], b);
+  MapJoinedHostname(j, b);
   return MapAnnotations(b);
 }
 

@@ -90,6 +90,38 @@ TEST(OciBundle, SmallBoundFilesAreCopiedAndTheEnginesResolvConfIsNot) {
   EXPECT_NE(notes.find("resolv.conf"), std::string::npos) << notes;
 }
 
+// A pod's container (containerd's CRI) joins the pod's UTS namespace by
+// path and names no hostname: the pod's is the /etc/hostname bound in.
+TEST(OciBundle, AJoinedUtsNamespaceGivesTheBoundHostname) {
+  auto with = [](const std::string& text, const std::string& hostname_field) {
+    char tmpl[] = "/tmp/oci-bundle-test-XXXXXX";
+    int fd = mkstemp(tmpl);
+    EXPECT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+    auto b = ParseConfig(
+        Config(R"("args":["sh"])",
+               hostname_field + R"("mounts":[{"destination":"/etc/hostname","type":"bind",)" +
+                   R"("source":")" + tmpl + R"("}],)" + R"("linux":{"namespaces":[{"type":"uts",)" +
+                   R"("path":"/proc/1/ns/uts"}]})"),
+        "/bundle");
+    unlink(tmpl);
+    return b;
+  };
+  auto pod = with("web-0\n", "");
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_EQ(pod->run.hostname, "web-0");
+  auto own = with("web-0\n", R"("hostname":"h1",)");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->run.hostname, "h1");
+  for (const std::string& bad :
+       {std::string("two words\n"), std::string("\n"), std::string("a/b"), std::string(65, 'a')}) {
+    auto b = with(bad, "");
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->run.hostname, "") << bad;
+    EXPECT_NE(absl::StrJoin(b->notes, "\n").find("/etc/hostname"), std::string::npos) << bad;
+  }
+}
+
 TEST(OciBundle, RefusesWhatItCannotRun) {
   struct Bad {
     std::string config;
