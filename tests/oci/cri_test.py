@@ -145,6 +145,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   stream_server_port = "0"
   restrict_oom_score_adj = true
   disable_apparmor = true
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{d}/cni-bin"
     conf_dir = "{d}/cni-conf"
@@ -161,6 +162,26 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 """
 
 
+# The pod network: a CNI plugin that gives the pod's own network namespace
+# an eth0 with POD_IP (one end of a veth pair whose other end stays in that
+# namespace too), and nothing on the host's network.
+POD_IP = "10.88.0.2"
+CNI_PLUGIN = f"""#!/bin/sh
+case "$CNI_COMMAND" in
+VERSION) echo '{{"cniVersion":"0.4.0","supportedVersions":["0.3.0","0.3.1","0.4.0"]}}' ;;
+ADD)
+  cat >/dev/null
+  nsenter --net="$CNI_NETNS" sh -c "ip link add $CNI_IFNAME type veth peer name peer0 &&
+    ip addr add {POD_IP}/24 dev $CNI_IFNAME && ip link set peer0 up &&
+    ip link set $CNI_IFNAME up" >&2 || exit 1
+  printf '{{"cniVersion":"0.4.0","interfaces":[{{"name":"%s","sandbox":"%s"}}],'\
+'"ips":[{{"version":"4","address":"{POD_IP}/24","interface":0}}]}}\n' "$CNI_IFNAME" "$CNI_NETNS" ;;
+*) cat >/dev/null ;;
+esac
+"""
+CNI_CONF = {"cniVersion": "0.4.0", "name": "sentry-test", "plugins": [{"type": "sentry-test-net"}]}
+
+
 class Node:
     """A private containerd with its CRI plugin, and a CRI client on its socket."""
 
@@ -173,6 +194,15 @@ class Node:
         d = self.dir
         with open(f"{d}/config.toml", "w") as f:
             f.write(containerd_config(d))
+        os.makedirs(f"{d}/cni-bin")
+        os.makedirs(f"{d}/cni-conf")
+        with open(f"{d}/cni-bin/sentry-test-net", "w") as f:
+            f.write(CNI_PLUGIN)
+        os.chmod(f"{d}/cni-bin/sentry-test-net", 0o755)
+        # containerd adds a loopback network of its own, with this plugin.
+        os.symlink("/usr/lib/cni/loopback", f"{d}/cni-bin/loopback")
+        with open(f"{d}/cni-conf/10-sentry-test.conflist", "w") as f:
+            json.dump(CNI_CONF, f)
         self.log = open(f"{d}/containerd.log", "w")
         self.proc = subprocess.Popen([CONTAINERD, "--config", f"{d}/config.toml"],
                                      stdout=subprocess.DEVNULL, stderr=self.log)
@@ -249,17 +279,20 @@ IMAGES = None
 class Pod:
     """One pod's life as kubelet drives it, under a runtime handler."""
 
-    def __init__(self, handler, name, annotations=None):
+    def __init__(self, handler, name, annotations=None, host_network=False):
         self.logs = os.path.join(NODE.dir, "pods", f"{name}-{handler}")
         os.makedirs(self.logs)
         self.config = API.PodSandboxConfig(
             metadata=API.PodSandboxMetadata(name=name, uid=f"uid-{name}-{handler}",
                                             namespace="default", attempt=0),
-            log_directory=self.logs,  # no hostname: kubelet sets none with hostNetwork
+            # As kubelet: a hostname for a pod of its own network, none with hostNetwork.
+            hostname="" if host_network else name,
+            log_directory=self.logs,
             labels={"io.kubernetes.pod.name": name}, annotations=annotations or {},
             linux=API.LinuxPodSandboxConfig(security_context=API.LinuxSandboxSecurityContext(
-                namespace_options=API.NamespaceOption(network=API.NODE, pid=API.CONTAINER,
-                                                      ipc=API.POD))))
+                namespace_options=API.NamespaceOption(
+                    network=API.NODE if host_network else API.POD, pid=API.CONTAINER,
+                    ipc=API.POD))))
         r = RUNTIME.RunPodSandbox(API.RunPodSandboxRequest(config=self.config,
                                                            runtime_handler=handler), timeout=60)
         self.id = r.pod_sandbox_id
@@ -315,7 +348,7 @@ class Pod:
         RUNTIME.RemovePodSandbox(API.RemovePodSandboxRequest(pod_sandbox_id=self.id), timeout=30)
 
 
-JOB = ["/bin/sh", "-c", "echo hello from $GREETING; pwd; cat /proc/version; "
+JOB = ["/bin/sh", "-c", "echo hello from $GREETING; pwd; hostname; cat /proc/version; "
        "echo to stderr >&2; exit 3"]
 SERVER = ["/bin/sh", "-c", "echo ready > /tmp/ready; exec sleep 1000"]
 
@@ -329,7 +362,13 @@ class Kubelet(unittest.TestCase):
         status = pod.status()
         self.assertEqual(status.status.state, API.SANDBOX_READY)
         self.assertEqual(status.status.runtime_handler, handler)
-        pids = [json.loads(status.info["info"])["pid"]]
+        self.assertEqual(status.status.network.ip, POD_IP)  # kubelet's pod IP, from CNI
+        info = json.loads(status.info["info"])
+        pids = [info["pid"]]
+        netns = [n["path"] for n in info["runtimeSpec"]["linux"]["namespaces"]
+                 if n["type"] == "network"]
+        self.assertEqual(len(netns), 1, info["runtimeSpec"]["linux"]["namespaces"])
+        self.assertTrue(netns[0].startswith(os.path.join(NODE.dir, "state")), netns)
 
         job = pod.run("job", JOB, working_dir="/tmp",
                       envs=[API.KeyValue(key="GREETING", value="the pod")])
@@ -399,6 +438,7 @@ class Kubelet(unittest.TestCase):
         log = got["job_log"]
         self.assertIn(("stdout", "hello from the pod"), log)
         self.assertIn(("stdout", "/tmp"), log)
+        self.assertIn(("stdout", "web"), log)  # the pod's hostname
         self.assertIn(("stderr", "to stderr"), log)
         version = [t for s, t in log if t.startswith("Linux version")]
         self.assertEqual(len(version), 1, log)
@@ -430,7 +470,8 @@ class Kubelet(unittest.TestCase):
         # dev.sentry.timeout is in the runtime's pod_annotations, so it reaches
         # config.json and ends the container (124, as `sentry run --timeout`);
         # dev.sentry.network is not, so a pod's author cannot open the network.
-        pod = Pod("sentry", "timed", {"dev.sentry.timeout": "4", "dev.sentry.network": "allow"})
+        pod = Pod("sentry", "timed", {"dev.sentry.timeout": "4", "dev.sentry.network": "allow"},
+                  host_network=True)
         pids = [json.loads(pod.status().info["info"])["pid"]]
         t0 = time.time()
         job = pod.run("job", ["/bin/sleep", "60"])
