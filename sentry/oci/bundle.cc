@@ -337,21 +337,25 @@ absl::Status MapAnnotations(Bundle& b) {
   return absl::OkStatus();
 }
 
-// A pod's containers name no hostname: they join the pod sandbox's UTS
-// namespace (a path), whose hostname is the pod's. Sentry joins none, so
-// such a container takes the hostname the engine wrote for the pod into
-// the /etc/hostname it binds (containerd's CRI does), if it is one.
-void MapJoinedHostname(const json& j, Bundle& b) {
-  if (!b.run.hostname.empty() || !j.contains("linux") || !j["linux"].is_object()) return;
+// A pod's containers join the pod sandbox's pid, IPC and UTS namespaces (by
+// path); sentry joins none (each container is a sandbox), and says so. They
+// name no hostname either: the pod's is the one the engine wrote into the
+// /etc/hostname it binds (containerd's CRI does), which such a container
+// takes, if it is one. (Network namespaces: MapLinux.)
+void MapJoinedNamespaces(const json& j, Bundle& b) {
+  if (!j.contains("linux") || !j["linux"].is_object()) return;
   const json& l = j["linux"];
   if (!l.contains("namespaces") || !l["namespaces"].is_array()) return;
   bool joins_uts = false;
   for (const json& n : l["namespaces"]) {
-    if (n.is_object() && n.value("type", "") == "uts" && !n.value("path", "").empty()) {
-      joins_uts = true;
-    }
+    if (!n.is_object() || n.value("path", "").empty()) continue;
+    std::string type = n.value("type", "");
+    if (type == "network") continue;
+    if (type == "uts") joins_uts = true;
+    b.notes.push_back(absl::StrCat("the ", type, " namespace ", n.value("path", ""),
+                                   " is not joined: the sandbox has its own"));
   }
-  if (!joins_uts) return;
+  if (!joins_uts || !b.run.hostname.empty()) return;
   for (const auto& [dst, data] : b.run.engine_files) {
     if (dst != "/etc/hostname") continue;
     std::string name(absl::StripAsciiWhitespace(data));
@@ -404,7 +408,7 @@ absl::Status Map(const json& j, Bundle& b) {
   }
   if (j.contains("mounts") && j["mounts"].is_array()) MapMounts(j["mounts"], b);
   if (j.contains("linux") && j["linux"].is_object()) MapLinux(j["linux"], b);
-  MapJoinedHostname(j, b);
+  MapJoinedNamespaces(j, b);
   return MapAnnotations(b);
 }
 

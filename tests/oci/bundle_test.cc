@@ -91,7 +91,8 @@ TEST(OciBundle, SmallBoundFilesAreCopiedAndTheEnginesResolvConfIsNot) {
 }
 
 // A pod's container (containerd's CRI) joins the pod's UTS namespace by
-// path and names no hostname: the pod's is the /etc/hostname bound in.
+// path and names no hostname: the pod's is the /etc/hostname bound in, and
+// the path not joined is said.
 TEST(OciBundle, AJoinedUtsNamespaceGivesTheBoundHostname) {
   auto with = [](const std::string& text, const std::string& hostname_field) {
     char tmpl[] = "/tmp/oci-bundle-test-XXXXXX";
@@ -110,6 +111,8 @@ TEST(OciBundle, AJoinedUtsNamespaceGivesTheBoundHostname) {
   auto pod = with("web-0\n", "");
   ASSERT_TRUE(pod.ok()) << pod.status();
   EXPECT_EQ(pod->run.hostname, "web-0");
+  EXPECT_NE(absl::StrJoin(pod->notes, "\n").find("uts namespace /proc/1/ns/uts is not joined"),
+            std::string::npos);
   auto own = with("web-0\n", R"("hostname":"h1",)");
   ASSERT_TRUE(own.ok()) << own.status();
   EXPECT_EQ(own->run.hostname, "h1");
