@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -366,10 +367,17 @@ class Pod:
             time.sleep(0.05)
         raise AssertionError(f"{cid} did not exit in {seconds} s: {self.container(cid)}")
 
-    def log_lines(self, name):
-        """The CRI log file's lines as (stream, text): `TIME STREAM F TEXT`."""
-        with open(os.path.join(self.logs, name, "0.log")) as f:
-            return [tuple(l.rstrip("\n").split(" ", 3)[1::2]) for l in f]
+    def log_lines(self, name, count):
+        """The CRI log file's lines as (stream, text): `TIME STREAM F TEXT`,
+        once it has count of them (containerd may copy the last ones after
+        it reports the exit), or after 10 s."""
+        deadline = time.time() + 10
+        while True:
+            with open(os.path.join(self.logs, name, "0.log")) as f:
+                lines = [tuple(l.rstrip("\n").split(" ", 3)[1::2]) for l in f]
+            if len(lines) >= count or time.time() > deadline:
+                return lines
+            time.sleep(0.05)
 
     def exec_sync(self, cid, cmd, timeout=10):
         return RUNTIME.ExecSync(API.ExecSyncRequest(container_id=cid, cmd=cmd, timeout=timeout),
@@ -410,7 +418,8 @@ class Kubelet(unittest.TestCase):
         job = pod.run("job", JOB, working_dir="/tmp",
                       envs=[API.KeyValue(key="GREETING", value="the pod")])
         s = pod.wait_exited(job)
-        out = {"job_exit": s.exit_code, "job_reason": s.reason, "job_log": pod.log_lines("job")}
+        out = {"job_exit": s.exit_code, "job_reason": s.reason,
+               "job_log": pod.log_lines("job", 5)}
 
         server = pod.run("server", SERVER)
         s = pod.container(server)
@@ -546,6 +555,37 @@ class Kubelet(unittest.TestCase):
         ids = [pod.id, job]
         pod.remove()
         self.assert_nothing_left("sentry", ids, pids)
+
+    def test_pods_started_at_once_all_run_and_leave_nothing(self):
+        # kubelet starts a node's pods in parallel: 8 at once, each a pause
+        # and a job, all under sentry.
+        n = 8
+        results = [None] * n
+
+        def one(i):
+            try:
+                pod = Pod("sentry", f"many{i}")
+                pid = json.loads(pod.status().info["info"])["pid"]
+                job = pod.run("job", ["/bin/sh", "-c", f"echo pod {i}; exit {i}"])
+                s = pod.wait_exited(job, 60)
+                log = pod.log_lines("job", 1)
+                pod.remove()
+                results[i] = (s.exit_code, log, [pod.id, job], pid)
+            except Exception as e:  # reported below, with the pod's number
+                results[i] = e
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+        t0 = time.time()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(f"{n} pods at once: {time.time() - t0:.2f} s", file=sys.stderr)
+        for i, r in enumerate(results):
+            self.assertIsInstance(r, tuple, f"pod {i}: {r}")
+            self.assertEqual(r[:2], (i, [("stdout", f"pod {i}")]))
+        self.assert_nothing_left("sentry", [x for r in results for x in r[2]],
+                                 [r[3] for r in results])
 
 
 def remove_every_pod():
