@@ -10,11 +10,13 @@ cd "$(dirname "$0")/.."
 scripts/install.sh
 # What the tests drive for real: the engines (podman, containerd and the
 # runtimes sentry is compared with), strace for the trace, Debian's
-# data-science stack, and gRPC for the CRI client (kubelet's calls).
+# data-science stack, and for the CRI test gRPC (kubelet's calls), the CNI
+# loopback plugin and ip (its pod network).
 if [ "${SENTRY_SKIP_APT:-0}" != 1 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     podman containerd runc crun strace python3-numpy python3-pandas python3-scipy \
-    python3-sklearn python3-matplotlib python3-grpcio python3-grpc-tools >/dev/null
+    python3-sklearn python3-matplotlib python3-grpcio python3-grpc-tools \
+    containernetworking-plugins iproute2 >/dev/null
 fi
 ctest --test-dir build --output-on-failure --timeout 600 "$@"
 if [ "${SENTRY_SANITIZERS:-0}" = 1 ]; then
