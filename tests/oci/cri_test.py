@@ -430,10 +430,16 @@ class Kubelet(unittest.TestCase):
         s = pod.container(server)
         self.assertEqual(s.status.state, API.CONTAINER_RUNNING, s)
         pids.append(json.loads(s.info["info"])["pid"])
+        # A container's config.json names the pause container's pid's network
+        # namespace (/proc/PID/ns/net): under runc the pod's; under sentry
+        # that pid is the pause's monitor, a host process in the host's.
+        spec = json.loads(s.info["info"])["runtimeSpec"]["linux"]["namespaces"]
+        self.assertIn({"type": "network", "path": f"/proc/{pids[0]}/ns/net"}, spec)
+        host_net = net_namespace(os.getpid())
+        out["named_netns"] = {pod_net: "the pod's", host_net: "the host's"}.get(
+            net_namespace(pids[0]), "another")
         # The network namespace the server's guest process is in: never the
-        # host's (the pod has a network of its own). A container's config.json
-        # names the pause container's pid's (/proc/PID/ns/net), which under
-        # sentry is the pause's monitor, a host process in the host's.
+        # host's (the pod has a network of its own).
         sleeps = []
         for _ in range(100):
             sleeps = [c for c in [pids[-1], *descendants(pids[-1])]  # runc's: the process itself
@@ -443,7 +449,7 @@ class Kubelet(unittest.TestCase):
             time.sleep(0.05)
         self.assertEqual(len(sleeps), 1, "the server's sleep: its task's pid or beneath it")
         guest_net = net_namespace(sleeps[0])
-        self.assertNotEqual(guest_net, net_namespace(os.getpid()))
+        self.assertNotEqual(guest_net, host_net)
         out["guest_netns"] = "the pod's" if guest_net == pod_net else "its own"
         # containerd keeps each bundle root's alone: the rootfs inside is
         # reached without an unprivileged user searching the path to it.
@@ -497,7 +503,8 @@ class Kubelet(unittest.TestCase):
     def test_a_pod_under_sentry_and_the_same_under_runc(self):
         got, ids, pids = self.lifecycle("sentry")
         print(f"sentry pod: {got['seconds']:.2f} s; its guest in {got['guest_netns']} "
-              "network namespace", file=sys.stderr)
+              f"network namespace; its containers' config.json names {got['named_netns']}",
+              file=sys.stderr)
         # The job: its exit code, reason, env, working dir and both streams
         # in the CRI log file; /proc/version is sentry's.
         self.assertEqual(got["job_exit"], 3)
@@ -526,6 +533,7 @@ class Kubelet(unittest.TestCase):
         ref, ids, pids = self.lifecycle("runc")
         print(f"runc pod: {ref['seconds']:.2f} s", file=sys.stderr)
         self.assertEqual(ref["guest_netns"], "the pod's")
+        self.assertEqual(ref["named_netns"], "the pod's")
         for k in ("job_exit", "job_reason", "exec_cat", "exec_exit", "listed", "server_stopped",
                   "bundle_mode"):
             self.assertEqual(got[k], ref[k], k)
