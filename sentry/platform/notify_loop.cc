@@ -222,7 +222,7 @@ bool NotifyLoop::AnswerAsOrdinary(const seccomp_notif& req, uint64_t start_ns) {
     NotifMemoryBackend backend(static_cast<pid_t>(req.pid), unotify_, req.id);
     GuestMemory mem(backend);
     auto label = mem.CopyInString(GuestAddr(req.data.args[0]), kMaxCensusLabel);
-    if (label.ok() && observer_) observer_->OnMark(*label);
+    if (label.ok() && observer_) observer_->OnMark(static_cast<pid_t>(req.pid), *label);
     unotify_.Respond(req.id, 0, -ENOSYS);
     return true;
   }
