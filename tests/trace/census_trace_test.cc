@@ -226,5 +226,25 @@ TEST(CensusTraceTest, NativeCallsOfEveryTaskCarryTheirPid) {
   EXPECT_EQ(n, 1) << r.err;
 }
 
+// Security: in a census, --trace reads no memory of a call the kernel then
+// runs (a native one shows its pointers as addresses, asserted above), and
+// what it reads of refused calls is bounded: trace_probe's hostile arguments
+// (unterminated strings against an unreadable page, huge counts, a
+// 200,000-entry argv) give the same results traced or not, and a small trace.
+TEST(CensusTraceTest, HostileArgumentsChangeNothingAndStayBounded) {
+  std::string copy = std::string(TRACE_PROBE) + ":/tmp/trace_probe";
+  std::string census = "/tmp/census-hostile-" + std::to_string(getpid()) + ".json";
+  ProcessResult plain =
+      RunSentry({"--census", census, "--copy", copy}, {"/tmp/trace_probe", "--hostile"});
+  ProcessResult traced =
+      RunSentry({"--census", census, "--trace", "--copy", copy}, {"/tmp/trace_probe", "--hostile"});
+  RunProcess({"/bin/rm", "-f", census});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(traced.out, plain.out);
+  EXPECT_NE(plain.out.find("execve many -1"), std::string::npos) << plain.out;
+  EXPECT_LT(traced.err.size(), 256u << 10) << "every call of the probe, each line bounded";
+}
+
 }  // namespace
 }  // namespace sentry::testing
