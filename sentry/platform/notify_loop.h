@@ -73,6 +73,7 @@ class NotifyLoop final {
   std::shared_ptr<SyscallObserver> observer_;
   std::vector<sock_filter> ordinary_;
   std::shared_ptr<trace::TraceWriter> trace_;  // under kernel_.mu()
+  std::atomic<bool> tracing_{false};           // trace_ is set: worth the lock
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> handled_{0};

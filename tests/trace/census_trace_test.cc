@@ -246,5 +246,19 @@ TEST(CensusTraceTest, HostileArgumentsChangeNothingAndStayBounded) {
   EXPECT_LT(traced.err.size(), 256u << 10) << "every call of the probe, each line bounded";
 }
 
+// Without namespaces the sentry checks a pid-naming call's registers and lets
+// the kernel run it (syscalls/sys_pid.cc): like a census's native calls, it
+// is printed from its registers alone (setrlimit's new limits as an address).
+TEST(TraceContinuedCallTest, ACallTheKernelRunsIsNotReadForTheTrace) {
+  ProcessResult r =
+      RunSentry({"--no-namespaces", "--trace"}, {"/bin/sh", "-c", "ulimit -n 512; echo ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ok\n");
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex(R"(prlimit64\(0, RLIMIT_NOFILE, 0x[0-9a-f]+, NULL\) += \?)")))
+      << r.err;
+  EXPECT_EQ(r.err.find("rlim_cur"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace sentry::testing
