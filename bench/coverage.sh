@@ -2,7 +2,7 @@
 # The syscall-coverage benchmark, in one command: a corpus of real workloads and
 # per-syscall microbenchmarks, natively, under sentry and under runsc; the census of
 # each workload when the sentry binary has `run --census`; the table's coverage by
-# action. Writes bench/results/*.json, then renders docs/benchmarks.md and the plots
+# action and by conformance cases (tests/conformance/coverage.py). Writes bench/results/*.json, then renders docs/benchmarks.md and the plots
 # in docs/img/ (bench/render_benchmarks.py).
 #
 # usage: bench/coverage.sh [SENTRY_BINARY]
@@ -40,7 +40,7 @@ if ((${#need_pkgs[@]})); then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_pkgs[@]}" >&2
 fi
 
-targets=(bench_unotify bench_native_ops bench_syscall_families)
+targets=(bench_unotify bench_native_ops bench_syscall_families conformance_test)
 if [[ $# -ge 1 ]]; then
   SENTRY=$(realpath "$1")
 else
@@ -78,8 +78,12 @@ if [[ ${SKIP_RUNSC:-0} != 1 ]]; then
     log "runsc does not run here ($(tail -n1 "$RAW/runsc_probe.err")): no runsc rows"
   fi
 fi
+# The help is read whole before it is searched: `run --help | grep -q` under
+# pipefail fails whenever grep exits before sentry has written the rest
+# (SIGPIPE), which measured 13 times in 30, and left the census table empty.
 CENSUS=0
-if "$SENTRY" run --help 2>&1 | grep -q -- --census; then CENSUS=1; fi
+run_help=$("$SENTRY" run --help 2>&1 || true)
+if [[ $run_help == *--census* ]]; then CENSUS=1; fi
 log "environments: ${envs[*]}; census: $CENSUS"
 
 # Native runs of the small-files workload use a tmpfs (/dev/shm), as the sandbox's
@@ -125,6 +129,17 @@ log "[bench_unotify] the floor"
 # ------------------------------------------------------------ coverage by action
 "$SENTRY" syscalls --json >"$RAW/syscalls.json" 2>/dev/null || rm -f "$RAW/syscalls.json"
 "$SENTRY" syscalls >"$RAW/syscalls.txt" 2>&1 || true
+# ... and by conformance cases: which trapped rows a case calls and passes, natively
+# and under sentry (with namespaces and without), as docs/syscalls.md shows them.
+log "[conformance] natively, under sentry and under sentry --no-namespaces"
+if "$PY" tests/conformance/coverage.py "$SENTRY" "$REPO/$BUILD/tests/conformance/conformance_test" \
+  "$RAW/conformance.json" 2>"$RAW/conformance.err"; then
+  "$SENTRY" syscalls --json --conformance "$RAW/conformance.json" >"$RAW/syscalls_cases.json" || true
+  "$SENTRY" syscalls --json --no-namespaces --conformance "$RAW/conformance.json" \
+    >"$RAW/syscalls_cases_alone.json" || true
+else
+  log "  coverage.py: exit $? ($(tail -n1 "$RAW/conformance.err"))"
+fi
 
 {
   cat "$RAW/meta.part"

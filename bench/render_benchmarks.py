@@ -80,6 +80,26 @@ def gbench_medians(doc):
     return out
 
 
+def conformance_coverage(raw):
+    """How many trapped and traced rows of each table have conformance cases that
+    all pass natively and under sentry (`sentry syscalls --json --conformance`)."""
+    cases = (load(os.path.join(raw, "conformance.json")) or {}).get("cases", {})
+    out = {"available": bool(cases), "cases": len(cases), "tables": []}
+    for table, fname in (("with namespaces", "syscalls_cases.json"),
+                         ("without namespaces", "syscalls_cases_alone.json")):
+        rows = load(os.path.join(raw, fname))
+        if not isinstance(rows, list):
+            continue
+        trapped = [r for r in rows if r.get("action") in ("trap", "trace")]
+        uncovered = [r["name"] for r in trapped
+                     if not r.get("cases", {}).get("count")
+                     or r["cases"].get("passBoth") != r["cases"]["count"]]
+        out["tables"].append({"table": table, "trapped": len(trapped),
+                              "covered": len(trapped) - len(uncovered),
+                              "uncovered": uncovered})
+    return out
+
+
 def collect(raw, results):
     os.makedirs(results, exist_ok=True)
     meta = load(os.path.join(raw, "meta.json")) or {}
@@ -177,6 +197,7 @@ def collect(raw, results):
         # address" count as native (their first word), "errno EPERM" as errno.
         kind = a.replace(";", " ").split()[0] if a.strip() else "?"
         cov["by_action"][kind] = cov["by_action"].get(kind, 0) + 1
+    cov["conformance"] = conformance_coverage(raw)
     with open(os.path.join(results, "coverage.json"), "w") as f:
         json.dump(cov, f, indent=1)
 
@@ -529,6 +550,28 @@ def render(results, out_md, img, check=False):
     else:
         p("n/a: this binary has no `sentry syscalls --json`.")
         p("")
+    # Results from before coverage.sh ran the conformance suite have no such key.
+    conf = cov.get("conformance")
+    if conf is not None:
+        p("## Coverage by conformance cases")
+        p("")
+        if conf.get("available") and conf.get("tables"):
+            p(f"The {conf['cases']} cases of tests/conformance, run natively and under sentry "
+              "in this run (tests/conformance/coverage.py: a census counts each case's calls "
+              "apart; the table without namespaces is tied to a run under `--no-namespaces`). "
+              "A row is covered when at least one case calls it and every case that calls it "
+              "passes in both runs; docs/syscalls.md lists the cases of each row.")
+            p("")
+            p("| table | trapped and traced rows | covered | not covered |")
+            p("| --- | --- | --- | --- |")
+            for t in conf["tables"]:
+                missing = ", ".join(t["uncovered"]) if t["uncovered"] else "none"
+                p(f"| {t['table']} | {t['trapped']} | {t['covered']} | {missing} |")
+            p("")
+        else:
+            p("n/a: tests/conformance/coverage.py did not run (see the raw output's "
+              "conformance.err).")
+            p("")
     text = "\n".join(L)
     if check:
         try:

@@ -135,14 +135,12 @@ SysResult<uint64_t> Capget(SyscallContext& ctx) {
   __user_cap_header_struct host{hdr.version, t ? t->tid : ctx.task.tid};
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
   bool want = !ctx.args.Ptr(1).null();
-  if (syscall(SYS_capget, &host, want ? data : nullptr) < 0) {
-    int err = errno;
-    // An unknown version: the kernel writes the one it prefers back.
-    if (err == EINVAL && host.version != hdr.version) {
-      SYS_TRY(ctx.mem.CopyOutValue(ctx.args.Ptr(0), host.version));
-    }
-    return Errno{err};
-  }
+  int r = static_cast<int>(syscall(SYS_capget, &host, want ? data : nullptr));
+  int err = errno;
+  // An unknown version: the kernel writes the one it prefers back, and
+  // fails only if data was asked for (kernel/capability.c, capget).
+  if (host.version != hdr.version) SYS_TRY(ctx.mem.CopyOutValue(ctx.args.Ptr(0), host.version));
+  if (r < 0) return Errno{err};
   if (want) {
     size_t n = hdr.version == _LINUX_CAPABILITY_VERSION_1 ? 1 : _LINUX_CAPABILITY_U32S_3;
     SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(1), data, n * sizeof(data[0])));

@@ -64,20 +64,26 @@ void Census::OnSyscall(const SyscallEvent& e) {
   } else if (e.value < 0 && e.value > -4096) {
     ++r.errnos[static_cast<int>(-e.value)];
   }
-  if (current_ >= 0) ++phases_[current_].calls[e.nr];
+  if (auto it = phase_of_.find(e.tid); it != phase_of_.end()) ++phases_[it->second].calls[e.nr];
 }
 
-void Census::OnMark(const std::string& label) {
+void Census::OnMark(pid_t tid, const std::string& label) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (label.empty()) {
-    current_ = -1;
-  } else if (phases_.size() < kMaxPhases) {
-    phases_.push_back({label, {}});
-    current_ = static_cast<int>(phases_.size() - 1);
-  } else {
-    current_ = -1;
+  phase_of_.erase(tid);
+  if (label.empty()) return;
+  if (phases_.size() >= kMaxPhases) {
     ++dropped_marks_;
+    return;
   }
+  phases_.push_back({label, {}});
+  phase_of_[tid] = phases_.size() - 1;
+}
+
+void Census::OnNewTask(pid_t parent, pid_t child) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // A host tid is reused once its task is gone: the new task starts afresh.
+  phase_of_.erase(child);
+  if (auto it = phase_of_.find(parent); it != phase_of_.end()) phase_of_[child] = it->second;
 }
 
 std::string Census::ToJson(const std::vector<std::string>& argv) const {

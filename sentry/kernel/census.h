@@ -3,7 +3,11 @@
 // Fed by SyscallEvents from every thread that answers the guest; written once
 // the run is over as one JSON object (the format: docs/census.md). A guest
 // may split it into phases (loader/census_filter.h, kCensusMarkNr): each
-// phase then lists how often each syscall was called while it was current.
+// phase then lists how often each syscall was called by the task that marked
+// it and the tasks that task started while it was current. A phase is the
+// task's own, not the sandbox's, so a thread or child left running by one
+// phase never counts in the next one's (the conformance suite's cases get
+// the same counts from run to run).
 #ifndef SENTRY_KERNEL_CENSUS_H_
 #define SENTRY_KERNEL_CENSUS_H_
 
@@ -28,7 +32,9 @@ class Census final : public SyscallObserver {
   // A phase mark from the guest: the calls that follow belong to `label`
   // ("" for none). At most kMaxPhases phases are kept; calls in later ones
   // count in the totals only.
-  void OnMark(const std::string& label) override;
+  void OnMark(pid_t tid, const std::string& label) override;
+  // The child takes its parent's current phase.
+  void OnNewTask(pid_t parent, pid_t child) override;
 
   // The census as one JSON object; argv is the guest's command.
   std::string ToJson(const std::vector<std::string>& argv) const;
@@ -57,7 +63,9 @@ class Census final : public SyscallObserver {
   std::map<int, Row> rows_;
   std::vector<Phase> phases_;
   bool started_ = false;  // the first execve was seen
-  int current_ = -1;      // index into phases_, or none
+  // Each task's current phase (an index into phases_); a task not listed
+  // is in none.
+  std::map<pid_t, size_t> phase_of_;
   uint64_t dropped_marks_ = 0;
 };
 

@@ -121,7 +121,10 @@ void Dispatcher::Trace(SyscallContext& ctx, int nr, const DispatchResult& r) {
   }
   call.done = !r.let_kernel_run;  // the kernel's own result is not seen
   call.ret = r.value;
-  trace_->Syscall(tid, call, &ctx.mem);
+  // A call the kernel runs after the sentry is shown from its registers
+  // alone: the kernel reads its memory again, so what the sentry would read
+  // need not be what ran (as a census's native calls, NotifyLoop::TraceVerdict).
+  trace_->Syscall(tid, call, r.let_kernel_run ? nullptr : &ctx.mem);
 }
 
 }  // namespace sentry

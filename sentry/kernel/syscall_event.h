@@ -39,8 +39,10 @@ class SyscallObserver {
  public:
   virtual ~SyscallObserver() = default;
   virtual void OnSyscall(const SyscallEvent& event) = 0;
-  // A census phase mark from the guest (loader/census_filter.h).
-  virtual void OnMark(const std::string& label) {}
+  // A census phase mark from the guest's task tid (loader/census_filter.h).
+  virtual void OnMark(pid_t tid, const std::string& label) {}
+  // A task started by another (fork, vfork, clone), before its first call.
+  virtual void OnNewTask(pid_t parent, pid_t child) {}
 };
 
 }  // namespace sentry

@@ -222,7 +222,7 @@ bool NotifyLoop::AnswerAsOrdinary(const seccomp_notif& req, uint64_t start_ns) {
     NotifMemoryBackend backend(static_cast<pid_t>(req.pid), unotify_, req.id);
     GuestMemory mem(backend);
     auto label = mem.CopyInString(GuestAddr(req.data.args[0]), kMaxCensusLabel);
-    if (label.ok() && observer_) observer_->OnMark(*label);
+    if (label.ok() && observer_) observer_->OnMark(static_cast<pid_t>(req.pid), *label);
     unotify_.Respond(req.id, 0, -ENOSYS);
     return true;
   }
@@ -232,11 +232,13 @@ bool NotifyLoop::AnswerAsOrdinary(const seccomp_notif& req, uint64_t start_ns) {
       return false;
     case SECCOMP_RET_ALLOW:
       // Only the registers were read (the filter's own input).
+      TraceVerdict(req, 0);
       unotify_.RespondContinue(req.id);
       Report(req, EventAction::kNative, false, 0, start_ns);
       return true;
     case SECCOMP_RET_ERRNO: {
       int err = static_cast<int>(verdict & SECCOMP_RET_DATA);
+      TraceVerdict(req, err);
       unotify_.Respond(req.id, 0, -err);
       Report(req, EventAction::kRefused, true, -err, start_ns);
       return true;
@@ -247,6 +249,43 @@ bool NotifyLoop::AnswerAsOrdinary(const seccomp_notif& req, uint64_t start_ns) {
       Report(req, EventAction::kRefused, true, -ENOSYS, start_ns);
       return true;
   }
+}
+
+void NotifyLoop::set_trace(std::shared_ptr<trace::TraceWriter> trace) {
+  std::lock_guard<std::mutex> lock(kernel_.mu());
+  tracing_ = trace != nullptr;
+  trace_ = std::move(trace);
+}
+
+// Printed before the answer, so each thread's lines keep their order against
+// the tracer's (its exit, its exec, a child's first call). A native call is
+// let run with CONTINUE, so the sentry must not read its memory (the kernel
+// reads it again after the sentry: what a trace showed need not be what ran):
+// it is decoded from its registers alone, pointers as addresses, and its
+// result is never seen ("= ?"). A refused call is the sentry's own answer, so
+// its memory is decoded as a trapped call's is.
+void NotifyLoop::TraceVerdict(const seccomp_notif& req, int err) {
+  if (!tracing_.load(std::memory_order_relaxed)) return;  // a census alone: no lock
+  std::lock_guard<std::mutex> lock(kernel_.mu());
+  if (!trace_) return;
+  int nr = req.data.nr;
+  // The tracer prints these at the fork event, with the child's pid.
+  bool fork = nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork;
+  if (err == 0 && fork) return;
+  Task* task = kernel_.tasks().Find(static_cast<pid_t>(req.pid));
+  // Before the guest's execve, the calls are the loader's (Dispatcher::Trace).
+  if (!task || task->process->exe.empty()) return;
+  trace::TracedCall call{nr};
+  for (int i = 0; i < 6; ++i) call.args[i] = req.data.args[i];
+  if (err == 0) {
+    trace_->Syscall(task->ns_tid, call, nullptr);
+    return;
+  }
+  call.done = true;
+  call.ret = -err;
+  NotifMemoryBackend backend(static_cast<pid_t>(req.pid), unotify_, req.id);
+  GuestMemory mem(backend);
+  trace_->Syscall(task->ns_tid, call, &mem);
 }
 
 void NotifyLoop::HandleOne(const struct seccomp_notif& req) {

@@ -20,6 +20,7 @@
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/syscall_event.h"
 #include "sentry/platform/unotify.h"
+#include "sentry/trace/trace_writer.h"
 
 namespace sentry {
 
@@ -38,6 +39,11 @@ class NotifyLoop final {
   // filter, and `ordinary` (the filter it was made from) decides how each
   // notification is answered. Before Start.
   void set_census(std::vector<sock_filter> ordinary) { ordinary_ = std::move(ordinary); }
+  // Census mode with --trace: the calls answered from the ordinary filter's
+  // verdict alone (native, refused by the table), which no handler traces,
+  // are printed too (see TraceVerdict). At any time: the loader's own calls
+  // may be under way.
+  void set_trace(std::shared_ptr<trace::TraceWriter> trace);
 
   void Start();
   // Interrupts the blocking receive and joins the thread.
@@ -54,6 +60,9 @@ class NotifyLoop final {
   // Census mode: answers what the ordinary filter would not have sent here;
   // false for a call to dispatch.
   bool AnswerAsOrdinary(const struct seccomp_notif& req, uint64_t start_ns);
+  // The trace line of a call answered by the filter's verdict: a native one
+  // (err 0) or one refused with err.
+  void TraceVerdict(const struct seccomp_notif& req, int err);
   void Report(const struct seccomp_notif& req, EventAction action, bool known, int64_t value,
               uint64_t start_ns);
 
@@ -63,6 +72,8 @@ class NotifyLoop final {
   uid_t fs_id_;
   std::shared_ptr<SyscallObserver> observer_;
   std::vector<sock_filter> ordinary_;
+  std::shared_ptr<trace::TraceWriter> trace_;  // under kernel_.mu()
+  std::atomic<bool> tracing_{false};           // trace_ is set: worth the lock
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> handled_{0};

@@ -253,6 +253,7 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
     t.process->ns_pid = t.ns_tid;
   }
   if (trace_) TraceNewTask(parent, t.ns_tid, event);
+  if (observer_) observer_->OnNewTask(parent, child);
   Task& added = kernel_.tasks().Add(std::move(t));
   if (early_stops_.erase(child)) {
     added.started = true;

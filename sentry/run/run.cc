@@ -331,6 +331,7 @@ std::optional<RunError> Run::LaunchGuest() {
   }
   tracer_->set_trace(trace);
   dispatcher_->set_trace(trace);
+  if (census_) loop_->set_trace(trace);  // the native and refused calls too
   {
     std::lock_guard<std::mutex> lock(kernel_->mu());
     if (Task* t = kernel_->tasks().Find(spawned_->guest_pid())) t->fs->cwd = cwd_;

@@ -124,6 +124,33 @@ TEST(UnixDgramSendmsgTest, SendmmsgSendsEachAndWritesItsLength) {
   EXPECT_EQ(sendmmsg(tx.get(), mm, 0, 0), 0);
 }
 
+// With no names (a connected pair): each message goes whole, and each one's
+// length is written back. Unix stream and seqpacket sockets are what a
+// sandbox without namespaces allows, so this case runs there too.
+TEST(SendmmsgTest, OnASeqpacketPairKeepsEachMessage) {
+  int sv[2];
+  ASSERT_SYSCALL_SUCCEEDS(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv));
+  UniqueFd tx(sv[0]), rx(sv[1]);
+  std::string parts[3] = {"one", "three", "fifteen"};
+  iovec iov[3];
+  mmsghdr mm[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    iov[i] = {parts[i].data(), parts[i].size()};
+    mm[i].msg_hdr.msg_iov = &iov[i];
+    mm[i].msg_hdr.msg_iovlen = 1;
+  }
+  ASSERT_EQ(sendmmsg(tx.get(), mm, 3, 0), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(mm[i].msg_len, parts[i].size());
+    char buf[16] = {};
+    EXPECT_EQ(recv(rx.get(), buf, sizeof(buf), 0), static_cast<ssize_t>(parts[i].size()));
+    EXPECT_EQ(std::string(buf), parts[i]);
+  }
+  EXPECT_SYSCALL_FAILS_WITH(sendmmsg(tx.get(), static_cast<mmsghdr*>(UnmappedAddress()), 1, 0),
+                            EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(sendmmsg(-1, mm, 1, 0), EBADF);
+}
+
 // SCM_RIGHTS passes the sender's own object; SCM_CREDENTIALS must name the
 // sender itself (no capability to name another).
 TEST(SendmsgTest, PassesFdsAndOwnCredentials) {
