@@ -149,7 +149,9 @@ void Cgroups::SetLimits(const CgroupLimits& l) {
                    : "-1";
     if (!WriteValue(cpu_ + "/cpu.cfs_quota_us", quota)) Drop(&cpu_);
   }
-  if (!cpu_.empty() && (fresh || l.cpu_shares != old.cpu_shares) &&
+  // Written only when asked for (an OCI bundle's), or to undo that.
+  bool shares_change = fresh ? l.cpu_shares != 0 : l.cpu_shares != old.cpu_shares;
+  if (!cpu_.empty() && shares_change &&
       !WriteValue(cpu_ + "/cpu.shares", std::to_string(l.cpu_shares ? l.cpu_shares : 1024))) {
     Drop(&cpu_);
   }
