@@ -224,7 +224,7 @@ struct LaunchHeader {
 struct LaunchRlimit {
   int32_t resource;
   uint32_t unused;
-  uint64_t value;
+  uint64_t soft, hard;
 };
 struct Launch {
   LaunchHeader header;
@@ -326,7 +326,8 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   // Nothing of the sentry's but the pipes to it survives exec.
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
   DropCapabilities(p);
-  if (syscall(SYS_setgroups, 0, nullptr) < 0 || RawSetIds(p.spec->uid, p.spec->gid) < 0) {
+  if (syscall(SYS_setgroups, p.spec->groups.size(), p.spec->groups.data()) < 0 ||
+      RawSetIds(p.spec->uid, p.spec->gid) < 0) {
     Fail(p, LoaderStep::kSetIds);
   }
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the change of ids
@@ -346,7 +347,7 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   close(listener);
   if (tty_master >= 0) close(tty_master);  // the sentry holds its copy by now
   for (uint32_t i = 0; i < launch.header.rlimits; ++i) {
-    rlimit lim{launch.rlimits[i].value, launch.rlimits[i].value};
+    rlimit lim{launch.rlimits[i].soft, launch.rlimits[i].hard};
     if (setrlimit(launch.rlimits[i].resource, &lim) < 0) Fail(p, LoaderStep::kRlimits);
   }
   execve(launch.path, launch.argv, launch.envp);
@@ -567,7 +568,7 @@ std::string EncodeGuestLaunch(const GuestLaunch& launch) {
   h.bytes = static_cast<uint32_t>(sizeof(h) + h.rlimits * sizeof(LaunchRlimit) + strings.size());
   std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
   for (const GuestLaunch::Rlimit& r : launch.rlimits) {
-    LaunchRlimit lr{r.resource, 0, r.value};
+    LaunchRlimit lr{r.resource, 0, r.Soft(), r.value};
     out.append(reinterpret_cast<const char*>(&lr), sizeof(lr));
   }
   return out + strings;

@@ -84,6 +84,7 @@ struct LoaderSpec {
   bool namespaces = true;     // false: no mount view, hostname or loopback to set up
   uid_t uid = 1000;           // inside the user namespace (without one: the host uid)
   gid_t gid = 1000;
+  std::vector<gid_t> groups;  // supplementary, inside the user namespace (see spawn.cc)
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;
   // The guest gets CensusFilter(filter) instead (sentry run --census; see
@@ -113,7 +114,9 @@ struct GuestLaunch {
   std::vector<std::string> envp;
   struct Rlimit {
     int resource;
-    uint64_t value;  // soft and hard
+    uint64_t value;         // the hard limit
+    uint64_t soft = ~0ull;  // the soft one, at most value (~0: value)
+    uint64_t Soft() const { return soft < value ? soft : value; }
   };
   std::vector<Rlimit> rlimits;
 };

@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "sentry/base/fiber_loop.h"
+#include "sentry/net/netns_socket.h"
 
 namespace sentry::net {
 namespace {
@@ -54,12 +55,16 @@ SocketShape SocketShape::Of(int sock) {
   return s;
 }
 
-Egress::Egress(NetPolicyOptions options, uint64_t byte_cap)
-    : policy_(std::move(options)), byte_cap_(byte_cap) {
+Egress::Egress(NetPolicyOptions options, uint64_t byte_cap, UniqueFd outside_netns)
+    : policy_(std::move(options)), byte_cap_(byte_cap), outside_netns_(std::move(outside_netns)) {
   meter_ = std::thread([this] { Meter(); });
 }
 
 Egress::~Egress() { Shutdown(); }
+
+SysResult<UniqueFd> Egress::OutsideSocket(int domain, int type, int protocol) const {
+  return SocketInNetns(outside_netns_.get(), domain, type, protocol);
+}
 
 SysStatus Egress::StartProxy(int netns_fd) {
   proxy_ = std::make_unique<HttpProxy>(policy_, [this](uint64_t out, uint64_t in) {
@@ -70,6 +75,8 @@ SysStatus Egress::StartProxy(int netns_fd) {
     stats_.bytes_out += out;
     stats_.bytes_in += in;
   });
+  proxy_->set_upstream_socket(
+      [this](int family) { return OutsideSocket(family, SOCK_STREAM | SOCK_NONBLOCK, 0); });
   return proxy_->Start(netns_fd);
 }
 
@@ -82,8 +89,10 @@ SysResult<UniqueFd> Egress::Connect(const SocketShape& shape, const sockaddr* ad
     if (conns_.size() >= kMaxConnections) SampleLocked();
     if (conns_.size() >= kMaxConnections) return Errno{EAGAIN};
   }
-  UniqueFd fd(socket(shape.domain, shape.type | SOCK_CLOEXEC | SOCK_NONBLOCK, shape.protocol));
-  if (fd.get() < 0) return Errno{errno};
+  SysResult<UniqueFd> made =
+      OutsideSocket(shape.domain, shape.type | SOCK_NONBLOCK, shape.protocol);
+  if (!made.ok()) return Errno{made.error()};
+  UniqueFd fd = std::move(*made);
   setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &shape.nodelay, sizeof(int));
   setsockopt(fd.get(), SOL_SOCKET, SO_KEEPALIVE, &shape.keepalive, sizeof(int));
   setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &shape.rcvtimeo, sizeof(timeval));

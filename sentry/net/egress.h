@@ -2,7 +2,9 @@
 //
 // The guest's own sockets live in the sandbox's network namespace, where only
 // lo exists. A connect the policy allows is made by the sentry from its own
-// namespace on a new socket of the same kind, which then replaces the
+// namespace (or, for an OCI container whose engine gave it one, from the
+// engine's network namespace: its interfaces, routes and loopback, never the
+// host's) on a new socket of the same kind, which then replaces the
 // guest's socket at the same fd number (seccomp ADDFD with SETFD): the data
 // path is native, and the guest never chose where that socket may go. Each
 // such connection is counted (TCP_INFO: bytes acked out, bytes received) and
@@ -50,7 +52,9 @@ struct EgressStats {
 
 class Egress final : public std::enable_shared_from_this<Egress> {
  public:
-  Egress(NetPolicyOptions options, uint64_t byte_cap);
+  // outside_netns: the network namespace connections leave from (an
+  // engine's); -1 for the sentry's own.
+  Egress(NetPolicyOptions options, uint64_t byte_cap, UniqueFd outside_netns = UniqueFd());
   ~Egress();
   Egress(const Egress&) = delete;
   Egress& operator=(const Egress&) = delete;
@@ -66,6 +70,9 @@ class Egress final : public std::enable_shared_from_this<Egress> {
   // (ENETUNREACH) once the byte cap was hit.
   SysResult<UniqueFd> Connect(const SocketShape& shape, const sockaddr* addr, socklen_t len,
                               int timeout_ms);
+
+  // A socket in the namespace connections leave from.
+  SysResult<UniqueFd> OutsideSocket(int domain, int type, int protocol) const;
 
   // The credentials proxy for --secret hosts, listening in the sandbox's
   // network namespace; null until started (and without --secret).
@@ -83,6 +90,7 @@ class Egress final : public std::enable_shared_from_this<Egress> {
 
   NetPolicy policy_;
   uint64_t byte_cap_;  // 0: none
+  UniqueFd outside_netns_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

@@ -89,7 +89,7 @@ class Upstream {
   // Connects to host's checked addresses on port; "" or what went wrong.
   // live(fd) registers each socket it tries with the proxy (false: stop).
   std::string Connect(NetPolicy& policy, const SecretRule& rule,
-                      const std::function<bool(int)>& live) {
+                      const std::function<bool(int)>& live, const HttpProxy::SocketFn& make) {
     std::string why;
     std::vector<IpAddr> addrs = policy.ResolveUpstream(rule.host, &why);
     if (addrs.empty()) return why;
@@ -97,7 +97,12 @@ class Upstream {
       sockaddr_storage ss;
       socklen_t len = a.ToSockaddr(rule.port, &ss);
       // Kept open until this object goes (after the proxy forgot them).
-      tried_.emplace_back(socket(a.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+      if (make) {
+        SysResult<UniqueFd> made = make(a.family);
+        tried_.push_back(made.ok() ? std::move(*made) : UniqueFd());
+      } else {
+        tried_.emplace_back(socket(a.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+      }
       const UniqueFd& fd = tried_.back();
       if (fd.get() < 0) continue;
       if (!live(fd.get())) return "the sandbox is ending";
@@ -434,7 +439,7 @@ void HttpProxy::Serve(UniqueFd client) {
     SendAll(client.get(), r.data(), r.size());
     return;
   }
-  if (std::string why = up.Connect(policy_, *rule, live); !why.empty()) {
+  if (std::string why = up.Connect(policy_, *rule, live, upstream_socket_); !why.empty()) {
     std::string r = StatusReply(502, why);
     SendAll(client.get(), r.data(), r.size());
     return;

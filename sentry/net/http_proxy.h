@@ -38,6 +38,11 @@ class HttpProxy final {
   HttpProxy(const HttpProxy&) = delete;
   HttpProxy& operator=(const HttpProxy&) = delete;
 
+  // How upstream sockets are made (default: socket() in the sentry's own
+  // namespace): Egress makes them where its connections leave from.
+  using SocketFn = std::function<SysResult<UniqueFd>(int family)>;
+  void set_upstream_socket(SocketFn fn) { upstream_socket_ = std::move(fn); }
+
   // Listens on 127.0.0.1 (a free port) in the namespace of netns_fd.
   SysStatus Start(int netns_fd);
   void Stop();
@@ -59,6 +64,7 @@ class HttpProxy final {
 
   NetPolicy& policy_;
   CountFn count_;
+  SocketFn upstream_socket_;
   UniqueFd listener_;
   UniqueFd wake_;
   uint16_t port_ = 0;

@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -19,6 +21,8 @@
 #include "absl/strings/str_split.h"
 #include "sentry/base/status_macros.h"
 #include "sentry/base/unique_fd.h"
+#include "sentry/net/netns_socket.h"
+#include "sentry/run/spawn.h"
 
 namespace sentry::oci {
 namespace {
@@ -152,26 +156,77 @@ void MapMounts(const json& mounts, Bundle& b) {
   }
 }
 
+// The rlimits an OCI process may ask for, by their config.json names.
+int RlimitByName(const std::string& name) {
+  static const std::map<std::string, int> names = {{"RLIMIT_AS", RLIMIT_AS},
+                                                   {"RLIMIT_CORE", RLIMIT_CORE},
+                                                   {"RLIMIT_CPU", RLIMIT_CPU},
+                                                   {"RLIMIT_DATA", RLIMIT_DATA},
+                                                   {"RLIMIT_FSIZE", RLIMIT_FSIZE},
+                                                   {"RLIMIT_LOCKS", RLIMIT_LOCKS},
+                                                   {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},
+                                                   {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE},
+                                                   {"RLIMIT_NICE", RLIMIT_NICE},
+                                                   {"RLIMIT_NOFILE", RLIMIT_NOFILE},
+                                                   {"RLIMIT_NPROC", RLIMIT_NPROC},
+                                                   {"RLIMIT_RSS", RLIMIT_RSS},
+                                                   {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},
+                                                   {"RLIMIT_RTTIME", RLIMIT_RTTIME},
+                                                   {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
+                                                   {"RLIMIT_STACK", RLIMIT_STACK}};
+  auto it = names.find(name);
+  return it == names.end() ? -1 : it->second;
+}
+
+// process.rlimits become the guest's, set by the loader before its execve.
+// The kernel lets no one without CAP_SYS_RESOURCE raise a hard limit, and
+// the guest gets its limits from the sentry: one above the host's hard limit
+// is lowered to it (runc fails there); sentry's own limits (open files,
+// processes, memory without a cgroup, no core files) hold where lower.
 void MapRlimits(const json& rlimits, Bundle& b) {
-  std::vector<std::string> others;
+  std::vector<std::string> unknown, lowered;
   for (const json& r : rlimits) {
+    if (!r.is_object()) continue;
     std::string type = r.value("type", "");
-    uint64_t soft = r.value("soft", uint64_t{0});
-    if (type == "RLIMIT_NOFILE") {
-      // Never above sentry's own hard limit (the guest could not set it).
-      rlimit own;
-      getrlimit(RLIMIT_NOFILE, &own);
-      uint64_t cap = std::min<uint64_t>(own.rlim_max, 1 << 20);
-      b.run.nofile = std::max<uint64_t>(16, std::min(soft, cap));
-    } else if (type == "RLIMIT_NPROC") {
-      // sentry's process cap is the sandbox's pids limit (linux.resources.pids).
-    } else {
-      others.push_back(type);
+    int resource = RlimitByName(type);
+    if (resource < 0) {
+      unknown.push_back(type);
+      continue;
     }
+    uint64_t hard = r.value("hard", uint64_t{0});
+    uint64_t soft = std::min(r.value("soft", uint64_t{0}), hard);
+    rlimit own;
+    if (getrlimit(resource, &own) == 0 && own.rlim_max != RLIM_INFINITY && hard > own.rlim_max) {
+      lowered.push_back(absl::StrCat(type, " ", hard, "->", own.rlim_max));
+      hard = own.rlim_max;
+      soft = std::min(soft, hard);
+    }
+    if (resource == RLIMIT_NOFILE) {
+      // The sandbox's open-file cap (RunOptions::nofile) is the hard limit.
+      b.run.nofile = std::max<uint64_t>(16, std::min<uint64_t>(hard, 1 << 20));
+      hard = b.run.nofile;
+      soft = std::min(soft, hard);
+    }
+    if (resource == RLIMIT_CORE && hard > 0) {
+      // The kernel would write a core file where the host's core_pattern
+      // says (or hand it to the host's helper): none.
+      lowered.push_back("RLIMIT_CORE->0 (no core file leaves the sandbox)");
+      hard = soft = 0;
+    }
+    auto same = std::find_if(b.run.rlimits.begin(), b.run.rlimits.end(),
+                             [&](const RunOptions::Rlimit& l) { return l.resource == resource; });
+    if (same != b.run.rlimits.end()) b.run.rlimits.erase(same);
+    b.run.rlimits.push_back({resource, hard, soft});
   }
-  if (!others.empty()) {
+  if (!unknown.empty()) {
+    b.notes.push_back(absl::StrCat("rlimits not honoured (unknown to this kernel's names): ",
+                                   absl::StrJoin(unknown, ", ")));
+  }
+  if (!lowered.empty()) {
     b.notes.push_back(
-        absl::StrCat("rlimits not honoured (sentry sets its own): ", absl::StrJoin(others, ", ")));
+        absl::StrCat("rlimits lowered (the guest cannot hold more than the host "
+                     "lets sentry give): ",
+                     absl::StrJoin(lowered, ", ")));
   }
 }
 
@@ -196,9 +251,22 @@ absl::Status MapProcess(const json& p, Bundle& b) {
     if (o.uid < 0 || o.uid > 0xfffffffe || o.gid < 0 || o.gid > 0xfffffffe) {
       return absl::InvalidArgumentError("process.user: bad uid or gid");
     }
-    if (u.contains("additionalGids") && u["additionalGids"].is_array() &&
-        !u["additionalGids"].empty()) {
-      b.notes.push_back("process.user.additionalGids not honoured (the guest has its gid alone)");
+    if (u.contains("additionalGids")) {
+      const json& a = u["additionalGids"];
+      if (!a.is_array() || a.size() > kMaxGuestGroups) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "process.user.additionalGids must be an array of at most ", kMaxGuestGroups, " gids"));
+      }
+      for (const json& g : a) {
+        if (!g.is_number_unsigned() || g.get<uint64_t>() >= 0xffffffffu) {
+          return absl::InvalidArgumentError(
+              "process.user.additionalGids must hold numbers below 2^32-1");
+        }
+        gid_t gid = g.get<gid_t>();
+        if (std::find(o.groups.begin(), o.groups.end(), gid) == o.groups.end()) {
+          o.groups.push_back(gid);
+        }
+      }
     }
     if (u.contains("username")) b.notes.push_back("process.user.username not honoured");
   } else {
@@ -237,7 +305,10 @@ void MapResources(const json& r, Bundle& b) {
     uint64_t period = c.value("period", uint64_t{0});
     if (quota > 0)
       o.cpus = static_cast<double>(quota) / static_cast<double>(period ? period : 100000);
-    if (c.contains("shares")) b.notes.push_back("linux.resources.cpu.shares not honoured");
+    if (period > 0) o.cpu_period_us = std::clamp<uint64_t>(period, 1000, 1000000);
+    // cgroup v1's range; the kernel would clamp the same way.
+    uint64_t shares = c.value("shares", uint64_t{0});
+    if (shares > 0) o.cpu_shares = std::clamp<uint64_t>(shares, 2, 262144);
     if (c.contains("cpus") || c.contains("mems")) {
       b.notes.push_back("linux.resources.cpu.cpus/mems not honoured");
     }
@@ -247,14 +318,30 @@ void MapResources(const json& r, Bundle& b) {
   }
 }
 
-void MapLinux(const json& l, Bundle& b) {
+// A network namespace the engine made (podman with a network, a CRI pod's
+// sandbox): the guest keeps its own, loopback only, and the connections the
+// policy allows leave from the engine's (its interfaces and routes). Checked
+// now, so a wrong path fails create, not the first connection.
+absl::Status MapNetworkNamespace(const std::string& path, Bundle& b) {
+  SysResult<UniqueFd> ns = net::OpenNetns(path);
+  if (!ns.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "linux.namespaces: the network namespace ", path, " cannot be used (",
+        ns.error() == EINVAL ? "not a network namespace" : std::strerror(ns.error()), ")"));
+  }
+  b.run.outside_netns = path;
+  b.notes.push_back(absl::StrCat("network namespace ", path,
+                                 ": the guest has its own (loopback only); connections that "
+                                 "dev.sentry.allow-net lets out leave from this one"));
+  return absl::OkStatus();
+}
+
+absl::Status MapLinux(const json& l, Bundle& b) {
   if (l.contains("resources") && l["resources"].is_object()) MapResources(l["resources"], b);
   if (l.contains("namespaces") && l["namespaces"].is_array()) {
     for (const json& n : l["namespaces"]) {
-      if (n.value("type", "") == "network" && !n.value("path", "").empty()) {
-        b.notes.push_back(absl::StrCat("the network namespace ", n.value("path", ""),
-                                       " is not joined: the sandbox has its own (loopback, and "
-                                       "sentry's allowlist out)"));
+      if (n.is_object() && n.value("type", "") == "network" && !n.value("path", "").empty()) {
+        RETURN_IF_ERROR(MapNetworkNamespace(n.value("path", ""), b));
       }
     }
   }
@@ -270,6 +357,7 @@ void MapLinux(const json& l, Bundle& b) {
   if (l.contains("cgroupsPath")) {
     b.notes.push_back("linux.cgroupsPath not honoured: sentry makes its own cgroups (cgroupfs)");
   }
+  return absl::OkStatus();
 }
 
 // dev.sentry.* annotations: the options an engine cannot pass as flags.
@@ -293,6 +381,11 @@ absl::Status MapAnnotations(Bundle& b) {
         }
         o.net.allow.push_back(rule);
       }
+    } else if (key == "unsafe-allow-private-address") {
+      // As --unsafe-allow-private-address: IP literals on dev.sentry.allow-net
+      // may then be loopback or private (the engine's network, a pod's
+      // cluster services); names still never resolve to such addresses.
+      o.net.allow_private = v == "true" || v == "1";
     } else if (key == "max-output") {
       if (!absl::SimpleAtoi(v, &o.max_output) || o.max_output < 16) {
         return absl::InvalidArgumentError("dev.sentry.max-output needs a number of bytes");
@@ -407,7 +500,7 @@ absl::Status Map(const json& j, Bundle& b) {
     }
   }
   if (j.contains("mounts") && j["mounts"].is_array()) MapMounts(j["mounts"], b);
-  if (j.contains("linux") && j["linux"].is_object()) MapLinux(j["linux"], b);
+  if (j.contains("linux") && j["linux"].is_object()) RETURN_IF_ERROR(MapLinux(j["linux"], b));
   MapJoinedNamespaces(j, b);
   return MapAnnotations(b);
 }

@@ -28,6 +28,7 @@
 #include "loader/loader.h"
 #include "loader/prebuilt_filter.h"
 #include "sentry/oci/monitor.h"
+#include "sentry/oci/rootfs_users.h"
 #include "sentry/oci/state.h"
 #include "sentry/run/exec_wire.h"
 
@@ -120,7 +121,7 @@ struct Plan {
   std::vector<gid_t> groups;
   std::string path;
   std::vector<std::string> argv, envp;
-  std::vector<std::pair<int, uint64_t>> rlimits;
+  std::vector<GuestLaunch::Rlimit> rlimits;
   int report = -1, go = -1;
 };
 
@@ -205,9 +206,9 @@ int WaitStatus(pid_t pid) {
   }
   if (go != 'g') _exit(127);  // exec gave up
   close(listener);
-  for (const auto& [resource, value] : p.rlimits) {
-    rlimit lim{value, value};
-    if (setrlimit(resource, &lim) < 0) Die(p.report, kRlimits);
+  for (const GuestLaunch::Rlimit& r : p.rlimits) {
+    rlimit lim{r.Soft(), r.value};
+    if (setrlimit(r.resource, &lim) < 0) Die(p.report, kRlimits);
   }
   execve(p.path.c_str(), argv, envp);
   Die(p.report, kExecve);
@@ -313,19 +314,6 @@ void SetEnv(std::vector<std::string>* env, const std::string& kv) {
   env->push_back(kv);
 }
 
-absl::Status ParseUser(const std::string& text, ExecProcess* p) {
-  std::vector<std::string> parts = absl::StrSplit(text, ':');
-  uint32_t uid = 0, gid = 0;
-  if (parts.size() > 2 || !absl::SimpleAtoi(parts[0], &uid) || uid == 0xffffffffu ||
-      (parts.size() == 2 && (!absl::SimpleAtoi(parts[1], &gid) || gid == 0xffffffffu))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--user ", text, ": give UID or UID:GID (numbers)"));
-  }
-  p->uid = uid;
-  p->gid = parts.size() == 2 ? gid : p->gid;
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<ExecProcess> ParseProcessJson(const std::string& text) {
@@ -426,8 +414,10 @@ int Exec(const Globals& g, const ExecOptions& e) {
     proc.cwd = e.cwd;
   }
   if (!e.user.empty()) {
-    if (absl::Status u = ParseUser(e.user, &proc); !u.ok())
-      return Fail(g, "exec: " + std::string(u.message()));
+    auto u = ResolveUser(s->rootfs, e.user);
+    if (!u.ok()) return Fail(g, "exec: " + std::string(u.status().message()));
+    proc.uid = u->uid;
+    if (u->gid) proc.gid = *u->gid;
   }
   if (e.tty) proc.terminal = true;
   if (proc.terminal && e.detach && e.console_socket.empty()) {
@@ -456,7 +446,8 @@ int Exec(const Globals& g, const ExecOptions& e) {
     if (plan.groups.size() > kMaxGroups) return failed("its monitor's answer is malformed");
     plan.path = pr.at("path").get<std::string>();
     for (const auto& r : pr.at("rlimits")) {
-      plan.rlimits.emplace_back(r.at(0).get<int>(), r.at(1).get<uint64_t>());
+      plan.rlimits.push_back({r.at(0).get<int>(), r.at(1).get<uint64_t>(),
+                              r.size() > 2 ? r.at(2).get<uint64_t>() : ~0ull});
     }
     if (pr.at("init").get<pid_t>() != s->init_pid) return failed("its sandbox changed");
   } catch (const nlohmann::json::exception&) {

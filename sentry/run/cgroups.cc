@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -19,6 +20,11 @@ namespace {
 
 constexpr const char* kRoot = "/sys/fs/cgroup";
 constexpr uint64_t kCpuPeriodUs = 100000;
+
+// The CFS period: the kernel takes 1 ms to 1 s.
+uint64_t PeriodUs(const CgroupLimits& l) {
+  return l.cpu_period_us ? std::clamp<uint64_t>(l.cpu_period_us, 1000, 1000000) : kCpuPeriodUs;
+}
 
 bool WriteValue(const std::string& path, const std::string& value) {
   int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -104,10 +110,10 @@ int Cgroups::SweepStale() {
 void Cgroups::Create(const std::string& name, const CgroupLimits& l, bool every_controller) {
   if (l.memory_bytes || every_controller) memory_ = MakeDir("memory", name);
   if (l.pids || every_controller) pids_ = MakeDir("pids", name);
-  if (l.cpus > 0 || every_controller) cpu_ = MakeDir("cpu", name);
+  if (l.cpus > 0 || l.cpu_shares || every_controller) cpu_ = MakeDir("cpu", name);
   cpuacct_ = MakeDir("cpuacct", name);
   if (!memory_.empty()) WriteValue(memory_ + "/memory.swappiness", "0");
-  if (!cpu_.empty() && !WriteValue(cpu_ + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs))) {
+  if (!cpu_.empty() && !WriteValue(cpu_ + "/cpu.cfs_period_us", std::to_string(PeriodUs(l)))) {
     Drop(&cpu_);
   }
   SetLimits(l);
@@ -136,9 +142,18 @@ void Cgroups::SetLimits(const CgroupLimits& l) {
     Drop(&pids_);
   }
   if (!cpu_.empty() && (fresh || l.cpus != old.cpus)) {
+    // At least 1 ms, the kernel's least quota.
     std::string quota =
-        l.cpus > 0 ? std::to_string(static_cast<uint64_t>(l.cpus * kCpuPeriodUs)) : "-1";
+        l.cpus > 0 ? std::to_string(std::max<uint64_t>(
+                         1000, static_cast<uint64_t>(l.cpus * static_cast<double>(PeriodUs(l)))))
+                   : "-1";
     if (!WriteValue(cpu_ + "/cpu.cfs_quota_us", quota)) Drop(&cpu_);
+  }
+  // Written only when asked for (an OCI bundle's), or to undo that.
+  bool shares_change = fresh ? l.cpu_shares != 0 : l.cpu_shares != old.cpu_shares;
+  if (!cpu_.empty() && shares_change &&
+      !WriteValue(cpu_ + "/cpu.shares", std::to_string(l.cpu_shares ? l.cpu_shares : 1024))) {
+    Drop(&cpu_);
   }
 }
 

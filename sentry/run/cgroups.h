@@ -19,6 +19,11 @@ struct CgroupLimits {
   uint64_t memory_bytes = 0;  // 0: none
   uint64_t pids = 0;          // 0: none
   double cpus = 0;            // 0: none
+  // An OCI bundle's linux.resources.cpu: the CFS period the quota (cpus
+  // times the period) is spread over, and the relative weight against the
+  // other cgroups of the parent (cpu.shares).
+  uint64_t cpu_period_us = 0;  // 0: 100 ms
+  uint64_t cpu_shares = 0;     // 0: the kernel's default (1024)
 };
 
 class Cgroups final {

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -149,22 +150,28 @@ void Run::ServeExec(int conn) {
     path = program.path;
   }
   // The ids run natively in the sandbox's user namespace, which maps three
-  // of each: root, the container's own and nobody.
+  // of each (root, the container's own and nobody), and the container's
+  // supplementary groups.
   auto mapped = [](uint32_t id, uint32_t own) { return id == 0 || id == own || id == kNobodyId; };
-  if (!mapped(req.creds.uid, spec_.uid) || !mapped(req.creds.gid, spec_.gid)) {
+  auto group_mapped = [&](uint32_t g) {
+    return mapped(g, spec_.gid) ||
+           std::find(spec_.groups.begin(), spec_.groups.end(), g) != spec_.groups.end();
+  };
+  if (!mapped(req.creds.uid, spec_.uid) || !group_mapped(req.creds.gid)) {
     return Refuse(conn, absl::StrCat("user ", req.creds.uid, ":", req.creds.gid,
                                      " has no id in the sandbox (it maps 0, ", spec_.uid, ":",
                                      spec_.gid, " and ", kNobodyId, ")"));
   }
   for (gid_t g : req.creds.groups) {
-    if (!mapped(g, spec_.gid)) {
+    if (!group_mapped(g)) {
       return Refuse(conn, absl::StrCat("group ", g, " has no id in the sandbox (it maps 0, ",
                                        spec_.gid, " and ", kNobodyId, ")"));
     }
   }
   if (req.op == "prepare") {
     nlohmann::json rlimits = nlohmann::json::array();
-    for (const GuestLaunch::Rlimit& r : launch_.rlimits) rlimits.push_back({r.resource, r.value});
+    for (const GuestLaunch::Rlimit& r : launch_.rlimits)
+      rlimits.push_back({r.resource, r.value, r.Soft()});
     // Opened as the operator (this thread reaches host files as the guest's
     // file identity while it supervises).
     DropFsIdentity(0, 0);

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -91,6 +92,19 @@ std::vector<GuestLaunch::Rlimit> GuestRlimits(const RunOptions& o, bool memory_c
   // holds without the pids cgroup too (which also counts the sandbox's init).
   if (o.pids) out.push_back({RLIMIT_NPROC, o.pids});
   out.push_back({RLIMIT_NOFILE, o.nofile});
+  // The bundle's own: where sentry sets one too, the lower of the two.
+  for (const RunOptions::Rlimit& want : o.rlimits) {
+    auto same = std::find_if(out.begin(), out.end(), [&](const GuestLaunch::Rlimit& r) {
+      return r.resource == want.resource;
+    });
+    if (same == out.end()) {
+      out.push_back({want.resource, want.hard, std::min(want.soft, want.hard)});
+      continue;
+    }
+    uint64_t soft = std::min(same->Soft(), want.soft);
+    same->value = std::min(same->value, want.hard);
+    same->soft = std::min(soft, same->value);
+  }
   for (const GuestLaunch::Rlimit& r : out) {
     rlimit own;
     if (getrlimit(r.resource, &own) == 0 && own.rlim_max != RLIM_INFINITY &&

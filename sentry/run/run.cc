@@ -75,11 +75,13 @@ std::optional<RunError> Run::Prepare() {
   }
   creds_.uid = tree_.uid;
   creds_.gid = tree_.gid;
+  creds_.groups = o_.groups;
   tree_.mounts = o_.mounts;
   spec_.lower_roots = tree_.lower_roots;
   spec_.store_options = absl::StrCat("mode=0755,size=", o_.disk_bytes);
   spec_.uid = tree_.uid;
   spec_.gid = tree_.gid;
+  spec_.groups = o_.groups;
   spec_.hostname = tree_.hostname;
   std::span<const sock_filter> filter = PrebuiltSeccompFilter();
   spec_.filter.assign(filter.begin(), filter.end());
@@ -134,7 +136,7 @@ std::optional<RunError> Run::BuildSandbox() {
   // both take the kernel's cgroup locks.)
   Cgroups::SweepStale();
   if (o_.cgroups) {
-    CgroupLimits limits{o_.memory_bytes, o_.pids, o_.cpus};
+    CgroupLimits limits{o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares};
     cgroups_.Create(absl::StrCat("sentry-", getpid()), limits, /*every_controller=*/warm_);
   }
   if (absl::Status s = spawned_->SendCgroups(cgroups_.OpenJoinFiles()); !s.ok()) {
@@ -412,6 +414,8 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   spec_.namespaces = false;
   spec_.uid = spec_.gid = guest_host_uid_;
+  spec_.groups.clear();  // no user namespace to map them in
+  creds_.groups.clear();
   spec_.filter = BuildSeccompFilter(SyscallTableWithoutNamespaces());
   // Where the host lets no tmpfs cap the store, a file may grow to --disk at
   // most (EFBIG past it), and the memory cgroup, where there is one, counts
@@ -464,7 +468,7 @@ int Run::Serve(const RunOptions& request, int peer_fd) {
   peer_fd_ = client_fd_ = peer_fd;
   start_ms_ = MonotonicMs();
   clock_ = PhaseClock(start_ms_);
-  cgroups_.SetLimits({o_.memory_bytes, o_.pids, o_.cpus});
+  cgroups_.SetLimits({o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares});
   GuestStdio::Options so;
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;

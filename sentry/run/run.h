@@ -62,7 +62,9 @@ struct RunOptions {
   double timeout_sec = 30;       // 0: none
   uint64_t memory_bytes = 1ull << 30;
   uint64_t pids = 128;
-  double cpus = 0;  // 0: no quota
+  double cpus = 0;             // 0: no quota
+  uint64_t cpu_period_us = 0;  // the CFS period of that quota (0: 100 ms); OCI's cpu.period
+  uint64_t cpu_shares = 0;     // cpu.shares (0: the kernel's 1024); OCI's cpu.shares
   uint64_t disk_bytes = 512ull << 20;
   uint64_t max_output = 64 << 10;  // per stream, with --json
   uint64_t nofile = 1024;          // open files per process (RLIMIT_NOFILE)
@@ -70,6 +72,10 @@ struct RunOptions {
   NamespaceMode namespaces = NamespaceMode::kAuto;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
+  // An engine's network namespace (an OCI bundle's linux.namespaces path):
+  // the guest keeps its own (loopback only); the connections the policy
+  // allows leave from this one instead of the sentry's. "": the sentry's.
+  std::string outside_netns;
 
   // What an OCI bundle asks for (sentry/oci): its rootfs as the lower layer
   // (TreeConfig::rootfs), the guest's ids, its exact environment, small
@@ -82,6 +88,18 @@ struct RunOptions {
   int exec_listen_fd = -1;
   int64_t uid = -1;  // -1: 1000, or 0 with root
   int64_t gid = -1;
+  // Supplementary groups (process.user.additionalGids), at most
+  // kMaxGuestGroups: mapped in the sandbox's user namespace, so getgroups
+  // shows them and the VFS's permission checks count them.
+  std::vector<gid_t> groups;
+  // The guest's own rlimits (process.rlimits), soft and hard, each within the
+  // host's hard limit: where sentry sets one too (RLIMIT_NOFILE, NPROC, AS,
+  // CPU, FSIZE, CORE) the lower of the two holds.
+  struct Rlimit {
+    int resource;
+    uint64_t hard, soft;  // soft at most hard
+  };
+  std::vector<Rlimit> rlimits;
   bool exact_env = false;  // env is the whole environment (no defaults)
   // Small files an engine binds in (/etc/hosts, /run/.containerenv): guest
   // path and content, replacing what the tree holds there.

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "sentry/base/log.h"
+#include "sentry/net/netns_socket.h"
 
 namespace sentry {
 namespace {
@@ -45,8 +46,22 @@ std::set<ino_t> SocketsHeldBy(const std::vector<pid_t>& pids) {
 void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o,
                        SysResult<UniqueFd> dns_socket) {
   net::NetPolicy* policy;
-  if (!o.net.allow.empty() || !o.net.secrets.empty()) {
-    egress_ = std::make_shared<net::Egress>(o.net, o.net_bytes);
+  // An engine's network namespace (OCI): connections leave from there, or
+  // not at all. One that cannot be opened never falls back to the host's.
+  UniqueFd outside;
+  bool outside_ok = true;
+  if (!o.outside_netns.empty()) {
+    SysResult<UniqueFd> ns = net::OpenNetns(o.outside_netns);
+    if (ns.ok()) {
+      outside = std::move(*ns);
+    } else {
+      outside_ok = false;
+      log::Warn(absl::StrCat("warning: cannot join the network namespace ", o.outside_netns, " (",
+                             std::strerror(ns.error()), "): no connection leaves the sandbox"));
+    }
+  }
+  if (outside_ok && (!o.net.allow.empty() || !o.net.secrets.empty())) {
+    egress_ = std::make_shared<net::Egress>(o.net, o.net_bytes, std::move(outside));
     egress_->set_guest_sockets([&kernel] {
       std::vector<pid_t> pids;
       {

@@ -15,6 +15,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
+#include <span>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -69,15 +71,20 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
   // ns 0 is pid 1's; the guest's own id (when not 0) maps to the next host id.
   // nobody/nogroup map too, to a host id nothing owns, so that asking to
   // become them fails with EPERM as for an unprivileged user, not EINVAL.
-  auto map = [](unsigned id) {
+  auto map = [](unsigned id, std::span<const gid_t> extra) {
     std::string m = absl::StrCat("0 ", kHostIdBase, " 1\n");
     if (id != 0 && id != kNobodyId) absl::StrAppend(&m, id, " ", kHostIdBase + 1, " 1\n");
     absl::StrAppend(&m, kNobodyId, " ", kHostIdBase + 2, " 1\n");
+    std::set<unsigned> done = {0, id, kNobodyId};
+    for (size_t i = 0; i < extra.size() && i < kMaxGuestGroups; ++i) {
+      if (!done.insert(extra[i]).second) continue;
+      absl::StrAppend(&m, extra[i], " ", kHostIdBase + 3 + i, " 1\n");
+    }
     return m;
   };
   if (spec.namespaces) {
-    RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid)));
-    RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid)));
+    RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid, {})));
+    RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid, spec.groups)));
   }
   if (write(s.maps_.get(), "m", 1) != 1) return ErrnoStatus("signal the loader");
   return s;

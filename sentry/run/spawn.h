@@ -20,6 +20,9 @@ namespace sentry {
 inline constexpr uid_t kHostIdBase = 2000000000;
 // nobody and nogroup, mapped to kHostIdBase + 2 (which owns nothing).
 inline constexpr uid_t kNobodyId = 65534;
+// Supplementary groups a guest may hold (LoaderSpec::groups): each one not
+// mapped already maps to kHostIdBase + 3 + i (which own nothing either).
+inline constexpr size_t kMaxGuestGroups = 32;
 
 class Spawned final {
  public:

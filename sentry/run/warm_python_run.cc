@@ -114,7 +114,7 @@ int Run::ServePython(const RunOptions& request, int peer_fd) {
   start_ms_ = MonotonicMs();
   clock_ = PhaseClock(start_ms_);
   cpu_base_ns_ = cgroups_.CpuNanos();
-  cgroups_.SetLimits({o_.memory_bytes, o_.pids, o_.cpus});
+  cgroups_.SetLimits({o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares});
   std::string why;
   if (!WarmPythonCanServe(o_, &why)) return Conclude(RunError{kExitSentryError, why});
   GuestStdio::Options so;

@@ -3,10 +3,16 @@
 // a message (an engine's file, but parsed as untrusted input all the same).
 #include "sentry/oci/bundle.h"
 
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "sentry/oci/rootfs_users.h"
 
 namespace sentry::oci {
 namespace {
@@ -16,16 +22,25 @@ std::string Config(const std::string& process, const std::string& rest = "") {
          (rest.empty() ? "" : "," + rest) + "}";
 }
 
+// "1,2,...,n"
+std::string ManyGids(int n) {
+  std::string out;
+  for (int i = 1; i <= n; ++i) out += (i > 1 ? "," : "") + std::to_string(i);
+  return out;
+}
+
 TEST(OciBundle, MapsProcessResourcesAndAnnotations) {
   auto b = ParseConfig(
       Config(
           R"("args":["python3","-c","pass"],"env":["A=1"],"cwd":"/work",)"
-          R"("user":{"uid":1000,"gid":100,"additionalGids":[5]},)"
-          R"("rlimits":[{"type":"RLIMIT_NOFILE","soft":256,"hard":256},)"
-          R"({"type":"RLIMIT_CORE","soft":0,"hard":0}],"capabilities":{"bounding":["CAP_KILL"]})",
+          R"("user":{"uid":1000,"gid":100,"additionalGids":[5,27,5]},)"
+          R"("rlimits":[{"type":"RLIMIT_NOFILE","soft":256,"hard":512},)"
+          R"({"type":"RLIMIT_STACK","soft":4194304,"hard":8388608},)"
+          R"({"type":"RLIMIT_CORE","soft":100,"hard":100},{"type":"RLIMIT_BOGUS"}],)"
+          R"("capabilities":{"bounding":["CAP_KILL"]})",
           R"("hostname":"h1","linux":{"resources":{"memory":{"limit":268435456},)"
           R"("pids":{"limit":64},"cpu":{"quota":50000,"period":100000,"shares":512}},)"
-          R"("namespaces":[{"type":"network","path":"/run/netns/x"}],"cgroupsPath":"/a/b"},)"
+          R"("namespaces":[{"type":"network","path":"/proc/self/ns/net"}],"cgroupsPath":"/a/b"},)"
           R"("annotations":{"dev.sentry.timeout":"5","dev.sentry.network":"allow",)"
           R"("dev.sentry.allow-net":"example.com:443","other":"x"})"),
       "/bundle");
@@ -38,7 +53,20 @@ TEST(OciBundle, MapsProcessResourcesAndAnnotations) {
   EXPECT_EQ(o.uid, 1000);
   EXPECT_EQ(o.gid, 100);
   EXPECT_FALSE(o.root);
-  EXPECT_EQ(o.nofile, 256u);
+  EXPECT_EQ(o.groups, (std::vector<gid_t>{5, 27}));
+  EXPECT_EQ(o.nofile, 512u);  // the hard limit; the soft one is the guest's rlimit
+  ASSERT_EQ(o.rlimits.size(), 3u);
+  EXPECT_EQ(o.rlimits[0].resource, RLIMIT_NOFILE);
+  EXPECT_EQ(o.rlimits[0].soft, 256u);
+  EXPECT_EQ(o.rlimits[0].hard, 512u);
+  EXPECT_EQ(o.rlimits[1].resource, RLIMIT_STACK);
+  EXPECT_EQ(o.rlimits[1].soft, 4194304u);
+  EXPECT_EQ(o.rlimits[1].hard, 8388608u);
+  EXPECT_EQ(o.rlimits[2].resource, RLIMIT_CORE);  // never a core file
+  EXPECT_EQ(o.rlimits[2].hard, 0u);
+  EXPECT_EQ(o.cpu_period_us, 100000u);
+  EXPECT_EQ(o.cpu_shares, 512u);
+  EXPECT_EQ(o.outside_netns, "/proc/self/ns/net");
   EXPECT_EQ(o.hostname, "h1");
   EXPECT_EQ(o.memory_bytes, 256u << 20);
   EXPECT_EQ(o.pids, 64u);
@@ -48,10 +76,29 @@ TEST(OciBundle, MapsProcessResourcesAndAnnotations) {
   EXPECT_EQ(b->rootfs, "/");
   EXPECT_EQ(b->annotations.at("other"), "x");
   std::string notes = absl::StrJoin(b->notes, "\n");
-  for (const char* said : {"additionalGids", "RLIMIT_CORE", "capabilities", "cpu.shares",
-                           "/run/netns/x", "cgroupsPath"}) {
+  for (const char* said : {"RLIMIT_CORE->0", "RLIMIT_BOGUS", "capabilities",
+                           "network namespace /proc/self/ns/net", "cgroupsPath"}) {
     EXPECT_NE(notes.find(said), std::string::npos) << said << " in:\n" << notes;
   }
+  // Honoured now, so not among what is not.
+  for (const char* not_said : {"additionalGids", "cpu.shares"}) {
+    EXPECT_EQ(notes.find(not_said), std::string::npos) << not_said << " in:\n" << notes;
+  }
+}
+
+TEST(OciBundle, RlimitsAboveTheHostsHardLimitAreLoweredAndSaid) {
+  rlimit own;
+  ASSERT_EQ(getrlimit(RLIMIT_MSGQUEUE, &own), 0);
+  if (own.rlim_max == RLIM_INFINITY) GTEST_SKIP() << "RLIMIT_MSGQUEUE is unlimited here";
+  std::string asked = std::to_string(own.rlim_max + 1);
+  auto b = ParseConfig(Config(R"("args":["sh"],"rlimits":[{"type":"RLIMIT_MSGQUEUE","soft":)" +
+                              asked + R"(,"hard":)" + asked + "}]"),
+                       "/bundle");
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(b->run.rlimits.size(), 1u);
+  EXPECT_EQ(b->run.rlimits[0].hard, own.rlim_max);
+  EXPECT_EQ(b->run.rlimits[0].soft, own.rlim_max);
+  EXPECT_NE(absl::StrJoin(b->notes, "\n").find("RLIMIT_MSGQUEUE " + asked), std::string::npos);
 }
 
 TEST(OciBundle, ContainersHaveNoWallClockLimitAndTheirStdin) {
@@ -147,6 +194,16 @@ TEST(OciBundle, RefusesWhatItCannotRun) {
       {Config(R"("args":["sh"])", R"("annotations":{"dev.sentry.log":"/etc/cron.d/x"})"),
        "file name"},
       {Config(R"("args":["sh"])", R"("annotations":{"dev.sentry.log":"../x"})"), "file name"},
+      {Config(R"("args":["sh"],"user":{"uid":0,"additionalGids":[-1]})"), "additionalGids"},
+      {Config(R"("args":["sh"],"user":{"uid":0,"additionalGids":"5"})"), "additionalGids"},
+      {Config(R"("args":["sh"],"user":{"uid":0,"additionalGids":[)" + ManyGids(33) + "]}"),
+       "at most 32"},
+      {Config(R"("args":["sh"])",
+              R"("linux":{"namespaces":[{"type":"network","path":"/proc/self/ns/mnt"}]})"),
+       "not a network namespace"},
+      {Config(R"("args":["sh"])",
+              R"("linux":{"namespaces":[{"type":"network","path":"/no/such/netns"}]})"),
+       "cannot be used"},
   };
   for (const Bad& c : bad) {
     auto b = ParseConfig(c.config, "/bundle");
@@ -154,6 +211,54 @@ TEST(OciBundle, RefusesWhatItCannotRun) {
     EXPECT_NE(b.status().message().find(c.says), std::string::npos)
         << c.config << ": " << b.status();
   }
+}
+
+}  // namespace
+}  // namespace sentry::oci
+
+namespace sentry::oci {
+namespace {
+
+// exec --user NAME: the rootfs's own files, never a host file an image's
+// symlink points at.
+TEST(OciRootfsUsers, NamesResolveInTheRootfsAndSymlinksStayInside) {
+  char tmpl[] = "/tmp/oci-users-test-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string top = tmpl, rootfs = top + "/rootfs";
+  ASSERT_EQ(mkdir(rootfs.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((rootfs + "/etc").c_str(), 0755), 0);
+  {
+    std::ofstream(rootfs + "/etc/passwd")
+        << "root:x:0:0::/root:/bin/sh\napp:x:1000:1001::/:/bin/sh\n";
+    std::ofstream(rootfs + "/etc/group") << "root:x:0:\nstaff:x:50:\n";
+    std::ofstream(top + "/secret") << "evil:x:7:7::/:/bin/sh\n";
+  }
+  auto app = ResolveUser(rootfs, "app");
+  ASSERT_TRUE(app.ok()) << app.status();
+  EXPECT_EQ(app->uid, 1000u);
+  EXPECT_EQ(app->gid, 1001u);
+  auto app_staff = ResolveUser(rootfs, "app:staff");
+  ASSERT_TRUE(app_staff.ok()) << app_staff.status();
+  EXPECT_EQ(app_staff->gid, 50u);
+  auto bare = ResolveUser(rootfs, "1234");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(bare->uid, 1234u);
+  EXPECT_FALSE(bare->gid.has_value());  // the process keeps its gid, as before
+  auto numbers = ResolveUser(rootfs, "5:6");
+  ASSERT_TRUE(numbers.ok());
+  EXPECT_EQ(*numbers->gid, 6u);
+  for (const char* bad : {"nosuch", "app:nogroup", "", ":", "a:b:c", "4294967295"}) {
+    EXPECT_FALSE(ResolveUser(rootfs, bad).ok()) << bad;
+  }
+  // An image whose etc/passwd leads outside: resolved inside the rootfs (.. stops
+  // at its root), so the host file is never read.
+  unlink((rootfs + "/etc/passwd").c_str());
+  ASSERT_EQ(symlink("../../../../../secret", (rootfs + "/etc/passwd").c_str()), 0);
+  EXPECT_FALSE(ResolveUser(rootfs, "evil").ok());
+  unlink((rootfs + "/etc/passwd").c_str());
+  ASSERT_EQ(symlink((top + "/secret").c_str(), (rootfs + "/etc/passwd").c_str()), 0);
+  EXPECT_FALSE(ResolveUser(rootfs, "evil").ok());
+  EXPECT_EQ(std::system(("rm -rf " + top).c_str()), 0);
 }
 
 }  // namespace

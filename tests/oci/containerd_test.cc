@@ -110,6 +110,28 @@ TEST_F(Containerd, RunPrintsReadsStdinAndReturnsTheExitCode) {
   EXPECT_EQ(in.out, "got x\n");
 }
 
+// --with-ns network:PATH puts the path in config.json as the CRI plugin does
+// for a pod's sandbox: allowed connections leave from that namespace.
+TEST_F(Containerd, AllowedConnectionsLeaveFromTheNamespaceGivenByPath) {
+  EngineNetns ns;
+  ASSERT_TRUE(ns.ok());
+  std::string port = std::to_string(ns.port());
+  ProcessResult r = Run({"--rm", "--with-ns", "network:" + ns.path(), "--annotation",
+                         "dev.sentry.allow-net=127.0.0.1:" + port, "--annotation",
+                         "dev.sentry.unsafe-allow-private-address=true"},
+                        "n1",
+                        {"python3", "-c", R"(
+import socket, sys
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+print(c.recv(16).decode().strip())
+)",
+                         port});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "engine\n");
+  EXPECT_EQ(ns.engine_connections(), 1);
+  EXPECT_EQ(ns.host_connections(), 0);
+}
+
 TEST_F(Containerd, PsListsTheGuestAndExecRunsInIt) {
   ProcessResult d = Run({"-d"}, "p1", {"sh", "-c", "sleep 100 & sleep 100"});
   ASSERT_EQ(d.exit_code, 0) << d.err;

@@ -111,6 +111,30 @@ TEST_F(OciExec, SeesTheFirstProcessFilesAndReturnsItsExitCode) {
   EXPECT_EQ(nlohmann::json::parse(ps.out).size(), 2u) << ps.out;  // sh and its sleep
 }
 
+// --user NAME[:GROUP], as runc: names from the container's /etc/passwd and
+// /etc/group (the test rootfs has root, sandbox and nobody).
+TEST_F(OciExec, UserNamesResolveAgainstTheRootfs) {
+  StartContainer("x6", R"("user":{"uid":1000,"gid":1000})");
+  struct Case {
+    const char* user;
+    const char* ids;
+  } cases[] = {{"sandbox", "1000 1000\n"},
+               {"root", "0 0\n"},
+               {"sandbox:root", "1000 0\n"},
+               {"nobody:nogroup", "65534 65534\n"},
+               {"1000", "1000 1000\n"}};
+  for (const Case& c : cases) {
+    ProcessResult r =
+        Sentry({"exec", "--user", c.user, "x6", "sh", "-c", "echo $(id -u) $(id -g)"});
+    EXPECT_EQ(r.exit_code, 0) << c.user << ": " << r.err << ReadFile(log_);
+    EXPECT_EQ(r.out, c.ids) << c.user;
+  }
+  ProcessResult missing = Sentry({"exec", "--user", "nosuch", "x6", "true"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(ReadFile(log_).find("no user nosuch in the container's /etc/passwd"), std::string::npos)
+      << ReadFile(log_);
+}
+
 TEST_F(OciExec, EnvCwdAndUserFromFlagsAndFromAProcessFile) {
   StartContainer("x2", R"("env": ["PATH=/usr/bin:/bin", "FROM_CONFIG=yes"])");
   ProcessResult flags = Sentry({"exec", "--env", "FOO=bar", "-e", "FROM_CONFIG=over", "--cwd",

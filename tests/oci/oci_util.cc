@@ -2,13 +2,19 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -119,6 +125,100 @@ bool Alive(pid_t pid) {
   size_t close = stat.rfind(')');
   if (close == std::string::npos || close + 2 >= stat.size()) return false;
   return stat[close + 2] != 'Z' && stat[close + 2] != 'X';
+}
+
+namespace {
+
+// A listening TCP socket on 127.0.0.1:port (0: any) in the namespace of
+// netns_fd (-1: this thread's), or -1.
+int ListenOn(int netns_fd, int port) {
+  int fd = -1;
+  std::thread([&] {
+    if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) < 0) return;
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    if (fd >= 0 &&
+        (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) < 0 || listen(fd, 16) < 0)) {
+      close(fd);
+      fd = -1;
+    }
+  }).join();
+  return fd;
+}
+
+int PortOf(int fd) {
+  sockaddr_in a{};
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+EngineNetns::EngineNetns() {
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) < 0) return;
+  holder_ = fork();
+  if (holder_ == 0) {
+    // The namespace's holder, as the pause process of a pod.
+    if (unshare(CLONE_NEWNET) < 0) _exit(1);
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq ifr{};
+    std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+    ifr.ifr_flags = IFF_UP | IFF_RUNNING;
+    if (s < 0 || ioctl(s, SIOCSIFFLAGS, &ifr) < 0) _exit(1);
+    (void)!write(ready[1], "r", 1);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  char c;
+  bool up = holder_ > 0 && read(ready[0], &c, 1) == 1;
+  close(ready[0]);
+  if (!up) return;
+  path_ = "/proc/" + std::to_string(holder_) + "/ns/net";
+  int ns = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (ns < 0) return;
+  // The same port in both namespaces: a few tries, in case the host's is taken.
+  for (int i = 0; i < 20 && port_ == 0; ++i) {
+    engine_.fd = ListenOn(ns, 0);
+    if (engine_.fd < 0) break;
+    host_.fd = ListenOn(-1, PortOf(engine_.fd));
+    if (host_.fd >= 0) {
+      port_ = PortOf(engine_.fd);
+    } else {
+      close(engine_.fd);
+      engine_.fd = -1;
+    }
+  }
+  close(ns);
+  if (port_ == 0) return;
+  engine_.thread = std::thread(Serve, &engine_, "engine\n");
+  host_.thread = std::thread(Serve, &host_, "host\n");
+}
+
+void EngineNetns::Serve(Listener* l, const char* tag) {
+  for (;;) {
+    int c = accept4(l->fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) return;  // shut down
+    ++l->count;
+    (void)!send(c, tag, std::strlen(tag), MSG_NOSIGNAL);
+    close(c);
+  }
+}
+
+EngineNetns::~EngineNetns() {
+  for (Listener* l : {&engine_, &host_}) {
+    if (l->fd >= 0) shutdown(l->fd, SHUT_RDWR);
+    if (l->thread.joinable()) l->thread.join();
+    if (l->fd >= 0) close(l->fd);
+  }
+  if (holder_ > 0) {
+    kill(holder_, SIGKILL);
+    waitpid(holder_, nullptr, 0);
+  }
 }
 
 }  // namespace sentry::testing

@@ -6,7 +6,10 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/util/subprocess.h"
@@ -54,6 +57,37 @@ std::vector<pid_t> ProcessesWith(const std::string& needle);
 
 // Whether pid is a live (not zombie) process.
 bool Alive(pid_t pid);
+
+// A network namespace as an engine makes one (a process of its own that
+// unshared it, lo up), named by path as podman and containerd name theirs:
+// /proc/PID/ns/net. In it and in the test's own (the host's) namespace a
+// listener on the same 127.0.0.1 port answers each connection with its tag
+// ("engine", "host") and counts it, so a test can tell where a guest's
+// connection went, or that it went nowhere.
+class EngineNetns final {
+ public:
+  EngineNetns();
+  ~EngineNetns();
+  EngineNetns(const EngineNetns&) = delete;
+  EngineNetns& operator=(const EngineNetns&) = delete;
+  bool ok() const { return port_ != 0; }
+  const std::string& path() const { return path_; }
+  int port() const { return port_; }
+  int engine_connections() const { return engine_.count; }
+  int host_connections() const { return host_.count; }
+
+ private:
+  struct Listener {
+    int fd = -1;
+    std::atomic<int> count{0};
+    std::thread thread;
+  };
+  static void Serve(Listener* l, const char* tag);
+  pid_t holder_ = -1;
+  std::string path_;
+  int port_ = 0;
+  Listener engine_, host_;
+};
 
 }  // namespace sentry::testing
 

@@ -131,6 +131,41 @@ except OSError as e:
   EXPECT_EQ(net.out, "lo up\nout: ENETUNREACH\n");
 }
 
+// podman --network ns:PATH names a network namespace by path in
+// config.json, as podman's own networks and CRI pods do: allowed connections
+// leave from it (its loopback answers, not the host's); the guest sees lo alone.
+TEST_F(Podman, AllowedConnectionsLeaveFromTheNetworkNamespacePodmanGives) {
+  EngineNetns ns;
+  ASSERT_TRUE(ns.ok());
+  std::string port = std::to_string(ns.port());
+  ProcessResult r = Run({"--rm", "--network", "ns:" + ns.path(), "--annotation",
+                         "dev.sentry.allow-net=127.0.0.1:" + port, "--annotation",
+                         "dev.sentry.unsafe-allow-private-address=true"},
+                        {"python3", "-c", R"(
+import socket, sys
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+print(c.recv(16).decode().strip(), sorted(n for _, n in socket.if_nameindex()))
+)",
+                         port});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "engine ['lo']\n");
+  EXPECT_EQ(ns.engine_connections(), 1);
+  EXPECT_EQ(ns.host_connections(), 0);
+  // Without the allowlist nothing reaches it.
+  ProcessResult denied = Run({"--rm", "--network", "ns:" + ns.path()}, {"python3", "-c", R"(
+import errno, socket, sys
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+except OSError as e:
+    print(errno.errorcode[e.errno])
+)",
+                                                                        port});
+  EXPECT_EQ(denied.exit_code, 0) << denied.err;
+  EXPECT_EQ(denied.out, "ECONNREFUSED\n");
+  EXPECT_EQ(ns.engine_connections(), 1);
+  EXPECT_EQ(ns.host_connections(), 0);
+}
+
 TEST_F(Podman, DetachedContainersStopKillPsAndLogs) {
   ProcessResult d = Run({"-d", "--name", "sentry-d1"}, {"sh", "-c", "echo started; sleep 100"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
