@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "sentry/net/netns_socket.h"
 
 namespace sentry::oci {
 namespace {
@@ -80,7 +82,30 @@ UniqueFd UnixSocketAt(const std::string& path, bool listen_on) {
   return s;
 }
 
+namespace {
+
+// The monitor is the container's pid (the engine's pid file), so an engine
+// that names this container's network namespace for another one names
+// /proc/MONITOR/ns/net: a CRI pod's containers name the pause container's.
+// The monitor therefore lives in the namespace its own config.json names (as
+// runc's process would), or the container is not made: a pod's containers
+// must never be handed the host's namespace. It is joined here, while the
+// monitor has one thread; the guest still gets a namespace of its own.
+bool JoinEngineNetns(const std::string& path, int error_fd) {
+  if (path.empty()) return true;
+  SysResult<UniqueFd> ns = net::OpenNetns(path);
+  int err = ns.ok() ? (setns(ns->get(), CLONE_NEWNET) == 0 ? 0 : errno) : ns.error();
+  if (err == 0) return true;
+  std::string why = absl::StrCat("sentry: cannot join the network namespace ", path, " (",
+                                 std::strerror(err), ")\n");
+  (void)!write(error_fd, why.data(), why.size());
+  return false;
+}
+
+}  // namespace
+
 void MonitorMain(MonitorArgs a) {
+  if (!JoinEngineNetns(a.run.outside_netns, a.error_fd)) _exit(125);
   if (a.detach) setsid();
   CloseOthers({a.ready_fd, a.error_fd, a.tty_fd});
   if (a.tty_fd >= 0) {

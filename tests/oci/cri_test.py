@@ -20,9 +20,10 @@ The main pod has a pod network, as a cluster's pods do: containerd makes the
 pod's network namespace and runs a CNI plugin the test writes, which gives it
 an eth0 (a veth pair kept inside that namespace) and POD_IP, and nothing on
 the host's network. The annotations pod uses the node's network
-(hostNetwork, NamespaceMode NODE). Whether the guest uses the pod's network
-namespace is sentry's netns mapping (README, "What differs from runc"): the
-rootfs holds no tool to look at interfaces, and this test does not ask.
+(hostNetwork, NamespaceMode NODE). The namespace a pod's containers name
+(the pause's /proc/PID/ns/net) is the pod's under runc and under sentry
+(README, "Networks: the engine's namespace"); the guest's processes have
+one of their own under sentry, with only lo.
 
 usage: cri_test.py SENTRY MAKE_ROOTFS_SH ROOTFS_DIR   (exit 77: skipped)
 """
@@ -432,7 +433,7 @@ class Kubelet(unittest.TestCase):
         pids.append(json.loads(s.info["info"])["pid"])
         # A container's config.json names the pause container's pid's network
         # namespace (/proc/PID/ns/net): under runc the pod's; under sentry
-        # that pid is the pause's monitor, a host process in the host's.
+        # that pid is the pause's monitor, which joined the pod's too.
         spec = json.loads(s.info["info"])["runtimeSpec"]["linux"]["namespaces"]
         self.assertIn({"type": "network", "path": f"/proc/{pids[0]}/ns/net"}, spec)
         host_net = net_namespace(os.getpid())
@@ -505,6 +506,9 @@ class Kubelet(unittest.TestCase):
         print(f"sentry pod: {got['seconds']:.2f} s; its guest in {got['guest_netns']} "
               f"network namespace; its containers' config.json names {got['named_netns']}",
               file=sys.stderr)
+        # Allowed connections of a pod's containers leave from the pod's
+        # network, never the host's: the namespace they name is the pod's.
+        self.assertEqual(got["named_netns"], "the pod's")
         # The job: its exit code, reason, env, working dir and both streams
         # in the CRI log file; /proc/version is sentry's.
         self.assertEqual(got["job_exit"], 3)
