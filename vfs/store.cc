@@ -121,6 +121,15 @@ SysStatus Store::MakeFifo(const std::string& name) {
   return {};
 }
 
+void Store::Release(const std::string& name) {
+  struct stat st;
+  if (stash_ && fstatat(dir_fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      stash_->Defer(name, static_cast<uint64_t>(st.st_blocks) * 512)) {
+    return;
+  }
+  Remove(name);
+}
+
 void Store::Remove(const std::string& name) {
   AsOwnerUid as(uid_);
   unlinkat(dir_fd_.get(), name.c_str(), 0);

@@ -44,6 +44,9 @@ class Store final {
   SysStatus Stat(const std::string& name, struct stat* st);
   SysStatus Truncate(const std::string& name, off_t len);
   void Remove(const std::string& name);
+  // Removes a file whose last name is gone and whose name will not be used
+  // again: by the stash's thread when it can take it (see store_stash.h).
+  void Release(const std::string& name);
   // A directory token: an open, already removed, empty directory. It has an inode
   // of its own, reads fail with EISDIR, and lookups in it find nothing. Taken
   // from the stash when there is one (see store_stash.h), else made.

@@ -56,6 +56,21 @@ void StoreStash::Resume() {
   low_.notify_one();
 }
 
+bool StoreStash::Defer(std::string name, uint64_t bytes) {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!resumed_ || stop_ || !makers_.drop || doomed_bytes_ + bytes > kMaxDeferredBytes) {
+      return false;
+    }
+    wake = doomed_.empty();  // else the thread is already on its way
+    doomed_.push_back(std::move(name));
+    doomed_bytes_ += bytes;
+  }
+  if (wake) low_.notify_one();
+  return true;
+}
+
 bool StoreStash::Low() const {
   return tokens_.size() < kLow || (makers_.file && files_.size() < kLow);
 }
@@ -64,8 +79,18 @@ void StoreStash::Loop() {
   if (makers_.start) makers_.start();
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    low_.wait(lock, [this] { return stop_ || (resumed_ && Low()); });
+    low_.wait(lock, [this] { return stop_ || !doomed_.empty() || (resumed_ && Low()); });
     if (stop_) break;
+    if (!doomed_.empty()) {
+      std::vector<std::string> doomed;
+      doomed.swap(doomed_);
+      uint64_t bytes = doomed_bytes_;
+      lock.unlock();
+      for (const std::string& f : doomed) makers_.drop(f);
+      lock.lock();
+      doomed_bytes_ -= bytes;  // what came meanwhile still counts
+      continue;
+    }
     size_t want_tokens = kHigh - tokens_.size();
     size_t want_files = makers_.file ? kHigh - files_.size() : 0;
     lock.unlock();
@@ -93,8 +118,10 @@ void StoreStash::Loop() {
   // Still holding the identity that made them.
   if (makers_.drop) {
     for (const std::string& f : files_) makers_.drop(f);
+    for (const std::string& f : doomed_) makers_.drop(f);
   }
   files_.clear();
+  doomed_.clear();
 }
 
 }  // namespace sentry::vfs

@@ -13,7 +13,15 @@
 // directory or a create takes one. When the guest is quicker than the
 // thread, the caller makes its own, as without a stash.
 //
-// The files left unused when the stash stops are removed by its thread.
+// Its thread also removes the files whose last name the guest removed
+// (Defer), off the guest's path and without a credential switch. Their data
+// stays on the store's tmpfs until the thread has run, so at most
+// kMaxDeferredBytes wait at once: beyond that Defer refuses and the caller
+// removes the file itself. (A guest that deletes a file and writes at once
+// at the very cap of --disk may meet ENOSPC up to that much early.)
+//
+// The files left unused when the stash stops are removed by its thread, and
+// so are those still waiting.
 #ifndef SENTRY_VFS_STORE_STASH_H_
 #define SENTRY_VFS_STORE_STASH_H_
 
@@ -59,9 +67,14 @@ class StoreStash final {
   std::optional<std::string> TakeFile();
   // Lets the thread make entries (a mutex orders it after the store's setup).
   void Resume();
+  // Has the thread remove the file `name`, which holds `bytes` of the
+  // store's space; false (nothing done) when that would make more than
+  // kMaxDeferredBytes wait, or the thread has not started.
+  bool Defer(std::string name, uint64_t bytes);
 
   static constexpr size_t kLow = 4;    // refilled when fewer are left...
   static constexpr size_t kHigh = 16;  // ...up to this many
+  static constexpr uint64_t kMaxDeferredBytes = 1 << 20;
 
  private:
   bool Low() const;
@@ -72,6 +85,8 @@ class StoreStash final {
   std::condition_variable low_;
   std::vector<UniqueFd> tokens_;
   std::vector<std::string> files_;
+  std::vector<std::string> doomed_;  // waiting for Defer's removal
+  uint64_t doomed_bytes_ = 0;
   bool stop_ = false;
   bool resumed_ = false;
   PlacedThread thread_;  // last: it runs Loop on the members above

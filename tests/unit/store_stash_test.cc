@@ -152,5 +152,34 @@ TEST(StoreStashTest, AStoreHandsOutFreshFilesAndDropsTheRest) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(StoreStashTest, ReleasedFilesGoOffTheCallersThreadWithinTheByteCap) {
+  std::string dir = std::filesystem::temp_directory_path() / "sentry-stash-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  int fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  {
+    Store store(UniqueFd(), getuid(), getgid());
+    store.StartStash(std::nullopt);
+    store.set_dir_fd(UniqueFd(fd));
+    auto small = store.Create(0644);
+    ASSERT_TRUE(small.ok());
+    store.Release(*small);
+    EXPECT_TRUE(Eventually([&] { return !std::filesystem::exists(dir + "/" + *small); }));
+    // A file larger than the cap is removed before Release returns.
+    auto big = store.Create(0644);
+    ASSERT_TRUE(big.ok());
+    {
+      auto data = store.Open(*big, O_WRONLY);
+      ASSERT_TRUE(data.ok());
+      std::string mib(StoreStash::kMaxDeferredBytes + 4096, 'x');
+      ASSERT_EQ(write(data->get(), mib.data(), mib.size()), ssize_t(mib.size()));
+    }
+    store.Release(*big);
+    EXPECT_FALSE(std::filesystem::exists(dir + "/" + *big));
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace sentry::vfs
