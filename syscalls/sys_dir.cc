@@ -129,7 +129,7 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   }
   if (out.empty() && full) return Errno{EINVAL};  // not even one entry fits
   SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(1), out.data(), out.size()));
-  lseek(ref.host.get(), static_cast<off_t>(i), SEEK_SET);
+  if (static_cast<off_t>(i) != pos) lseek(ref.host.get(), static_cast<off_t>(i), SEEK_SET);
   if (!out.empty()) {
     ref.object->cursor_name = i > 2 ? last : std::string();
     ref.object->cursor_pos = static_cast<off_t>(i);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 
 #include "vfs/store_owner.h"
 
@@ -22,6 +23,14 @@ mode_t HostMode(mode_t mode) { return (mode & 0111) ? 0777 : 0666; }
 }  // namespace
 
 SysResult<std::string> Store::Create(mode_t mode) {
+  if (stash_ && HostMode(mode) == 0666) {
+    if (std::optional<std::string> name = stash_->TakeFile()) {
+      // Made a while ago: its times become the create's. Both set to now
+      // need only write permission, which mode 0666 gives this thread.
+      if (utimensat(dir_fd_.get(), name->c_str(), nullptr, AT_SYMLINK_NOFOLLOW) == 0) return *name;
+      Remove(*name);
+    }
+  }
   std::string name = "f" + std::to_string(next_++);
   AsOwner as(uid_, gid_);
   int fd = openat(dir_fd_.get(), name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0777);
@@ -31,8 +40,18 @@ SysResult<std::string> Store::Create(mode_t mode) {
   return name;
 }
 
-void Store::SetMode(const std::string& name, mode_t mode) {
+SysResult<std::string> Store::MakeFile() {
+  std::string name = "f" + std::to_string(next_++);
   AsOwner as(uid_, gid_);
+  int fd = openat(dir_fd_.get(), name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0666);
+  if (fd < 0) return Errno{errno};
+  fchmod(fd, 0666);  // not narrowed by the sentry's umask
+  close(fd);
+  return name;
+}
+
+void Store::SetMode(const std::string& name, mode_t mode) {
+  AsOwnerUid as(uid_);
   fchmodat(dir_fd_.get(), name.c_str(), HostMode(mode), 0);
 }
 
@@ -55,13 +74,18 @@ SysStatus Store::Truncate(const std::string& name, off_t len) {
 
 SysResult<UniqueFd> Store::NewDirToken() {
   if (stash_) {
-    if (UniqueFd token = stash_->Take()) return token;
+    if (UniqueFd token = stash_->TakeToken()) return token;
   }
   return MakeDirToken();
 }
 
-void Store::StartDirTokenStash(const std::optional<cpu_set_t>& cpus) {
-  stash_ = std::make_unique<DirTokenStash>([this] { return MakeDirToken(); }, cpus);
+void Store::StartStash(const std::optional<cpu_set_t>& cpus) {
+  StoreStash::Makers makers;
+  makers.start = [this] { HoldOwner(uid_, gid_); };
+  makers.token = [this] { return MakeDirToken(); };
+  makers.file = [this] { return MakeFile(); };
+  makers.drop = [this](const std::string& name) { Remove(name); };
+  stash_ = std::make_unique<StoreStash>(std::move(makers), cpus);
   if (dir_fd_) stash_->Resume();
 }
 
@@ -78,14 +102,14 @@ SysResult<UniqueFd> Store::MakeDirToken() {
   }
   int fd = openat(dir_fd_.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   int err = errno;
-  AsOwner as(uid_, gid_);
+  AsOwnerUid as(uid_);
   unlinkat(dir_fd_.get(), name.c_str(), AT_REMOVEDIR);
   if (fd < 0) return Errno{err};
   return UniqueFd(fd);
 }
 
 SysStatus Store::SetTimes(int fd, const timespec times[2]) {
-  AsOwner as(uid_, gid_);
+  AsOwnerUid as(uid_);
   if (futimens(fd, times) < 0) return Errno{errno};
   return {};
 }
@@ -97,8 +121,17 @@ SysStatus Store::MakeFifo(const std::string& name) {
   return {};
 }
 
+void Store::Release(const std::string& name) {
+  struct stat st;
+  if (stash_ && fstatat(dir_fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      stash_->Defer(name, static_cast<uint64_t>(st.st_blocks) * 512)) {
+    return;
+  }
+  Remove(name);
+}
+
 void Store::Remove(const std::string& name) {
-  AsOwner as(uid_, gid_);
+  AsOwnerUid as(uid_);
   unlinkat(dir_fd_.get(), name.c_str(), 0);
 }
 

@@ -19,7 +19,7 @@
 
 #include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
-#include "vfs/dir_token_stash.h"
+#include "vfs/store_stash.h"
 
 namespace sentry::vfs {
 
@@ -34,6 +34,8 @@ class Store final {
       : dir_fd_(std::move(dir_fd)), uid_(owner_uid), gid_(owner_gid) {}
 
   // Creates an empty file for a node of the given mode; returns its name.
+  // Taken from the stash when there is one (a file the stash made ahead gets
+  // the time of the take, as a new file would), else made.
   SysResult<std::string> Create(mode_t mode);
   // Keeps the host's execute bits in step with the node's mode (see HostMode).
   void SetMode(const std::string& name, mode_t mode);
@@ -42,14 +44,17 @@ class Store final {
   SysStatus Stat(const std::string& name, struct stat* st);
   SysStatus Truncate(const std::string& name, off_t len);
   void Remove(const std::string& name);
+  // Removes a file whose last name is gone and whose name will not be used
+  // again: by the stash's thread when it can take it (see store_stash.h).
+  void Release(const std::string& name);
   // A directory token: an open, already removed, empty directory. It has an inode
   // of its own, reads fail with EISDIR, and lookups in it find nothing. Taken
-  // from the stash when there is one (see dir_token_stash.h), else made.
+  // from the stash when there is one (see store_stash.h), else made.
   SysResult<UniqueFd> NewDirToken();
   SysResult<UniqueFd> MakeDirToken();  // thread-safe
-  // Starts a thread that makes directory tokens ahead (on `cpus` if given),
-  // from when the store has its directory.
-  void StartDirTokenStash(const std::optional<cpu_set_t>& cpus);
+  // Starts a thread that makes directory tokens and empty files ahead (on
+  // `cpus` if given), from when the store has its directory.
+  void StartStash(const std::optional<cpu_set_t>& cpus);
   int dir_fd() const { return dir_fd_.get(); }
   // For a store made before its directory exists (a sandbox's tmpfs, mounted
   // by its loader while the sentry builds the tree): given once it does.
@@ -72,8 +77,11 @@ class Store final {
   std::string exec_dir_ = kGuestPath;
   uid_t uid_;
   gid_t gid_;
-  std::atomic<uint64_t> next_ = 1;        // also used by the stash's thread
-  std::unique_ptr<DirTokenStash> stash_;  // last: its thread stops first
+  std::atomic<uint64_t> next_ = 1;  // also used by the stash's thread
+  // An empty file of host mode 0666 (the stash's maker).
+  SysResult<std::string> MakeFile();
+
+  std::unique_ptr<StoreStash> stash_;  // last: its thread stops first
 };
 
 }  // namespace sentry::vfs

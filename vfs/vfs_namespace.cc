@@ -74,7 +74,7 @@ void Vfs::ReleaseFile(Node& node) {
   node.attr().ctime = Now();
   if (node.nlink == 0 && !node.store_name.empty()) {
     // Guest fds still open keep the data alive, as an unlinked file's do.
-    store_->Remove(node.store_name);
+    store_->Release(node.store_name);
   }
 }
 

@@ -174,7 +174,7 @@ std::optional<RunError> Run::BuildSandbox() {
   MountSysfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/sys", {}, creds_).value());
   // Its maker thread runs where the loader does; it makes tokens once the
   // store is there.
-  kernel_->vfs().store().StartDirTokenStash(elsewhere_);
+  kernel_->vfs().store().StartStash(elsewhere_);
   clock_.Mark("kernel");
 
   if (absl::Status s = spawned_->AwaitNetns(); !s.ok()) {

@@ -1,0 +1,127 @@
+#include "vfs/store_stash.h"
+
+#include <utility>
+
+namespace sentry::vfs {
+
+StoreStash::StoreStash(Makers makers, const std::optional<cpu_set_t>& cpus)
+    : makers_(std::move(makers)),
+      thread_(
+          cpus, [this] { Loop(); }, "sentry-stash") {}
+
+StoreStash::~StoreStash() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  low_.notify_one();
+  thread_.Join();
+}
+
+UniqueFd StoreStash::TakeToken() {
+  UniqueFd token;
+  bool refill = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!tokens_.empty()) {
+      token = std::move(tokens_.back());
+      tokens_.pop_back();
+    }
+    refill = tokens_.size() < kLow;
+  }
+  if (refill) low_.notify_one();
+  return token;
+}
+
+std::optional<std::string> StoreStash::TakeFile() {
+  std::optional<std::string> name;
+  bool refill = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!files_.empty()) {
+      name = std::move(files_.back());
+      files_.pop_back();
+    }
+    refill = makers_.file && files_.size() < kLow;
+  }
+  if (refill) low_.notify_one();
+  return name;
+}
+
+void StoreStash::Resume() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    resumed_ = true;
+  }
+  low_.notify_one();
+}
+
+bool StoreStash::Defer(std::string name, uint64_t bytes) {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!resumed_ || stop_ || !makers_.drop || doomed_bytes_ + bytes > kMaxDeferredBytes) {
+      return false;
+    }
+    wake = doomed_.empty();  // else the thread is already on its way
+    doomed_.push_back(std::move(name));
+    doomed_bytes_ += bytes;
+  }
+  if (wake) low_.notify_one();
+  return true;
+}
+
+bool StoreStash::Low() const {
+  return tokens_.size() < kLow || (makers_.file && files_.size() < kLow);
+}
+
+void StoreStash::Loop() {
+  if (makers_.start) makers_.start();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    low_.wait(lock, [this] { return stop_ || !doomed_.empty() || (resumed_ && Low()); });
+    if (stop_) break;
+    if (!doomed_.empty()) {
+      std::vector<std::string> doomed;
+      doomed.swap(doomed_);
+      uint64_t bytes = doomed_bytes_;
+      lock.unlock();
+      for (const std::string& f : doomed) makers_.drop(f);
+      lock.lock();
+      doomed_bytes_ -= bytes;  // what came meanwhile still counts
+      continue;
+    }
+    size_t want_tokens = kHigh - tokens_.size();
+    size_t want_files = makers_.file ? kHigh - files_.size() : 0;
+    lock.unlock();
+    std::vector<UniqueFd> tokens;
+    std::vector<std::string> files;
+    for (size_t i = 0; i < want_tokens; ++i) {
+      auto token = makers_.token();
+      if (!token.ok()) break;  // full, or gone: the guest's own opens say why
+      tokens.push_back(std::move(*token));
+    }
+    for (size_t i = 0; i < want_files; ++i) {
+      auto file = makers_.file();
+      if (!file.ok()) break;
+      files.push_back(std::move(*file));
+    }
+    lock.lock();
+    if (tokens.empty() && files.empty()) {
+      // Nothing could be made: wait to be asked again rather than spin.
+      low_.wait(lock);
+      continue;
+    }
+    for (UniqueFd& t : tokens) tokens_.push_back(std::move(t));
+    for (std::string& f : files) files_.push_back(std::move(f));
+  }
+  // Still holding the identity that made them.
+  if (makers_.drop) {
+    for (const std::string& f : files_) makers_.drop(f);
+    for (const std::string& f : doomed_) makers_.drop(f);
+  }
+  files_.clear();
+  doomed_.clear();
+}
+
+}  // namespace sentry::vfs
