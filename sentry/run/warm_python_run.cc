@@ -127,6 +127,9 @@ int Run::ServePython(const RunOptions& request, int peer_fd) {
   // The run's files come in as the sentry's own (a cold run's Admit does
   // this before the guest starts); the guest's threads keep theirs.
   DropFsIdentity(0, 0);
+  // A warm run's trace begins with its request (the interpreter's start was
+  // the pool's).
+  if (auto e = StartTrace()) return Conclude(e);
   if (auto e = AdmitPython()) return Conclude(e);
   if (!DropFsIdentity(GuestFsId(), GuestFsId())) {
     return Conclude(RunError{kExitSentryError, "cannot take an unprivileged file identity"});
