@@ -21,6 +21,10 @@ constexpr const char kBootstrap[] = R"PY(def _w():
                 __import__(m)
         except BaseException:
             os._exit(3)
+        # compile()'s first call builds the AST node types (PyAST_Check):
+        # 8M instructions, more than the rest of a small run with its exit.
+        # Made here, before the run; nothing is imported.
+        compile('', '<string>', 'exec')
         # What start-up made is kept out of the collector's passes: the
         # exit's collection then walks the script's objects only (a preloaded
         # pandas made the exit slower than the script). gc leaves

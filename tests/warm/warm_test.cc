@@ -141,6 +141,13 @@ const std::vector<Case>& Cases() {
        {},
        "",
        {}},
+      {"compile_and_ast",
+       "import ast, sys\nprint(ast.dump(ast.parse('x = 1')))\n"
+       "print(eval(compile('1 + 1', '<s>', 'eval')), '_ast' in sys.modules)\n"
+       "print(sorted(sys.modules))\n",
+       {},
+       "",
+       {}},
       {"chained",
        "try:\n    {}['k']\nexcept KeyError as e:\n    raise ValueError('v') from e\n",
        {},
