@@ -59,6 +59,11 @@ std::optional<RunError> Run::WarmPython(const std::vector<std::string>& preload)
   }
   uint64_t ready;
   (void)!read(stdio_.ready_fd(), &ready, sizeof(ready));
+  // The start-up pin is to the CPU this worker happened to be on while it
+  // made the sandbox; the run pins again to the one it is on then (see
+  // ServePython).
+  std::lock_guard<std::mutex> lock(kernel_->mu());
+  kernel_->colocation().Pause();
   return std::nullopt;
 }
 
@@ -130,6 +135,12 @@ int Run::ServePython(const RunOptions& request, int peer_fd) {
   // A warm run's trace begins with its request (the interpreter's start was
   // the pool's).
   if (auto e = StartTrace()) return Conclude(e);
+  {
+    // The guest runs where this thread is about to wait, as a cold run's
+    // does (not where the warm-up ran: that CPU may be busy now).
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    kernel_->colocation().Resume();
+  }
   if (auto e = AdmitPython()) return Conclude(e);
   if (!DropFsIdentity(GuestFsId(), GuestFsId())) {
     return Conclude(RunError{kExitSentryError, "cannot take an unprivileged file identity"});

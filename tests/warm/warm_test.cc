@@ -148,6 +148,7 @@ const std::vector<Case>& Cases() {
        {},
        "",
        {}},
+      {"affinity", "import os\nprint(sorted(os.sched_getaffinity(0)))\n", {}, "", {}},
       {"chained",
        "try:\n    {}['k']\nexcept KeyError as e:\n    raise ValueError('v') from e\n",
        {},
