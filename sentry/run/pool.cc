@@ -242,6 +242,12 @@ std::optional<int> RunInPool(const std::string& socket_path, const RunOptions& o
 }
 
 int RunPool(const PoolOptions& options) {
+  // Every sentry's Cgroups::SweepStale takes a sentry-PID cgroup for a live
+  // run's only if PID's comm is "sentry"; a daemon exec'd as /proc/self/exe
+  // (serve's, mcp's) was "exe", and its workers' cgroups, empty while being
+  // made, were swept away under them (a warm run then lacked cgroup-pids).
+  // The workers inherit the name.
+  prctl(PR_SET_NAME, "sentry");
   sockaddr_un addr;
   if (!FillAddress(options.socket_path, &addr)) {
     std::fprintf(stderr, "sentry pool: --socket needs a path of at most %zu bytes\n",
