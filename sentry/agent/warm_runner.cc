@@ -78,7 +78,6 @@ std::string WarmRunner::WhyCold(const RunJob& job, bool stream) {
   const RunOptions& o = job.options;
   if (stream) return "a streamed run (the warm path cannot tee its output)";
   if (o.argv.size() < 2 || o.argv[0] != "python3") return "not a python run";
-  if (!o.return_files.empty()) return "returnFiles (not carried to a warm interpreter)";
   if (!o.tools.empty()) return "host tools (a warm interpreter has no tool channel)";
   for (const InlineFile& f : o.inline_files) {
     if (f.mode != 0644) return absl::StrCat("the file ", f.guest_path, " is not of mode 0644");
@@ -96,7 +95,6 @@ absl::StatusOr<RunOutcome> WarmRunner::Run(const RunJob& job, OutputSink* sink) 
     // What the cold runner's child sets whatever the server's options: no
     // host file read, no trace or log of the sandbox's own.
     req.limits.inline_files.clear();
-    req.limits.return_files.clear();
     req.limits.files.clear();
     req.limits.copies.clear();
     req.limits.trace = req.limits.timings = false;

@@ -33,6 +33,8 @@ enum Tag : uint8_t {
   kNofile,
   kFileGuest,  // repeated, each followed by its kFileData
   kFileData,
+  kReturnFile,     // repeated: a guest path read back after the run
+  kReturnFileMax,  // bytes of each
 };
 
 constexpr unsigned kFlagCopyScript = 1, kFlagTrace = 2, kFlagTimings = 4, kFlagJson = 8;
@@ -117,6 +119,8 @@ std::string EncodeRequest(const RunOptions& o, const std::string& cwd) {
   Put(&body, kCpus, Number(o.cpus));
   Put(&body, kMaxOutput, absl::StrCat(o.max_output));
   Put(&body, kNofile, absl::StrCat(o.nofile));
+  for (const std::string& f : o.return_files) Put(&body, kReturnFile, f);
+  Put(&body, kReturnFileMax, absl::StrCat(o.return_file_max));
   return body;
 }
 
@@ -209,6 +213,12 @@ absl::StatusOr<Request> DecodeRequest(std::string_view body) {
         break;
       case kNofile:
         ok = absl::SimpleAtoi(v, &o.nofile);
+        break;
+      case kReturnFile:
+        o.return_files.push_back(std::move(v));
+        break;
+      case kReturnFileMax:
+        ok = absl::SimpleAtoi(v, &o.return_file_max);
         break;
       default:
         return bad(absl::StrCat("an unknown record ", static_cast<int>(tag)));

@@ -149,6 +149,13 @@ TEST(WarmRequestTest, FilesTravelOnTheWire) {
   auto r = pool::DecodeRequest(pool::EncodeRequest(o, "/"));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->options.files, o.files);
+  // And the files to read back after the run, with their cap.
+  o.return_files = {"out.txt", "/tmp/b"};
+  o.return_file_max = 12345;
+  r = pool::DecodeRequest(pool::EncodeRequest(o, "/"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->options.return_files, o.return_files);
+  EXPECT_EQ(r->options.return_file_max, 12345u);
   // A path without its bytes, and bytes without a path, are malformed.
   std::string body = pool::EncodeRequest(o, "/");
   std::string path_only = body + std::string("\x11\x01\x00\x00\x00x", 6);
