@@ -12,7 +12,7 @@
 namespace sentry::agent {
 
 const char* const kWarmFlagsHelp =
-    R"(Warm interpreters (python runs without a stream, returnFiles or network):
+    R"(Warm interpreters (python runs without a stream or network):
   --pool-size N       Python interpreters kept started, each for one run
                       (default 2; 0: every run starts cold)
   --pool-refill N     interpreters made at once in the background (default 1)
@@ -76,7 +76,7 @@ absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const RunOptions& base, const
 
 std::string WarmRunner::WhyCold(const RunJob& job, bool stream) {
   const RunOptions& o = job.options;
-  if (stream) return "a streamed run (the warm path cannot tee its output)";
+  if (stream) return "a streamed run (python3 -u, a flag a warm interpreter did not start with)";
   if (o.argv.size() < 2 || o.argv[0] != "python3") return "not a python run";
   if (!o.tools.empty()) return "host tools (a warm interpreter has no tool channel)";
   for (const InlineFile& f : o.inline_files) {
