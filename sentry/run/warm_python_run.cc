@@ -126,6 +126,7 @@ int Run::ServePython(const RunOptions& request, int peer_fd) {
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
+  so.tee = {o_.stdout_tee_fd, o_.stderr_tee_fd};
   if (absl::Status s = stdio_.Configure(so); !s.ok()) {
     return Conclude(RunError{kExitSentryError, std::string(s.message())});
   }

@@ -169,12 +169,17 @@ TEST(WarmRequestTest, WhatAWarmInterpreterServes) {
   RunOptions o;
   for (auto argv : std::vector<std::vector<std::string>>{{"python3", "job.py", "-x"},
                                                          {"/usr/bin/python3", "-c", "pass", "a"},
-                                                         {"python", "job.py"}}) {
+                                                         {"python", "job.py"},
+                                                         {"python3", "-u", "job.py"},
+                                                         {"python3", "-u", "-c", "pass"}}) {
     o.argv = argv;
     EXPECT_TRUE(WarmPythonCanServe(o, &why)) << why;
   }
   for (auto argv : std::vector<std::vector<std::string>>{{"python3"},
-                                                         {"python3", "-u", "job.py"},
+                                                         {"python3", "-B", "job.py"},
+                                                         {"python3", "-u", "-B", "job.py"},
+                                                         {"python3", "-u"},
+                                                         {"python3", "-u", "-c"},
                                                          {"python3", "-c"},
                                                          {"python3", "-m", "http.server"},
                                                          {"python3.11", "job.py"},

@@ -188,6 +188,34 @@ TEST(WarmTest, AMissingScriptFailsAsCold) {
   EXPECT_EQ(json::parse(warm.out)["stderr"], json::parse(cold.out)["stderr"]);
 }
 
+// python3 -u (a streamed serve run's form): the streams are as -u makes
+// them, warm or cold.
+TEST(WarmTest, UnbufferedRunsAsCold) {
+  WarmPool pool(1);
+  const std::string code =
+      "import sys\n"
+      "for s in (sys.stdout, sys.stderr):\n"
+      "    print(type(s.buffer).__name__, s.buffer.name, s.mode, s.encoding, s.errors,\n"
+      "          s.line_buffering, s.write_through, s is sys.__stdout__ or s is sys.__stderr__)\n"
+      "print(sys.argv, sys.orig_argv)\nsys.stdout.write('no newline')\n"
+      "print('err', file=sys.stderr)\n";
+  std::vector<std::string> cmd = {"/usr/bin/python3", "-u", "-c", code, "arg"};
+  TempDir dir;
+  ProcessResult cold = SentryIn(dir.path(), {"--json"}, cmd);
+  ProcessResult warm = SentryIn(dir.path(), pool.Flags({"--json"}), cmd);
+  json a = json::parse(cold.out), b = json::parse(warm.out);
+  EXPECT_EQ(b["stdout"], a["stdout"]);
+  EXPECT_EQ(b["stderr"], a["stderr"]);
+  EXPECT_EQ(b["exitCode"], 0);
+  EXPECT_EQ(warm.err.find("cold start"), std::string::npos) << warm.err;
+  // And a script, with -u: warm (its module preloaded), the same output.
+  WarmPool json_pool(1, "json");
+  dir.Write("job.py", "import sys\nprint('json' in sys.modules, sys.stdout.write_through)\n");
+  ProcessResult script =
+      SentryIn(dir.path(), json_pool.Flags({"--json"}), {"python3", "-u", "job.py"});
+  EXPECT_EQ(json::parse(script.out)["stdout"], "True True\n") << script.out << script.err;
+}
+
 TEST(WarmTest, DashCRunsAsCold) {
   WarmPool pool(1);
   std::vector<std::string> cmd = {
@@ -292,7 +320,7 @@ TEST(WarmTest, WhatAWarmInterpreterCannotRunRunsCold) {
   EXPECT_EQ(echo.exit_code, 0) << Describe(echo);
   EXPECT_EQ(echo.out, "hi\n");
   EXPECT_NE(echo.err.find("a cold start"), std::string::npos) << echo.err;
-  ProcessResult flag = RunSentry(pool.Flags(), {"python3", "-u", "-c", "print(1)"});
+  ProcessResult flag = RunSentry(pool.Flags(), {"python3", "-B", "-c", "print(1)"});
   EXPECT_EQ(flag.out, "1\n") << Describe(flag);
   EXPECT_NE(flag.err.find("a cold start"), std::string::npos) << flag.err;
   ProcessResult env =
