@@ -12,7 +12,7 @@
 namespace sentry::agent {
 
 const char* const kWarmFlagsHelp =
-    R"(Warm interpreters (python runs without a stream, returnFiles or network):
+    R"(Warm interpreters (python runs without a network):
   --pool-size N       Python interpreters kept started, each for one run
                       (default 2; 0: every run starts cold)
   --pool-refill N     interpreters made at once in the background (default 1)
@@ -74,11 +74,9 @@ absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const RunOptions& base, const
   return std::unique_ptr<Runner>(new WarmRunner(std::move(*cold), std::move(*pool)));
 }
 
-std::string WarmRunner::WhyCold(const RunJob& job, bool stream) {
+std::string WarmRunner::WhyCold(const RunJob& job) {
   const RunOptions& o = job.options;
-  if (stream) return "a streamed run (the warm path cannot tee its output)";
   if (o.argv.size() < 2 || o.argv[0] != "python3") return "not a python run";
-  if (!o.return_files.empty()) return "returnFiles (not carried to a warm interpreter)";
   if (!o.tools.empty()) return "host tools (a warm interpreter has no tool channel)";
   for (const InlineFile& f : o.inline_files) {
     if (f.mode != 0644) return absl::StrCat("the file ", f.guest_path, " is not of mode 0644");
@@ -90,13 +88,12 @@ std::string WarmRunner::WhyCold(const RunJob& job, bool stream) {
 }
 
 absl::StatusOr<RunOutcome> WarmRunner::Run(const RunJob& job, OutputSink* sink) {
-  if (WhyCold(job, sink != nullptr).empty()) {
+  if (WhyCold(job).empty()) {
     WarmRunRequest req;
     req.limits = job.options;
     // What the cold runner's child sets whatever the server's options: no
     // host file read, no trace or log of the sandbox's own.
     req.limits.inline_files.clear();
-    req.limits.return_files.clear();
     req.limits.files.clear();
     req.limits.copies.clear();
     req.limits.trace = req.limits.timings = false;
@@ -105,7 +102,9 @@ absl::StatusOr<RunOutcome> WarmRunner::Run(const RunJob& job, OutputSink* sink) 
     for (const InlineFile& f : job.options.inline_files)
       req.files.emplace_back(f.guest_path, f.data);
     req.stdin_bytes = job.stdin_data;
-    std::optional<std::string> result = pool_->Run(req);
+    WarmPythonPool::OutputFn on_output;
+    if (sink) on_output = [sink](int stream, std::string_view data) { sink->Chunk(stream, data); };
+    std::optional<std::string> result = pool_->Run(req, nullptr, on_output);
     if (result) {
       RunOutcome out;
       try {

@@ -3,15 +3,15 @@
 // runner.
 //
 // A request goes warm only when a warm interpreter runs it exactly as a cold
-// start would: `python3 SCRIPT` (run_python, language python), no output
-// stream asked for (the warm path writes the output into memfds, it cannot
-// tee it as it comes), no returnFiles (the pool's wire does not carry them),
-// request files of the default mode 0644 only, and the pool's sandbox shape
-// (no network, the default disk, cgroups and namespaces). Everything else,
-// and every request the pool cannot take at once (none free within the
-// accept wait, the daemon gone), runs cold: a run never fails for want of a
-// warm sandbox. Each warm interpreter serves one run and is destroyed; the
-// pool daemon makes the next in the background.
+// start would: `python3 SCRIPT` (run_python, language python), request files
+// of the default mode 0644 only, and the pool's sandbox shape (no network,
+// the default disk, cgroups and namespaces). A streamed run's output comes
+// through pipes the warm sandbox tees it into, and returnFiles are read back
+// by its supervisor, as a cold run's are. Everything else, and every request
+// the pool cannot take at once (none free within the accept wait, the daemon
+// gone), runs cold: a run never fails for want of a warm sandbox. Each warm
+// interpreter serves one run and is destroyed; the pool daemon makes the
+// next in the background.
 #ifndef SENTRY_AGENT_WARM_RUNNER_H_
 #define SENTRY_AGENT_WARM_RUNNER_H_
 
@@ -55,7 +55,7 @@ class WarmRunner final : public Runner {
   uint64_t Ready() const override;
 
   // Whether job may run warm; "" if so, else why not (for tests and logs).
-  static std::string WhyCold(const RunJob& job, bool stream);
+  static std::string WhyCold(const RunJob& job);
 
   uint64_t WarmRuns() const override { return warm_runs_; }
 

@@ -82,7 +82,7 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   }
   timeval tv{kRequestTimeoutSec, 0};
   setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::array<UniqueFd, 3> fds;
+  std::array<UniqueFd, 5> fds;  // 0-2, and the tees of a streamed run
   auto body = pool::ReceiveRequest(client, &fds);
   absl::StatusOr<pool::Request> req =
       body.ok() ? pool::DecodeRequest(*body) : absl::StatusOr<pool::Request>(body.status());
@@ -105,6 +105,9 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   }
   if (!pool::SendVerdict(client, true, "")) return Refuse(warm, client, "the client is gone");
   pool::TakeShape(shape, &req->options);
+  // Held here until the run is over (the relays write to them).
+  req->options.stdout_tee_fd = fds[3] ? fds[3].get() : -1;
+  req->options.stderr_tee_fd = fds[4] ? fds[4].get() : -1;
   return warm.Serve(req->options, client);  // which answers the exit code on client
 }
 
@@ -242,6 +245,12 @@ std::optional<int> RunInPool(const std::string& socket_path, const RunOptions& o
 }
 
 int RunPool(const PoolOptions& options) {
+  // Every sentry's Cgroups::SweepStale takes a sentry-PID cgroup for a live
+  // run's only if PID's comm is "sentry"; a daemon exec'd as /proc/self/exe
+  // (serve's, mcp's) was "exe", and its workers' cgroups, empty while being
+  // made, were swept away under them (a warm run then lacked cgroup-pids).
+  // The workers inherit the name.
+  prctl(PR_SET_NAME, "sentry");
   sockaddr_un addr;
   if (!FillAddress(options.socket_path, &addr)) {
     std::fprintf(stderr, "sentry pool: --socket needs a path of at most %zu bytes\n",

@@ -33,6 +33,8 @@ enum Tag : uint8_t {
   kNofile,
   kFileGuest,  // repeated, each followed by its kFileData
   kFileData,
+  kReturnFile,     // repeated: a guest path read back after the run
+  kReturnFileMax,  // bytes of each
 };
 
 constexpr unsigned kFlagCopyScript = 1, kFlagTrace = 2, kFlagTimings = 4, kFlagJson = 8;
@@ -117,6 +119,8 @@ std::string EncodeRequest(const RunOptions& o, const std::string& cwd) {
   Put(&body, kCpus, Number(o.cpus));
   Put(&body, kMaxOutput, absl::StrCat(o.max_output));
   Put(&body, kNofile, absl::StrCat(o.nofile));
+  for (const std::string& f : o.return_files) Put(&body, kReturnFile, f);
+  Put(&body, kReturnFileMax, absl::StrCat(o.return_file_max));
   return body;
 }
 
@@ -210,6 +214,12 @@ absl::StatusOr<Request> DecodeRequest(std::string_view body) {
       case kNofile:
         ok = absl::SimpleAtoi(v, &o.nofile);
         break;
+      case kReturnFile:
+        o.return_files.push_back(std::move(v));
+        break;
+      case kReturnFileMax:
+        ok = absl::SimpleAtoi(v, &o.return_file_max);
+        break;
       default:
         return bad(absl::StrCat("an unknown record ", static_cast<int>(tag)));
     }
@@ -227,7 +237,7 @@ bool SendRequest(int sock, const std::string& body) {
   return SendRequest(sock, body, fds);
 }
 
-bool SendRequest(int sock, const std::string& body, const int (&fds)[3]) {
+bool SendRequest(int sock, const std::string& body, std::span<const int> fds) {
   if (body.size() > kMaxRequestBytes) {
     errno = E2BIG;
     return false;
@@ -238,14 +248,17 @@ bool SendRequest(int sock, const std::string& body, const int (&fds)[3]) {
   return WriteFull(sock, body.data(), body.size());
 }
 
-absl::StatusOr<std::string> ReceiveRequest(int sock, std::array<UniqueFd, 3>* fds) {
+absl::StatusOr<std::string> ReceiveRequest(int sock, std::array<UniqueFd, 5>* fds) {
   uint32_t n = 0;
   // Whatever came, the fds are ours to close.
   Received got = ReceiveWithFds(sock, &n, sizeof(n), *fds, MSG_WAITALL);
   if (got.bytes != sizeof(n)) return absl::InvalidArgumentError("no request came");
   if (got.too_many) return absl::InvalidArgumentError("too many fds came");
-  for (const UniqueFd& fd : *fds) {
-    if (!fd) return absl::InvalidArgumentError("the request came without fds 0-2");
+  for (int i = 0; i < 3; ++i) {
+    if (!(*fds)[i]) return absl::InvalidArgumentError("the request came without fds 0-2");
+  }
+  if (static_cast<bool>((*fds)[3]) != static_cast<bool>((*fds)[4])) {
+    return absl::InvalidArgumentError("one tee came without the other");
   }
   if (n > kMaxRequestBytes) return absl::InvalidArgumentError("the request is too large");
   std::string body(n, '\0');

@@ -15,6 +15,7 @@
 #define SENTRY_RUN_POOL_WIRE_H_
 
 #include <array>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -44,10 +45,12 @@ absl::StatusOr<Request> DecodeRequest(std::string_view body);
 
 // The request's framing, with fds 0-2 attached. false (errno set) on failure.
 bool SendRequest(int sock, const std::string& body);
-// The same with the given fds as the run's 0, 1, 2 (an in-process caller's).
-bool SendRequest(int sock, const std::string& body, const int (&fds)[3]);
-// Reads a request and the three fds sent with it.
-absl::StatusOr<std::string> ReceiveRequest(int sock, std::array<UniqueFd, 3>* fds);
+// The same with the given fds as the run's 0, 1, 2 (an in-process caller's),
+// and optionally two more: where the guest's stdout and stderr are copied as
+// they come (RunOptions::stdout_tee_fd, stderr_tee_fd).
+bool SendRequest(int sock, const std::string& body, std::span<const int> fds);
+// Reads a request and the fds sent with it: 0-2 always, the tees if sent.
+absl::StatusOr<std::string> ReceiveRequest(int sock, std::array<UniqueFd, 5>* fds);
 
 // The sandbox's answer to a request: accepted, or refused with a reason.
 bool SendVerdict(int sock, bool accepted, const std::string& reason);

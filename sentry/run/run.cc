@@ -308,32 +308,34 @@ std::optional<RunError> Run::AttachGuest() {
   return std::nullopt;
 }
 
-// The go: what the command decided (cwd, --trace), the start-up pin, and the
-// guest's execve.
-std::optional<RunError> Run::LaunchGuest() {
+// --trace: on sentry's own stderr or the file, never the guest's streams
+// (with --json those are the result's).
+std::optional<RunError> Run::StartTrace() {
+  if (!o_.trace) return std::nullopt;
+  trace::Timestamps ts =
+      trace::ParseTimestamps(o_.trace_timestamps.empty() ? "none" : o_.trace_timestamps)
+          .value_or(trace::Timestamps::kNone);
   std::shared_ptr<trace::TraceWriter> trace;
-  if (o_.trace) {
-    // On sentry's own stderr or the file, never the guest's streams (with
-    // --json those are the result's).
-    trace::Timestamps ts =
-        trace::ParseTimestamps(o_.trace_timestamps.empty() ? "none" : o_.trace_timestamps)
-            .value_or(trace::Timestamps::kNone);
-    if (o_.trace_file.empty()) {
-      trace = std::make_shared<trace::TraceWriter>(stderr, ts);
-    } else {
-      auto opened = trace::TraceWriter::OpenFile(o_.trace_file, ts);
-      if (!opened.ok()) {
-        return RunError{kExitSentryError, absl::StrCat("--trace-file ", opened.status().message())};
-      }
-      trace = *std::move(opened);
+  if (o_.trace_file.empty()) {
+    trace = std::make_shared<trace::TraceWriter>(stderr, ts);
+  } else {
+    auto opened = trace::TraceWriter::OpenFile(o_.trace_file, ts);
+    if (!opened.ok()) {
+      return RunError{kExitSentryError, absl::StrCat("--trace-file ", opened.status().message())};
     }
+    trace = *std::move(opened);
   }
-  if (!sync_wakeup_ && trace) {
-    log::Info("notice: no synchronous wake-up (Linux < 6.6): slower traps");
-  }
+  if (!sync_wakeup_) log::Info("notice: no synchronous wake-up (Linux < 6.6): slower traps");
   tracer_->set_trace(trace);
   dispatcher_->set_trace(trace);
   if (census_) loop_->set_trace(trace);  // the native and refused calls too
+  return std::nullopt;
+}
+
+// The go: what the command decided (cwd, --trace), the start-up pin, and the
+// guest's execve.
+std::optional<RunError> Run::LaunchGuest() {
+  if (auto e = StartTrace()) return e;
   {
     std::lock_guard<std::mutex> lock(kernel_->mu());
     if (Task* t = kernel_->tasks().Find(spawned_->guest_pid())) t->fs->cwd = cwd_;

@@ -221,7 +221,9 @@ int Run::Conclude(std::optional<RunError> error) {
   r.stderr_text = stdio_.err().Text();
   r.stdout_dropped = stdio_.out().dropped();
   r.stderr_dropped = stdio_.err().dropped();
-  r.cpu_ms = (cgroups_.CpuNanos() - cpu_base_ns_) / 1000000;
+  // A failed read is 0: never a wrapped difference (seen as cpuMs 1.8e13).
+  uint64_t cpu_ns = cgroups_.CpuNanos();
+  r.cpu_ms = cpu_ns > cpu_base_ns_ ? (cpu_ns - cpu_base_ns_) / 1000000 : 0;
   r.peak_memory_bytes = cgroups_.PeakMemoryBytes();
   r.walls = {"seccomp"};
   if (!seccomp_only()) r.walls.push_back("namespaces");

@@ -65,6 +65,7 @@ class Run {
   std::optional<RunError> Admit();
   std::optional<RunError> AttachGuest();
   std::optional<RunError> LaunchGuest();
+  std::optional<RunError> StartTrace();
   // --tool: the channel's node, its thread and the module (run_tools.cc).
   std::optional<RunError> AdmitTools();
   std::optional<RunError> UseSeccompWallAlone(const std::string& why);

@@ -41,6 +41,22 @@ void Pump(int from, int to, OutputBuffer* capture) {
   }
 }
 
+// The guest's stdin: the prefix, then from -> to until either side ends.
+// Unlike an output's Pump it stops at the first failed write: the guest has
+// closed its stdin or is gone (EPIPE), and what is left of the caller's stdin
+// is not the sentry's to drain (an endless one would take a CPU for the rest
+// of the run); the caller's writer then gets EPIPE, as a native reader's
+// exit gives it.
+void RelayStdin(int from, int to, const std::string& prefix) {
+  if (!WriteAll(to, prefix.data(), prefix.size()) || from < 0) return;
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = read(from, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || !WriteAll(to, buf, static_cast<size_t>(n))) return;
+  }
+}
+
 // A tee never blocks the guest's relay: non-blocking, with room for 1 MiB.
 void PrepareTees(const std::array<int, 2>& tee) {
   for (int fd : tee) {
@@ -170,7 +186,7 @@ void GuestStdio::Start() {
       sigemptyset(&pipe);
       sigaddset(&pipe, SIGPIPE);
       pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-      if (WriteAll(to, prefix.data(), prefix.size()) && from >= 0) Pump(from, to, nullptr);
+      RelayStdin(from, to, prefix);
       close(to);
       if (from > 2) close(from);
     }).detach();

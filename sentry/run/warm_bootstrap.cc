@@ -12,7 +12,8 @@ namespace {
 // whose frame the traceback of an uncaught exception leaves out; __main__'s
 // dict is emptied and refilled as a cold start fills it. Exit 125 on a
 // malformed request (the sentry's own error), 3 if a preload fails.
-// Unlike a cold start, gc.get_freeze_count() is not 0 (see gc.freeze below).
+// Unlike a cold start, gc.get_freeze_count() is not 0 (see gc.freeze below),
+// and a `-u` run's sys.flags.unbuffered is 0 (its streams are -u's).
 constexpr const char kBootstrap[] = R"PY(def _w():
     import sys, os
     def preload():
@@ -21,6 +22,10 @@ constexpr const char kBootstrap[] = R"PY(def _w():
                 __import__(m)
         except BaseException:
             os._exit(3)
+        # compile()'s first call builds the AST node types (PyAST_Check):
+        # 8M instructions, more than the rest of a small run with its exit.
+        # Made here, before the run; nothing is imported.
+        compile('', '<string>', 'exec')
         # What start-up made is kept out of the collector's passes: the
         # exit's collection then walks the script's objects only (a preloaded
         # pandas made the exit slower than the script). gc leaves
@@ -60,13 +65,30 @@ constexpr const char kBootstrap[] = R"PY(def _w():
                 os.chdir(v)
             else:
                 os._exit(125)
-        if len(argv) < 2 or (argv[1] == '-c' and len(argv) < 3):
+        a = argv[2:] if len(argv) > 1 and argv[1] == '-u' else argv[1:]
+        if not a or (a[0] == '-c' and len(a) < 2):
             os._exit(125)
         return argv
+    def unbuffered():
+        # What `python3 -u` makes of stdout and stderr at its start
+        # (create_stdio in Python/pylifecycle.c): a raw FileIO named as the
+        # stream, under a write-through, not line-buffered TextIOWrapper.
+        io = sys.modules['io']
+        for name, fd in (('stdout', 1), ('stderr', 2)):
+            old = getattr(sys, name)
+            raw = io.open(fd, 'wb', 0, None, None, None, False)
+            raw.name = '<%s>' % name
+            new = io.TextIOWrapper(raw, old.encoding, old.errors, '\n', False, True)
+            new.mode = 'w'
+            setattr(sys, '__%s__' % name, new)
+            setattr(sys, name, new)
     def main(argv):
         g = sys.modules['__main__'].__dict__
         loader, path = g['__loader__'], None
         sys.orig_argv = list(argv)
+        if argv[1] == '-u':
+            unbuffered()
+            argv = argv[:1] + argv[2:]
         if argv[1] == '-c':
             src, name, path0 = argv[2], '<string>', ''
             sys.argv[:] = ['-c'] + argv[3:]
@@ -93,7 +115,7 @@ constexpr const char kBootstrap[] = R"PY(def _w():
     preload()
     os.write(1, b'\0')
     g, src, name = main(request())
-    del preload, take, request, main
+    del preload, take, request, unbuffered, main
     try:
         code = compile(src, name, 'exec', dont_inherit=True)
         del src, name
@@ -160,7 +182,8 @@ bool WarmPythonCanServe(const RunOptions& o, std::string* why) {
     *why = "a warm interpreter runs `python3 SCRIPT` or `python3 -c CODE` only";
     return false;
   }
-  if (a[1] == "-c" ? a.size() < 3 : (a[1].empty() || a[1][0] == '-')) {
+  size_t i = a[1] == "-u" ? 2 : 1;  // -u: the bootstrap unbuffers stdout and stderr
+  if (a.size() <= i || (a[i] == "-c" ? a.size() < i + 2 : (a[i].empty() || a[i][0] == '-'))) {
     *why = "python3 flags other than -c need a cold start";
     return false;
   }

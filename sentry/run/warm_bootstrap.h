@@ -38,8 +38,9 @@ const char* WarmBootstrapSource();
 
 // Whether a warm interpreter can run o's command as a cold start would: a
 // `python3 SCRIPT ARGS...` or `python3 -c CODE ARGS...` with no interpreter
-// flags, and no --env that Python or libc reads at start (PYTHON*, LD_*,
-// LC_*, LANG, HOME, PATH...). If not, *why says what needs a cold start.
+// flag but -u (which the bootstrap applies to stdout and stderr), and no --env that Python or libc
+// reads at start (PYTHON*, LD_*, LC_*, LANG, HOME, PATH...). If not, *why says what needs a cold
+// start.
 bool WarmPythonCanServe(const RunOptions& o, std::string* why);
 
 // The request the bootstrap reads: u32 length, then records (u8 tag, u32

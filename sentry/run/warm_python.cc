@@ -156,7 +156,47 @@ int WarmPythonPool::Ready() const {
   return std::max(0, atoi(buf));
 }
 
-std::optional<std::string> WarmPythonPool::Run(const WarmRunRequest& request, std::string* why) {
+namespace {
+
+// The tees of a streamed run: pipes whose write ends go to the worker.
+struct Tees {
+  UniqueFd read[2], write[2];
+  bool Make() {
+    for (int i = 0; i < 2; ++i) {
+      int p[2];
+      if (pipe2(p, O_CLOEXEC) < 0) return false;
+      read[i] = UniqueFd(p[0]);
+      write[i] = UniqueFd(p[1]);
+      fcntl(p[0], F_SETFL, O_NONBLOCK);
+    }
+    return true;
+  }
+  // What the pipes hold now, to on_output. false once both are at their end.
+  bool Drain(const WarmPythonPool::OutputFn& on_output) {
+    char buf[1 << 16];
+    bool open = false;
+    for (int i = 0; i < 2; ++i) {
+      if (!read[i]) continue;
+      while (true) {
+        ssize_t n = ::read(read[i].get(), buf, sizeof(buf));
+        if (n > 0) {
+          on_output(i + 1, std::string_view(buf, static_cast<size_t>(n)));
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0) read[i].Reset();
+        break;
+      }
+      open = open || static_cast<bool>(read[i]);
+    }
+    return open;
+  }
+};
+
+}  // namespace
+
+std::optional<std::string> WarmPythonPool::Run(const WarmRunRequest& request, std::string* why,
+                                               const OutputFn& on_output) {
   std::string unused;
   if (!why) why = &unused;
   RunOptions o = OptionsOf(request);
@@ -173,11 +213,20 @@ std::optional<std::string> WarmPythonPool::Run(const WarmRunRequest& request, st
     *why = absl::StrCat("cannot reach the pool: ", std::strerror(errno));
     return std::nullopt;
   }
-  const int fds[3] = {in.get(), out.get(), err.get()};
-  if (!pool::SendRequest(s.get(), pool::EncodeRequest(o, "/"), fds)) {
+  Tees tees;
+  if (on_output && !tees.Make()) {
+    *why = absl::StrCat("pipe: ", std::strerror(errno));
+    return std::nullopt;
+  }
+  const int fds[5] = {in.get(), out.get(), err.get(), tees.write[0].get(), tees.write[1].get()};
+  if (!pool::SendRequest(s.get(), pool::EncodeRequest(o, "/"),
+                         std::span<const int>(fds, on_output ? 5 : 3))) {
     *why = absl::StrCat("cannot send the request: ", std::strerror(errno));
     return std::nullopt;
   }
+  // The worker holds the write ends now: the pipes end when it does.
+  tees.write[0].Reset();
+  tees.write[1].Reset();
   // An interpreter that is warm takes the connection at once; none within
   // the wait (all busy or refilling): the caller runs cold. (A worker that
   // takes the connection later finds it closed and serves nothing.)
@@ -187,11 +236,22 @@ std::optional<std::string> WarmPythonPool::Run(const WarmRunRequest& request, st
     return std::nullopt;
   }
   if (!pool::ReceiveVerdict(s.get(), why)) return std::nullopt;
+  // A streamed run: its output as it comes, until the exit code does (the
+  // worker's relays are done by then: what is left is in the pipes).
+  while (on_output) {
+    pollfd p3[3] = {{s.get(), POLLIN, 0},
+                    {tees.read[0] ? tees.read[0].get() : -1, POLLIN, 0},
+                    {tees.read[1] ? tees.read[1].get() : -1, POLLIN, 0}};
+    if (poll(p3, 3, -1) < 0 && errno != EINTR) break;
+    tees.Drain(on_output);
+    if (p3[0].revents) break;
+  }
   int32_t code;
   ssize_t n;
   do {
     n = recv(s.get(), &code, sizeof(code), MSG_WAITALL);
   } while (n < 0 && errno == EINTR);
+  if (on_output) tees.Drain(on_output);
   if (n != sizeof(code)) {
     *why = "the warm sandbox ended without a result";
     return std::nullopt;

@@ -20,9 +20,11 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -62,9 +64,17 @@ class WarmPythonPool final {
   WarmPythonPool(const WarmPythonPool&) = delete;
   WarmPythonPool& operator=(const WarmPythonPool&) = delete;
 
+  // Gets the guest's output as it comes (stream 1: stdout, 2: stderr), on
+  // Run's thread. A copy: the result holds the output too. A reader slower
+  // than the guest misses chunks (the guest is never held up), not bytes of
+  // the result.
+  using OutputFn = std::function<void(int stream, std::string_view data)>;
+
   // The run's `--json` result object, or nullopt (with *why if given) when
-  // the caller must run it cold.
-  std::optional<std::string> Run(const WarmRunRequest& request, std::string* why = nullptr);
+  // the caller must run it cold. With on_output, the output is also given as
+  // it comes.
+  std::optional<std::string> Run(const WarmRunRequest& request, std::string* why = nullptr,
+                                 const OutputFn& on_output = nullptr);
 
   // The RunOptions a request stands for (what a cold run of it is given).
   static RunOptions OptionsOf(const WarmRunRequest& request);

@@ -59,6 +59,11 @@ std::optional<RunError> Run::WarmPython(const std::vector<std::string>& preload)
   }
   uint64_t ready;
   (void)!read(stdio_.ready_fd(), &ready, sizeof(ready));
+  // The start-up pin is to the CPU this worker happened to be on while it
+  // made the sandbox; the run pins again to the one it is on then (see
+  // ServePython).
+  std::lock_guard<std::mutex> lock(kernel_->mu());
+  kernel_->colocation().Pause();
   return std::nullopt;
 }
 
@@ -121,12 +126,22 @@ int Run::ServePython(const RunOptions& request, int peer_fd) {
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
+  so.tee = {o_.stdout_tee_fd, o_.stderr_tee_fd};
   if (absl::Status s = stdio_.Configure(so); !s.ok()) {
     return Conclude(RunError{kExitSentryError, std::string(s.message())});
   }
   // The run's files come in as the sentry's own (a cold run's Admit does
   // this before the guest starts); the guest's threads keep theirs.
   DropFsIdentity(0, 0);
+  // A warm run's trace begins with its request (the interpreter's start was
+  // the pool's).
+  if (auto e = StartTrace()) return Conclude(e);
+  {
+    // The guest runs where this thread is about to wait, as a cold run's
+    // does (not where the warm-up ran: that CPU may be busy now).
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    kernel_->colocation().Resume();
+  }
   if (auto e = AdmitPython()) return Conclude(e);
   if (!DropFsIdentity(GuestFsId(), GuestFsId())) {
     return Conclude(RunError{kExitSentryError, "cannot take an unprivileged file identity"});

@@ -55,6 +55,13 @@ const json kRequests = json::array({
     {{"language", "python"},
      {"code", "open('out.txt','w').write('made')\nprint(1)"},
      {"returnFiles", {"out.txt"}}},
+    // A file left open is flushed by the interpreter's exit, before it is read
+    // back; one never made, and bytes that are not text, as a cold run has them.
+    {{"language", "python"},
+     {"code",
+      "f = open('late.txt', 'w')\nf.write('flushed at exit')\n"
+      "open('/tmp/b.bin', 'wb').write(bytes(range(256)) * 3)"},
+     {"returnFiles", {"late.txt", "missing.txt", "/tmp/b.bin"}}},
     {{"language", "python"}, {"code", "print('x' * 100)"}, {"limits", {{"maxOutputBytes", 20}}}},
 });
 
@@ -72,13 +79,63 @@ TEST(Warm, ServeResultsAreTheColdOnes) {
     ASSERT_EQ(c.status, 200) << c.body;
     ASSERT_EQ(w.status, 200) << w.body;
     EXPECT_EQ(Stable(w.Json()), Stable(c.Json())) << req.dump();
-    bool cold_only = req.contains("returnFiles");
-    EXPECT_EQ(Metric(warm, "sentry_pool_runs_total"), warm_runs += cold_only ? 0 : 1) << req.dump();
+    EXPECT_EQ(Metric(warm, "sentry_pool_runs_total"), ++warm_runs) << req.dump();
   }
-  // Streaming and bash run cold, with the same result.
+  // bash runs cold, with the same result.
   HttpReply bash = warm.Post({{"language", "bash"}, {"code", "echo $((6*7))"}});
   EXPECT_EQ(bash.Json()["stdout"], "42\n");
   EXPECT_EQ(Metric(warm, "sentry_pool_runs_total"), warm_runs);
+  EXPECT_EQ(cold.Stop(), 0);
+  EXPECT_EQ(warm.Stop(), 0);
+}
+
+// The NDJSON lines of a streamed reply: stdout and stderr as they came
+// (joined), the number of output lines, and the result.
+struct Streamed {
+  std::string out, err;
+  size_t chunks = 0;
+  json result;
+};
+Streamed ParseStream(const HttpReply& r) {
+  Streamed s;
+  std::istringstream in(r.body);
+  for (std::string l; std::getline(in, l);) {
+    json j = json::parse(l);
+    if (j.contains("result")) {
+      s.result = j["result"];
+    } else {
+      ++s.chunks;
+      (j["stream"] == "stdout" ? s.out : s.err) += j["data"].get<std::string>();
+    }
+  }
+  return s;
+}
+
+// ?stream=1 goes warm: the output as it comes (each flushed line before the
+// next one is written), then the result, as a cold run gives them.
+TEST(Warm, StreamedRunsGoWarm) {
+  ServeProcess cold({"--pool-size", "0"});
+  ServeProcess warm({"--pool-size", "1"});
+  ASSERT_TRUE(cold.ok()) << cold.Stderr();
+  ASSERT_TRUE(warm.ok()) << warm.Stderr();
+  ASSERT_TRUE(WaitReady(warm, 1)) << warm.Stderr();
+  const json req = {{"language", "python"},
+                    {"code",
+                     "import sys, time\nfor i in range(3):\n    print('line', i, flush=True)\n"
+                     "    time.sleep(0.05)\nprint('é', file=sys.stderr)\n"
+                     "print('x' * 200000)\nsys.exit(3)"}};
+  HttpReply c = cold.Post(req, "/v1/runs?stream=1");
+  HttpReply w = warm.Post(req, "/v1/runs?stream=1");
+  ASSERT_EQ(w.status, 200) << w.body;
+  EXPECT_EQ(w.headers["content-type"], "application/x-ndjson");
+  EXPECT_EQ(Metric(warm, "sentry_pool_runs_total"), 1) << warm.Stderr();
+  Streamed sc = ParseStream(c), sw = ParseStream(w);
+  EXPECT_EQ(sw.out, sc.out);
+  EXPECT_EQ(sw.err, "\u00e9\n");
+  EXPECT_EQ(sw.err, sc.err);
+  EXPECT_GE(sw.chunks, 4u);  // three flushed lines apart, and the rest
+  EXPECT_EQ(Stable(sw.result), Stable(sc.result));
+  EXPECT_EQ(sw.result["exitCode"], 3);
   EXPECT_EQ(cold.Stop(), 0);
   EXPECT_EQ(warm.Stop(), 0);
 }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -17,6 +18,25 @@ double Now() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+// A write whose EPIPE is an errno, not a SIGPIPE that kills the test
+// (SIGPIPE blocked in this thread alone, and a pending one taken back: the
+// children forked elsewhere keep the default).
+ssize_t WriteNoSigpipe(int fd, const char* data, size_t size) {
+  sigset_t pipe, old;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  ssize_t n = write(fd, data, size);
+  // A write the reader left halfway returns its count and raises SIGPIPE
+  // too (fs/pipe.c): whatever n is, a pending one is taken.
+  int saved = errno;
+  timespec zero{};
+  sigtimedwait(&pipe, nullptr, &zero);
+  errno = saved;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return n;
 }
 
 }  // namespace
@@ -73,7 +93,7 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
       }
     }
     if (in[1] >= 0 && (p[2].revents & (POLLOUT | POLLERR))) {
-      ssize_t n = write(in[1], input.data() + written, input.size() - written);
+      ssize_t n = WriteNoSigpipe(in[1], input.data() + written, input.size() - written);
       if (n > 0) written += n;
       if (n < 0 || written == input.size()) {
         close(in[1]);
@@ -81,6 +101,7 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
       }
     }
   }
+  r.input_written = written;
   if (in[1] >= 0) close(in[1]);
   close(out[0]);
   close(err[0]);

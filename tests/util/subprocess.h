@@ -13,9 +13,12 @@ struct ProcessResult {
   std::string out;
   std::string err;
   bool timed_out = false;
+  size_t input_written = 0;  // bytes of `input` written before the stdin pipe broke (or all)
 };
 
-// argv[0] is a path. stdin gets `input`. Killed after timeout_sec.
+// argv[0] is a path. stdin gets `input` (a program that stops reading it
+// ends the writing: EPIPE, never this process's SIGPIPE). Killed after
+// timeout_sec.
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input = "",
                          double timeout_sec = 60);
 

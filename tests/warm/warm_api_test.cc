@@ -2,12 +2,18 @@
 // request (code, stdin, files, limits) gives the `--json` result of a cold
 // run of it, and nullopt when the caller must run it cold.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
+#include "sentry/run/cgroups.h"
 #include "sentry/run/pool_wire.h"
 #include "sentry/run/warm_bootstrap.h"
 #include "sentry/run/warm_python.h"
@@ -51,6 +57,50 @@ TEST(WarmApiTest, RunsCodeWithStdinAndFiles) {
       << err;
   EXPECT_NE(err.find("ValueError: bad"), std::string::npos) << err;
   EXPECT_EQ(err.find("line 1, in _w"), std::string::npos) << err;
+}
+
+// The daemon and its workers are named "sentry" however the binary was
+// started (serve's is /proc/self/exe), so that other sentries' sweeps of
+// stale cgroups leave their cgroups alone while they are being made: a warm
+// run keeps its pids and memory cgroups while sweeps run all along.
+TEST(WarmApiTest, SweepsOfStaleCgroupsLeaveThePoolsAlone) {
+  char dir[] = "/tmp/sentry-sweep-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string link = std::string(dir) + "/not-named-sentry";
+  ASSERT_EQ(symlink(testing::SentryBinary().c_str(), link.c_str()), 0);
+  std::atomic<bool> sweeping{true};
+  std::thread sweeper([&] {
+    while (sweeping) {
+      Cgroups::SweepStale();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  WarmPythonOptions o;
+  o.size = 2;
+  o.refill = 2;
+  o.sentry_binary = link;
+  o.accept_timeout_ms = 10000;
+  auto pool = WarmPythonPool::Start(o);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::ifstream comm("/proc/" + std::to_string((*pool)->daemon_pid()) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  EXPECT_EQ(name, "sentry");
+  for (int i = 0; i < 3; ++i) {
+    WarmRunRequest req;
+    req.code = "print(1)";
+    std::string why;
+    std::optional<std::string> result = (*pool)->Run(req, &why);
+    ASSERT_TRUE(result) << why;
+    json walls = json::parse(*result)["walls"];
+    for (const char* wall : {"cgroup-pids", "cgroup-memory"}) {
+      EXPECT_TRUE(std::find(walls.begin(), walls.end(), wall) != walls.end()) << walls.dump();
+    }
+  }
+  sweeping = false;
+  sweeper.join();
+  unlink(link.c_str());
+  rmdir(dir);
 }
 
 TEST(WarmApiTest, WhatItCannotRunIsLeftToTheCaller) {
@@ -99,6 +149,13 @@ TEST(WarmRequestTest, FilesTravelOnTheWire) {
   auto r = pool::DecodeRequest(pool::EncodeRequest(o, "/"));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->options.files, o.files);
+  // And the files to read back after the run, with their cap.
+  o.return_files = {"out.txt", "/tmp/b"};
+  o.return_file_max = 12345;
+  r = pool::DecodeRequest(pool::EncodeRequest(o, "/"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->options.return_files, o.return_files);
+  EXPECT_EQ(r->options.return_file_max, 12345u);
   // A path without its bytes, and bytes without a path, are malformed.
   std::string body = pool::EncodeRequest(o, "/");
   std::string path_only = body + std::string("\x11\x01\x00\x00\x00x", 6);
@@ -112,12 +169,17 @@ TEST(WarmRequestTest, WhatAWarmInterpreterServes) {
   RunOptions o;
   for (auto argv : std::vector<std::vector<std::string>>{{"python3", "job.py", "-x"},
                                                          {"/usr/bin/python3", "-c", "pass", "a"},
-                                                         {"python", "job.py"}}) {
+                                                         {"python", "job.py"},
+                                                         {"python3", "-u", "job.py"},
+                                                         {"python3", "-u", "-c", "pass"}}) {
     o.argv = argv;
     EXPECT_TRUE(WarmPythonCanServe(o, &why)) << why;
   }
   for (auto argv : std::vector<std::vector<std::string>>{{"python3"},
-                                                         {"python3", "-u", "job.py"},
+                                                         {"python3", "-B", "job.py"},
+                                                         {"python3", "-u", "-B", "job.py"},
+                                                         {"python3", "-u"},
+                                                         {"python3", "-u", "-c"},
                                                          {"python3", "-c"},
                                                          {"python3", "-m", "http.server"},
                                                          {"python3.11", "job.py"},

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +34,8 @@ class WarmPool final {
     if (!preload.empty()) args.insert(args.end(), {"--preload", preload});
     pid_ = fork();
     if (pid_ == 0) {
+      // A test that dies leaves no pool behind (holding ctest's pipes).
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
       int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(fd, 2);
       std::vector<char*> argv;
@@ -138,6 +141,14 @@ const std::vector<Case>& Cases() {
        {},
        "",
        {}},
+      {"compile_and_ast",
+       "import ast, sys\nprint(ast.dump(ast.parse('x = 1')))\n"
+       "print(eval(compile('1 + 1', '<s>', 'eval')), '_ast' in sys.modules)\n"
+       "print(sorted(sys.modules))\n",
+       {},
+       "",
+       {}},
+      {"affinity", "import os\nprint(sorted(os.sched_getaffinity(0)))\n", {}, "", {}},
       {"chained",
        "try:\n    {}['k']\nexcept KeyError as e:\n    raise ValueError('v') from e\n",
        {},
@@ -175,6 +186,34 @@ TEST(WarmTest, AMissingScriptFailsAsCold) {
       SentryIn(dir.path(), pool.Flags({"--json", "--no-copy-script"}), {"python3", "no.py"});
   EXPECT_EQ(warm.exit_code, 2) << Describe(warm);
   EXPECT_EQ(json::parse(warm.out)["stderr"], json::parse(cold.out)["stderr"]);
+}
+
+// python3 -u (a streamed serve run's form): the streams are as -u makes
+// them, warm or cold.
+TEST(WarmTest, UnbufferedRunsAsCold) {
+  WarmPool pool(1);
+  const std::string code =
+      "import sys\n"
+      "for s in (sys.stdout, sys.stderr):\n"
+      "    print(type(s.buffer).__name__, s.buffer.name, s.mode, s.encoding, s.errors,\n"
+      "          s.line_buffering, s.write_through, s is sys.__stdout__ or s is sys.__stderr__)\n"
+      "print(sys.argv, sys.orig_argv)\nsys.stdout.write('no newline')\n"
+      "print('err', file=sys.stderr)\n";
+  std::vector<std::string> cmd = {"/usr/bin/python3", "-u", "-c", code, "arg"};
+  TempDir dir;
+  ProcessResult cold = SentryIn(dir.path(), {"--json"}, cmd);
+  ProcessResult warm = SentryIn(dir.path(), pool.Flags({"--json"}), cmd);
+  json a = json::parse(cold.out), b = json::parse(warm.out);
+  EXPECT_EQ(b["stdout"], a["stdout"]);
+  EXPECT_EQ(b["stderr"], a["stderr"]);
+  EXPECT_EQ(b["exitCode"], 0);
+  EXPECT_EQ(warm.err.find("cold start"), std::string::npos) << warm.err;
+  // And a script, with -u: warm (its module preloaded), the same output.
+  WarmPool json_pool(1, "json");
+  dir.Write("job.py", "import sys\nprint('json' in sys.modules, sys.stdout.write_through)\n");
+  ProcessResult script =
+      SentryIn(dir.path(), json_pool.Flags({"--json"}), {"python3", "-u", "job.py"});
+  EXPECT_EQ(json::parse(script.out)["stdout"], "True True\n") << script.out << script.err;
 }
 
 TEST(WarmTest, DashCRunsAsCold) {
@@ -281,7 +320,7 @@ TEST(WarmTest, WhatAWarmInterpreterCannotRunRunsCold) {
   EXPECT_EQ(echo.exit_code, 0) << Describe(echo);
   EXPECT_EQ(echo.out, "hi\n");
   EXPECT_NE(echo.err.find("a cold start"), std::string::npos) << echo.err;
-  ProcessResult flag = RunSentry(pool.Flags(), {"python3", "-u", "-c", "print(1)"});
+  ProcessResult flag = RunSentry(pool.Flags(), {"python3", "-B", "-c", "print(1)"});
   EXPECT_EQ(flag.out, "1\n") << Describe(flag);
   EXPECT_NE(flag.err.find("a cold start"), std::string::npos) << flag.err;
   ProcessResult env =
@@ -296,22 +335,40 @@ TEST(WarmTest, WhatAWarmInterpreterCannotRunRunsCold) {
 }
 
 // A guest that stops reading a long stdin: the relay's write fails with
-// EPIPE, which must not end the sentry (SIGPIPE), cold or warm.
-// DISABLED: after the merge with the terminal work (stdio relayed through
-// pipes), the warm half hangs: the stdin relay of a warm sandbox blocks once
-// the guest has exited without reading its 4 MiB. The cold half passes
-// (`cat 4MiB | sentry run --stdin - -- python3 -c ...` exits 0). Open in
-// issue 16's closing note; re-enable with the fix.
-TEST(WarmTest, DISABLED_AGuestThatStopsReadingStdinEndsWell) {
+// EPIPE, which must not end the sentry (SIGPIPE), cold or warm, and the
+// relay stops there: the rest of the caller's stdin is left to its writer,
+// which gets EPIPE as it does when a native reader exits.
+TEST(WarmTest, AGuestThatStopsReadingStdinEndsWell) {
   WarmPool pool(1);
   std::string input(4 << 20, 'y');
   const std::string code = "import sys; print(len(sys.stdin.read(10)))";
-  ProcessResult cold = RunSentry({"--stdin", "-"}, {"python3", "-c", code}, input);
-  EXPECT_EQ(cold.exit_code, 0) << Describe(cold);
-  EXPECT_EQ(cold.out, "10\n");
-  ProcessResult warm = RunSentry(pool.Flags({"--stdin", "-"}), {"python3", "-c", code}, input);
-  EXPECT_EQ(warm.exit_code, 0) << Describe(warm);
-  EXPECT_EQ(warm.out, "10\n");
+  ProcessResult native = RunProcess({"/usr/bin/python3", "-c", code}, input);
+  ASSERT_EQ(native.out, "10\n");
+  ASSERT_LT(native.input_written, input.size());
+  for (const auto& flags : {std::vector<std::string>{}, pool.Flags()}) {
+    std::vector<std::string> f = flags;
+    f.insert(f.end(), {"--stdin", "-"});
+    ProcessResult r = RunSentry(f, {"python3", "-c", code}, input);
+    EXPECT_EQ(r.exit_code, 0) << Describe(r);
+    EXPECT_EQ(r.out, "10\n");
+    EXPECT_LT(r.input_written, input.size()) << Describe(r);
+  }
+}
+
+// A guest that closes its stdin and runs on: the relay stops at once (before,
+// it read the caller's stdin to its end, a CPU's worth for an endless one).
+TEST(WarmTest, AGuestThatClosesStdinStopsTheRelay) {
+  WarmPool pool(1);
+  std::string input(4 << 20, 'y');
+  const std::string code = "import os, time; os.close(0); time.sleep(0.3); print('done')";
+  for (const auto& flags : {std::vector<std::string>{}, pool.Flags()}) {
+    std::vector<std::string> f = flags;
+    f.insert(f.end(), {"--stdin", "-"});
+    ProcessResult r = RunSentry(f, {"python3", "-c", code}, input);
+    EXPECT_EQ(r.exit_code, 0) << Describe(r);
+    EXPECT_EQ(r.out, "done\n");
+    EXPECT_LT(r.input_written, input.size()) << Describe(r);
+  }
 }
 
 TEST(WarmTest, MoreRunsThanInterpretersAllRun) {
@@ -335,6 +392,18 @@ TEST(WarmTest, PreloadedModulesAreImported) {
   EXPECT_EQ(warm.out, "True True\n") << Describe(warm) << pool.log();
   ProcessResult cold = RunSentry({}, {"python3", "-c", code});
   EXPECT_EQ(cold.out, "False False\n") << Describe(cold);
+}
+
+// --trace on a warm run shows the run's own trapped calls (from its request
+// on: the interpreter's start was the pool's) and the exit, on stderr.
+TEST(WarmTest, TraceShowsTheRunsCalls) {
+  WarmPool pool(1, "json");
+  const std::string code = "import os, sys; os.stat('/tmp'); print('json' in sys.modules)";
+  ProcessResult warm = RunSentry(pool.Flags({"--trace"}), {"python3", "-c", code});
+  EXPECT_EQ(warm.out, "True\n") << Describe(warm) << pool.log();  // warm indeed
+  EXPECT_NE(warm.err.find("newfstatat(AT_FDCWD, \"/tmp\""), std::string::npos) << warm.err;
+  EXPECT_NE(warm.err.find("+++ exited with 0 +++"), std::string::npos) << warm.err;
+  EXPECT_EQ(warm.err.find("python3.11"), std::string::npos) << "the start is not this run's";
 }
 
 TEST(WarmTest, ABadPreloadStopsThePool) {
