@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 CORPUS = os.path.dirname(os.path.abspath(__file__))
@@ -73,14 +74,25 @@ def argv_for(name, env, args):
 
 
 def timed(argv, timeout):
+    # Waited on with a blocking waitpid, and the timeout kept by a timer: a
+    # wait with a timeout (subprocess.run(timeout=...)) polls with sleeps of
+    # up to 50 ms, which rounds every wall time up to the next poll.
     start = time.monotonic()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, cwd="/")
+    expired = threading.Event()
+
+    def expire():
+        expired.set()
+        p.kill()
+
+    timer = threading.Timer(timeout, expire)
+    timer.start()
     try:
-        r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=timeout, cwd="/")
-        code = r.returncode
-    except subprocess.TimeoutExpired:
-        code = "timeout"
-    return time.monotonic() - start, code
+        code = p.wait()
+    finally:
+        timer.cancel()
+    return time.monotonic() - start, "timeout" if expired.is_set() else code
 
 
 def main():
