@@ -86,6 +86,11 @@ void Census::OnNewTask(pid_t parent, pid_t child) {
   if (auto it = phase_of_.find(parent); it != phase_of_.end()) phase_of_[child] = it->second;
 }
 
+void Census::OnTaskGone(pid_t tid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  phase_of_.erase(tid);
+}
+
 std::string Census::ToJson(const std::vector<std::string>& argv) const {
   using nlohmann::json;
   std::lock_guard<std::mutex> lock(mu_);

@@ -35,6 +35,9 @@ class Census final : public SyscallObserver {
   void OnMark(pid_t tid, const std::string& label) override;
   // The child takes its parent's current phase.
   void OnNewTask(pid_t parent, pid_t child) override;
+  // Its entry goes, so the tasks a guest starts in a phase cost nothing
+  // once they have ended (a guest could otherwise grow the map to pid_max).
+  void OnTaskGone(pid_t tid) override;
 
   // The census as one JSON object; argv is the guest's command.
   std::string ToJson(const std::vector<std::string>& argv) const;

@@ -43,6 +43,8 @@ class SyscallObserver {
   virtual void OnMark(pid_t tid, const std::string& label) {}
   // A task started by another (fork, vfork, clone), before its first call.
   virtual void OnNewTask(pid_t parent, pid_t child) {}
+  // A task that has ended (its tid may be reused by a later one).
+  virtual void OnTaskGone(pid_t tid) {}
 };
 
 }  // namespace sentry

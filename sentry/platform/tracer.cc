@@ -164,13 +164,16 @@ void Tracer::Resume(pid_t pid, int sig) {
 
 void Tracer::OnWaitStatus(pid_t pid, int status) {
   if (WIFEXITED(status) || WIFSIGNALED(status)) {
-    std::lock_guard<std::mutex> lock(kernel_.mu());
-    if (trace_) TraceExit(pid, status);
-    kernel_.tasks().Remove(pid);
-    if (pid == leader_) {
-      leader_done_ = true;
-      leader_status_ = status;
+    {
+      std::lock_guard<std::mutex> lock(kernel_.mu());
+      if (trace_) TraceExit(pid, status);
+      kernel_.tasks().Remove(pid);
+      if (pid == leader_) {
+        leader_done_ = true;
+        leader_status_ = status;
+      }
     }
+    if (observer_) observer_->OnTaskGone(pid);
     return;
   }
   if (!WIFSTOPPED(status)) return;
