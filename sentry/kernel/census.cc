@@ -64,7 +64,18 @@ void Census::OnSyscall(const SyscallEvent& e) {
   } else if (e.value < 0 && e.value > -4096) {
     ++r.errnos[static_cast<int>(-e.value)];
   }
-  if (auto it = phase_of_.find(e.tid); it != phase_of_.end()) ++phases_[it->second].calls[e.nr];
+  if (e.arrival) {
+    if (*e.arrival >= 0 && static_cast<size_t>(*e.arrival) < phases_.size())
+      ++phases_[static_cast<size_t>(*e.arrival)].calls[e.nr];
+  } else if (auto it = phase_of_.find(e.tid); it != phase_of_.end()) {
+    ++phases_[it->second].calls[e.nr];
+  }
+}
+
+int64_t Census::Arrival(pid_t tid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = phase_of_.find(tid);
+  return it == phase_of_.end() ? -1 : static_cast<int64_t>(it->second);
 }
 
 void Census::OnMark(pid_t tid, const std::string& label) {

@@ -29,6 +29,8 @@ class Census final : public SyscallObserver {
   Census& operator=(const Census&) = delete;
 
   void OnSyscall(const SyscallEvent& event) override;
+  // The task's phase as a late call comes in (-1: none): the call counts there.
+  int64_t Arrival(pid_t tid) override;
   // A phase mark from the guest: the calls that follow belong to `label`
   // ("" for none). At most kMaxPhases phases are kept; calls in later ones
   // count in the totals only.

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace sentry {
@@ -32,6 +33,11 @@ struct SyscallEvent {
   int64_t value = 0;  // the return value, or -errno; only if result_known
   // From the notification's receipt (or the ptrace stop) to the answer.
   uint64_t duration_ns = 0;
+  // For a call answered later on a fiber: what SyscallObserver::Arrival gave
+  // when it came. Such a call may be answered long after its caller moved on
+  // (a wait a signal interrupted is given up only when the fiber next looks),
+  // so it is counted where it was made, not where the task is by then.
+  std::optional<int64_t> arrival;
 };
 
 // Receives every event; may be called from several threads at once.
@@ -39,6 +45,9 @@ class SyscallObserver {
  public:
   virtual ~SyscallObserver() = default;
   virtual void OnSyscall(const SyscallEvent& event) = 0;
+  // Called as a call of task tid that will be answered later comes in (its
+  // caller still waiting); returned in that call's SyscallEvent::arrival.
+  virtual int64_t Arrival(pid_t tid) { return 0; }
   // A census phase mark from the guest's task tid (loader/census_filter.h).
   virtual void OnMark(pid_t tid, const std::string& label) {}
   // A task started by another (fork, vfork, clone), before its first call.

@@ -103,6 +103,7 @@ class OwnedLateAnswer final : public LateAnswer {
     observer_ = std::move(observer);
     req_ = req;
     start_ns_ = start_ns;
+    arrival_ = observer_->Arrival(static_cast<pid_t>(req.pid));
   }
   SysStatus InstallAt(int host_fd, int guest_fd, bool cloexec) override {
     int r = u_->AddFdAt(id_, host_fd, guest_fd, cloexec);
@@ -117,14 +118,17 @@ class OwnedLateAnswer final : public LateAnswer {
   void Answer(SysResult<uint64_t> result) override {
     if (answered_) return;
     answered_ = true;
+    // Reported first, while the caller still waits (NotifyLoop::Report).
+    if (observer_) {
+      int64_t value = result.ok() ? static_cast<int64_t>(*result) : -result.error();
+      SyscallEvent event = EventOf(req_, EventAction::kTrap, true, value, start_ns_);
+      event.arrival = arrival_;
+      observer_->OnSyscall(event);
+    }
     if (result.ok()) {
       u_->Respond(id_, static_cast<int64_t>(*result), 0);
     } else {
       u_->Respond(id_, 0, -result.error());  // a negative errno, as the kernel wants
-    }
-    if (observer_) {
-      int64_t value = result.ok() ? static_cast<int64_t>(*result) : -result.error();
-      observer_->OnSyscall(EventOf(req_, EventAction::kTrap, true, value, start_ns_));
     }
   }
   bool Wanted() override { return !answered_ && u_->IdValid(id_); }
@@ -137,6 +141,7 @@ class OwnedLateAnswer final : public LateAnswer {
   std::shared_ptr<SyscallObserver> observer_;
   seccomp_notif req_{};
   uint64_t start_ns_ = 0;
+  int64_t arrival_ = 0;
 };
 
 // Runs work on a fiber (see base/fiber_loop.h); past FiberLoop::kMaxFibers
@@ -211,6 +216,10 @@ void NotifyLoop::Run() {
   done_ = true;
 }
 
+// Called before the answer, while the caller still waits in its call: once
+// answered, a thread may end (and the tracer drop its census entry) or mark
+// the next phase before a late report would count the call, which then went
+// to no phase or the wrong one (docs/syscalls.md's counts changed with load).
 void NotifyLoop::Report(const seccomp_notif& req, EventAction action, bool known, int64_t value,
                         uint64_t start_ns) {
   if (observer_) observer_->OnSyscall(EventOf(req, action, known, value, start_ns));
@@ -233,20 +242,20 @@ bool NotifyLoop::AnswerAsOrdinary(const seccomp_notif& req, uint64_t start_ns) {
     case SECCOMP_RET_ALLOW:
       // Only the registers were read (the filter's own input).
       TraceVerdict(req, 0);
-      unotify_.RespondContinue(req.id);
       Report(req, EventAction::kNative, false, 0, start_ns);
+      unotify_.RespondContinue(req.id);
       return true;
     case SECCOMP_RET_ERRNO: {
       int err = static_cast<int>(verdict & SECCOMP_RET_DATA);
       TraceVerdict(req, err);
-      unotify_.Respond(req.id, 0, -err);
       Report(req, EventAction::kRefused, true, -err, start_ns);
+      unotify_.Respond(req.id, 0, -err);
       return true;
     }
     default:
       // TRACE and KILL stay in the census filter and never come here.
-      unotify_.Respond(req.id, 0, -ENOSYS);
       Report(req, EventAction::kRefused, true, -ENOSYS, start_ns);
+      unotify_.Respond(req.id, 0, -ENOSYS);
       return true;
   }
 }
@@ -318,6 +327,8 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
     RunLate(std::move(later), late_unotify_, req, observer_, start_ns);
     return;
   }
+  Report(req, res.refused ? EventAction::kRefused : EventAction::kTrap, !res.let_kernel_run,
+         res.value, start_ns);
   if (res.let_kernel_run) {
     unotify_.RespondContinue(req.id);
   } else if (res.value < 0 && res.value > -4096) {
@@ -325,8 +336,6 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
   } else {
     unotify_.Respond(req.id, res.value, 0);
   }
-  Report(req, res.refused ? EventAction::kRefused : EventAction::kTrap, !res.let_kernel_run,
-         res.value, start_ns);
 }
 
 }  // namespace sentry

@@ -104,9 +104,14 @@ TEST(SchedAffinityTest, SetThenGetInAChild) {
 TEST(SchedAffinityTest, OfAnotherProcessByPid) {
   pid_t child = fork();
   if (child == 0) {
-    pause();
+    // Stopped rather than paused: the parent asks once it is, so the
+    // child's calls are the same from run to run (docs/syscalls.md).
+    raise(SIGSTOP);
     _exit(0);
   }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, WUNTRACED), child);
+  ASSERT_TRUE(WIFSTOPPED(status)) << status;
   cpu_set_t mine = Affinity(), theirs = Affinity(child);
   EXPECT_TRUE(CPU_EQUAL(&mine, &theirs));
   kill(child, SIGKILL);
