@@ -14,8 +14,9 @@ namespace sentry::agent {
 const char* const kWarmFlagsHelp =
     R"(Warm interpreters (python runs without a network):
   --pool-size N       Python interpreters kept started, each for one run
-                      (default 2; 0: every run starts cold)
-  --pool-refill N     interpreters made at once in the background (default 1)
+                      (default 4; 0: every run starts cold)
+  --pool-refill N     interpreters made at once in the background, at a lower
+                      priority than the runs (default 2)
   --pool-wait MS      how long a run waits for a free interpreter before it
                       starts cold (default 100)
   --preload MODULES   modules imported ahead in each, e.g. numpy,pandas
