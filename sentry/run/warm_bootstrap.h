@@ -10,12 +10,19 @@
 // bootstrap reads exactly the request's bytes with os.read (sys.stdin's
 // buffer is untouched), then:
 //   - sets the run's extra environment variables (os.environ) and cwd;
-//   - rebuilds __main__ as a cold start makes it: the same keys in the same
-//     order, __file__, __loader__ (SourceFileLoader for a script), and
-//     sys.argv, sys.orig_argv, sys.path[0];
-//   - compiles and runs the code in __main__'s dict; an uncaught exception
-//     goes to sys.excepthook without the bootstrap's frame, and the process
-//     exits 1 (SystemExit is left to Python, as in a cold run).
+//   - makes the script a __main__ module as a cold start makes it: the same
+//     keys in the same order, __file__, __loader__ (SourceFileLoader for a
+//     script), and sys.argv, sys.orig_argv, sys.path[0];
+//   - compiles and runs the code in that module's dict; an uncaught
+//     exception goes to sys.excepthook without the bootstrap's frame;
+//   - ends as Py_FinalizeEx would, as far as Python code can see: the
+//     non-daemon threads joined, atexit, the streams flushed, sys.modules and
+//     the builtins emptied as finalize_modules does (a __del__ runs, an
+//     unflushed file is written), then os._exit with the exit status; it
+//     leaves the interpreter's own teardown to the process's end (half the
+//     run's time). What it cannot do the same way (a daemon thread still
+//     running, a flush that fails, gc callbacks or debug flags, a SystemExit
+//     Python prints) it leaves to Python's own exit.
 // Nothing new crosses the wall: the request travels on the guest's own stdin
 // pipe, and the bootstrap runs with the same filter and namespaces as the
 // script it starts; what it parses is the sentry's, bounded by it

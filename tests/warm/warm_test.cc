@@ -149,6 +149,51 @@ const std::vector<Case>& Cases() {
        "",
        {}},
       {"affinity", "import os\nprint(sorted(os.sched_getaffinity(0)))\n", {}, "", {}},
+      // The exit: what a cold run's Py_FinalizeEx does that a script sees
+      // (see finish in warm_bootstrap.cc).
+      {"exit_runs_threads_atexit_and_finalizers",
+       "import atexit, threading, time, weakref\n"
+       "class D:\n    def __init__(self, n): self.n = n\n"
+       "    def __del__(self): print('del', self.n)\n"
+       "first = D('first')\nsecond = D('second')\nitems = [D('in a list')]\n"
+       "weakref.finalize(first, print, 'finalize ran')\n"
+       "atexit.register(print, 'atexit ran')\n"
+       "def work():\n    time.sleep(0.05)\n    print('thread done')\n"
+       "threading.Thread(target=work).start()\nprint('end of script')\n",
+       {},
+       "",
+       {}},
+      {"exit_restores_the_builtins",
+       "import builtins\nnow = set(builtins.__dict__)\nbuiltins.mine = 1\n"
+       "class D:\n    def __del__(self):\n"
+       "        print(sorted(now - set(builtins.__dict__)), sorted(set(builtins.__dict__) - now))\n"
+       "        try:\n            open('x', 'w')\n"
+       "        except NameError as e:\n            print(e)\n"
+       "d = D()\n",
+       {},
+       "",
+       {}},
+      {"exit_status_wraps", "import sys\nprint('x', end='')\nsys.exit(300)\n", {}, "", {}},
+      {"exit_true", "raise SystemExit(True)\n", {}, "", {}},
+      {"exit_negative", "import sys\nsys.exit(-1)\n", {}, "", {}},
+      {"exit_with_a_daemon_thread",
+       "import atexit, threading, time\natexit.register(print, 'atexit ran')\n"
+       "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+       "print('main done')\n",
+       {},
+       "",
+       {}},
+      {"exit_flush_fails",
+       "import sys\nsys.stdout = open('/dev/full', 'w')\nprint('lost')\n",
+       {},
+       "",
+       {}},
+      {"shadowed_builtins",
+       "type = isinstance = len = list = 1\nSystemExit = KeyError = None\nimport builtins\n"
+       "builtins.type = builtins.isinstance = None\nraise ValueError('shadowed')\n",
+       {},
+       "",
+       {}},
       {"chained",
        "try:\n    {}['k']\nexcept KeyError as e:\n    raise ValueError('v') from e\n",
        {},
@@ -297,7 +342,10 @@ TEST(WarmTest, TheChannelHoldsOnlyTheRunsOwn) {
   ProcessResult r = SentryIn(dir.path(), pool.Flags({"--stdin", "in.txt"}),
                              {"python3", "-c", code, pool.Flags()[1]});
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
-  EXPECT_EQ(r.out, "'only this\\n'\nb''\n['code', 'g', 'os', 'sys']\nFalse\nno pool 2\n")
+  // The frame's own: the code, its globals, and builtins bound before it ran.
+  EXPECT_EQ(r.out,
+            "'only this\\n'\nb''\n['BaseException', 'KeyboardInterrupt', 'SystemExit', 'code', "
+            "'compile', 'exec', 'g', 'int', 'isinstance', 'sys', 'type']\nFalse\nno pool 2\n")
       << Describe(r);
 }
 
