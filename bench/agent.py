@@ -2,7 +2,7 @@
 """End-to-end figures of the agent's way in (sentry serve, sentry mcp), side by side
 with native cold Python, in one run on one machine.
 
-    /usr/bin/python3 bench/agent.py build/sentry/sentry [--runs 50] [--pool-size 2] [--isolation AGENT_TEST]
+    /usr/bin/python3 bench/agent.py build/sentry/sentry [--runs 50] [--pool-size 4] [--isolation AGENT_TEST]
 
 - latency: print(48271*6933), p50/p99 of native `python3 -c`, HTTP POST
   /v1/runs on a kept-alive connection with a warm pool and cold, MCP tools/call
@@ -160,8 +160,8 @@ def main():
     ap.add_argument("sentry")
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=9, help="per throughput figure")
-    ap.add_argument("--pool-size", type=int, default=2)
-    ap.add_argument("--pool-refill", type=int, default=1)
+    ap.add_argument("--pool-size", type=int, default=4)
+    ap.add_argument("--pool-refill", type=int, default=2)
     ap.add_argument("--pool-wait", type=int, default=100, help="ms, before a cold start")
     ap.add_argument("--only", choices=["latency", "throughput", "pandas"], action="append")
     ap.add_argument("--isolation", metavar="AGENT_TEST", help="also run 1,000 isolation runs")
