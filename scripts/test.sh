@@ -6,7 +6,7 @@
 # and runs the suites that do not measure time (limits and the hostile corpus
 # check wall-clock bounds, which a sanitized sentry is too slow for), each in
 # its main mode: the `_seccomp_only` repeats run the same sentry code without
-# namespaces, and ran unsanitized above (they would add ~5 minutes to CI).
+# namespaces, and ran unsanitized above (sanitized, they added minutes to CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh
