@@ -178,10 +178,10 @@ constexpr const char kBootstrap[] = R"PY(def _w():
         # finalize_modules: the special names, then each module out of
         # sys.modules (freed if nothing else holds it), the builtins as they
         # were, the cycles, then the globals of the modules still alive, the
-        # last imported first. Those
-        # of the modules that were there before the script are left (Python's
-        # own and the preloaded ones: 0.4 ms for a bare start, far more with
-        # pandas): only what the script put in them could see it.
+        # last imported first. The globals of the modules there before the
+        # script are left (Python's own and the preloaded ones: 0.4 ms for a
+        # bare start, far more with pandas): only what the script put in them
+        # could see it.
         builtins._ = None
         for n in ('path', 'argv', 'ps1', 'ps2', 'last_type', 'last_value', 'last_traceback',
                   'path_hooks', 'path_importer_cache', 'meta_path', '__interactivehook__'):
