@@ -152,7 +152,8 @@ constexpr const char kBootstrap[] = R"PY(def _w():
             sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
             sys.excepthook(type(e), e, tb)
             return 1, isinstance(e, KeyboardInterrupt)
-    def finish(status, gc, initial, startup, sys=sys, exit_=os._exit, id=id, dict=dict,
+    def finish(status, sigint, gc, initial, startup, sys=sys, exit_=os._exit, kill=os.kill,
+               getpid=os.getpid, signal=sys.modules['_signal'].signal, id=id, dict=dict,
                type=type, len=len, list=list, isinstance=isinstance, reversed=reversed,
                getattr=getattr, setattr=setattr, BaseException=BaseException,
                SystemExit=SystemExit, __import__=__import__):
@@ -222,6 +223,10 @@ constexpr const char kBootstrap[] = R"PY(def _w():
                     f.flush()
         except BaseException:
             raise SystemExit(status)
+        if sigint:
+            # As a cold run ends at a KeyboardInterrupt: by SIGINT.
+            signal(2, 0)
+            kill(getpid(), 2)
         exit_(status & 0xff)
     preload_gc, initial, startup = preload()
     os.write(1, b'\0')
@@ -229,11 +234,17 @@ constexpr const char kBootstrap[] = R"PY(def _w():
     del preload, take, request, unbuffered, main
     status, sigint = run(g, src, name)
     del g, src, name
-    if not sigint:
-        finish(status, preload_gc, initial, startup)  # exits, or raises SystemExit for Python's own
-    # As a cold run ends at a KeyboardInterrupt: by SIGINT, flushed.
-    for s in (sys.stdout, sys.stderr):
-        s.flush()
+    try:
+        finish(status, sigint, preload_gc, initial, startup)  # it exits
+    except SystemExit:
+        if not sigint:
+            raise  # to Python's own exit
+    # A KeyboardInterrupt finish left to Python: flushed, then SIGINT.
+    for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            s.flush()
+        except BaseException:
+            pass
     sys.modules['_signal'].signal(2, 0)
     os.kill(os.getpid(), 2)
 _w()

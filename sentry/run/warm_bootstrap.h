@@ -18,7 +18,8 @@
 //   - ends as Py_FinalizeEx would, as far as Python code can see: the
 //     non-daemon threads joined, atexit, the streams flushed, sys.modules and
 //     the builtins emptied as finalize_modules does (a __del__ runs, an
-//     unflushed file is written), then os._exit with the exit status; it
+//     unflushed file is written), then os._exit with the exit status (or
+//     SIGINT after a KeyboardInterrupt, as Python's own exit does); it
 //     leaves the interpreter's own teardown to the process's end (half the
 //     run's time). What it cannot do the same way (a daemon thread still
 //     running, a flush that fails, gc callbacks or debug flags, a SystemExit

@@ -173,6 +173,12 @@ const std::vector<Case>& Cases() {
        {},
        "",
        {}},
+      {"keyboard_interrupt_runs_atexit",
+       "import atexit, os\natexit.register(print, 'atexit ran')\n"
+       "if os.fork() == 0:\n    os._exit(0)\nos.wait()\nraise KeyboardInterrupt\n",
+       {},
+       "",
+       {}},
       {"exit_status_wraps", "import sys\nprint('x', end='')\nsys.exit(300)\n", {}, "", {}},
       {"exit_true", "raise SystemExit(True)\n", {}, "", {}},
       {"exit_negative", "import sys\nsys.exit(-1)\n", {}, "", {}},
