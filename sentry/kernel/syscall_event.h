@@ -46,8 +46,9 @@ class SyscallObserver {
   virtual ~SyscallObserver() = default;
   virtual void OnSyscall(const SyscallEvent& event) = 0;
   // Called as a call of task tid that will be answered later comes in (its
-  // caller still waiting); returned in that call's SyscallEvent::arrival.
-  virtual int64_t Arrival(pid_t tid) { return 0; }
+  // caller still waiting); returned in that call's SyscallEvent::arrival
+  // (-1: nothing to remember).
+  virtual int64_t Arrival(pid_t tid) { return -1; }
   // A census phase mark from the guest's task tid (loader/census_filter.h).
   virtual void OnMark(pid_t tid, const std::string& label) {}
   // A task started by another (fork, vfork, clone), before its first call.

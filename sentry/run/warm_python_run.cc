@@ -71,7 +71,9 @@ bool Run::IdleUntilReadable(int fd, int timeout_ms) {
   UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
   // Exclusive on fd: the idle workers of a pool wait on one listener, and a
   // client wakes one of them, not all (woken together, four workers took
-  // the CPUs from the one that serves: 0.3 ms a run).
+  // the CPUs from the one that serves: 0.3 ms a run). A woken worker whose
+  // guest has died meanwhile leaves the connection to the client's
+  // --pool-wait, after which it starts cold.
   UniqueFd ep(epoll_create1(EPOLL_CLOEXEC));
   epoll_event on_fd{EPOLLIN | EPOLLEXCLUSIVE, {.fd = fd}};
   epoll_event on_sig{EPOLLIN, {.fd = sig.get()}};
