@@ -317,14 +317,36 @@ LOADER_CODE int GuestSession(const Prepared& p) {
   return master;
 }
 
+// The extra fds at 3, 4, ... (as runc's --preserve-fds places them), kept
+// across the execve. Each is first copied above the targets, so that no
+// placement overwrites a source not yet placed; the loader's pipes lie
+// above them already (see StartLoader).
+LOADER_CODE void PlaceExtraFds(const Prepared& p) {
+  const std::vector<int>& extra = p.spec->extra_fds;
+  size_t n = extra.size();
+  if (n == 0 || n > kMaxExtraFds) return;
+  int top = 3 + static_cast<int>(n);
+  int high[kMaxExtraFds];
+  for (size_t i = 0; i < n; ++i) {
+    high[i] = fcntl(extra[i], F_DUPFD_CLOEXEC, top);
+    if (high[i] < 0) Fail(p, LoaderStep::kExtraFds);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (dup2(high[i], 3 + static_cast<int>(i)) < 0) Fail(p, LoaderStep::kExtraFds);
+    close(high[i]);
+  }
+}
+
 LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   ResetSignals();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   for (int i = 0; i < 3; ++i) {
     if (p.spec->stdio[i] >= 0 && dup2(p.spec->stdio[i], i) < 0) Fail(p, LoaderStep::kStdio);
   }
-  // Nothing of the sentry's but the pipes to it survives exec.
+  // Nothing of the sentry's but the pipes to it survives exec, and the
+  // extra fds the caller chose to give.
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  PlaceExtraFds(p);
   DropCapabilities(p);
   if (syscall(SYS_setgroups, p.spec->groups.size(), p.spec->groups.data()) < 0 ||
       RawSetIds(p.spec->uid, p.spec->gid) < 0) {
@@ -362,15 +384,19 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
 // after, and the loader waits meanwhile.
 LOADER_CODE int GuestMain(void* arg) { RunGuest(*static_cast<const Prepared*>(arg)); }
 
-// Closes every fd the clone copied from the sentry but the loader's pipes
-// and the guest's stdio: with the sentry's ends of the pipes gone, a sentry
-// that dies (before it traces the guest) leaves the loader and the guest
-// reading end-of-file, so they exit instead of waiting forever.
+// Closes every fd the clone copied from the sentry but the loader's pipes,
+// the guest's stdio and its extra fds: with the sentry's ends of the pipes
+// gone, a sentry that dies (before it traces the guest) leaves the loader
+// and the guest reading end-of-file, so they exit instead of waiting forever.
 LOADER_CODE void CloseAllBut(const Prepared& p) {
-  int keep[6] = {p.pipes.maps_read, p.pipes.report_write, p.pipes.go_read,
-                 p.spec->stdio[0],  p.spec->stdio[1],     p.spec->stdio[2]};
-  // Insertion sort: six numbers, no library call.
-  for (int i = 1; i < 6; ++i) {
+  int keep[6 + kMaxExtraFds] = {p.pipes.maps_read, p.pipes.report_write, p.pipes.go_read,
+                                p.spec->stdio[0],  p.spec->stdio[1],     p.spec->stdio[2]};
+  int kept = 6;
+  for (size_t i = 0; i < p.spec->extra_fds.size() && i < kMaxExtraFds; ++i) {
+    keep[kept++] = p.spec->extra_fds[i];
+  }
+  // Insertion sort: a few numbers, no library call.
+  for (int i = 1; i < kept; ++i) {
     for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
       int t = keep[j];
       keep[j] = keep[j - 1];
@@ -378,7 +404,8 @@ LOADER_CODE void CloseAllBut(const Prepared& p) {
     }
   }
   unsigned int next = 3;
-  for (int fd : keep) {
+  for (int k = 0; k < kept; ++k) {
+    int fd = keep[k];
     if (fd < static_cast<int>(next)) continue;
     if (static_cast<unsigned int>(fd) > next) syscall(SYS_close_range, next, fd - 1, 0);
     next = static_cast<unsigned int>(fd) + 1;
@@ -478,6 +505,29 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   p = Prepared{};
   p.spec = &spec;
   p.pipes = pipes;
+  if (spec.extra_fds.size() > kMaxExtraFds) return -EMFILE;
+  // The loader's pipes are copied above the guest's extra fds (3..top-1),
+  // where placing those cannot overwrite them; the copies go after the clone.
+  int moved[3] = {-1, -1, -1};
+  auto close_moved = [&moved] {
+    for (int fd : moved) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  if (!spec.extra_fds.empty()) {
+    int top = 3 + static_cast<int>(spec.extra_fds.size());
+    int* fields[3] = {&p.pipes.maps_read, &p.pipes.report_write, &p.pipes.go_read};
+    for (int i = 0; i < 3; ++i) {
+      if (*fields[i] < 0 || *fields[i] >= top) continue;
+      moved[i] = fcntl(*fields[i], F_DUPFD_CLOEXEC, top);
+      if (moved[i] < 0) {
+        int err = errno;
+        close_moved();
+        return -err;
+      }
+      *fields[i] = moved[i];
+    }
+  }
   for (const std::string& root : spec.lower_roots) {
     // Bound by path: an fd opened here would name a mount of the sentry's
     // namespace, which the loader's may not bind (EINVAL). So the loader, an
@@ -508,8 +558,11 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   if (spec.census) {
     // The report of the listener is written before the sentry has it: that
     // one write goes by the ordinary filter (see CensusFilter).
-    p.census_filter = CensusFilter(spec.filter, {pipes.report_write, sizeof(LoaderMessage)});
-    if (p.census_filter.empty() || p.census_filter.size() > BPF_MAXINSNS) return -EINVAL;
+    p.census_filter = CensusFilter(spec.filter, {p.pipes.report_write, sizeof(LoaderMessage)});
+    if (p.census_filter.empty() || p.census_filter.size() > BPF_MAXINSNS) {
+      close_moved();
+      return -EINVAL;
+    }
     p.prog.len = static_cast<unsigned short>(p.census_filter.size());
     p.prog.filter = p.census_filter.data();
   }
@@ -526,17 +579,23 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   int rootfs = -1, saved_cwd = -1;
   if (!spec.lower_source.empty()) {
     rootfs = open(spec.lower_source.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (rootfs < 0) return -errno;
+    if (rootfs < 0) {
+      int err = errno;
+      close_moved();
+      return -err;
+    }
     saved_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (unshare(CLONE_FS) < 0 || fchdir(rootfs) < 0) {
       int err = errno;
       close(rootfs);
       if (saved_cwd >= 0) close(saved_cwd);
+      close_moved();
       return -err;
     }
   }
   pid_t pid = clone(LoaderMain, stack + kStackSize, clone_flags | SIGCHLD, &p);
   int err = errno;
+  close_moved();
   if (rootfs >= 0) {
     // Back where it was; at / if that is gone (this thread's cwd alone).
     if ((saved_cwd < 0 || fchdir(saved_cwd) < 0) && chdir("/") < 0) {
@@ -618,6 +677,8 @@ const char* LoaderStepName(LoaderStep step) {
       return "make the network namespace";
     case LoaderStep::kLoopback:
       return "bring up loopback";
+    case LoaderStep::kExtraFds:
+      return "place the preserved fds";
     case LoaderStep::kTerminal:
       return "make the guest's terminal";
     case LoaderStep::kReady:

@@ -58,6 +58,7 @@ enum class LoaderStep : int {
   kNetns,
   kLoopback,
   kTerminal,
+  kExtraFds,
   kReady = 100,     // mount view built (value: bit i set: the i-th cgroup refused the loader)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };
@@ -91,6 +92,10 @@ struct LoaderSpec {
   // loader/census_filter.h): the sentry decides each call by `filter`.
   bool census = false;
   std::array<int, 3> stdio = {-1, -1, -1};  // sentry fds the guest gets as 0, 1, 2
+  // Sentry fds the guest gets as 3, 4, ... (an OCI engine's --preserve-fds:
+  // systemd's socket activation), the objects themselves, at most
+  // kMaxExtraFds. StartLoader keeps the loader's pipes above them.
+  std::vector<int> extra_fds;
   // Bit i set: the guest's fd i is the slave of a pty of the sandbox's own
   // devpts, which the guest opens (as its own user) before its filter; it
   // then leads a session of its own with that pty as its controlling
@@ -105,6 +110,8 @@ struct LoaderSpec {
   // another, see CoLocation::Elsewhere).
   int guest_cpu = -1;
 };
+
+inline constexpr size_t kMaxExtraFds = 128;
 
 // What the guest needs to call execve, sent with the go (so that a sandbox can
 // be made before its command is known: see sentry/run/pool.h).

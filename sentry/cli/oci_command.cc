@@ -1,6 +1,7 @@
 // sentry as an OCI runtime: runc's command line (global flags before the
 // verb), so that podman --runtime, containerd's runc v2 shim (BinaryName)
 // and Kubernetes' RuntimeClass drive sentry with no wrapper.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "loader/loader.h"
 #include "sentry/cli/commands.h"
 #include "sentry/oci/exec.h"
 #include "sentry/oci/lifecycle.h"
@@ -140,6 +142,31 @@ Commands:
 Not supported: pause, resume, update, events, checkpoint, restore.
 )";
 
+// How many fds from 3 on this process was started with, counted before it
+// opens any of its own: --preserve-fds N passes on 3..3+N-1, which must all
+// be the engine's (never a log sentry opened in a gap).
+int InheritedFds() {
+  int n = 0;
+  while (n < static_cast<int>(kMaxExtraFds) && fcntl(3 + n, F_GETFD) >= 0) ++n;
+  return n;
+}
+
+// --preserve-fds N, checked against what was inherited; -1 (logged) if wrong.
+int PreserveFds(const Parsed& p, int inherited, oci::OciLog& log) {
+  if (!p.values.count("preserve-fds")) return 0;
+  int n;
+  if (!absl::SimpleAtoi(p.values.at("preserve-fds"), &n) || n < 0 ||
+      n > static_cast<int>(kMaxExtraFds)) {
+    log.Error(absl::StrCat("--preserve-fds needs a number from 0 to ", kMaxExtraFds));
+    return -1;
+  }
+  if (n > inherited) {
+    log.Error(absl::StrCat("--preserve-fds ", n, ": fd ", 3 + inherited, " is not open"));
+    return -1;
+  }
+  return n;
+}
+
 }  // namespace
 
 bool IsOciInvocation(const std::vector<std::string>& args) {
@@ -166,6 +193,7 @@ bool IsOciInvocation(const std::vector<std::string>& args) {
 }
 
 int OciCommand(const std::vector<std::string>& raw) {
+  const int inherited = InheritedFds();
   std::vector<std::string> args = NormalizeRootless(raw);
   Parsed global = ParseArgs(args, 0, GlobalFlags());
   oci::OciLog log;
@@ -230,11 +258,8 @@ int OciCommand(const std::vector<std::string>& raw) {
     if (p.values.count("bundle")) c.bundle = p.values["bundle"];
     c.pid_file = p.values["pid-file"];
     c.console_socket = p.values["console-socket"];
-    if (p.values.count("preserve-fds") &&
-        !absl::SimpleAtoi(p.values["preserve-fds"], &c.preserve_fds)) {
-      log.Error("--preserve-fds needs a number");
-      return 1;
-    }
+    c.preserve_fds = PreserveFds(p, inherited, log);
+    if (c.preserve_fds < 0) return 1;
     if (verb == "create") return oci::Create(g, c);
     return oci::RunContainer(g, c, p.values.count("detach") > 0);
   }
@@ -307,6 +332,8 @@ int OciCommand(const std::vector<std::string>& raw) {
     e.env = p.all["env"];
     e.user = p.values["user"];
     e.args.assign(p.positional.begin() + 1, p.positional.end());
+    e.preserve_fds = PreserveFds(p, inherited, log);
+    if (e.preserve_fds < 0) return 1;
     for (const char* ignored : {"cap", "apparmor", "process-label", "cgroup", "additional-gids"}) {
       if (p.values.count(ignored)) {
         log.Warn(absl::StrCat("exec: --", ignored,

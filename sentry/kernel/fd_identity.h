@@ -112,8 +112,9 @@ class FdIdentity final {
   const OpenObject* Find(const struct stat& host) const;
 
   // Objects the caller of the run handed the guest (its stdio: a tty, a
-  // pipe, /dev/null): not the VFS's, answered from the host object. Kept for
-  // the whole run (three at most).
+  // pipe, /dev/null; an engine's preserved fds): not the VFS's, answered
+  // from the host object. Kept for the whole run (a few: 3 + kMaxExtraFds
+  // for the run, 3 per exec'd process).
   void TrustCallerObject(const struct stat& host) { caller_.insert(KeyOf(host)); }
   bool IsCallerObject(const struct stat& host) const { return caller_.count(KeyOf(host)) > 0; }
 

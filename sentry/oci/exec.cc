@@ -115,6 +115,7 @@ struct Plan {
   int pidfd = -1;  // the sandbox's pid 1
   std::vector<int> cgroups;
   int stdio[3] = {0, 1, 2};
+  int preserve_fds = 0;  // exec's 3..3+N-1, kept open at the same numbers
   bool terminal = false;
   uid_t uid = 0;  // the process's ids, inside the sandbox's user namespace
   gid_t gid = 0;
@@ -175,6 +176,10 @@ int WaitStatus(pid_t pid) {
   // Only the report and go pipes stay until the execve (both close-on-exec).
   for (int fd : p.cgroups) close(fd);
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  // exec's own fds were all opened above these (see InheritedFds).
+  for (int i = 0; i < p.preserve_fds; ++i) {
+    if (fcntl(3 + i, F_SETFD, 0) < 0) Die(p.report, kStdio);
+  }
   if (setsid() < 0) Die(p.report, kTerminal);
   if (p.terminal) ioctl(0, TIOCSCTTY, 0);  // a pty of the engine's: best effort, as runc
   for (int cap = 0; cap <= 63; ++cap) {
@@ -419,6 +424,9 @@ int Exec(const Globals& g, const ExecOptions& e) {
     proc.uid = u->uid;
     if (u->gid) proc.gid = *u->gid;
   }
+  if (e.preserve_fds > kMaxExecPreservedFds) {
+    return Fail(g, absl::StrCat("exec: --preserve-fds takes at most ", kMaxExecPreservedFds));
+  }
   if (e.tty) proc.terminal = true;
   if (proc.terminal && e.detach && e.console_socket.empty()) {
     return Fail(g, "cannot allocate tty if sentry will detach without setting console socket");
@@ -454,6 +462,7 @@ int Exec(const Globals& g, const ExecOptions& e) {
     return failed("its monitor's answer is malformed");
   }
   plan.argv = proc.args;
+  plan.preserve_fds = e.preserve_fds;
   plan.envp = proc.env;
   plan.terminal = proc.terminal;
   for (const UniqueFd& f : cgroups) {
@@ -513,7 +522,10 @@ int Exec(const Globals& g, const ExecOptions& e) {
   nlohmann::json attach = RequestJson("attach", proc);
   attach["pid"] = child;
   attach["listener"] = listener;
-  auto attached = Ask(dir->exec_socket_path(), attach, plan.stdio, {});
+  // The monitor trusts what comes with the attach as the process's own.
+  std::vector<int> given(plan.stdio, plan.stdio + 3);
+  for (int i = 0; i < plan.preserve_fds; ++i) given.push_back(3 + i);
+  auto attached = Ask(dir->exec_socket_path(), attach, given, {});
   if (!attached.ok()) return abandon(std::string(attached.status().message()));
   slave.Reset();  // (sent with the attach: the monitor trusts what it is)
   if (write(go_w.get(), "g", 1) != 1) return abandon("cannot start the process");

@@ -32,7 +32,12 @@ struct ExecOptions {
   std::vector<std::string> env;  // K=V, over the process's own
   std::string user;              // UID[:GID]
   std::vector<std::string> args;
+  // The process gets exec's fds 3..3+N-1 as its own (they travel to the
+  // monitor with its stdio: at most kMaxExecPreservedFds).
+  int preserve_fds = 0;
 };
+
+inline constexpr int kMaxExecPreservedFds = 5;
 
 // The process to run, as exec sends it to the monitor.
 struct ExecProcess {

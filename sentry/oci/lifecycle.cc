@@ -208,9 +208,6 @@ int Create(const Globals& g, const CreateOptions& c) {
     return Fail(g, absl::StrCat("container ", c.id, " could not be created: ", msg));
   };
   for (const std::string& note : bundle->notes) g.log->Warn(absl::StrCat(c.id, ": ", note));
-  if (c.preserve_fds > 0) {
-    g.log->Warn(absl::StrCat(c.id, ": --preserve-fds not honoured (the guest gets fds 0-2)"));
-  }
   if (mkfifo(dir->fifo_path().c_str(), 0600) < 0) return abandon("cannot make the start fifo");
   UniqueFd slave;
   if (bundle->terminal && !c.console_socket.empty()) {
@@ -233,6 +230,7 @@ int Create(const Globals& g, const CreateOptions& c) {
     close(dir->lock_fd());  // the lock stays with create, which releases it when done
     MonitorArgs m;
     m.run = std::move(bundle->run);
+    for (int i = 0; i < c.preserve_fds; ++i) m.run.extra_fds.push_back(3 + i);
     m.fifo_path = dir->fifo_path();
     m.exec_socket_path = dir->exec_socket_path();
     m.ready_fd = ready[1];

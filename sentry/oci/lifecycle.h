@@ -23,6 +23,8 @@ struct CreateOptions {
   std::string bundle = ".";
   std::string pid_file;
   std::string console_socket;
+  // The guest gets this process's fds 3..3+N-1 as its own 3..3+N-1 (the
+  // caller checks that they were open when sentry started).
   int preserve_fds = 0;
   // `run` in the foreground: the monitor stays this process's child, and
   // the guest takes this process's terminal if it has one.

@@ -23,7 +23,8 @@ namespace sentry::oci {
 namespace {
 
 // The monitor keeps fds 0-2 (the container's stdio, as the engine gave
-// them) and its own; nothing else of the engine's stays open in it.
+// them), the preserved ones and its own; nothing else of the engine's stays
+// open in it.
 void CloseOthers(const std::set<int>& keep) {
   std::vector<int> open_fds;
   if (DIR* d = opendir("/proc/self/fd")) {
@@ -107,7 +108,14 @@ bool JoinEngineNetns(const std::string& path, int error_fd) {
 void MonitorMain(MonitorArgs a) {
   if (!JoinEngineNetns(a.run.outside_netns, a.error_fd)) _exit(125);
   if (a.detach) setsid();
-  CloseOthers({a.ready_fd, a.error_fd, a.tty_fd});
+  std::set<int> keep = {a.ready_fd, a.error_fd, a.tty_fd};
+  // The engine's preserved fds go to the guest (the loader places them);
+  // nothing the monitor runs itself inherits them.
+  for (int fd : a.run.extra_fds) {
+    keep.insert(fd);
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  CloseOthers(keep);
   if (a.tty_fd >= 0) {
     // The terminal is the container's stdio (the guest gets it passed through).
     if (a.detach) ioctl(a.tty_fd, TIOCSCTTY, 0);

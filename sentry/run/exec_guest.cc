@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/base/fd_passing.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/run/exec_wire.h"
 #include "sentry/run/guest_program.h"
@@ -117,7 +118,8 @@ void Refuse(int conn, const std::string& why) { Answer(conn, {{"ok", false}, {"e
 
 void Run::ServeExec(int conn) {
   SetExecWireTimeouts(conn);
-  std::array<UniqueFd, 3> stdio;
+  // stdio, and the fds the engine preserved for the process.
+  std::array<UniqueFd, kMaxPassedFds> stdio;
   auto text = ReceiveExecMessage(conn, stdio);
   if (!text.ok()) return;  // the engine's client went away: nothing to answer
   ExecRequest req;
@@ -215,7 +217,8 @@ void Run::ServeExec(int conn) {
   unotify->SetSyncWakeup();
   {
     std::lock_guard<std::mutex> lock(kernel_->mu());
-    // Its stdio is the engine's (pipes, a pty): the guest's own to fstat.
+    // Its stdio and preserved fds are the engine's (pipes, a pty, sockets):
+    // the guest's own to fstat.
     for (const UniqueFd& fd : stdio) {
       struct stat st;
       if (fd && fstat(fd.get(), &st) == 0) kernel_->fds().TrustCallerObject(st);

@@ -101,6 +101,7 @@ std::optional<RunError> Run::Prepare() {
   }
   spec_.stdio = stdio_.child_fds();
   spec_.tty_fds = stdio_.tty_fds();
+  spec_.extra_fds = o_.extra_fds;
   // (After Setup: the result of a run that fails here has its streams.)
   if (o_.tty == TtyMode::kOn && o_.json) {
     return RunError{kExitSentryError,
@@ -208,9 +209,14 @@ std::optional<RunError> Run::BuildSandbox() {
 std::optional<RunError> Run::Admit() {
   // The guest's stdio is the caller's (a tty, /dev/null) or the sentry's
   // relay pipes: not the VFS's, but the guest's own to fstat (see GetFd).
+  // So are the extra fds the caller gave it (an engine's --preserve-fds).
   for (int fd : stdio_.child_fds()) {
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0) kernel_->fds().TrustCallerObject(st);
+  }
+  for (int fd : o_.extra_fds) {
+    struct stat st;
+    if (fstat(fd, &st) == 0) kernel_->fds().TrustCallerObject(st);
   }
   stdio_.Start();
   vfs::Vfs& v = kernel_->vfs();

@@ -86,6 +86,10 @@ struct RunOptions {
   // A listening unix socket (the container's exec socket, see
   // sentry/run/exec_wire.h) served while the guest runs; -1: none.
   int exec_listen_fd = -1;
+  // Fds the guest gets as 3, 4, ... besides its stdio (an engine's
+  // --preserve-fds, at most kMaxExtraFds): the objects themselves, not
+  // relayed (a listening socket must stay one), trusted as stdio is.
+  std::vector<int> extra_fds;
   int64_t uid = -1;  // -1: 1000, or 0 with root
   int64_t gid = -1;
   // Supplementary groups (process.user.additionalGids), at most

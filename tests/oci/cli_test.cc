@@ -2,6 +2,7 @@
 // it: create (the monitor stopped before the guest), start, state, kill,
 // delete, the pid file's process and its exit status, unknown ids, the lock.
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -332,6 +333,64 @@ TEST_F(OciCli, RunInTheForegroundReturnsTheStatusAndLeavesNoState) {
       RunProcess({SentryBinary(), "run", "-b", b, "--pid-file", dir_.path() + "/r2.pid", "r2"});
   EXPECT_EQ(plain.exit_code, 4) << plain.err;
   EXPECT_EQ(plain.out, "hi\n");
+}
+
+// --preserve-fds N: the caller's fds 3..3+N-1 are the guest's own 3..3+N-1,
+// the objects themselves (systemd's socket activation): a pipe the guest
+// writes reaches the caller, a listening socket accepts. exec takes them too.
+TEST_F(OciCli, PreservedFdsAreTheGuestsOwn) {
+  int pipe_fds[2], exec_pipe[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(exec_pipe, O_CLOEXEC), 0);
+  int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(ls, 1), 0);
+  ASSERT_EQ(getsockname(ls, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  std::string b = Bundle("b", {"python3", "-c",
+                               "import os, socket, time\n"
+                               "os.write(3, b'via-fd3\\n')\n"
+                               "c, _ = socket.socket(fileno=4).accept()\n"
+                               "c.sendall(b'accepted')\n"
+                               "c.close()\n"
+                               "time.sleep(100)\n"});
+  int rc = SpawnToFiles(
+      Argv({"create", "--preserve-fds", "2", "--bundle", b, "--pid-file", PidFile("p1"), "p1"}),
+      Out("p1"), Err("p1"), {pipe_fds[1], ls});
+  close(pipe_fds[1]);
+  close(ls);
+  ASSERT_EQ(rc, 0) << ReadFile(Err("p1")) << ReadFile(log_);
+  ASSERT_EQ(Sentry({"start", "p1"}).exit_code, 0);
+  char buf[64] = {};
+  EXPECT_EQ(read(pipe_fds[0], buf, sizeof(buf) - 1), 8);
+  EXPECT_STREQ(buf, "via-fd3\n");
+  close(pipe_fds[0]);
+  int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::string got;
+  ssize_t n;
+  while ((n = read(c, buf, sizeof(buf))) > 0) got.append(buf, n);
+  close(c);
+  EXPECT_EQ(got, "accepted") << ReadFile(Err("p1"));
+  // exec --preserve-fds: the same for a second process.
+  rc = SpawnToFiles(Argv({"exec", "--preserve-fds", "1", "p1", "sh", "-c", "echo via-exec >&3"}),
+                    Out("p1-exec"), Err("p1-exec"), {exec_pipe[1]});
+  close(exec_pipe[1]);
+  EXPECT_EQ(rc, 0) << ReadFile(Err("p1-exec")) << ReadFile(log_);
+  std::string from_exec;
+  while ((n = read(exec_pipe[0], buf, sizeof(buf))) > 0) from_exec.append(buf, n);
+  close(exec_pipe[0]);
+  EXPECT_EQ(from_exec, "via-exec\n");
+  EXPECT_EQ(Sentry({"delete", "--force", "p1"}).exit_code, 0);
+  // More than the caller holds open: refused, naming the first missing fd.
+  EXPECT_NE(SpawnToFiles(Argv({"create", "--preserve-fds", "2", "--bundle", b, "p2"}), Out("p2"),
+                         Err("p2"), {0}),
+            0);
+  EXPECT_NE(ReadFile(log_).find("fd 4 is not open"), std::string::npos) << ReadFile(log_);
+  EXPECT_NE(Sentry({"state", "p2"}).exit_code, 0);
 }
 
 TEST_F(OciCli, ToolCommands) {

@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,6 +73,11 @@ void WriteBundle(const std::string& dir, const std::string& rootfs,
 
 int SpawnToFiles(const std::vector<std::string>& argv, const std::string& out_path,
                  const std::string& err_path) {
+  return SpawnToFiles(argv, out_path, err_path, {});
+}
+
+int SpawnToFiles(const std::vector<std::string>& argv, const std::string& out_path,
+                 const std::string& err_path, const std::vector<int>& extra_fds) {
   std::vector<char*> args;
   for (const std::string& s : argv) args.push_back(const_cast<char*>(s.c_str()));
   args.push_back(nullptr);
@@ -83,6 +89,13 @@ int SpawnToFiles(const std::vector<std::string>& argv, const std::string& out_pa
     dup2(in, 0);
     dup2(out, 1);
     dup2(err, 2);
+    if (!extra_fds.empty()) {
+      int top = 3 + static_cast<int>(extra_fds.size());
+      std::vector<int> high;
+      for (int fd : extra_fds) high.push_back(fcntl(fd, F_DUPFD_CLOEXEC, top + 64));
+      for (size_t i = 0; i < high.size(); ++i) dup2(high[i], 3 + static_cast<int>(i));
+      syscall(SYS_close_range, top, ~0U, 0);
+    }
     execv(args[0], args.data());
     _exit(127);
   }

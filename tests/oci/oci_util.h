@@ -45,6 +45,10 @@ void WriteBundle(const std::string& dir, const std::string& rootfs,
 // keep them open after argv exits); returns argv's exit code.
 int SpawnToFiles(const std::vector<std::string>& argv, const std::string& out_path,
                  const std::string& err_path);
+// The same with extra_fds as argv's fds 3, 4, ... and no other fd from 3 on
+// (as an engine hands over fds with --preserve-fds).
+int SpawnToFiles(const std::vector<std::string>& argv, const std::string& out_path,
+                 const std::string& err_path, const std::vector<int>& extra_fds);
 
 // Waits for a child (or an orphan this process reaps as a subreaper) to exit;
 // its exit code (128+N for signal N), or -1 after timeout_sec.
