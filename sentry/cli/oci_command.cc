@@ -126,9 +126,10 @@ Global flags (before the command):
   --rootless VALUE     accepted (true, false, auto)
 
 Commands:
-  create [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] ID
+  create [--bundle DIR] [--pid-file FILE] [--console-socket SOCK]
+         [--preserve-fds N] [--pidfd-socket SOCK] ID
   start ID             run the created container's process
-  run [--bundle DIR] [--pid-file FILE] [--detach] ID
+  run [--bundle DIR] [--pid-file FILE] [--detach] [--preserve-fds N] ID
   state ID             runc's state JSON
   kill [--all] ID [SIGNAL]
   delete [--force] ID
@@ -136,6 +137,7 @@ Commands:
   ps [--format table|json] ID
   exec [--process FILE | ID CMD ARGS...] [--detach] [--pid-file FILE]
        [--console-socket SOCK] [--tty] [--cwd DIR] [--env K=V] [--user UID[:GID]]
+       [--preserve-fds N] [--pidfd-socket SOCK]
                        a second process in the running container
   features             what this runtime supports, as JSON
   spec [--bundle DIR]  write a default config.json
@@ -258,6 +260,7 @@ int OciCommand(const std::vector<std::string>& raw) {
     if (p.values.count("bundle")) c.bundle = p.values["bundle"];
     c.pid_file = p.values["pid-file"];
     c.console_socket = p.values["console-socket"];
+    c.pidfd_socket = p.values["pidfd-socket"];
     c.preserve_fds = PreserveFds(p, inherited, log);
     if (c.preserve_fds < 0) return 1;
     if (verb == "create") return oci::Create(g, c);
@@ -327,6 +330,7 @@ int OciCommand(const std::vector<std::string>& raw) {
     e.detach = p.values.count("detach") > 0;
     e.pid_file = p.values["pid-file"];
     e.console_socket = p.values["console-socket"];
+    e.pidfd_socket = p.values["pidfd-socket"];
     e.tty = p.values.count("tty") > 0;
     e.cwd = p.values["cwd"];
     e.env = p.all["env"];

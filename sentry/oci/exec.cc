@@ -545,6 +545,11 @@ int Exec(const Globals& g, const ExecOptions& e) {
       return abandon(absl::StrCat("cannot write the pid file ", e.pid_file));
     }
   }
+  if (!e.pidfd_socket.empty()) {
+    if (absl::Status sent = SendPidfd(e.pidfd_socket, helper, e.id); !sent.ok()) {
+      return abandon(std::string(sent.message()));
+    }
+  }
   g.log->Debug(absl::StrCat(e.id, ": exec'd ", proc.args[0], ", helper ", helper, ", pid ", child));
   dir = absl::UnavailableError("released");  // the lock: kill and delete may come meanwhile
   if (e.detach) return 0;

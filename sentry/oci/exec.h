@@ -35,6 +35,7 @@ struct ExecOptions {
   // The process gets exec's fds 3..3+N-1 as its own (they travel to the
   // monitor with its stdio: at most kMaxExecPreservedFds).
   int preserve_fds = 0;
+  std::string pidfd_socket;  // gets a pidfd of the helper (the pid file's)
 };
 
 inline constexpr int kMaxExecPreservedFds = 5;

@@ -81,6 +81,37 @@ bool ReadReady(int fd, pid_t* init, pid_t* guest) {
 
 }  // namespace
 
+namespace {
+
+absl::StatusOr<UniqueFd> ConnectTo(const std::string& socket_path, const char* what) {
+  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) return ErrnoStatus("socket");
+  UniqueFd so(sock);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("the ", what, "'s path is too long"));
+  }
+  std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
+  if (connect(sock, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) {
+    return ErrnoStatus(absl::StrCat("cannot connect to the ", what, " ", socket_path));
+  }
+  return so;
+}
+
+}  // namespace
+
+absl::Status SendPidfd(const std::string& socket_path, pid_t pid, const std::string& name) {
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) return ErrnoStatus("pidfd_open");
+  ASSIGN_OR_RETURN(UniqueFd sock, ConnectTo(socket_path, "pidfd socket"));
+  int fds[1] = {pidfd.get()};
+  if (SendWithFds(sock.get(), name.data(), name.size(), fds) < 0) {
+    return ErrnoStatus("cannot send the pidfd to the pidfd socket");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<UniqueFd> MakeConsole(const std::string& socket_path) {
   int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (master < 0) return ErrnoStatus("cannot open a pty");
@@ -92,20 +123,9 @@ absl::StatusOr<UniqueFd> MakeConsole(const std::string& socket_path) {
   int slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (slave < 0) return ErrnoStatus("cannot open the pty's slave");
   UniqueFd s(slave);
-  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (sock < 0) return ErrnoStatus("socket");
-  UniqueFd so(sock);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof(addr.sun_path)) {
-    return absl::InvalidArgumentError("the console socket's path is too long");
-  }
-  std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
-  if (connect(sock, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) {
-    return ErrnoStatus(absl::StrCat("cannot connect to the console socket ", socket_path));
-  }
+  ASSIGN_OR_RETURN(UniqueFd so, ConnectTo(socket_path, "console socket"));
   int fds[1] = {master};
-  if (SendWithFds(sock, name, std::strlen(name), fds) < 0) {
+  if (SendWithFds(so.get(), name, std::strlen(name), fds) < 0) {
     return ErrnoStatus("cannot send the pty to the console socket");
   }
   return s;
@@ -266,6 +286,9 @@ int Create(const Globals& g, const CreateOptions& c) {
   s.annotations = bundle->annotations;
   absl::Status w = dir->Write(s);
   if (w.ok() && !c.pid_file.empty()) w = WritePidFile(c.pid_file, pid);
+  // As runc: a pidfd of the process the pid file names, for an engine that
+  // waits and signals through pidfds.
+  if (w.ok() && !c.pidfd_socket.empty()) w = SendPidfd(c.pidfd_socket, pid, c.id);
   if (!w.ok()) {
     EndContainer(*dir, s, Status::kCreated);
     if (!c.foreground) {

@@ -26,6 +26,9 @@ struct CreateOptions {
   // The guest gets this process's fds 3..3+N-1 as its own 3..3+N-1 (the
   // caller checks that they were open when sentry started).
   int preserve_fds = 0;
+  // --pidfd-socket: a unix socket that gets a pidfd of the monitor (the
+  // pid file's process) with SCM_RIGHTS once the container is created.
+  std::string pidfd_socket;
   // `run` in the foreground: the monitor stays this process's child, and
   // the guest takes this process's terminal if it has one.
   bool foreground = false;
@@ -47,6 +50,10 @@ int Ps(const Globals& g, const std::string& id, bool json);
 // master goes to the engine over the console socket (with the slave's name,
 // as runc sends it); returns the slave.
 absl::StatusOr<UniqueFd> MakeConsole(const std::string& socket_path);
+
+// Sends a pidfd of pid over a new connection to the unix socket at
+// socket_path (SCM_RIGHTS, with name as the data), as runc's --pidfd-socket.
+absl::Status SendPidfd(const std::string& socket_path, pid_t pid, const std::string& name);
 
 // "9", "KILL", "SIGKILL" → 9; 0 if none.
 int ParseSignal(const std::string& s);

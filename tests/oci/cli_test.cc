@@ -3,11 +3,13 @@
 // delete, the pid file's process and its exit status, unknown ids, the lock.
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -391,6 +393,92 @@ TEST_F(OciCli, PreservedFdsAreTheGuestsOwn) {
             0);
   EXPECT_NE(ReadFile(log_).find("fd 4 is not open"), std::string::npos) << ReadFile(log_);
   EXPECT_NE(Sentry({"state", "p2"}).exit_code, 0);
+}
+
+// The global flags and forms an engine may use that change little: each is
+// accepted and does what its help says.
+TEST_F(OciCli, GlobalFlagsAndSmallForms) {
+  std::string b = Bundle("b", {"sleep", "100"});
+  std::string text_log = dir_.path() + "/log.txt";
+  std::string sock_path = dir_.path() + "/pidfd.sock";
+  int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sock_path.c_str());
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(ls, 1), 0);
+  int pidfd = -1;
+  std::string pidfd_name;
+  std::thread t([&] {
+    pollfd ready{ls, POLLIN, 0};
+    if (poll(&ready, 1, 30000) != 1) return;  // a runtime that sends nothing
+    int c = accept(ls, nullptr, nullptr);
+    char name[256] = {};
+    iovec iov{name, sizeof(name) - 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    if (recvmsg(c, &msg, 0) > 0 && CMSG_FIRSTHDR(&msg)) {
+      memcpy(&pidfd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+      pidfd_name = name;
+    }
+    close(c);
+  });
+  std::vector<std::string> global = {SentryBinary(),     "--root",         root_,          "--log",
+                                     text_log,           "--debug",        "--log-format", "text",
+                                     "--systemd-cgroup", "--rootless=true"};
+  std::vector<std::string> create = global;
+  for (const char* a : {"create", "--no-pivot", "--no-new-keyring", "--pidfd-socket"}) {
+    create.push_back(a);
+  }
+  create.insert(create.end(), {sock_path, "--bundle", b, "--pid-file", PidFile("g1"), "g1"});
+  int rc = SpawnToFiles(create, Out("g1"), Err("g1"));
+  t.join();
+  close(ls);
+  ASSERT_EQ(rc, 0) << ReadFile(Err("g1")) << ReadFile(text_log);
+  std::string log = ReadFile(text_log);
+  EXPECT_NE(log.find("level=info msg=\"--systemd-cgroup: sentry makes its own cgroups with "
+                     "cgroupfs\""),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("level=debug msg=\"g1: created, monitor " + std::to_string(Pid("g1"))),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find('{'), std::string::npos) << log;  // text, not JSON
+  ASSERT_GE(pidfd, 0);
+  EXPECT_EQ(pidfd_name, "g1");
+  ASSERT_EQ(Sentry({"start", "g1"}).exit_code, 0);
+  ProcessResult ps = Sentry({"ps", "--format", "table", "g1"});
+  EXPECT_EQ(ps.exit_code, 0) << ps.err;
+  EXPECT_EQ(ps.out.rfind("PID         CMD\n", 0), 0u) << ps.out;
+  EXPECT_NE(ps.out.find(" sleep 100\n"), std::string::npos) << ps.out;
+  // The pidfd is the pid file's process: signalled through it, the container ends.
+  EXPECT_EQ(syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0), 0);
+  close(pidfd);
+  EXPECT_EQ(WaitExit(Pid("g1"), 30), 137);
+  EXPECT_EQ(Sentry({"delete", "g1"}).exit_code, 0);
+  // A bare --rootless before the verb is taken as true.
+  EXPECT_EQ(RunProcess({SentryBinary(), "--root", root_, "--rootless", "list", "-q"}).exit_code, 0);
+  // run --detach with the default --root (/run/sentry-oci): back at once,
+  // the container running; its directory goes with delete.
+  const std::string kDefaultRoot = "/run/sentry-oci";
+  bool had_root = access(kDefaultRoot.c_str(), F_OK) == 0;
+  std::string id = "sentry-oci-cli-test-" + std::to_string(getpid());
+  rc = SpawnToFiles({SentryBinary(), "run", "--detach", "-b", b, "--pid-file", PidFile(id), id},
+                    Out(id), Err(id));
+  EXPECT_EQ(rc, 0) << ReadFile(Err(id));
+  EXPECT_EQ(access((kDefaultRoot + "/" + id).c_str(), F_OK), 0);
+  ProcessResult state = RunProcess({SentryBinary(), "state", id});
+  EXPECT_EQ(nlohmann::json::parse(state.out, nullptr, false).value("status", ""), "running")
+      << state.out << state.err;
+  EXPECT_EQ(RunProcess({SentryBinary(), "kill", id, "KILL"}).exit_code, 0);
+  EXPECT_EQ(WaitExit(Pid(id), 30), 137);
+  EXPECT_EQ(RunProcess({SentryBinary(), "delete", id}).exit_code, 0);
+  EXPECT_NE(access((kDefaultRoot + "/" + id).c_str(), F_OK), 0);
+  if (!had_root) rmdir(kDefaultRoot.c_str());
 }
 
 TEST_F(OciCli, ToolCommands) {
