@@ -186,7 +186,7 @@ bool IsOciInvocation(const std::vector<std::string>& args) {
       const std::string& f = args[i];
       if (f == "--") break;
       for (const char* runc : {"--bundle", "-b", "--detach", "-d", "--pid-file", "--console-socket",
-                               "--no-pivot", "--keep"}) {
+                               "--no-pivot", "--keep", "--preserve-fds", "--pidfd-socket"}) {
         if (f == runc || absl::StartsWith(f, std::string(runc) + "=")) return true;
       }
     }

@@ -268,6 +268,12 @@ absl::Status MapProcess(const json& p, Bundle& b) {
         }
       }
     }
+    if (u.contains("umask") && !u["umask"].is_null()) {
+      if (!u["umask"].is_number_unsigned() || u["umask"].get<uint64_t>() > 0777) {
+        return absl::InvalidArgumentError("process.user.umask must be a number from 0 to 0777");
+      }
+      o.umask = u["umask"].get<mode_t>();
+    }
     if (u.contains("username")) b.notes.push_back("process.user.username not honoured");
   } else {
     o.uid = o.gid = 0;
@@ -292,8 +298,21 @@ absl::Status MapProcess(const json& p, Bundle& b) {
 void MapResources(const json& r, Bundle& b) {
   RunOptions& o = b.run;
   if (r.contains("memory") && r["memory"].is_object()) {
-    int64_t limit = r["memory"].value("limit", int64_t{0});
+    const json& m = r["memory"];
+    int64_t limit = m.value("limit", int64_t{0});
     if (limit > 0) o.memory_bytes = std::max<uint64_t>(static_cast<uint64_t>(limit), 8 << 20);
+    // sentry's cgroup caps memory and swap together at the limit, with
+    // swappiness 0 (sentry/run/cgroups.cc): no other memory knob applies.
+    if (m.contains("swap")) {
+      b.notes.push_back(
+          "linux.resources.memory.swap not honoured: memory and swap together are capped at "
+          "memory.limit");
+    }
+    for (const char* f : {"swappiness", "reservation", "kernel", "kernelTCP", "disableOOMKiller"}) {
+      if (m.contains(f)) {
+        b.notes.push_back(absl::StrCat("linux.resources.memory.", f, " not honoured"));
+      }
+    }
   }
   if (r.contains("pids") && r["pids"].is_object()) {
     int64_t limit = r["pids"].value("limit", int64_t{0});
@@ -315,6 +334,12 @@ void MapResources(const json& r, Bundle& b) {
   }
   for (const char* f : {"blockIO", "hugepageLimits", "network", "rdma", "unified"}) {
     if (r.contains(f)) b.notes.push_back(absl::StrCat("linux.resources.", f, " not honoured"));
+  }
+  // The device cgroup: no host device node is ever opened for the guest but
+  // sentry's own (/dev/null, zero, full, random, urandom, its ptys).
+  if (r.contains("devices")) {
+    b.notes.push_back(
+        "linux.resources.devices not honoured: the guest reaches only sentry's own devices");
   }
 }
 
@@ -354,6 +379,10 @@ absl::Status MapLinux(const json& l, Bundle& b) {
     b.notes.push_back(absl::StrCat("linux.{", absl::StrJoin(others, ","),
                                    "} not honoured: sentry's own policy applies"));
   }
+  if (l.contains("rootfsPropagation")) {
+    b.notes.push_back(
+        "linux.rootfsPropagation not honoured: the sandbox's mounts are private to it");
+  }
   if (l.contains("cgroupsPath")) {
     b.notes.push_back("linux.cgroupsPath not honoured: sentry makes its own cgroups (cgroupfs)");
   }
@@ -390,6 +419,8 @@ absl::Status MapAnnotations(Bundle& b) {
       if (!absl::SimpleAtoi(v, &o.max_output) || o.max_output < 16) {
         return absl::InvalidArgumentError("dev.sentry.max-output needs a number of bytes");
       }
+      // A container's output is streamed to the engine: capped there.
+      o.stream_max_output = o.max_output;
     } else if (key == "timeout") {
       if (!absl::SimpleAtod(v, &o.timeout_sec) || o.timeout_sec < 0) {
         return absl::InvalidArgumentError("dev.sentry.timeout needs a number of seconds");

@@ -32,6 +32,12 @@ absl::StatusOr<Bundle> LoadBundle(const std::string& bundle_dir);
 absl::StatusOr<Bundle> ParseConfig(const std::string& text, const std::string& dir);
 
 inline constexpr size_t kMaxBoundFile = 1 << 20;
+// The dev.sentry.* annotations sentry reads (see MapAnnotations), as
+// `features` lists them.
+inline constexpr const char* kSentryAnnotations[] = {
+    "dev.sentry.network", "dev.sentry.allow-net", "dev.sentry.unsafe-allow-private-address",
+    "dev.sentry.timeout", "dev.sentry.disk-mb",   "dev.sentry.max-output",
+    "dev.sentry.trace",   "dev.sentry.log"};
 // Where dev.sentry.log=NAME puts its run log (one JSON line per container).
 inline constexpr const char* kAnnotationLogDir = "/var/log/sentry";
 

@@ -263,8 +263,10 @@ std::string Describe(const Report& r) {
 }
 
 nlohmann::json RequestJson(const std::string& op, const ExecProcess& p) {
-  return {{"op", op},     {"args", p.args}, {"env", p.env},      {"cwd", p.cwd},
-          {"uid", p.uid}, {"gid", p.gid},   {"groups", p.groups}};
+  nlohmann::json j = {{"op", op},     {"args", p.args}, {"env", p.env},      {"cwd", p.cwd},
+                      {"uid", p.uid}, {"gid", p.gid},   {"groups", p.groups}};
+  if (p.umask >= 0) j["umask"] = p.umask;
+  return j;
 }
 
 // One request to the monitor, its answer (and fds) back.
@@ -376,6 +378,12 @@ absl::StatusOr<ExecProcess> ParseProcessJson(const std::string& text) {
         }
         p.groups.push_back(g.get<uint32_t>());
       }
+    }
+    if (u.contains("umask") && !u["umask"].is_null()) {
+      if (!u["umask"].is_number_unsigned() || u["umask"].get<uint64_t>() > 0777) {
+        return bad("user.umask must be a number from 0 to 0777");
+      }
+      p.umask = u["umask"].get<int>();
     }
     if (u.contains("username")) return bad("user.username is not supported (give uid and gid)");
   }

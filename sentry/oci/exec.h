@@ -46,6 +46,7 @@ struct ExecProcess {
   std::string cwd = "/";
   uint32_t uid = 0, gid = 0;
   std::vector<uint32_t> groups;
+  int umask = -1;  // user.umask; -1: the container's
   bool terminal = false;
 };
 

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "sentry/oci/bundle.h"
 
 namespace sentry::oci {
 
@@ -28,9 +30,7 @@ std::string FeaturesJson() {
         {"selinux", {{"enabled", false}}}}},
       {"annotations",
        {{"dev.sentry.runtime", "sentry"},
-        {"dev.sentry.annotations",
-         "dev.sentry.network, dev.sentry.allow-net, dev.sentry.max-output, dev.sentry.timeout, "
-         "dev.sentry.disk-mb, dev.sentry.trace, dev.sentry.log"}}}};
+        {"dev.sentry.annotations", absl::StrJoin(kSentryAnnotations, ", ")}}}};
   return j.dump(2);
 }
 

@@ -43,6 +43,7 @@ struct ExecRequest {
   vfs::Creds creds;
   pid_t pid = 0;
   int listener = -1;
+  int umask = -1;  // the process's (user.umask); -1: the container's
 };
 
 // Checks every field and its bounds; "" or what is wrong.
@@ -92,6 +93,12 @@ std::string ParseRequest(const std::string& text, ExecRequest* r) {
       }
       r->creds.groups.push_back(g.get<uint32_t>());
     }
+  }
+  if (j.contains("umask")) {
+    if (!j["umask"].is_number_unsigned() || j["umask"].get<uint64_t>() > 0777) {
+      return "umask must be a number from 0 to 0777";
+    }
+    r->umask = j["umask"].get<int>();
   }
   if (r->op == "attach") {
     if (!j.contains("pid") || !j["pid"].is_number_unsigned() || !j.contains("listener") ||
@@ -229,6 +236,7 @@ void Run::ServeExec(int conn) {
     t.pidfd = std::move(pidfd);
     t.fs = std::make_shared<FsContext>();
     t.fs->cwd = cwd;
+    t.fs->umask = static_cast<mode_t>(req.umask >= 0 ? req.umask : o_.umask & 0777);
     t.process = std::make_shared<Process>();
     t.process->tgid = t.tid;
     t.process->ns_pid = t.ns_tid;

@@ -91,6 +91,7 @@ std::optional<RunError> Run::Prepare() {
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;
   so.max_output = o_.max_output;
+  so.stream_cap = o_.stream_max_output;
   so.tee = {o_.stdout_tee_fd, o_.stderr_tee_fd};
   so.pipe_uid = so.pipe_gid = GuestHostUid();
   so.relay_all = warm_;
@@ -286,6 +287,7 @@ std::optional<RunError> Run::AttachGuest() {
     t.ns_tid = ReadNsPid(t.tid);
     t.pidfd = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, t.tid, 0)));
     t.fs = std::make_shared<FsContext>();
+    t.fs->umask = o_.umask & 0777;
     t.process = std::make_shared<Process>();
     t.process->tgid = t.tid;
     t.process->ns_pid = t.ns_tid;

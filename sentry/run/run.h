@@ -67,6 +67,7 @@ struct RunOptions {
   uint64_t cpu_shares = 0;     // cpu.shares (0: the kernel's 1024); OCI's cpu.shares
   uint64_t disk_bytes = 512ull << 20;
   uint64_t max_output = 64 << 10;  // per stream, with --json
+  uint64_t stream_max_output = 0;  // per stream, streamed (not --json); 0: none
   uint64_t nofile = 1024;          // open files per process (RLIMIT_NOFILE)
   bool cgroups = true;             // false: rlimits only (--no-cgroups)
   NamespaceMode namespaces = NamespaceMode::kAuto;
@@ -90,7 +91,8 @@ struct RunOptions {
   // --preserve-fds, at most kMaxExtraFds): the objects themselves, not
   // relayed (a listening socket must stay one), trusted as stdio is.
   std::vector<int> extra_fds;
-  int64_t uid = -1;  // -1: 1000, or 0 with root
+  int64_t uid = -1;    // -1: 1000, or 0 with root
+  mode_t umask = 022;  // the guest's first umask (process.user.umask)
   int64_t gid = -1;
   // Supplementary groups (process.user.additionalGids), at most
   // kMaxGuestGroups: mapped in the sandbox's user namespace, so getgroups

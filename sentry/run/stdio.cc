@@ -8,7 +8,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "sentry/base/status_macros.h"
@@ -28,16 +30,29 @@ bool WriteAll(int fd, const char* p, size_t n) {
 }
 
 // Copies from -> to until from ends; keeps reading after `to` fails, so the
-// guest is never blocked on a full pipe.
-void Pump(int from, int to, OutputBuffer* capture) {
+// guest is never blocked on a full pipe. With a cap (a streamed run's, see
+// Options::stream_cap), what comes past it is read and dropped, and a line
+// at the end says how much.
+void Pump(int from, int to, OutputBuffer* capture, uint64_t cap) {
   char buf[1 << 16];
   bool writable = to >= 0;
+  uint64_t passed = 0, dropped = 0;
   while (true) {
     ssize_t n = read(from, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) break;
     if (capture) capture->Append(buf, n);
-    if (writable) writable = WriteAll(to, buf, n);
+    size_t pass = static_cast<size_t>(n);
+    if (cap > 0) {
+      pass = static_cast<size_t>(std::min<uint64_t>(pass, cap - passed));
+      passed += pass;
+      dropped += static_cast<uint64_t>(n) - pass;
+    }
+    if (writable && pass > 0) writable = WriteAll(to, buf, pass);
+  }
+  if (writable && dropped > 0) {
+    std::string line = absl::StrCat("\n[... ", dropped, " bytes dropped by sentry ...]\n");
+    WriteAll(to, line.data(), line.size());
   }
 }
 
@@ -197,7 +212,8 @@ void GuestStdio::Start() {
     int from = ours_[i].get();
     int to = options_.capture ? options_.tee[i - 1] : i;
     OutputBuffer* capture = options_.capture ? (i == 1 ? out_.get() : err_.get()) : nullptr;
-    outputs_.emplace_back([from, to, capture] { Pump(from, to, capture); });
+    uint64_t cap = options_.capture ? 0 : options_.stream_cap;
+    outputs_.emplace_back([from, to, capture, cap] { Pump(from, to, capture, cap); });
   }
   outputs_started_ = true;
 }

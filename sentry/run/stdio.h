@@ -28,6 +28,11 @@ class GuestStdio final {
     bool capture = false;    // --json: keep stdout/stderr instead of streaming them
     std::string stdin_path;  // --stdin FILE ("-" is the sentry's own stdin)
     size_t max_output = 64 << 10;
+    // Without capture: the bytes of stdout and of stderr passed on, each (0:
+    // all); the rest is dropped, and a line says how much (an OCI
+    // container's dev.sentry.max-output, which caps what reaches the
+    // engine's logs).
+    uint64_t stream_cap = 0;
     // The host ids of the guest's user: the relay pipes are made its own, as a
     // shell's pipes are its user's, so it may reopen them (/dev/stdin).
     uid_t pipe_uid = static_cast<uid_t>(-1);

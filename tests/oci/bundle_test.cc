@@ -9,10 +9,14 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "sentry/oci/rootfs_users.h"
+#include "sentry/oci/spec.h"
 
 namespace sentry::oci {
 namespace {
@@ -84,6 +88,63 @@ TEST(OciBundle, MapsProcessResourcesAndAnnotations) {
   for (const char* not_said : {"additionalGids", "cpu.shares"}) {
     EXPECT_EQ(notes.find(not_said), std::string::npos) << not_said << " in:\n" << notes;
   }
+}
+
+// Fields sentry does not apply are each said once; process.user.umask is
+// the guest's first umask; a malformed one is refused.
+TEST(OciBundle, PropagationDevicesAndSwapAreSaidAndUmaskIsHonoured) {
+  auto b = ParseConfig(Config(R"("args":["sh"],"user":{"uid":0,"gid":0,"umask":63})",
+                              R"("linux":{"rootfsPropagation":"rslave","resources":{)"
+                              R"("memory":{"limit":268435456,"swap":536870912},)"
+                              R"("devices":[{"allow":false,"access":"rwm"}]}})"),
+                       "/bundle");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->run.umask, 077u);
+  std::string notes = absl::StrJoin(b->notes, "\n");
+  for (const char* said :
+       {"linux.rootfsPropagation not honoured", "linux.resources.devices not honoured",
+        "linux.resources.memory.swap not honoured"}) {
+    size_t at = notes.find(said);
+    EXPECT_NE(at, std::string::npos) << said << " in:\n" << notes;
+    EXPECT_EQ(notes.find(said, at + 1), std::string::npos) << said << " twice in:\n" << notes;
+  }
+  EXPECT_EQ(notes.find("umask"), std::string::npos) << notes;
+  // Without one, the kernel's default.
+  auto plain = ParseConfig(Config(R"("args":["sh"])"), "/bundle");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->run.umask, 022u);
+  EXPECT_TRUE(plain->notes.empty()) << absl::StrJoin(plain->notes, "\n");
+  for (const char* bad : {R"("umask":512)", R"("umask":-1)", R"("umask":"022")"}) {
+    auto r = ParseConfig(
+        Config(std::string(R"("args":["sh"],"user":{"uid":0,"gid":0,)") + bad + "}"), "/bundle");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(std::string(r.status().message()).find("umask"), std::string::npos) << r.status();
+  }
+}
+
+// Every annotation `features` lists is one the parser takes as sentry's.
+TEST(OciBundle, FeaturesListsEveryAnnotationSentryReads) {
+  auto features = nlohmann::json::parse(FeaturesJson());
+  std::string listed = features["annotations"]["dev.sentry.annotations"];
+  EXPECT_NE(listed.find("dev.sentry.unsafe-allow-private-address"), std::string::npos) << listed;
+  const std::map<std::string, std::string> valid = {
+      {"dev.sentry.network", "none"},  {"dev.sentry.allow-net", "example.com:443"},
+      {"dev.sentry.timeout", "5"},     {"dev.sentry.disk-mb", "64"},
+      {"dev.sentry.max-output", "64"}, {"dev.sentry.trace", "false"},
+      {"dev.sentry.log", "x.log"},     {"dev.sentry.unsafe-allow-private-address", "false"}};
+  int count = 0;
+  for (absl::string_view key : absl::StrSplit(listed, ", ")) {
+    ++count;
+    std::string k(key);
+    ASSERT_TRUE(valid.count(k)) << k << " has no test value";
+    if (k == "dev.sentry.log" && access(kAnnotationLogDir, W_OK) != 0 && geteuid() != 0) continue;
+    auto b = ParseConfig(
+        Config(R"("args":["sh"])", R"("annotations":{")" + k + R"(":")" + valid.at(k) + R"("})"),
+        "/bundle");
+    ASSERT_TRUE(b.ok()) << k << ": " << b.status();
+    EXPECT_EQ(absl::StrJoin(b->notes, "\n").find("not one of sentry's"), std::string::npos) << k;
+  }
+  EXPECT_EQ(count, static_cast<int>(valid.size()));
 }
 
 TEST(OciBundle, RlimitsAboveTheHostsHardLimitAreLoweredAndSaid) {

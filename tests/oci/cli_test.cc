@@ -236,6 +236,61 @@ TEST_F(OciCli, ConfigSetsUserEnvCwdHostnameAndAnnotations) {
   EXPECT_NE(ReadFile(log_).find("not honoured"), std::string::npos);
 }
 
+// sentry's own options as annotations, each taking effect: network=none
+// clears an allowlist (only lo, a listed address refused at once, said in
+// the result), max-output caps each stream the engine gets, trace writes the
+// trapped calls to the container's stderr, log appends the run's JSON line
+// in /var/log/sentry, disk-mb caps the in-memory writes (ENOSPC).
+TEST_F(OciCli, AnnotationsTakeEffect) {
+  std::string log_name = "oci-cli-test-" + std::to_string(getpid()) + ".log";
+  std::string run_log = "/var/log/sentry/" + log_name;
+  std::string b =
+      Bundle("b",
+             {"python3", "-c",
+              "import socket, sys\n"
+              "print([n for _, n in socket.if_nameindex()])\n"
+              "try:\n"
+              "    socket.create_connection(('10.1.2.3', 80), timeout=5)\n"
+              "except OSError as e:\n"
+              "    print('connect', e.errno)\n"
+              "try:\n"
+              "    open('/tmp/big', 'wb').write(b'0' * 3000000)\n"
+              "except OSError as e:\n"
+              "    print('disk', e.errno)\n"
+              "sys.stdout.flush()\n"
+              "sys.stdout.write('x' * 1000)\n"},
+             "",
+             R"("annotations":{"dev.sentry.network":"none","dev.sentry.allow-net":"10.1.2.3:80",)"
+             R"("dev.sentry.unsafe-allow-private-address":"true","dev.sentry.max-output":"100",)"
+             R"("dev.sentry.trace":"true","dev.sentry.log":")" +
+                 log_name + R"(","dev.sentry.disk-mb":"1"})");
+  ASSERT_EQ(Create("a1", b), 0) << ReadFile(log_);
+  ASSERT_EQ(Sentry({"start", "a1"}).exit_code, 0);
+  EXPECT_EQ(WaitExit(Pid("a1"), 30), 0) << ReadFile(Err("a1"));
+  std::string out = ReadFile(Out("a1"));
+  const std::string head = "['lo']\nconnect 101\ndisk 28\n";  // ENETUNREACH, ENOSPC
+  EXPECT_EQ(out.substr(0, head.size()), head) << out;
+  // 100 bytes passed on, the rest dropped and counted.
+  EXPECT_NE(out.find(std::string(100 - head.size(), 'x') + "\n[... " +
+                     std::to_string(1000 - (100 - head.size())) + " bytes dropped by sentry"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find(std::string(101 - head.size(), 'x')), std::string::npos) << out;
+  // The trace: the connect and its denial.
+  std::string err = ReadFile(Err("a1"));
+  EXPECT_NE(err.find("connect("), std::string::npos) << err.substr(0, 2000);
+  EXPECT_NE(err.find("ENETUNREACH"), std::string::npos) << err.substr(0, 2000);
+  std::string line = ReadFile(run_log);
+  unlink(run_log.c_str());
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << line;
+  EXPECT_EQ(j["limits"]["diskBytes"], 1 << 20);
+  EXPECT_EQ(j["limits"]["maxOutputBytes"], 100);
+  ASSERT_EQ(j["result"]["denied"].size(), 1u) << line;
+  EXPECT_EQ(j["result"]["denied"][0]["syscall"], "connect");
+  EXPECT_EQ(Sentry({"delete", "a1"}).exit_code, 0);
+}
+
 TEST_F(OciCli, WritesNeverReachTheRootfs) {
   std::string b = Bundle("b", {"sh", "-c",
                                "echo x > /etc/oci-new && cat /etc/oci-new && "

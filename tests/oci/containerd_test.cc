@@ -154,6 +154,36 @@ TEST_F(Containerd, PsListsTheGuestAndExecRunsInIt) {
   EXPECT_EQ(Ctr({"container", "rm", "p1"}).exit_code, 0);
 }
 
+// One detached container covers ctr's process flags and the task's end:
+// --env and --cwd, only lo without --net-host, writes that never reach the
+// rootfs, its output through --log-uri, `task exec --user`, and `task kill`
+// (SIGTERM) ending a process that does not trap it with 143.
+TEST_F(Containerd, FlagsLogsWritesAndKill) {
+  std::string log = dir_->path() + "/f1.log";
+  ProcessResult d =
+      Run({"-d", "--log-uri", "file://" + log, "--env", "FOO=bar", "--cwd", "/tmp"}, "f1",
+          {"sh", "-c",
+           "echo $FOO; pwd; python3 -c 'import socket; print([n for _, n in "
+           "socket.if_nameindex()])'; echo x > /etc/ctr-new && cat /etc/ctr-new; echo ready; "
+           "exec sleep 100"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  const std::string want = "bar\n/tmp\n['lo']\nx\nready\n";
+  for (int i = 0; i < 500 && ReadFile(log).size() < want.size(); ++i) usleep(20 * 1000);
+  EXPECT_EQ(ReadFile(log), want);
+  EXPECT_NE(access((rootfs_ + "/etc/ctr-new").c_str(), F_OK), 0);
+  ProcessResult u = Ctr({"task", "exec", "--exec-id", "u1", "--user", "65534", "f1", "id", "-u"});
+  EXPECT_EQ(u.exit_code, 0) << u.err;
+  EXPECT_EQ(u.out, "65534\n");
+  EXPECT_EQ(Ctr({"task", "kill", "f1"}).exit_code, 0);
+  for (int i = 0; i < 100 && Ctr({"task", "ls"}).out.find("RUNNING") != std::string::npos; ++i) {
+    usleep(50 * 1000);
+  }
+  ProcessResult rm = Ctr({"task", "rm", "f1"});
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_NE(rm.err.find("143"), std::string::npos) << rm.err;  // ctr logs the exit code
+  EXPECT_EQ(Ctr({"container", "rm", "f1"}).exit_code, 0);
+}
+
 TEST_F(Containerd, TwentyContainersConcurrentlyLeaveNothingBehind) {
   constexpr int kN = 20;
   std::vector<std::thread> threads;

@@ -1,7 +1,8 @@
-// config.json's process and linux.resources.cpu fields through the real
+// config.json's process and linux.resources fields through the real
 // binary: the guest's supplementary groups (getgroups), its rlimits as set
-// before its execve, and the CPU shares, quota and period of the sandbox's
-// cgroup (v1 here).
+// before its execve, its umask, the CPU shares, quota and period of the
+// sandbox's cgroup (v1 here), and its memory and pids limits, as the guest
+// reads them and as the host's cgroup holds them.
 #include <dirent.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
@@ -38,6 +40,22 @@ class OciProcess : public ::testing::Test {
     return b;
   }
   std::string Log() { return dir_.path() + "/log.json"; }
+  // The sandbox's cgroup of a controller: "sentry-PID" beneath the
+  // monitor's own (sentry/run/cgroups.cc), PID the monitor's (the pid file's).
+  static std::string SandboxCgroup(pid_t pid, absl::string_view controller) {
+    for (absl::string_view line :
+         absl::StrSplit(ReadFile("/proc/" + std::to_string(pid) + "/cgroup"), '\n')) {
+      std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
+      if (f.size() < 3) continue;
+      for (absl::string_view c : absl::StrSplit(f[1], ',')) {
+        if (c == controller) {
+          return absl::StrCat("/sys/fs/cgroup/", controller, f[2] == "/" ? "" : f[2], "/sentry-",
+                              pid);
+        }
+      }
+    }
+    return "";
+  }
 
   ScratchDir dir_;
   std::string rootfs_;
@@ -93,20 +111,7 @@ TEST_F(OciProcess, CpuSharesQuotaAndPeriodReachTheCgroup) {
       << ReadFile(Log());
   pid_t pid = 0;
   ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFile(pid_file)), &pid));
-  // The pid is the monitor's; the sandbox's cgroup is "sentry-PID" beneath
-  // the monitor's own (sentry/run/cgroups.cc).
-  std::string cpu_path;
-  for (absl::string_view line :
-       absl::StrSplit(ReadFile("/proc/" + std::to_string(pid) + "/cgroup"), '\n')) {
-    std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
-    if (f.size() < 3) continue;
-    for (absl::string_view c : absl::StrSplit(f[1], ',')) {
-      if (c == "cpu") {
-        cpu_path =
-            "/sys/fs/cgroup/cpu" + (f[2] == "/" ? "" : f[2]) + "/sentry-" + std::to_string(pid);
-      }
-    }
-  }
+  std::string cpu_path = SandboxCgroup(pid, "cpu");
   ASSERT_EQ(access(cpu_path.c_str(), F_OK), 0) << cpu_path;
   EXPECT_EQ(ReadFile(cpu_path + "/cpu.shares"), "512\n");
   EXPECT_EQ(ReadFile(cpu_path + "/cpu.cfs_quota_us"), "20000\n");
@@ -114,6 +119,49 @@ TEST_F(OciProcess, CpuSharesQuotaAndPeriodReachTheCgroup) {
   ProcessResult del = RunProcess(Argv({"delete", "--force", "c1"}), "", 60);
   EXPECT_EQ(del.exit_code, 0) << del.err;
   EXPECT_NE(access(cpu_path.c_str(), F_OK), 0) << "the cgroup is left: " << cpu_path;
+}
+
+// linux.resources.memory.limit and pids.limit: the guest reads them in its
+// /sys/fs/cgroup, and the host's cgroup sentry made holds them while the
+// container runs (memory and swap together at the limit). process.user.umask
+// is the guest's first umask.
+TEST_F(OciProcess, MemoryAndPidsLimitsReachTheGuestAndTheCgroup) {
+  if (access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) != 0 ||
+      access("/sys/fs/cgroup/pids", F_OK) != 0) {
+    GTEST_SKIP() << "no cgroup v1 memory and pids";
+  }
+  std::string b = Bundle("m",
+                         {"sh", "-c",
+                          "cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max "
+                          "/sys/fs/cgroup/memory/memory.limit_in_bytes; umask; "
+                          "echo > /tmp/f; stat -c %a /tmp/f; exec sleep 100"},
+                         R"("user":{"uid":0,"gid":0,"umask":23})",
+                         R"("linux":{"resources":{"memory":{"limit":201326592},)"
+                         R"("pids":{"limit":37}}})");
+  std::string pid_file = dir_.path() + "/m.pid", out = dir_.path() + "/m.out";
+  ASSERT_EQ(SpawnToFiles(Argv({"create", "--bundle", b, "--pid-file", pid_file, "m1"}), out,
+                         dir_.path() + "/m.err"),
+            0)
+      << ReadFile(Log());
+  pid_t pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFile(pid_file)), &pid));
+  ASSERT_EQ(RunProcess(Argv({"start", "m1"}), "", 60).exit_code, 0);
+  const std::string want = "201326592\n37\n201326592\n0027\n640\n";
+  for (int i = 0; i < 500 && ReadFile(out).size() < want.size(); ++i) usleep(20 * 1000);
+  EXPECT_EQ(ReadFile(out), want) << ReadFile(dir_.path() + "/m.err");
+  std::string memory = SandboxCgroup(pid, "memory"), pids = SandboxCgroup(pid, "pids");
+  EXPECT_EQ(ReadFile(memory + "/memory.limit_in_bytes"), "201326592\n") << memory;
+  if (access((memory + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0) {
+    EXPECT_EQ(ReadFile(memory + "/memory.memsw.limit_in_bytes"), "201326592\n");
+  }
+  EXPECT_EQ(ReadFile(pids + "/pids.max"), "37\n") << pids;
+  // The guest's processes are in them.
+  EXPECT_NE(ReadFile(pids + "/cgroup.procs"), "");
+  ProcessResult del = RunProcess(Argv({"delete", "--force", "m1"}), "", 60);
+  EXPECT_EQ(del.exit_code, 0) << del.err;
+  EXPECT_EQ(WaitExit(pid, 10), 137);
+  EXPECT_NE(access(memory.c_str(), F_OK), 0) << "the cgroup is left: " << memory;
+  EXPECT_NE(access(pids.c_str(), F_OK), 0) << "the cgroup is left: " << pids;
 }
 
 }  // namespace
