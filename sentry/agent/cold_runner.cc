@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "sentry/base/fd_passing.h"
+#include "sentry/base/log.h"
 #include "sentry/base/status_macros.h"
 #include "sentry/net/net_policy.h"
 
@@ -128,7 +129,7 @@ bool WriteAll(int fd, const void* data, size_t n) {
   try {
     DecodeJob(json::from_cbor(bytes), &o);
   } catch (const json::exception& e) {
-    std::fprintf(stderr, "sentry: a malformed job reached the runner: %s\n", e.what());
+    log::Error(absl::StrCat("a malformed job reached the runner: ", e.what()));
     _exit(125);
   }
   bytes.clear();

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sentry/base/log.h"
 #include "sentry/base/sha256.h"
 #include "sentry/run/audit_log.h"
 
@@ -115,7 +116,7 @@ void AgentService::Log(const RunJob& job, const std::string& result_json) {
     rec.sentry_max_rss_bytes = static_cast<uint64_t>(self.ru_maxrss) * 1024;
   }
   if (absl::Status s = AppendAuditRecord(flags_.log_path, rec); !s.ok()) {
-    std::fprintf(stderr, "sentry: %s\n", std::string(s.message()).c_str());
+    log::Error(std::string(s.message()));
   }
 }
 

@@ -1,64 +1,21 @@
 #include "sentry/agent/warm_runner.h"
 
-#include <cstdio>
-
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "sentry/agent/cold_runner.h"
+#include "sentry/base/log.h"
 #include "sentry/run/pool_wire.h"
 
 namespace sentry::agent {
-
-const char* const kWarmFlagsHelp =
-    R"(Warm interpreters (python runs without a network):
-  --pool-size N       Python interpreters kept started, each for one run
-                      (default 4; 0: every run starts cold)
-  --pool-refill N     interpreters made at once in the background, at a lower
-                      priority than the runs (default 2)
-  --pool-wait MS      how long a run waits for a free interpreter before it
-                      starts cold (default 100)
-  --preload MODULES   modules imported ahead in each, e.g. numpy,pandas
-)";
-
-int ParseWarmFlag(const std::string& flag, const std::function<bool(std::string*)>& value,
-                  WarmFlags* out, std::string* why) {
-  std::string v;
-  if (flag == "--pool-size") {
-    if (!value(&v) || !absl::SimpleAtoi(v, &out->pool_size) || out->pool_size < 0 ||
-        out->pool_size > 64) {
-      return *why = "--pool-size needs 0 to 64", -1;
-    }
-  } else if (flag == "--pool-refill") {
-    if (!value(&v) || !absl::SimpleAtoi(v, &out->pool_refill) || out->pool_refill < 1 ||
-        out->pool_refill > 64) {
-      return *why = "--pool-refill needs 1 to 64", -1;
-    }
-  } else if (flag == "--pool-wait") {
-    if (!value(&v) || !absl::SimpleAtoi(v, &out->pool_wait_ms) || out->pool_wait_ms < 0 ||
-        out->pool_wait_ms > 60000) {
-      return *why = "--pool-wait needs 0 to 60000 (ms)", -1;
-    }
-  } else if (flag == "--preload") {
-    if (!value(&v)) return *why = "--preload needs module names, e.g. numpy,pandas", -1;
-    for (absl::string_view m : absl::StrSplit(v, ',', absl::SkipEmpty())) {
-      out->preload.emplace_back(m);
-    }
-  } else {
-    return 0;
-  }
-  return 1;
-}
 
 absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const RunOptions& base, const WarmFlags& warm) {
   absl::StatusOr<std::unique_ptr<ColdRunner>> cold = ColdRunner::Start(base);
   if (!cold.ok()) return cold.status();
   if (warm.pool_size == 0) return std::unique_ptr<Runner>(std::move(*cold));
   if (pool::ShapeOf(base) != pool::ShapeOf(RunOptions{})) {
-    std::fprintf(stderr,
-                 "sentry: no warm pool: the server's --disk, --no-cgroups, namespace or network "
-                 "flags need a cold start for every run\n");
+    log::Warn(
+        "no warm pool: the server's --disk, --no-cgroups, namespace or network flags need a "
+        "cold start for every run");
     return std::unique_ptr<Runner>(std::move(*cold));
   }
   WarmPythonOptions po;
@@ -68,8 +25,7 @@ absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const RunOptions& base, const
   po.accept_timeout_ms = warm.pool_wait_ms;
   absl::StatusOr<std::unique_ptr<WarmPythonPool>> pool = WarmPythonPool::Start(po);
   if (!pool.ok()) {
-    std::fprintf(stderr, "sentry: no warm pool (every run starts cold): %s\n",
-                 std::string(pool.status().message()).c_str());
+    log::Warn(absl::StrCat("no warm pool (every run starts cold): ", pool.status().message()));
     return std::unique_ptr<Runner>(std::move(*cold));
   }
   return std::unique_ptr<Runner>(new WarmRunner(std::move(*cold), std::move(*pool)));

@@ -26,7 +26,7 @@
 
 namespace sentry::agent {
 
-// The flags of the warm pool (serve and mcp).
+// The flags of the warm pool (serve and mcp; sentry/cli/server_flags.h).
 struct WarmFlags {
   // Back to back, runs take interpreters as fast as they are made: two made
   // at once (both CPUs of a small machine, at a lower priority than runs)
@@ -36,11 +36,6 @@ struct WarmFlags {
   int pool_wait_ms = 100;  // for a free interpreter, before a cold start
   std::vector<std::string> preload;
 };
-extern const char* const kWarmFlagsHelp;
-// 1 if flag is one of the pool's (its value taken with `value`), 0 if not,
-// -1 with *why when its value is wrong.
-int ParseWarmFlag(const std::string& flag, const std::function<bool(std::string*)>& value,
-                  WarmFlags* out, std::string* why);
 
 // The server's runner: the cold one (whose zygote is forked now: call while
 // the process has one thread) behind a warm pool unless pool_size is 0 or

@@ -84,6 +84,21 @@ bool Enabled(Level level) {
   return Logger().should_log(l);
 }
 
+// stdout_sink_base writes to the FILE* it is given and flushes each line;
+// no lock of its own (the caller has one).
+LineLog::LineLog(FILE* out)
+    : logger_(std::make_shared<spdlog::logger>(
+          "lines",
+          std::make_shared<spdlog::sinks::stdout_sink_base<spdlog::details::console_nullmutex>>(
+              out))) {
+  logger_->set_pattern("%v");
+  logger_->set_level(spdlog::level::trace);
+}
+
+LineLog::~LineLog() = default;
+
+void LineLog::Write(std::string_view line) { logger_->log(spdlog::level::info, "{}", line); }
+
 void Trace(std::string_view m) { Write(spdlog::level::trace, m); }
 void Debug(std::string_view m) { Write(spdlog::level::debug, m); }
 void Info(std::string_view m) { Write(spdlog::level::info, m); }

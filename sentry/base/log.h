@@ -12,7 +12,13 @@
 #ifndef SENTRY_BASE_LOG_H_
 #define SENTRY_BASE_LOG_H_
 
+#include <cstdio>
+#include <memory>
 #include <string_view>
+
+namespace spdlog {
+class logger;
+}  // namespace spdlog
 
 namespace sentry::log {
 
@@ -29,6 +35,24 @@ void Debug(std::string_view message);
 void Info(std::string_view message);
 void Warn(std::string_view message);
 void Error(std::string_view message);
+
+// A logger of its own for lines that are the output a user asked for, not
+// diagnostics (--trace): each line written as given (pattern "%v"), whole,
+// and flushed at once, to `out`, which the caller keeps open for the
+// LineLog's life. The --log-level never silences it. Not locked: the caller
+// writes one line at a time.
+class LineLog final {
+ public:
+  explicit LineLog(FILE* out);
+  LineLog(const LineLog&) = delete;
+  LineLog& operator=(const LineLog&) = delete;
+  ~LineLog();
+
+  void Write(std::string_view line);
+
+ private:
+  std::shared_ptr<spdlog::logger> logger_;
+};
 
 }  // namespace sentry::log
 

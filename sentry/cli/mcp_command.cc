@@ -5,10 +5,11 @@
 #include <cstdio>
 
 #include "sentry/agent/mcp_server.h"
-#include "sentry/agent/server_flags.h"
 #include "sentry/agent/service.h"
 #include "sentry/agent/warm_runner.h"
 #include "sentry/cli/commands.h"
+#include "sentry/cli/flag_set.h"
+#include "sentry/cli/server_flags.h"
 #include "sentry/run/run.h"
 
 namespace sentry::cli {
@@ -24,6 +25,12 @@ Each call runs in a fresh sandbox and returns the `sentry run --json` result
 (structuredContent) and its text for the model. A client's config:
   {"mcpServers": {"sentry": {"command": "/usr/local/bin/sentry", "args": ["mcp"]}}}
 
+A flag takes its value as --timeout 5 or --timeout=5; a SIZE as 512m, 1.5g or
+64MiB (a bare number is MiB).)";
+
+constexpr const char* kMcpFooter =
+    R"(Exit codes: 0 when stdin ends, 125 for a bad flag or a server that cannot
+start (the sandbox: `sentry check`).
 )";
 
 }  // namespace
@@ -31,21 +38,13 @@ Each call runs in a fresh sandbox and returns the `sentry run --json` result
 int McpCommand(const std::vector<std::string>& args) {
   agent::ServerFlags flags;
   agent::WarmFlags warm;
-  bool help = false;
-  std::string why = agent::ParseServerFlags(
-      args, &flags, [&](const std::string& a, const auto& value, std::string* why) {
-        if (int taken = agent::ParseWarmFlag(a, value, &warm, why); taken != 0) return taken;
-        if (a == "-h" || a == "--help") help = true;
-        return a == "-h" || a == "--help" ? 1 : 0;
-      });
-  if (help) {
-    std::printf("%s%s%s", kMcpUsage, agent::kServerFlagsHelp, agent::kWarmFlagsHelp);
+  FlagsOutcome parsed =
+      ParseServerFlags({"mcp", kMcpUsage, nullptr, kMcpFooter, nullptr}, args, &flags, &warm);
+  if (parsed.kind == FlagsOutcome::Kind::kHelp) {
+    std::fputs(parsed.text.c_str(), stdout);
     return 0;
   }
-  if (!why.empty()) {
-    std::fprintf(stderr, "sentry mcp: %s\n(see 'sentry mcp --help')\n", why.c_str());
-    return kExitSentryError;
-  }
+  if (parsed.kind == FlagsOutcome::Kind::kError) return UsageError("mcp", parsed.text);
   signal(SIGPIPE, SIG_IGN);
   // The runner's zygote is forked now, while this process has one thread.
   auto runner = agent::MakeRunner(flags.policy.base, warm);

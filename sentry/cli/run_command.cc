@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/base/log.h"
 #include "sentry/cli/commands.h"
 #include "sentry/cli/flag_values.h"
 #include "sentry/cli/limits_file.h"
@@ -81,7 +82,7 @@ int RunCommand(const std::vector<std::string>& args) {
   }
   // On sentry's stderr (a --json result stays clean), like every notice.
   if (!flags.pool.empty() && !why.empty()) {
-    std::fprintf(stderr, "sentry: notice: a cold start (%s)\n", why.c_str());
+    log::Info(absl::StrCat("notice: a cold start (", why, ")"));
   }
   return RunSandbox(o);
 }

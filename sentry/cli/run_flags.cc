@@ -2,14 +2,10 @@
 #include "sentry/cli/run_flags.h"
 
 #include <CLI/CLI.hpp>
-#include <cmath>
 #include <cstdlib>
-#include <functional>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "sentry/base/log.h"
+#include "sentry/cli/flag_set.h"
 #include "sentry/cli/flag_values.h"
 #include "sentry/tools/host_tool.h"
 #include "sentry/trace/trace_writer.h"
@@ -56,86 +52,6 @@ std::string AddToolFlag(const std::string& v, std::vector<tools::HostTool>* into
   tools::HostTool tool;
   if (std::string why = tools::ParseToolFlag(v, &tool); !why.empty()) return why;
   return tools::AddTool(*into, std::move(tool));
-}
-
-// A flag's check: "" when the value is taken, else what it needs.
-using Parse = std::function<std::string(const std::string&)>;
-
-// Declares flags on a CLI11 app: each flag is one call.
-class FlagSet final {
- public:
-  explicit FlagSet(CLI::App& app) : app_(app) {}
-
-  // A flag with a value. Repeatable: each occurrence is checked in turn (a
-  // single-valued flag given twice keeps the last, as docker does).
-  CLI::Option* Value(const std::string& names, const char* group, const char* type,
-                     const std::string& help, Parse parse) {
-    std::string shown = names.substr(names.rfind(',') + 1);
-    auto each = [shown, parse](const std::vector<std::string>& values) {
-      for (const std::string& v : values) {
-        if (std::string why = parse(v); !why.empty()) {
-          throw CLI::ValidationError(absl::StrCat(shown, " ", v.empty() ? "\"\"" : v, ": ", why));
-        }
-      }
-    };
-    return app_.add_option_function<std::vector<std::string>>(names, each, help)
-        ->type_name(type)
-        ->group(group)
-        ->allow_extra_args(false)
-        ->take_all();
-  }
-  // A flag whose value is optional and given only after '=': `--flag` is
-  // `--flag=dflt` (as strace's and docker's optional values).
-  CLI::Option* Optional(const std::string& names, const char* group, const char* type,
-                        const std::string& help, const std::string& dflt, Parse parse) {
-    std::string shown = names.substr(names.rfind(',') + 1);
-    return app_.add_flag(names + "{" + dflt + "}", scratch_, help)
-        ->group(group)
-        ->type_name(type)
-        ->each([shown, parse](const std::string& v) {
-          if (std::string why = parse(v); !why.empty()) {
-            throw CLI::ValidationError(absl::StrCat(shown, "=", v, ": ", why));
-          }
-        });
-  }
-  // A flag without a value.
-  CLI::Option* Switch(const std::string& names, const char* group, const std::string& help,
-                      std::function<void()> set) {
-    return app_.add_flag_callback(names, std::move(set), help)->group(group);
-  }
-
- private:
-  CLI::App& app_;
-  std::string scratch_;  // Optional's raw value (each() has checked and stored it)
-};
-
-Parse Text(std::string* out, const char* need) {
-  return [out, need](const std::string& v) -> std::string {
-    if (v.empty()) return need;
-    *out = v;
-    return "";
-  };
-}
-
-template <typename T>
-Parse Whole(T* out, T lo, T hi, const char* need) {
-  return [=](const std::string& v) -> std::string {
-    T n;
-    if (!absl::SimpleAtoi(v, &n) || n < lo || n > hi) return need;
-    *out = n;
-    return "";
-  };
-}
-
-Parse Size(uint64_t* out, uint64_t bare_unit, uint64_t min, const char* need) {
-  return [=](const std::string& v) -> std::string {
-    std::string why;
-    uint64_t n;
-    if (!ParseSize(v, bare_unit, &n, &why)) return why.empty() ? need : why;
-    if (n < min) return need;
-    *out = n;
-    return "";
-  };
 }
 
 struct Extra {
@@ -203,9 +119,7 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
   f.Value("--log-level", kOutput, "LEVEL",
           "how much the sentry says of itself on stderr: trace, debug, info (default), warn, "
           "error or off (also SENTRY_LOG_LEVEL); the guest's output is never affected",
-          [](const std::string& v) -> std::string {
-            return log::SetLevel(v) ? "" : "takes trace, debug, info, warn, error or off";
-          });
+          LogLevel());
   f.Switch("--timings", kOutput,
            "print to stderr where the run's wall time went (set-up, the guest, teardown)",
            [&o] { o.timings = true; });
@@ -214,10 +128,7 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
   f.Value("--timeout", kLimits, "SECONDS",
           "kill the whole sandbox after this wall-clock time (default 30; 0 for none; "
           "units ms, s, m, h)",
-          [&o](const std::string& v) -> std::string {
-            if (!ParseDuration(v, &o.timeout_sec)) return "needs a number of seconds (0 for none)";
-            return "";
-          });
+          Duration(&o.timeout_sec));
   f.Value("-m,--memory", kLimits, "SIZE",
           "memory cap for the whole sandbox (default 1g); at most the host's",
           Size(&o.memory_bytes, 1 << 20, 8 << 20, "needs a size of at least 8m, e.g. 256m or 1g"));
@@ -226,14 +137,7 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           "EAGAIN past it",
           Whole<uint64_t>(&o.pids, 1, 1 << 22, "needs a positive number"));
   f.Value("--cpus", kLimits, "N", "CPU quota, fractional (default: none); at most the host's CPUs",
-          [&o](const std::string& v) -> std::string {
-            double n;
-            if (!absl::SimpleAtod(v, &n) || !std::isfinite(n) || n <= 0) {
-              return "needs a positive number, e.g. 0.5 or 2";
-            }
-            o.cpus = n;
-            return "";
-          });
+          Cpus(&o.cpus));
   f.Value("--nofile", kLimits, "N", "open files per process (default 1024): EMFILE past it",
           Whole<uint64_t>(&o.nofile, 16, 1 << 20, "needs a number of open files (16 to 1048576)"));
   f.Value("--disk", kLimits, "SIZE",
@@ -344,40 +248,6 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
   f.Switch("--rm", kSandbox, "accepted for docker's habit: every sandbox is removed", [] {});
 }
 
-// The help text: the description, each group's flags with their help
-// wrapped beside them, the exit codes.
-std::string Help(const CLI::App& app) {
-  constexpr size_t kColumn = 24, kWidth = 80;
-  std::string out = absl::StrCat(app.get_description(), "\n");
-  for (const char* group : {kOutput, kLimits, kFiles, kNetwork, kSandbox}) {
-    absl::StrAppend(&out, "\n", group, ":\n");
-    for (const CLI::Option* opt : app.get_options()) {
-      if (opt->get_group() != group) continue;
-      std::string names = absl::StrCat("  ", opt->get_name(false, true));
-      if (!opt->get_type_name().empty() && opt->get_type_name() != "FLAG") {
-        absl::StrAppend(&names, " ", opt->get_type_name());
-      }
-      std::string line = names;
-      if (line.size() + 2 > kColumn) {
-        absl::StrAppend(&out, line, "\n");
-        line.clear();
-      }
-      line.resize(kColumn, ' ');
-      for (absl::string_view word : absl::StrSplit(opt->get_description(), ' ')) {
-        if (line.size() > kColumn && line.size() + 1 + word.size() > kWidth) {
-          absl::StrAppend(&out, line, "\n");
-          line = std::string(kColumn, ' ');
-        }
-        absl::StrAppend(&line, line.size() > kColumn ? " " : "", word);
-      }
-      absl::StrAppend(&out, line, "\n");
-    }
-  }
-  absl::StrAppend(&out, "\n  -h, --help", std::string(kColumn - 12, ' '), "this text\n\n",
-                  app.get_footer());
-  return out;
-}
-
 // What no single flag can say: flags that contradict each other.
 std::string CheckCombination(const RunOptions& o, const Extra& x) {
   if (o.namespaces == NamespaceMode::kOff && (!o.net.allow.empty() || !o.net.secrets.empty())) {
@@ -426,7 +296,7 @@ FlagsOutcome ParseRunFlags(const std::vector<std::string>& args, RunFlags* flags
   try {
     app.parse(argv);
   } catch (const CLI::CallForHelp&) {
-    return {FlagsOutcome::Kind::kHelp, Help(app)};
+    return {FlagsOutcome::Kind::kHelp, Help(app, {kOutput, kLimits, kFiles, kNetwork, kSandbox})};
   } catch (const CLI::ParseError& e) {
     return {FlagsOutcome::Kind::kError, e.what()};
   }

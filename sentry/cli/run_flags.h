@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "sentry/cli/flag_set.h"
 #include "sentry/run/run.h"
 
 namespace sentry::cli {
@@ -26,11 +27,6 @@ struct RunFlags {
   RunOptions options;
   std::string limits_file;  // --limits-file
   std::string pool;         // --pool (or SENTRY_POOL)
-};
-
-struct FlagsOutcome {
-  enum class Kind { kRun, kHelp, kError } kind = Kind::kRun;
-  std::string text;  // kHelp: the help text; kError: one line, what is wrong
 };
 
 // Parses args (what follows `sentry run`) on top of *flags, which holds the

@@ -5,12 +5,12 @@
 #include <fstream>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "sentry/agent/http_server.h"
-#include "sentry/agent/server_flags.h"
 #include "sentry/agent/service.h"
 #include "sentry/agent/warm_runner.h"
 #include "sentry/cli/commands.h"
+#include "sentry/cli/flag_set.h"
+#include "sentry/cli/server_flags.h"
 #include "sentry/run/run.h"
 
 namespace sentry::cli {
@@ -30,15 +30,15 @@ An HTTP/1.1 JSON API that runs each request in a fresh sandbox:
 Every other request needs "Authorization: Bearer TOKEN". SIGTERM/SIGINT: no
 new run is taken, runs in progress finish, then sentry exits 0.
 
-  --listen ADDR       IP:PORT (127.0.0.1:8080, [::1]:8080; port 0 picks one) or
-                      unix:PATH (a socket only the server's user may use)
-  --token-file FILE   the bearer token, the file's first line (preferred: a
-                      --token is visible to every user in the process list)
-  --token TOKEN       the bearer token itself
-  --io-timeout SECONDS  a client that stalls this long is cut off (default 60)
-  --max-connections N   open connections at once (default 256)
+A flag takes its value as --timeout 5 or --timeout=5; a SIZE as 512m, 1.5g or
+64MiB (a bare number is MiB).)TXT";
 
-)TXT";
+constexpr const char* kHttp = "HTTP";
+
+constexpr const char* kServeFooter =
+    R"(Exit codes: 0 when stopped by SIGTERM or SIGINT, 125 for a bad flag or a
+server that cannot start (the address, the token, the sandbox: `sentry check`).
+)";
 
 }  // namespace
 
@@ -47,39 +47,30 @@ int ServeCommand(const std::vector<std::string>& args) {
   agent::WarmFlags warm;
   agent::HttpOptions http;
   std::string token_file;
-  bool help = false;
-  std::string why = agent::ParseServerFlags(
-      args, &flags,
-      [&](const std::string& a, const std::function<bool(std::string*)>& value,
-          std::string* why) -> int {
-        std::string v;
-        if (int taken = agent::ParseWarmFlag(a, value, &warm, why); taken != 0) return taken;
-        if (a == "-h" || a == "--help") {
-          help = true;
-        } else if (a == "--listen") {
-          if (!value(&http.listen) || http.listen.empty()) return *why = "--listen needs ADDR", -1;
-        } else if (a == "--token") {
-          if (!value(&http.token) || http.token.empty()) return *why = "--token needs a token", -1;
-        } else if (a == "--token-file") {
-          if (!value(&token_file)) return *why = "--token-file needs a file", -1;
-        } else if (a == "--io-timeout") {
-          if (!value(&v) || !absl::SimpleAtoi(v, &http.io_timeout_sec) || http.io_timeout_sec < 1) {
-            return *why = "--io-timeout needs a number of seconds", -1;
-          }
-        } else if (a == "--max-connections") {
-          if (!value(&v) || !absl::SimpleAtoi(v, &http.max_connections) ||
-              http.max_connections < 1) {
-            return *why = "--max-connections needs a positive number", -1;
-          }
-        } else {
-          return 0;
-        }
-        return 1;
-      });
-  if (help) {
-    std::printf("%s%s%s", kServeUsage, agent::kServerFlagsHelp, agent::kWarmFlagsHelp);
+  ServerCommand command{
+      "serve", kServeUsage, kHttp, kServeFooter, [&](FlagSet& f) {
+        f.Value("--listen", kHttp, "ADDR",
+                "IP:PORT (127.0.0.1:8080, [::1]:8080; port 0 picks one) or unix:PATH (a socket "
+                "only the server's user may use)",
+                Text(&http.listen, "needs ADDR, e.g. 127.0.0.1:8080"));
+        f.Value("--token-file", kHttp, "FILE",
+                "the bearer token, the file's first line (preferred: a --token is visible to "
+                "every user in the process list)",
+                Text(&token_file, "needs a file"));
+        f.Value("--token", kHttp, "TOKEN", "the bearer token itself",
+                Text(&http.token, "needs a token"));
+        f.Value("--io-timeout", kHttp, "SECONDS",
+                "a client that stalls this long is cut off (default 60)",
+                Whole(&http.io_timeout_sec, 1, 86400, "needs a number of seconds (1 to 86400)"));
+        f.Value("--max-connections", kHttp, "N", "open connections at once (default 256)",
+                Whole(&http.max_connections, 1, 1 << 20, "needs a positive number"));
+      }};
+  FlagsOutcome parsed = ParseServerFlags(command, args, &flags, &warm);
+  if (parsed.kind == FlagsOutcome::Kind::kHelp) {
+    std::fputs(parsed.text.c_str(), stdout);
     return 0;
   }
+  std::string why = parsed.text;
   if (why.empty() && !token_file.empty()) {
     std::ifstream in(token_file);
     std::string line;
@@ -93,10 +84,7 @@ int ServeCommand(const std::vector<std::string>& args) {
   if (why.empty() && http.token.size() < 16) {
     why = "a token of at least 16 characters is required (--token-file FILE or --token TOKEN)";
   }
-  if (!why.empty()) {
-    std::fprintf(stderr, "sentry serve: %s\n(see 'sentry serve --help')\n", why.c_str());
-    return kExitSentryError;
-  }
+  if (!why.empty()) return UsageError("serve", why);
   signal(SIGPIPE, SIG_IGN);
   // The runner's zygote is forked now, while this process has one thread,
   // and before SIGTERM is blocked (it ignores it).

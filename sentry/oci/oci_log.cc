@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sentry/base/log.h"
 
 namespace sentry::oci {
 
@@ -30,7 +32,7 @@ void OciLog::Open(const std::string& path, bool json, bool debug) {
   if (path.empty()) return;
   int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
-    std::fprintf(stderr, "sentry: cannot open the log %s; logging to stderr\n", path.c_str());
+    log::Warn(absl::StrCat("cannot open the log ", path, "; logging to stderr"));
     return;
   }
   fd_ = fd;

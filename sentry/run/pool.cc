@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sentry/base/fd_table.h"
+#include "sentry/base/log.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/pool_wire.h"
@@ -125,7 +126,7 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
                                           ? WarmSandbox::MakePython(shape, options.preload, &error)
                                           : WarmSandbox::Make(shape, &error);
   if (!warm) {
-    std::fprintf(stderr, "sentry pool: cannot make a sandbox: %s\n", error.c_str());
+    log::Error(absl::StrCat("pool: cannot make a sandbox: ", error));
     _exit(kExitSentryError);
   }
   // Made: waiting costs no CPU, and the run that comes is not to wait for
@@ -309,6 +310,7 @@ int RunPool(const PoolOptions& options) {
     if (pid > 0) {
       warm.insert(pid);
       making.insert(pid);
+      log::Trace(absl::StrCat("pool: worker ", pid, " makes a sandbox"));
     }
   };
   // The refill takes at most `refill` sandboxes' making at a time: its CPU
@@ -332,9 +334,8 @@ int RunPool(const PoolOptions& options) {
     (void)!pwrite(ready_fd.get(), n.data(), n.size(), 0);
   };
   publish();
-  std::fprintf(stderr, "sentry pool: listening on %s, %d %s kept warm\n",
-               options.socket_path.c_str(), options.size,
-               options.python ? "python interpreters" : "sandboxes");
+  log::Info(absl::StrFormat("pool: listening on %s, %d %s kept warm", options.socket_path,
+                            options.size, options.python ? "python interpreters" : "sandboxes"));
   int failures = 0;
   int code = 0;
   while (!stopping) {
@@ -344,6 +345,8 @@ int RunPool(const PoolOptions& options) {
     while ((pfd[0].revents & POLLIN) && read(taken_r.get(), &news, sizeof(news)) == sizeof(news)) {
       making.erase(news.pid);
       failures = 0;
+      log::Trace(
+          absl::StrCat("pool: worker ", news.pid, news.taken ? " serves a run" : " is ready"));
       if (news.taken) {
         // Its replacement is made when its run is over: made now, it would
         // take CPU from that very run (measured: +7 ms on `python3 -c pass`
@@ -365,17 +368,20 @@ int RunPool(const PoolOptions& options) {
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
       making.erase(pid);
       if (busy.erase(pid)) {
+        log::Trace(absl::StrCat("pool: worker ", pid, " has served its run"));
         top_up();
         continue;
       }
       if (!warm.erase(pid) || stopping) continue;
+      log::Debug(
+          absl::StrCat("pool: worker ", pid, " ended before it served (wait status ", status, ")"));
       // A worker died before it served: its sandbox could not be made (its
       // message is on stderr) or was killed. Try again, a few times.
       if (++failures >= kMaxWarmFailures) {
-        std::fprintf(stderr,
-                     "sentry pool: %d sandboxes in a row could not be kept warm; "
-                     "stopping (see the messages above; `sentry check` may say why)\n",
-                     failures);
+        log::Error(absl::StrFormat(
+            "pool: %d sandboxes in a row could not be kept warm; stopping (see the messages "
+            "above; `sentry check` may say why)",
+            failures));
         code = kExitSentryError;
         stopping = true;
         break;

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "loader/filter.h"
 #include "loader/prebuilt_filter.h"
@@ -435,13 +436,11 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
   // core_pattern names it), not in a mount view: none.
   wall_rlimits_.push_back({RLIMIT_CORE, 0});
   stdio_.SetPipeOwner(guest_host_uid_, guest_host_uid_);
-  std::fprintf(stderr,
-               "sentry: notice: no namespaces (%s): the sandbox stands on the seccomp wall "
-               "alone. The guest runs as a host uid of its own, sees host process ids, and has "
-               "no network%s; `sentry check` says what this host lacks, and "
-               "--require-namespaces refuses to run without them.\n",
-               why.c_str(),
-               host_store_.capped() ? "" : ", and --disk caps each file only (no tmpfs here)");
+  log::Warn(absl::StrFormat(
+      "notice: no namespaces (%s): the sandbox stands on the seccomp wall alone. The guest runs "
+      "as a host uid of its own, sees host process ids, and has no network%s; `sentry check` "
+      "says what this host lacks, and --require-namespaces refuses to run without them.",
+      why, host_store_.capped() ? "" : ", and --disk caps each file only (no tmpfs here)"));
   return std::nullopt;
 }
 

@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "sentry/base/fs_identity.h"
+#include "sentry/base/log.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/sandbox_tree.h"
 
@@ -79,10 +80,8 @@ std::string OneLine(const std::string& s) {
 }
 
 void Notice(const std::string& arg, const std::string& why) {
-  std::fprintf(stderr,
-               "sentry: %s not copied in: %s; --copy HOST:GUEST copies any file (the rule: "
-               "sentry run --help)\n",
-               OneLine(arg).c_str(), why.c_str());
+  log::Info(absl::StrCat(OneLine(arg), " not copied in: ", why,
+                         "; --copy HOST:GUEST copies any file (the rule: sentry run --help)"));
 }
 
 // Index in argv of the script argument: the first after argv[0] that does
@@ -237,8 +236,7 @@ ScriptCopy CopyOne(const std::string& arg, vfs::Vfs& v, const vfs::Creds& creds,
   }
   std::string guest = absl::StrCat(guest_cwd, "/", relative);
   if (absl::Status s = WriteIntoSandbox(v, creds, script.text, script.mode, guest); !s.ok()) {
-    std::fprintf(stderr, "sentry: could not copy the script %s in: %s\n", OneLine(arg).c_str(),
-                 std::string(s.message()).c_str());
+    log::Warn(absl::StrCat("could not copy the script ", OneLine(arg), " in: ", s.message()));
     return {};
   }
   return ScriptCopy{relative, std::move(script.text)};

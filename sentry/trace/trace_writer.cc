@@ -64,10 +64,7 @@ std::string TraceWriter::Leader(pid_t tid) const {
   return absl::StrCat(out, hms, absl::StrFormat(".%06d ", tv.tv_usec));
 }
 
-void TraceWriter::Write(std::string line) {
-  line += '\n';
-  std::fwrite(line.data(), 1, line.size(), out_);
-}
+void TraceWriter::Write(std::string line) { lines_.Write(line); }
 
 void TraceWriter::Syscall(pid_t tid, const TracedCall& call, GuestMemory* mem) {
   Call(tid, FormatCall(call, mem), FormatReturn(call));  // formatted before the lock

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "sentry/base/log.h"
 #include "sentry/trace/syscall_format.h"
 
 namespace sentry::trace {
@@ -35,7 +36,8 @@ std::optional<Timestamps> ParseTimestamps(const std::string& s);
 class TraceWriter final {
  public:
   // To stderr (not closed).
-  explicit TraceWriter(FILE* out, Timestamps ts = Timestamps::kNone) : out_(out), ts_(ts) {}
+  explicit TraceWriter(FILE* out, Timestamps ts = Timestamps::kNone)
+      : out_(out), lines_(out), ts_(ts) {}
   // To a file, created or truncated, mode 0600.
   static absl::StatusOr<std::shared_ptr<TraceWriter>> OpenFile(const std::string& path,
                                                                Timestamps ts);
@@ -59,12 +61,14 @@ class TraceWriter final {
   void TaskEnded();
 
  private:
-  TraceWriter(FILE* out, Timestamps ts, bool owned) : out_(out), ts_(ts), owned_(owned) {}
+  TraceWriter(FILE* out, Timestamps ts, bool owned)
+      : out_(out), lines_(out), ts_(ts), owned_(owned) {}
   std::string Leader(pid_t tid) const;
   void Write(std::string line);
 
   std::mutex mu_;
   FILE* out_;
+  log::LineLog lines_;  // spdlog's logger of the trace, on out_
   Timestamps ts_;
   bool owned_ = false;  // a --trace-file: closed here, and every line prefixed
   int tasks_ = 1;

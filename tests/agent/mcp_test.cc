@@ -104,6 +104,15 @@ TEST(Mcp, TimeoutIsReportedAndCappedByTheServer) {
             std::string::npos);
 }
 
+TEST(Mcp, FlagsTakeEqualsFormsAndUnits) {
+  McpProcess mcp({"--timeout=2s", "--pool-size=0", "--memory=256MiB"});
+  Initialize(mcp);
+  json ok = Tool(mcp, 2, "run_python", {{"code", "print(1)"}, {"timeoutMs", 2000}});
+  EXPECT_EQ(ok["result"]["structuredContent"]["stdout"], "1\n") << ok.dump();
+  json above = Tool(mcp, 3, "run_python", {{"code", "1"}, {"timeoutMs", 2001}});
+  EXPECT_EQ(above["error"]["code"], -32602) << above.dump();
+}
+
 TEST(Mcp, ProtocolErrors) {
   McpProcess mcp;
   Initialize(mcp);

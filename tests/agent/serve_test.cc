@@ -245,6 +245,31 @@ TEST(Serve, NothingOfARequestReachesTheHostsFiles) {
   unlink(secret.c_str());
 }
 
+// The flags read as `sentry run`'s do: --flag=value, sizes and durations
+// with units; each takes effect as the request's ceiling.
+TEST(Serve, FlagsTakeEqualsFormsAndUnits) {
+  ServeProcess serve({"--memory=1.5g", "--timeout=1500ms", "--max-request-bytes=0.5k",
+                      "--pool-size=0", "--log-level=warn"});
+  ASSERT_TRUE(serve.ok()) << serve.Stderr();
+  auto status = [&](const json& limits) {
+    return serve.Post({{"code", "1"}, {"limits", limits}}).status;
+  };
+  EXPECT_EQ(status({{"memoryMb", 1536}, {"timeoutMs", 1500}}), 200);
+  EXPECT_EQ(status({{"memoryMb", 1537}}), 403);
+  EXPECT_EQ(status({{"timeoutMs", 1501}}), 403);
+  EXPECT_EQ(serve.Request("POST", "/v1/runs", std::string(513, ' ')).status, 413);
+}
+
+// The sentry's own notices go through its log, which --log-level sets.
+TEST(Serve, LogLevelSilencesTheSentrysNotices) {
+  ServeProcess loud({"--no-cgroups"});
+  ASSERT_TRUE(loud.ok()) << loud.Stderr();
+  EXPECT_NE(loud.Stderr().find("sentry: no warm pool"), std::string::npos) << loud.Stderr();
+  ServeProcess quiet({"--no-cgroups", "--log-level", "off"});
+  ASSERT_TRUE(quiet.ok()) << quiet.Stderr();
+  EXPECT_EQ(quiet.Stderr().find("no warm pool"), std::string::npos) << quiet.Stderr();
+}
+
 TEST(Serve, FlagsAreChecked) {
   EXPECT_FALSE(ServeProcess({}, "localhost:80").ok());
   ProcessResult no_token = RunProcess({SentryBinary(), "serve", "--listen", "127.0.0.1:0"});

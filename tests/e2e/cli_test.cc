@@ -1,6 +1,7 @@
 // The command line: help, flag errors, exit codes, and `sentry syscalls`.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -690,6 +691,89 @@ TEST(CliLogLevel, OffSilencesDiagnosticsAndABadLevelIs125) {
   ProcessResult bad = SentryIn(dir.path(), {"--log-level", "loud"}, {"/bin/true"});
   EXPECT_EQ(bad.exit_code, 125);
   EXPECT_NE(bad.err.find("--log-level loud"), std::string::npos) << bad.err;
+}
+
+// --- serve, mcp and pool: the same parser, units and host checks as run ---
+
+// The CPUs this process may use, as CheckAgainstHost counts them.
+int HostCpus() {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+TEST(CliServers, BadValuesAre125InOneLineNamingTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"serve", "--memory", "1.5q"}, "--memory 1.5q"},
+      {{"serve", "--memory=12parsecs"}, "--memory 12parsecs"},
+      {{"serve", "--timeout=soon"}, "--timeout soon"},
+      {{"serve", "--max-request-bytes=2g"}, "--max-request-bytes 2g"},
+      {{"serve", "--frobnicate=1"}, "unknown flag --frobnicate"},
+      {{"mcp", "--disk", "5x"}, "--disk 5x"},
+      {{"mcp", "--pool-size=65"}, "--pool-size 65"},
+      {{"mcp", "--preload=os;x"}, "--preload os;x"},
+      {{"mcp", "--log-level=loud"}, "--log-level loud"},
+      {{"mcp", "stray"}, "unexpected argument stray"},
+      {{"pool", "--socket=/tmp/x.sock", "--size=0"}, "--size 0"},
+      {{"pool", "--socket=/tmp/x.sock", "--refill-nice=20"}, "--refill-nice 20"},
+      {{"pool", "--socket", "/tmp/x.sock", "--log-level", "loud"}, "--log-level loud"},
+      {{"pool", "--socket=/tmp/x.sock", "--preload=numpy"}, "--preload needs --python"},
+  };
+  for (const auto& [args, says] : cases) {
+    ProcessResult r = Sentry(args);
+    EXPECT_EQ(r.exit_code, 125) << args[1] << "\n" << Describe(r);
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST(CliServers, WhatTheHostCannotHonourIsRefusedWithItsFigure) {
+  std::string figure = "this host gives sentry " + std::to_string(HostCpus()) + " CPUs";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"serve", "--listen", "127.0.0.1:0", "--token", "0123456789abcdef0123", "--cpus", "100"},
+           {"mcp", "--cpus=100"}}) {
+    ProcessResult r = Sentry(args);
+    EXPECT_EQ(r.exit_code, 125) << Describe(r);
+    EXPECT_NE(r.err.find("--cpus 100: " + figure), std::string::npos) << r.err;
+  }
+  ProcessResult m = Sentry({"mcp", "--memory=900t"});
+  EXPECT_EQ(m.exit_code, 125) << Describe(m);
+  EXPECT_NE(m.err.find("this host has"), std::string::npos) << m.err;
+}
+
+TEST(CliServers, HelpGroupsTheFlagsAndListsEveryOne) {
+  std::string serve = Sentry({"serve", "--help"}).out;
+  std::vector<size_t> at;
+  for (const char* group : {"\nHTTP:", "\nServer:", "\nLimits of each run", "\nNetwork",
+                            "\nSandbox:", "\nWarm interpreters", "\nExit codes"}) {
+    at.push_back(serve.find(group));
+    ASSERT_NE(at.back(), std::string::npos) << group << "\n" << serve;
+  }
+  EXPECT_TRUE(std::is_sorted(at.begin(), at.end())) << serve;
+  std::string mcp = Sentry({"mcp", "-h"}).out;
+  EXPECT_EQ(mcp.find("\nHTTP:"), std::string::npos);
+  EXPECT_NE(mcp.find("\nServer:"), std::string::npos) << mcp;
+  std::string pool = Sentry({"pool", "--help"}).out;
+  EXPECT_LT(pool.find("\nPool:"), pool.find("\nWarm interpreters:")) << pool;
+  // Every flag each parser declares is in its command's help.
+  std::regex flag_re("[\",](--[a-z][a-z-]+)\",");
+  const std::pair<const char*, const std::string*> sources[] = {
+      {"/sentry/cli/server_flags.cc", &mcp},
+      {"/sentry/cli/server_flags.cc", &serve},
+      {"/sentry/cli/serve_command.cc", &serve},
+      {"/sentry/cli/pool_command.cc", &pool}};
+  int parsed = 0;
+  for (const auto& [file, help] : sources) {
+    std::string source = ReadHostFile(std::string(SENTRY_SOURCE_DIR) + file);
+    ASSERT_FALSE(source.empty()) << file;
+    for (auto it = std::sregex_iterator(source.begin(), source.end(), flag_re);
+         it != std::sregex_iterator(); ++it) {
+      std::string flag = (*it)[1];
+      ++parsed;
+      EXPECT_NE(help->find("  " + flag), std::string::npos) << flag << " (" << file << ")";
+    }
+  }
+  EXPECT_GE(parsed, 40);
 }
 
 }  // namespace docker_habits

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/e2e/e2e_util.h"
 
@@ -51,13 +52,19 @@ int HostProcessesWithArg(const std::string& arg) {
 // in the destructor.
 class Pool final {
  public:
-  explicit Pool(int size = 2) : socket_(dir_.path() + "/pool.sock"), log_(dir_.path() + "/log") {
+  explicit Pool(int size = 2, const std::vector<std::string>& extra = {})
+      : socket_(dir_.path() + "/pool.sock"), log_(dir_.path() + "/log") {
+    std::vector<std::string> argv = {SentryBinary(), "pool",   "--socket",
+                                     socket_,        "--size", std::to_string(size)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(fd, 2);
-      execl(SentryBinary().c_str(), "sentry", "pool", "--socket", socket_.c_str(), "--size",
-            std::to_string(size).c_str(), nullptr);
+      execv(args[0], args.data());
       _exit(127);
     }
     for (int i = 0; i < 500; ++i) {
@@ -306,6 +313,21 @@ TEST(PoolTest, WhatAWarmSandboxCannotServeRunsCold) {
   ProcessResult none = RunSentry({"--pool", dir.path() + "/no.sock"}, {"/bin/echo", "cold"});
   EXPECT_EQ(none.out, "cold\n") << Describe(none);
   EXPECT_NE(none.err.find("cannot reach the pool"), std::string::npos) << none.err;
+}
+
+// --flag=value as `sentry run` takes it; --log-level warn leaves out the
+// pool's "listening on" notice.
+TEST(PoolTest, FlagsTakeEqualsFormsAndALogLevel) {
+  Pool pool(2, {"--size=1", "--refill=1", "--refill-nice=5", "--log-level=warn"});
+  ProcessResult r = RunSentry(pool.Flags(), {"/bin/echo", "pooled"});
+  EXPECT_EQ(r.out, "pooled\n") << Describe(r);
+  EXPECT_EQ(r.err, "") << "served by the pool, no notice";
+  EXPECT_EQ(pool.Stop(), 0) << pool.log();
+  EXPECT_EQ(pool.log().find("listening on"), std::string::npos) << pool.log();
+  Pool loud(1);
+  ASSERT_EQ(RunSentry(loud.Flags(), {"/bin/true"}).exit_code, 0) << loud.log();
+  EXPECT_EQ(loud.Stop(), 0);
+  EXPECT_NE(loud.log().find("sentry: pool: listening on"), std::string::npos) << loud.log();
 }
 
 TEST(PoolTest, OnePoolASocketAndACleanStop) {

@@ -31,6 +31,19 @@ double Now() {
 
 }  // namespace
 
+bool EnginesRequired() {
+  const char* v = getenv("SENTRY_REQUIRE_ENGINES");
+  return v && std::string(v) == "1";
+}
+
+std::string FirstExecutable(const std::vector<std::string>& paths) {
+  for (const std::string& p : paths) {
+    struct stat st;
+    if (stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
 std::string TestRootfs(std::string* why) {
   static std::string rootfs;
   static std::string error;
@@ -138,6 +151,17 @@ bool Alive(pid_t pid) {
   size_t close = stat.rfind(')');
   if (close == std::string::npos || close + 2 >= stat.size()) return false;
   return stat[close + 2] != 'Z' && stat[close + 2] != 'X';
+}
+
+std::vector<std::string> CgroupsNamed(const std::string& name) {
+  std::vector<std::string> found;
+  ProcessResult r = RunProcess(
+      {"/usr/bin/find", "/sys/fs/cgroup", "-mindepth", "2", "-type", "d", "-name", name}, "", 30);
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) found.push_back(line);
+  }
+  return found;
 }
 
 namespace {

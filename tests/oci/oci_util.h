@@ -12,9 +12,28 @@
 #include <thread>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "tests/util/subprocess.h"
 
 namespace sentry::testing {
+
+// SENTRY_REQUIRE_ENGINES=1 (scripts/test.sh sets it after installing podman,
+// containerd, runc and crun): a test whose engine is missing fails instead of
+// skipping, since ctest counts a skip as a pass.
+bool EnginesRequired();
+
+// GTEST_SKIP() << why, or a failure where EnginesRequired(). Returns from
+// the calling function either way.
+#define SKIP_WITHOUT_ENGINE(why)                                                \
+  do {                                                                          \
+    if (::sentry::testing::EnginesRequired()) {                                 \
+      GTEST_FAIL() << (why) << " (SENTRY_REQUIRE_ENGINES=1: it must be there)"; \
+    }                                                                           \
+    GTEST_SKIP() << (why);                                                      \
+  } while (0)
+
+// The first of paths that is an executable file, or "".
+std::string FirstExecutable(const std::vector<std::string>& paths);
 
 // The shared rootfs (python3 and its stdlib, sh, coreutils), built once per
 // build tree by make_rootfs.sh; "" (with *why) if it cannot be.
@@ -61,6 +80,10 @@ std::vector<pid_t> ProcessesWith(const std::string& needle);
 
 // Whether pid is a live (not zombie) process.
 bool Alive(pid_t pid);
+
+// The cgroup directories named name under any hierarchy of /sys/fs/cgroup
+// (sentry's sandbox cgroups are "sentry-PID" beside or beneath the monitor's).
+std::vector<std::string> CgroupsNamed(const std::string& name);
 
 // A network namespace as an engine makes one (a process of its own that
 // unshared it, lo up), named by path as podman and containerd name theirs:

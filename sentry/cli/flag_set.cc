@@ -1,0 +1,174 @@
+#include "sentry/cli/flag_set.h"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "sentry/base/log.h"
+#include "sentry/cli/flag_values.h"
+#include "sentry/run/run.h"
+
+namespace sentry::cli {
+namespace {
+
+bool ModuleName(absl::string_view m) {
+  if (m.empty() || m.size() > 200 || m.front() == '.' || m.back() == '.') return false;
+  for (char c : m) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') return false;
+  }
+  return !absl::ascii_isdigit(static_cast<unsigned char>(m[0]));
+}
+
+}  // namespace
+
+CLI::Option* FlagSet::Value(const std::string& names, const char* group, const char* type,
+                            const std::string& help, Parse parse) {
+  std::string shown = names.substr(names.rfind(',') + 1);
+  auto each = [shown, parse](const std::vector<std::string>& values) {
+    for (const std::string& v : values) {
+      if (std::string why = parse(v); !why.empty()) {
+        throw CLI::ValidationError(absl::StrCat(shown, " ", v.empty() ? "\"\"" : v, ": ", why));
+      }
+    }
+  };
+  return app_.add_option_function<std::vector<std::string>>(names, each, help)
+      ->type_name(type)
+      ->group(group)
+      ->allow_extra_args(false)
+      ->take_all();
+}
+
+CLI::Option* FlagSet::Optional(const std::string& names, const char* group, const char* type,
+                               const std::string& help, const std::string& dflt, Parse parse) {
+  std::string shown = names.substr(names.rfind(',') + 1);
+  return app_.add_flag(names + "{" + dflt + "}", scratch_, help)
+      ->group(group)
+      ->type_name(type)
+      ->each([shown, parse](const std::string& v) {
+        if (std::string why = parse(v); !why.empty()) {
+          throw CLI::ValidationError(absl::StrCat(shown, "=", v, ": ", why));
+        }
+      });
+}
+
+CLI::Option* FlagSet::Switch(const std::string& names, const char* group, const std::string& help,
+                             std::function<void()> set) {
+  return app_.add_flag_callback(names, std::move(set), help)->group(group);
+}
+
+Parse Text(std::string* out, const char* need) {
+  return [out, need](const std::string& v) -> std::string {
+    if (v.empty()) return need;
+    *out = v;
+    return "";
+  };
+}
+
+Parse Size(uint64_t* out, uint64_t bare_unit, uint64_t min, uint64_t max, const char* need) {
+  return [=](const std::string& v) -> std::string {
+    std::string why;
+    uint64_t n;
+    if (!ParseSize(v, bare_unit, &n, &why)) return why.empty() ? need : why;
+    if (n < min || n > max) return need;
+    *out = n;
+    return "";
+  };
+}
+
+Parse Duration(double* out) {
+  return [out](const std::string& v) -> std::string {
+    if (!ParseDuration(v, out)) return "needs a number of seconds (0 for none; units ms, s, m, h)";
+    return "";
+  };
+}
+
+Parse Cpus(double* out) {
+  return [out](const std::string& v) -> std::string {
+    double n;
+    if (!absl::SimpleAtod(v, &n) || !std::isfinite(n) || n <= 0) {
+      return "needs a positive number, e.g. 0.5 or 2";
+    }
+    *out = n;
+    return "";
+  };
+}
+
+Parse LogLevel() {
+  return [](const std::string& v) -> std::string {
+    return log::SetLevel(v) ? "" : "takes trace, debug, info, warn, error or off";
+  };
+}
+
+Parse Modules(std::vector<std::string>* out) {
+  return [out](const std::string& v) -> std::string {
+    std::vector<std::string> modules = absl::StrSplit(v, ',', absl::SkipEmpty());
+    if (modules.empty()) return "needs module names, e.g. numpy,pandas";
+    for (const std::string& m : modules) {
+      if (!ModuleName(m)) return "not a module name: " + m;
+    }
+    out->insert(out->end(), modules.begin(), modules.end());
+    return "";
+  };
+}
+
+std::string Help(const CLI::App& app, const std::vector<const char*>& groups) {
+  constexpr size_t kColumn = 24, kWidth = 80;
+  std::string out = absl::StrCat(app.get_description(), "\n");
+  for (const char* group : groups) {
+    absl::StrAppend(&out, "\n", group, ":\n");
+    for (const CLI::Option* opt : app.get_options()) {
+      if (opt->get_group() != group) continue;
+      std::string names = absl::StrCat("  ", opt->get_name(false, true));
+      if (!opt->get_type_name().empty() && opt->get_type_name() != "FLAG") {
+        absl::StrAppend(&names, " ", opt->get_type_name());
+      }
+      std::string line = names;
+      if (line.size() + 2 > kColumn) {
+        absl::StrAppend(&out, line, "\n");
+        line.clear();
+      }
+      line.resize(kColumn, ' ');
+      for (absl::string_view word : absl::StrSplit(opt->get_description(), ' ')) {
+        if (line.size() > kColumn && line.size() + 1 + word.size() > kWidth) {
+          absl::StrAppend(&out, line, "\n");
+          line = std::string(kColumn, ' ');
+        }
+        absl::StrAppend(&line, line.size() > kColumn ? " " : "", word);
+      }
+      absl::StrAppend(&out, line, "\n");
+    }
+  }
+  absl::StrAppend(&out, "\n  -h, --help", std::string(kColumn - 12, ' '), "this text\n\n",
+                  app.get_footer());
+  return out;
+}
+
+FlagsOutcome ParseFlagsOnly(CLI::App& app, const std::vector<std::string>& args) {
+  app.allow_extras();
+  app.set_help_flag("-h,--help", "this text");
+  std::vector<std::string> argv(args.rbegin(), args.rend());
+  try {
+    app.parse(argv);
+  } catch (const CLI::CallForHelp&) {
+    return {FlagsOutcome::Kind::kHelp, ""};
+  } catch (const CLI::ParseError& e) {
+    return {FlagsOutcome::Kind::kError, e.what()};
+  }
+  std::vector<std::string> rest = app.remaining();
+  if (!rest.empty()) {
+    bool flag = !rest[0].empty() && rest[0][0] == '-';
+    return {FlagsOutcome::Kind::kError,
+            (flag ? "unknown flag " : "unexpected argument ") + rest[0]};
+  }
+  return {};
+}
+
+int UsageError(const char* command, const std::string& why) {
+  std::fprintf(stderr, "sentry %s: %s (see 'sentry %s --help')\n", command, why.c_str(), command);
+  return kExitSentryError;
+}
+
+}  // namespace sentry::cli
