@@ -236,7 +236,7 @@ void Run::ServeExec(int conn) {
     t.pidfd = std::move(pidfd);
     t.fs = std::make_shared<FsContext>();
     t.fs->cwd = cwd;
-    t.fs->umask = static_cast<mode_t>(req.umask >= 0 ? req.umask : o_.umask & 0777);
+    t.fs->umask = static_cast<mode_t>(req.umask >= 0 ? req.umask : o_.umask) & 0777;
     t.process = std::make_shared<Process>();
     t.process->tgid = t.tid;
     t.process->ns_pid = t.ns_tid;
