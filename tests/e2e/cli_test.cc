@@ -1,12 +1,16 @@
 // The command line: help, flag errors, exit codes, and `sentry syscalls`.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -476,13 +480,22 @@ TEST(CliDockerHabits, SizesAndDurationsAsDockerReadsThem) {
 }
 
 TEST(CliDockerHabits, WhatTheHostCannotHonourIsRefusedWithItsFigure) {
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  // The CPUs sentry may use: its affinity, which it inherits from this test.
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  int cpus = CPU_COUNT(&set);
   ProcessResult c = RunSentry({"--cpus", std::to_string(cpus * 50)}, {"/bin/true"});
   EXPECT_EQ(c.exit_code, 125) << Describe(c);
-  EXPECT_NE(c.err.find("CPUs"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("gives sentry " + std::to_string(cpus) + " CPUs"), std::string::npos)
+      << c.err;
+  struct sysinfo si;
+  ASSERT_EQ(sysinfo(&si), 0);
+  char memory[64];
+  snprintf(memory, sizeof(memory), "this host has %.1fg",
+           std::ldexp(static_cast<double>(si.totalram) * si.mem_unit, -30));
   ProcessResult m = RunSentry({"-m", "900t"}, {"/bin/true"});
   EXPECT_EQ(m.exit_code, 125) << Describe(m);
-  EXPECT_NE(m.err.find("this host has"), std::string::npos) << m.err;
+  EXPECT_NE(m.err.find(memory), std::string::npos) << m.err;
   EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
 }
 

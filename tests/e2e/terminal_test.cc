@@ -335,6 +335,41 @@ TEST(TerminalTest, SignalsToSentry) {
   EXPECT_TRUE(SameSettings(run.Settings(), run.before()));
 }
 
+// README: a second SIGTERM/SIGHUP kills the sandbox at once, not after the
+// 2 s grace; the exit code stays 128+N.
+TEST(TerminalTest, ASecondSigtermEndsTheRunAtOnce) {
+  TerminalRun run({}, {kPython, "-c",
+                       "import signal, time\n"
+                       "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                       "print('ready', flush=True)\n"
+                       "time.sleep(30)\n"});
+  ASSERT_TRUE(run.WaitFor("ready")) << run.out();
+  double t0 = NowSec();
+  run.Signal(SIGTERM);
+  usleep(300 * 1000);
+  EXPECT_EQ(run.Wait(0.1), -1) << "ended by the first SIGTERM, which this guest ignores";
+  run.Signal(SIGTERM);
+  EXPECT_EQ(run.Wait(), 128 + SIGTERM) << run.out();
+  EXPECT_LT(NowSec() - t0, 1.7) << "the grace (2 s) was waited out";
+  EXPECT_TRUE(SameSettings(run.Settings(), run.before()));
+}
+
+// Python's REPL, as a user types into it: Ctrl-C at the prompt is a
+// KeyboardInterrupt the REPL catches, and the session goes on.
+TEST(TerminalTest, CtrlCInAPythonReplInterruptsAndTheReplGoesOn) {
+  TerminalRun run({}, {kPython, "-i", "-q"});
+  ASSERT_TRUE(run.WaitFor(">>> ")) << run.out();
+  run.Type("\x03");
+  ASSERT_TRUE(run.WaitFor("KeyboardInterrupt")) << run.out();
+  size_t interrupted = run.out().find("KeyboardInterrupt");
+  ASSERT_TRUE(run.WaitFor(">>> ", 10, interrupted)) << "no new prompt: " << run.out();
+  run.Type("print(6*7)\r");
+  EXPECT_TRUE(run.WaitFor("\n42", 10, interrupted)) << run.out();
+  run.Type("raise SystemExit(5)\r");
+  EXPECT_EQ(run.Wait(), 5) << run.out();
+  EXPECT_TRUE(SameSettings(run.Settings(), run.before()));
+}
+
 // The guest's terminal is its own: what it does to it never reaches the
 // caller's, and it holds no fd of the caller's terminal.
 TEST(TerminalTest, TheGuestCannotReachTheCallersTerminal) {
