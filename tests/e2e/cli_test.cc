@@ -19,8 +19,8 @@
 #include <sstream>
 #include <string>
 
-#include "sentry/base/json_lite.h"
 #include "tests/e2e/e2e_util.h"
+#include "tests/util/json_read.h"
 
 namespace sentry::testing {
 namespace {
@@ -325,13 +325,13 @@ TEST(CliTest, CheckFindsEverythingSentryNeedsOnThisHost) {
   EXPECT_EQ(r.out.find("MISSING"), std::string::npos) << r.out;
   ProcessResult j = Sentry({"check", "--json"});
   ASSERT_EQ(j.exit_code, 0) << Describe(j);
-  std::optional<json_lite::Value> v = json_lite::Parse(j.out);
+  std::optional<nlohmann::json> v = ParseJson(j.out);
   ASSERT_TRUE(v.has_value()) << j.out;
-  EXPECT_TRUE((*v)["runs"].truthy());
+  EXPECT_EQ(At(*v, "runs"), true);
   std::set<std::string> names;
-  for (const json_lite::Value& c : (*v)["checks"].array) {
-    names.insert(c["name"].str());
-    EXPECT_TRUE(c["ok"].truthy()) << c["name"].str() << ": " << c["detail"].str();
+  for (const nlohmann::json& c : At(*v, "checks")) {
+    names.insert(Str(At(c, "name")));
+    EXPECT_EQ(At(c, "ok"), true) << Str(At(c, "name")) << ": " << Str(At(c, "detail"));
   }
   EXPECT_EQ(names,
             (std::set<std::string>{"root", "seccomp listener", "fd donation", "synchronous wake-up",
@@ -412,10 +412,6 @@ TEST(CliTest, SyscallsJsonIsValid) {
 
 namespace docker_habits {
 
-nlohmann::json ParseJson(const std::string& text) {
-  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-}
-
 TEST(CliDockerHabits, ShortFlagsAndEqualsForms) {
   TempDir dir;
   ProcessResult r =
@@ -456,7 +452,7 @@ nlohmann::json LoggedLimits(const std::vector<std::string>& flags) {
   f.insert(f.end(), {"--log", log});
   ProcessResult r = RunSentry(f, {"/bin/true"});
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
-  nlohmann::json line = ParseJson(ReadHostFile(log));
+  nlohmann::json line = ParseJson(ReadHostFile(log)).value_or(nullptr);
   return line.is_object() ? line["limits"] : nlohmann::json();
 }
 
@@ -534,7 +530,7 @@ TEST(CliErrors, WithJsonEveryErrorIsAResultObject) {
     args.insert(args.end(), {"--", "/bin/echo", "ran"});
     ProcessResult r = Sentry(args);
     EXPECT_EQ(r.exit_code, 125) << flags[0] << "\n" << Describe(r);
-    nlohmann::json j = ParseJson(r.out);
+    nlohmann::json j = ParseJson(r.out).value_or(nullptr);
     ASSERT_TRUE(j.is_object()) << flags[0] << ": " << r.out;
     EXPECT_EQ(j["exitCode"], 125);
     ASSERT_TRUE(j["error"].is_string()) << r.out;
