@@ -38,8 +38,6 @@ Json FilesJson(const std::vector<ReturnedFile>& files) {
 
 }  // namespace
 
-std::string JsonString(const std::string& s) { return JsonDump(Text(s)); }
-
 nlohmann::ordered_json ResultObject(const RunResult& r) {
   Json walls = Json::array(), denied = Json::array();
   for (const std::string& w : r.walls) walls.push_back(Text(w));
