@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "sentry/agent/fd_stream.h"
+#include "sentry/base/json_out.h"
 #include "sentry/base/status_macros.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/result.h"
@@ -103,8 +104,9 @@ class NdjsonSink final : public OutputSink {
     size_t cut = CompleteUtf8(carry);
     if (cut == 0) return;
     sent += cut;
-    Line(absl::StrCat("{\"stream\":\"", stream == 1 ? "stdout" : "stderr",
-                      "\",\"data\":", JsonString(carry.substr(0, cut)), "}\n"));
+    nlohmann::ordered_json line = {{"stream", stream == 1 ? "stdout" : "stderr"},
+                                   {"data", JsonText(carry.substr(0, cut))}};
+    Line(JsonDump(line) + "\n");
     carry.erase(0, cut);
   }
   bool started() const { return started_; }
@@ -334,7 +336,14 @@ bool Server::Runs(FdStream& s, const std::string& body, bool stream, bool keep) 
   if (!stream || !sink.started()) {
     return Send(s, static_cast<http::status>(a.status), a.body, keep);
   }
-  sink.Finish(a.status == 200 ? absl::StrCat("{\"result\":", a.body, "}\n") : a.body + "\n");
+  if (a.status != 200) {
+    sink.Finish(a.body + "\n");  // a RequestError's object
+    return keep;
+  }
+  // Parsed again, in order: a.result, as the service parsed it, sorts its keys.
+  nlohmann::ordered_json result = nlohmann::ordered_json::parse(a.body, nullptr, false);
+  if (result.is_discarded()) result = nullptr;
+  sink.Finish(JsonDump({{"result", std::move(result)}}) + "\n");
   return keep;
 }
 

@@ -106,10 +106,7 @@ void AgentService::Log(const RunJob& job, const std::string& result_json) {
     rec.code = job.code.substr(0, 64 << 10);
     rec.code_hash = Sha256Hex(job.code);
   }
-  rec.limits = absl::StrFormat(
-      "{\"timeoutSec\":%g,\"memoryBytes\":%d,\"pids\":%d,\"cpus\":%g,\"diskBytes\":%d,"
-      "\"maxOutputBytes\":%d,\"nofile\":%d}",
-      o.timeout_sec, o.memory_bytes, o.pids, o.cpus, o.disk_bytes, o.max_output, o.nofile);
+  rec.limits = LimitsJson(o);
   rec.result_json = result_json;
   rusage self;
   if (getrusage(RUSAGE_SELF, &self) == 0) {

@@ -20,16 +20,17 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sentry/base/json_out.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/cli/commands.h"
 #include "sentry/platform/unotify.h"
 #include "sentry/run/cgroups.h"
-#include "sentry/run/result.h"
 #include "sentry/run/run.h"
 
 namespace sentry::cli {
@@ -290,17 +291,20 @@ int CheckCommand(const std::vector<std::string>& args) {
   utsname u{};
   uname(&u);
   if (json) {
-    std::string s =
-        absl::StrCat("{\"runs\":", runs ? "true" : "false",
-                     ",\"walls\":", all_walls ? "[\"seccomp\",\"namespaces\"]" : "[\"seccomp\"]",
-                     ",\"kernel\":", JsonString(u.release), ",\"checks\":[");
-    for (size_t i = 0; i < checks.size(); ++i) {
-      absl::StrAppend(&s, i ? "," : "", "{\"name\":", JsonString(checks[i].name),
-                      ",\"ok\":", checks[i].ok ? "true" : "false",
-                      ",\"required\":", checks[i].required ? "true" : "false",
-                      ",\"detail\":", JsonString(checks[i].detail), "}");
+    nlohmann::ordered_json walls = nlohmann::ordered_json::array({"seccomp"});
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    if (all_walls) walls.push_back("namespaces");
+    for (const Check& c : checks) {
+      rows.push_back({{"name", JsonText(c.name)},
+                      {"ok", c.ok},
+                      {"required", c.required},
+                      {"detail", JsonText(c.detail)}});
     }
-    std::printf("%s]}\n", s.c_str());
+    nlohmann::ordered_json out = {{"runs", runs},
+                                  {"walls", std::move(walls)},
+                                  {"kernel", JsonText(u.release)},
+                                  {"checks", std::move(rows)}};
+    std::printf("%s\n", JsonDump(out).c_str());
   } else {
     std::printf("sentry check (Linux %s %s):\n", u.release, u.machine);
     for (const Check& c : checks) {

@@ -38,14 +38,8 @@ class PhaseClock {
     absl::StrAppendFormat(&out, " total %.1f\n", total);
     return out;
   }
-  // {"prepare":0.71,...}: for the audit log.
-  std::string Json() const {
-    std::string out = "{";
-    for (const auto& [phase, ms] : phases_) {
-      absl::StrAppendFormat(&out, "%s\"%s\":%.2f", out.size() > 1 ? "," : "", phase, ms);
-    }
-    return out + "}";
-  }
+  // Each phase's name and milliseconds, in order: the audit log's phasesMs.
+  const std::vector<std::pair<const char*, double>>& phases() const { return phases_; }
 
  private:
   double last_ms_;

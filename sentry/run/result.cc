@@ -7,73 +7,17 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "sentry/base/json_out.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/run/result_object.h"
 
 namespace sentry {
 namespace {
 
-// Length of the valid UTF-8 sequence at s[i], or 0.
-size_t Utf8Len(const std::string& s, size_t i) {
-  auto c = static_cast<unsigned char>(s[i]);
-  size_t n;
-  uint32_t min;
-  if (c < 0x80) return 1;
-  if ((c & 0xe0) == 0xc0) {
-    n = 2;
-    min = 0x80;
-  } else if ((c & 0xf0) == 0xe0) {
-    n = 3;
-    min = 0x800;
-  } else if ((c & 0xf8) == 0xf0) {
-    n = 4;
-    min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  uint32_t cp = c & (0xff >> (n + 1));
-  for (size_t k = 1; k < n; ++k) {
-    auto cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3f);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return n;
-}
-
-// Valid UTF-8: each byte that starts no valid sequence becomes U+FFFD (one
-// per byte, so a count of replacements is a count of bad bytes).
-std::string ValidUtf8(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    size_t n = Utf8Len(s, i);
-    if (n == 0) {
-      out += "\xef\xbf\xbd";
-      ++i;
-    } else {
-      out.append(s, i, n);
-      i += n;
-    }
-  }
-  return out;
-}
-
 using Json = nlohmann::ordered_json;
 
-Json Text(const std::string& s) { return Json(ValidUtf8(s)); }
+Json Text(const std::string& s) { return JsonText(s); }
 Json Opt(const std::optional<std::string>& v) { return v ? Text(*v) : Json(nullptr); }
-// Compact, UTF-8 as is; never throws (the text is valid already).
-std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-bool IsUtf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    size_t n = Utf8Len(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
 
 // {"path": {"size": N, "truncated": false, "text": "..."}, ...}: text when the
 // bytes are UTF-8, else "base64"; {"error": "..."} for a file not read.
@@ -94,9 +38,7 @@ Json FilesJson(const std::vector<ReturnedFile>& files) {
 
 }  // namespace
 
-std::string JsonString(const std::string& s) { return Dump(Text(s)); }
-
-std::string ResultJson(const RunResult& r) {
+nlohmann::ordered_json ResultObject(const RunResult& r) {
   Json walls = Json::array(), denied = Json::array();
   for (const std::string& w : r.walls) walls.push_back(Text(w));
   for (const DeniedOperation& d : r.denied) {
@@ -136,8 +78,10 @@ std::string ResultJson(const RunResult& r) {
     j["toolCalls"] = std::move(calls);
   }
   j["version"] = SENTRY_VERSION;
-  return Dump(j);
+  return j;
 }
+
+std::string ResultJson(const RunResult& r) { return JsonDump(ResultObject(r)); }
 
 std::string SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);

@@ -55,9 +55,6 @@ struct RunResult {
   std::optional<std::vector<ToolCall>> tool_calls;
 };
 
-// Quotes s as a JSON string; bytes that are not valid UTF-8 become U+FFFD.
-std::string JsonString(const std::string& s);
-
 std::string ResultJson(const RunResult& r);
 
 // sentry's release ("0.1.0"), as the result and `sentry --version` give it.

@@ -287,8 +287,7 @@ int Run::Conclude(std::optional<RunError> error) {
   ReleaseSandbox();
   clock_.Mark("cleanup");
   if (!o_.log_path.empty()) {
-    LogRun(o_, absl::StrFormat("%d-%d", getpid(), static_cast<int>(start_ms_)), script_, r,
-           clock_.Json());
+    LogRun(o_, absl::StrFormat("%d-%d", getpid(), static_cast<int>(start_ms_)), script_, r, clock_);
   }
   if (!warm_) Report(r);
   return code;

@@ -117,9 +117,12 @@ std::string ToolChannel::Answer(const std::string& frame) {
     Record(call);
     return ErrorAnswer(outcome.error);
   }
-  call.result_bytes = outcome.value.size();
+  std::string answer =
+      Json{{"ok", std::move(outcome.value)}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+  // The value's own bytes: the answer but its envelope, {"ok":...}.
+  call.result_bytes = answer.size() - std::string_view(R"({"ok":})").size();
   Record(call);
-  return absl::StrCat("{\"ok\":", outcome.value, "}");
+  return answer;
 }
 
 void ToolChannel::Serve() {

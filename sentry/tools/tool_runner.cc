@@ -230,7 +230,7 @@ ToolOutcome RunHostTool(const HostTool& tool, const std::string& args_json, int 
                              Clip(stdout_text, 200), "\"");
     } else {
       r.ok = true;
-      r.value = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+      r.value = std::move(value);
     }
   }
   return r;

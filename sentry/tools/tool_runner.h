@@ -8,6 +8,7 @@
 #ifndef SENTRY_TOOLS_TOOL_RUNNER_H_
 #define SENTRY_TOOLS_TOOL_RUNNER_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "sentry/tools/host_tool.h"
@@ -19,8 +20,8 @@ double NowMs();
 
 struct ToolOutcome {
   bool ok = false;
-  std::string value;  // ok: the tool's JSON value, re-serialized
-  std::string error;  // !ok: what the guest's ToolError says
+  nlohmann::json value;  // ok: the tool's JSON value, as parsed
+  std::string error;     // !ok: what the guest's ToolError says
 };
 
 // cancel_fd: readable when the run ends (the call is killed then); -1 for none.

@@ -12,7 +12,7 @@
 namespace sentry::testing {
 namespace {
 
-constexpr const char* kAnalysis = R"py(import os, sys
+constexpr const char* kAnalysis = R"py(import hashlib, os, sys
 from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pandas as pd
@@ -56,6 +56,11 @@ if __name__ == "__main__":
     fig.savefig(png)
     image = matplotlib.image.imread(png)
     print(f"png={image.shape} {os.path.getsize(png) > 1000}")
+    # The decoded pixels themselves (compared with the native run's), and
+    # that they hold the plot: the fit's red line is there.
+    print(f"pixels={hashlib.sha256(image.tobytes()).hexdigest()}")
+    red = (image[..., 0] > 0.9) & (image[..., 1] < 0.2) & (image[..., 2] < 0.2)
+    print(f"red line={int(red.sum()) > 50}")
 )py";
 
 TEST(DataStack, AnalysisRunsAsNatively) {
@@ -67,6 +72,8 @@ TEST(DataStack, AnalysisRunsAsNatively) {
   EXPECT_NE(r.out.find("rows=400\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("png=(150, 200, 4) True\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("groups=[('high', "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pixels="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("red line=True\n"), std::string::npos) << r.out;
 }
 
 }  // namespace

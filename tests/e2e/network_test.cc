@@ -21,13 +21,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sentry/base/json_lite.h"
+#include "tests/util/json_read.h"
 #include "tests/util/subprocess.h"
 
 namespace sentry::testing {
 namespace {
-
-using json_lite::Value;
 
 double NowSec() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -126,14 +124,15 @@ class HostServer {
 
 struct GuestRun {
   ProcessResult p;
-  Value r;
+  nlohmann::json r;
   std::string Describe() const {
     return "exit " + std::to_string(p.exit_code) + "\n" + p.out + p.err;
   }
   std::string Denied() const {
     std::string out;
-    for (const Value& d : r["denied"].array) {
-      out += d["argument"].str() + " -> " + d["error"].str() + ": " + d["hint"].str() + "\n";
+    for (const nlohmann::json& d : At(r, "denied")) {
+      out +=
+          Str(At(d, "argument")) + " -> " + Str(At(d, "error")) + ": " + Str(At(d, "hint")) + "\n";
     }
     return out;
   }
@@ -143,7 +142,7 @@ GuestRun RunPy(const std::string& code, std::vector<std::string> flags) {
   flags.insert(flags.begin(), "--json");
   GuestRun run;
   run.p = RunSentry(flags, {"/usr/bin/python3", "-c", code}, "", 60);
-  std::optional<Value> v = json_lite::Parse(run.p.out);
+  std::optional<nlohmann::json> v = ParseJson(run.p.out);
   EXPECT_TRUE(v.has_value()) << run.p.out << run.p.err;
   if (v) run.r = *v;
   return run;
@@ -158,20 +157,20 @@ std::string Fetch(const std::string& host_port) {
 TEST(NetworkTest, AnAllowlistedHostServiceIsReachedOnlyWithTheUnsafeFlag) {
   HostServer server;
   GuestRun strict = RunPy(Fetch(server.addr()), {"--allow-net", server.addr()});
-  EXPECT_NE(strict.r["exitCode"].integer(), 0) << strict.Describe();
+  EXPECT_NE(Int(At(strict.r, "exitCode")), 0) << strict.Describe();
   // 127.0.0.1 is the sandbox's own loopback, where nothing listens.
-  EXPECT_NE(strict.r["stderr"].str().find("Connection refused"), std::string::npos)
+  EXPECT_NE(Str(At(strict.r, "stderr")).find("Connection refused"), std::string::npos)
       << strict.Describe();
   EXPECT_EQ(server.connections(), 0) << "the guest reached the host's loopback";
 
   GuestRun run =
       RunPy(Fetch(server.addr()), {"--allow-net", server.addr(), "--unsafe-allow-private-address"});
-  EXPECT_EQ(run.r["exitCode"].integer(), 0) << run.Describe();
-  EXPECT_EQ(run.r["stdout"].str(), "xxxxx\n") << run.Describe();
+  EXPECT_EQ(Int(At(run.r, "exitCode")), 0) << run.Describe();
+  EXPECT_EQ(Str(At(run.r, "stdout")), "xxxxx\n") << run.Describe();
   EXPECT_EQ(server.connections(), 1);
-  EXPECT_EQ(run.r["network"]["connections"].integer(), 1) << run.p.out;
-  EXPECT_GT(run.r["network"]["bytesOut"].integer(), 40) << run.p.out;
-  EXPECT_GE(run.r["network"]["bytesIn"].integer(), 5) << run.p.out;
+  EXPECT_EQ(Int(At(At(run.r, "network"), "connections")), 1) << run.p.out;
+  EXPECT_GT(Int(At(At(run.r, "network"), "bytesOut")), 40) << run.p.out;
+  EXPECT_GE(Int(At(At(run.r, "network"), "bytesIn")), 5) << run.p.out;
 }
 
 TEST(NetworkTest, NamesAreResolvedByTheSentryAndPrivateAnswersRefused) {
@@ -181,12 +180,12 @@ TEST(NetworkTest, NamesAreResolvedByTheSentryAndPrivateAnswersRefused) {
       "import socket\nprint(socket.gethostbyname('svc.test'))\n" + Fetch("svc.test:" + port);
   GuestRun ok = RunPy(code, {"--allow-net", "svc.test:" + port, "--add-host", "svc.test:127.0.0.1",
                              "--unsafe-allow-private-address"});
-  EXPECT_EQ(ok.r["stdout"].str(), "127.0.0.1\nxxxxx\n") << ok.Describe();
+  EXPECT_EQ(Str(At(ok.r, "stdout")), "127.0.0.1\nxxxxx\n") << ok.Describe();
   EXPECT_EQ(server.connections(), 1);
   // Without the flag the name resolves to loopback: refused (DNS rebinding).
   GuestRun refused =
       RunPy(code, {"--allow-net", "svc.test:" + port, "--add-host", "svc.test:127.0.0.1"});
-  EXPECT_NE(refused.r["stderr"].str().find("gaierror"), std::string::npos) << refused.Describe();
+  EXPECT_NE(Str(At(refused.r, "stderr")).find("gaierror"), std::string::npos) << refused.Describe();
   EXPECT_NE(refused.Denied().find("dns A svc.test"), std::string::npos) << refused.Denied();
   EXPECT_EQ(server.connections(), 1) << "the refused run reached the host";
 }
@@ -202,7 +201,7 @@ TEST(NetworkTest, OnlyTheAllowedPortLeaves) {
       "except OSError as e: print(errno.errorcode[e.errno])\n";
   GuestRun run = RunPy(code, {"--allow-net", allowed.addr(), "--unsafe-allow-private-address"});
   // 127.0.0.1 on another port is the sandbox's own loopback, where nothing listens.
-  EXPECT_EQ(run.r["stdout"].str(), "ECONNREFUSED\n") << run.Describe();
+  EXPECT_EQ(Str(At(run.r, "stdout")), "ECONNREFUSED\n") << run.Describe();
   EXPECT_EQ(other.connections(), 0);
 }
 
@@ -222,8 +221,8 @@ TEST(NetworkTest, TheMetadataServiceIsRefusedInEveryForm) {
                                  "--allow-net", "meta.test", "--add-host",
                                  "meta.test:169.254.169.254"}}) {
     GuestRun run = RunPy(code, flags);
-    EXPECT_EQ(run.r["stdout"].str().find("reached"), std::string::npos) << run.Describe();
-    std::string out = run.r["stdout"].str();
+    EXPECT_EQ(Str(At(run.r, "stdout")).find("reached"), std::string::npos) << run.Describe();
+    std::string out = Str(At(run.r, "stdout"));
     size_t refused = 0;
     for (size_t at = 0; (at = out.find(" ENETUNREACH\n", at)) != std::string::npos; ++at) {
       ++refused;
@@ -248,7 +247,7 @@ TEST(NetworkTest, LookupsOfOtherNamesFailFastAndAreListed) {
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{}, std::vector<std::string>{"--allow-net", "api.example.org"}}) {
     GuestRun run = RunPy(code, flags);
-    EXPECT_EQ(run.r["stdout"].str(), "failed -2\nfailed -2\nfast\n") << run.Describe();
+    EXPECT_EQ(Str(At(run.r, "stdout")), "failed -2\nfailed -2\nfast\n") << run.Describe();
     EXPECT_NE(run.Denied().find("dns A example.com"), std::string::npos) << run.Denied();
     EXPECT_NE(run.Denied().find("dns A c2VjcmV0LWRhdGE.exfil.attacker.example"), std::string::npos)
         << run.Denied();
@@ -275,9 +274,9 @@ TEST(NetworkTest, NetBytesCutsTheConnections) {
       "print('got', got < 8 << 20)\n";
   GuestRun run = RunPy(code, {"--allow-net", server.addr(), "--unsafe-allow-private-address",
                               "--net-bytes", "1m", "--timeout", "20"});
-  EXPECT_NE(run.r["stdout"].str().find("got True"), std::string::npos) << run.Describe();
-  EXPECT_EQ(run.r["limit"].str(), "network") << run.Describe();
-  EXPECT_LT(run.r["network"]["bytesIn"].num(), 2.0 * (1 << 20)) << run.p.out;
+  EXPECT_NE(Str(At(run.r, "stdout")).find("got True"), std::string::npos) << run.Describe();
+  EXPECT_EQ(Str(At(run.r, "limit")), "network") << run.Describe();
+  EXPECT_LT(Num(At(At(run.r, "network"), "bytesIn")), 2.0 * (1 << 20)) << run.p.out;
 }
 
 TEST(NetworkTest, AGuestCloseReachesThePeer) {
@@ -289,7 +288,7 @@ TEST(NetworkTest, AGuestCloseReachesThePeer) {
       "))\n"
       "s.sendall(b'HEAD / HTTP/1.0\\r\\n\\r\\n'); time.sleep(0.3); s.close(); time.sleep(2)\n";
   GuestRun run = RunPy(code, {"--allow-net", server.addr(), "--unsafe-allow-private-address"});
-  EXPECT_EQ(run.r["exitCode"].integer(), 0) << run.Describe();
+  EXPECT_EQ(Int(At(run.r, "exitCode")), 0) << run.Describe();
   EXPECT_GT(server.eof_after(), 0) << "the server never saw the close";
   EXPECT_LT(server.eof_after(), 1.0) << "the close reached the server late";
 }
@@ -307,9 +306,9 @@ TEST(NetworkTest, AsyncioAndManyConnectionsOut) {
       "async def main(): return await asyncio.gather(*[one() for _ in range(30)])\n"
       "print(all(asyncio.run(main())))\n";
   GuestRun run = RunPy(code, {"--allow-net", server.addr(), "--unsafe-allow-private-address"});
-  EXPECT_EQ(run.r["stdout"].str(), "True\n") << run.Describe();
+  EXPECT_EQ(Str(At(run.r, "stdout")), "True\n") << run.Describe();
   EXPECT_EQ(server.connections(), 30);
-  EXPECT_EQ(run.r["network"]["connections"].integer(), 30) << run.p.out;
+  EXPECT_EQ(Int(At(At(run.r, "network"), "connections")), 30) << run.p.out;
 }
 
 TEST(NetworkTest, AFloodOfRefusedConnectsStaysCheap) {
@@ -323,8 +322,8 @@ TEST(NetworkTest, AFloodOfRefusedConnectsStaysCheap) {
       "    s.close()\n"
       "print(n, time.time() - t < 10)\n";
   GuestRun run = RunPy(code, {"--allow-net", "example.com:443"});
-  EXPECT_EQ(run.r["stdout"].str(), "2000 True\n") << run.Describe();
-  EXPECT_EQ(run.r["denied"].array.size(), 20u);
+  EXPECT_EQ(Str(At(run.r, "stdout")), "2000 True\n") << run.Describe();
+  EXPECT_EQ(At(run.r, "denied").size(), 20u);
 }
 
 // An upstream HTTP(S) service for --secret: a Python server on the host's
@@ -384,11 +383,11 @@ srv.serve_forever()
   }
   int port() const { return port_; }
   std::string cert() const { return dir_ + "/cert.pem"; }
-  std::vector<Value> Requests() const {
-    std::vector<Value> out;
+  std::vector<nlohmann::json> Requests() const {
+    std::vector<nlohmann::json> out;
     std::string all = Read("requests");
     for (size_t at = 0, nl; (nl = all.find('\n', at)) != std::string::npos; at = nl + 1) {
-      if (auto v = json_lite::Parse(all.substr(at, nl - at))) out.push_back(*v);
+      if (auto v = ParseJson(all.substr(at, nl - at))) out.push_back(*v);
     }
     return out;
   }
@@ -440,13 +439,13 @@ TEST(NetworkTest, SecretHeaderIsAddedUpstreamAndNeverSeenInside) {
     unsetenv("API_KEY");
     return r;
   }();
-  EXPECT_EQ(run.r["stdout"].str(), "upstream says hi False\n") << run.Describe();
-  std::vector<Value> reqs = up.Requests();
+  EXPECT_EQ(Str(At(run.r, "stdout")), "upstream says hi False\n") << run.Describe();
+  std::vector<nlohmann::json> reqs = up.Requests();
   ASSERT_EQ(reqs.size(), 1u);
-  EXPECT_EQ(reqs[0]["headers"]["Authorization"].str(), "Bearer TOPSECRET-1");
-  EXPECT_EQ(reqs[0]["path"].str(), "/v1/items?x=1");
-  EXPECT_EQ(reqs[0]["body"].integer(), 50000);
-  EXPECT_EQ(run.r["network"]["connections"].integer(), 1) << run.p.out;
+  EXPECT_EQ(Str(At(At(reqs[0], "headers"), "Authorization")), "Bearer TOPSECRET-1");
+  EXPECT_EQ(Str(At(reqs[0], "path")), "/v1/items?x=1");
+  EXPECT_EQ(Int(At(reqs[0], "body")), 50000);
+  EXPECT_EQ(Int(At(At(run.r, "network"), "connections")), 1) << run.p.out;
   EXPECT_EQ(run.p.out.find("TOPSECRET"), std::string::npos) << "the result holds the secret";
 }
 
@@ -465,17 +464,17 @@ TEST(NetworkTest, SecretUpstreamOverTlsIsVerified) {
                                     "--unsafe-allow-private-address"};
   // The system CA store does not know the test's certificate: refused.
   GuestRun untrusted = RunPy(fetch, flags);
-  EXPECT_NE(untrusted.r["stdout"].str().find("502 sentry proxy: TLS to api.test failed"),
+  EXPECT_NE(Str(At(untrusted.r, "stdout")).find("502 sentry proxy: TLS to api.test failed"),
             std::string::npos)
       << untrusted.Describe();
   EXPECT_TRUE(up.Requests().empty());
   setenv("SSL_CERT_FILE", up.cert().c_str(), 1);
   GuestRun trusted = RunPy(fetch, flags);
   unsetenv("SSL_CERT_FILE");
-  EXPECT_EQ(trusted.r["stdout"].str(), "upstream says hi\n\n") << trusted.Describe();
-  std::vector<Value> reqs = up.Requests();
+  EXPECT_EQ(Str(At(trusted.r, "stdout")), "upstream says hi\n\n") << trusted.Describe();
+  std::vector<nlohmann::json> reqs = up.Requests();
   ASSERT_EQ(reqs.size(), 1u);
-  EXPECT_EQ(reqs[0]["headers"]["X-Api-Key"].str(), "TOPSECRET-2");
+  EXPECT_EQ(Str(At(At(reqs[0], "headers"), "X-Api-Key")), "TOPSECRET-2");
 }
 
 TEST(NetworkTest, SecretHostOnlyOverPlainHttpInside) {
@@ -487,7 +486,7 @@ TEST(NetworkTest, SecretHostOnlyOverPlainHttpInside) {
       "except OSError as e: print(errno.errorcode[e.errno])\n",
       {"--secret", "http://api.test:" + std::to_string(up.port()) + "=Authorization:env:API_KEY"});
   unsetenv("API_KEY");
-  EXPECT_EQ(run.r["stdout"].str(), "ECONNREFUSED\n") << run.Describe();
+  EXPECT_EQ(Str(At(run.r, "stdout")), "ECONNREFUSED\n") << run.Describe();
   EXPECT_NE(run.Denied().find("plain http://"), std::string::npos) << run.Denied();
 }
 
@@ -530,12 +529,12 @@ TEST(NetworkTest, AConnectionOutCannotBeRepointed) {
       "    try: f(); print(what, 'ok')\n"
       "    except OSError as e: print(what, errno.errorcode.get(e.errno))\n";
   GuestRun run = RunPy(code, {"--allow-net", allowed.addr(), "--unsafe-allow-private-address"});
-  EXPECT_EQ(run.r["stdout"].str().rfind("disconnect -1 EACCES\n", 0), 0u) << run.Describe();
+  EXPECT_EQ(Str(At(run.r, "stdout")).rfind("disconnect -1 EACCES\n", 0), 0u) << run.Describe();
   // An address is refused on the sentry's host-side socket, MSG_FASTOPEN's
   // too; a send without one goes to the connected peer, as a write() does.
   for (const char* expected :
        {"connect EACCES", "sendto EACCES", "fastopen EACCES", "bind EACCES", "sendmsg ok"}) {
-    EXPECT_NE(run.r["stdout"].str().find(expected), std::string::npos) << run.Describe();
+    EXPECT_NE(Str(At(run.r, "stdout")).find(expected), std::string::npos) << run.Describe();
   }
   usleep(200 * 1000);
   EXPECT_EQ(other.connections(), 0) << "the guest repointed a connection out";
@@ -570,10 +569,10 @@ asyncio.run(main())
 )PY";
   GuestRun run = RunPy(code, {});
   EXPECT_EQ(
-      run.r["stdout"].str(),
+      Str(At(run.r, "stdout")),
       "http hi there\nhttp6 200\nbind EADDRINUSE\nclosed ECONNREFUSED\nudp udp\nasyncio ASYNC\n")
       << run.Describe();
-  EXPECT_EQ(run.r["network"]["connections"].integer(), 0) << "nothing left the sandbox";
+  EXPECT_EQ(Int(At(At(run.r, "network"), "connections")), 0) << "nothing left the sandbox";
 }
 
 // A connect out that the world refuses fails as connect(2) says, late answer
@@ -594,7 +593,7 @@ TEST(NetworkTest, AConnectOutThatIsRefusedSaysSo) {
       "    except OSError as e: print(errno.errorcode.get(e.errno, e.errno))\n";
   GuestRun run = RunPy(code, {"--allow-net", "127.0.0.1:" + std::to_string(closed_port),
                               "--unsafe-allow-private-address"});
-  EXPECT_EQ(run.r["stdout"].str(), "ECONNREFUSED\nECONNREFUSED\n") << run.Describe();
+  EXPECT_EQ(Str(At(run.r, "stdout")), "ECONNREFUSED\nECONNREFUSED\n") << run.Describe();
 }
 
 }  // namespace

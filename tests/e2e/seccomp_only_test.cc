@@ -20,8 +20,8 @@
 #include <optional>
 #include <string>
 
-#include "sentry/base/json_lite.h"
 #include "tests/e2e/e2e_util.h"
+#include "tests/util/json_read.h"
 
 namespace sentry::testing {
 namespace {
@@ -77,11 +77,11 @@ TEST(SeccompOnlyTest, RunsWhereTheKernelRefusesNamespacesAndSaysSo) {
   ProcessResult r = RunProcess({WITHOUT_NAMESPACES, SentryBinary(), "run", "--json", "--",
                                 "/usr/bin/python3", "-c", "print(48271*6933)"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  std::optional<json_lite::Value> v = json_lite::Parse(r.out);
+  std::optional<nlohmann::json> v = ParseJson(r.out);
   ASSERT_TRUE(v.has_value()) << r.out;
-  EXPECT_EQ((*v)["stdout"].str(), "334662843\n");
+  EXPECT_EQ(Str(At(*v, "stdout")), "334662843\n");
   std::vector<std::string> walls;
-  for (const json_lite::Value& w : (*v)["walls"].array) walls.push_back(w.str());
+  for (const nlohmann::json& w : At(*v, "walls")) walls.push_back(Str(w));
   EXPECT_EQ(walls.at(0), "seccomp");
   EXPECT_EQ(std::count(walls.begin(), walls.end(), "namespaces"), 0) << r.out;
   EXPECT_NE(r.err.find("sentry: notice: no namespaces (the kernel refused"), std::string::npos)

@@ -21,14 +21,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sentry/base/json_lite.h"
 #include "tests/limits/run_outcome.h"
+#include "tests/util/json_read.h"
 #include "tests/util/subprocess.h"
 
 namespace sentry::limits {
 namespace {
-
-using json_lite::Value;
 
 // ------------------------------------------------------------ concurrency --
 
@@ -57,7 +55,7 @@ TEST(Concurrency, FiftyRunsAtOnceAreCorrectAndIsolated) {
     const Outcome& o = outcomes[i];
     std::string me = std::to_string(i);
     EXPECT_EQ(o.f.exit_code, 0) << "run " << i << ": " << o.Describe();
-    EXPECT_EQ(o.r()["stdout"].str(), "['mine-" + me + "'] " + me + " 42\n")
+    EXPECT_EQ(Str(At(o.r(), "stdout")), "['mine-" + me + "'] " + me + " 42\n")
         << "run " << i << " must see only its own /tmp: " << o.Describe();
   }
   EXPECT_LT(took, 60);

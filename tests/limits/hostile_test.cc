@@ -44,14 +44,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sentry/base/json_lite.h"
 #include "tests/limits/limits_util.h"
+#include "tests/util/json_read.h"
 #include "tests/util/subprocess.h"
 
 namespace sentry::limits {
 namespace {
-
-using json_lite::Value;
 
 const char* const kHostileDir = HOSTILE_DIR;
 const std::vector<std::string> kBaseFlags = {
@@ -410,7 +408,7 @@ TEST_P(Hostile, IsContained) {
   RemoveCgroupDirs(SentryCgroupDirs(c.pid));  // a known leak (see limits_test): keep the host clean
   std::vector<pid_t> left = LeftoverProcesses(marker);
   std::vector<std::string> changes = g_world->Changes();
-  std::optional<Value> result = ResultOf(f.out);
+  std::optional<nlohmann::json> result = ResultOf(f.out);
   std::string repro = ReproCommand(p, flags);
   std::string what = p.file + " (expect: " + p.expect_kind + " " + p.expect_arg + ")\nexit " +
                      std::to_string(f.exit_code) + " after " + std::to_string(f.wall) +
@@ -429,25 +427,25 @@ TEST_P(Hostile, IsContained) {
 
   ASSERT_FALSE(f.deadline) << "the sentry itself did not end\n" << what;
   ASSERT_TRUE(result) << "no --json result (did the sentry crash?)\n" << what;
-  const Value& r = *result;
-  std::string output = r["stdout"].str() + "\n" + r["stderr"].str();
+  const nlohmann::json& r = *result;
+  std::string output = Str(At(r, "stdout")) + "\n" + Str(At(r, "stderr"));
   EXPECT_EQ(output.find("ESCAPED"), std::string::npos) << "the program saw its attack work\n"
                                                        << what;
   EXPECT_LE(f.wall, kTimeoutSec + 1.5) << what;
 
   if (p.expect_kind == "timeout") {
-    EXPECT_TRUE(r["timedOut"].truthy()) << what;
-    EXPECT_EQ(r["exitCode"].integer(), 124) << what;
-    EXPECT_EQ(r["limit"].str(), "timeout") << what;
+    EXPECT_EQ(At(r, "timedOut"), true) << what;
+    EXPECT_EQ(Int(At(r, "exitCode")), 124) << what;
+    EXPECT_EQ(Str(At(r, "limit")), "timeout") << what;
   } else {
-    EXPECT_FALSE(r["timedOut"].truthy()) << "must fail fast, not hang until the timeout\n" << what;
+    EXPECT_NE(At(r, "timedOut"), true) << "must fail fast, not hang until the timeout\n" << what;
   }
   if (p.expect_kind == "errno") {
     EXPECT_TRUE(HasWord(output, p.expect_arg)) << "the output should name " << p.expect_arg << "\n"
                                                << what;
   }
   if (p.expect_kind == "limit") {
-    EXPECT_EQ(r["limit"].str(), p.expect_arg) << what;
+    EXPECT_EQ(Str(At(r, "limit")), p.expect_arg) << what;
   }
 }
 

@@ -29,14 +29,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sentry/base/json_lite.h"
 #include "tests/limits/run_outcome.h"
+#include "tests/util/json_read.h"
 #include "tests/util/subprocess.h"
 
 namespace sentry::limits {
 namespace {
-
-using json_lite::Value;
 
 // ---------------------------------------------------------------- timeout --
 
@@ -61,9 +59,9 @@ TEST_P(Timeout, EndsWithinOneAndAHalfSecondsAndLeavesNothing) {
   EXPECT_LE(o.f.wall, 1.5) << "a --timeout 1 run must end within 1.5 s\n" << o.Describe();
   EXPECT_EQ(o.f.exit_code, 124) << o.Describe();
   ASSERT_TRUE(o.result) << "no JSON result\n" << o.Describe();
-  EXPECT_TRUE(o.r()["timedOut"].truthy()) << o.Describe();
-  EXPECT_EQ(o.r()["limit"].str(), "timeout") << o.Describe();
-  EXPECT_EQ(o.r()["exitCode"].integer(), 124) << o.Describe();
+  EXPECT_EQ(At(o.r(), "timedOut"), true) << o.Describe();
+  EXPECT_EQ(Str(At(o.r(), "limit")), "timeout") << o.Describe();
+  EXPECT_EQ(Int(At(o.r(), "exitCode")), 124) << o.Describe();
   ExpectNoLeftovers(o);
 }
 
@@ -97,17 +95,17 @@ constexpr uint64_t kMemSlack = 16 * kMiB;
 void ExpectMemoryContained(const Outcome& o) {
   ASSERT_TRUE(o.result) << o.Describe();
   bool memory_error = o.f.out.find("MemoryError") != std::string::npos;
-  bool killed = o.r()["limit"].str() == "memory";
+  bool killed = Str(At(o.r(), "limit")) == "memory";
   EXPECT_TRUE(memory_error || killed)
       << "expected a MemoryError in the guest or a kill at the memory limit\n"
       << o.Describe();
-  if (o.r()["signal"].str() == "SIGKILL" && !o.r()["timedOut"].truthy()) {
-    EXPECT_EQ(o.r()["limit"].str(), "memory") << "a SIGKILL at the cap must say limit memory\n"
-                                              << o.Describe();
+  if (Str(At(o.r(), "signal")) == "SIGKILL" && At(o.r(), "timedOut") != true) {
+    EXPECT_EQ(Str(At(o.r(), "limit")), "memory") << "a SIGKILL at the cap must say limit memory\n"
+                                                 << o.Describe();
   }
-  EXPECT_FALSE(o.r()["timedOut"].truthy()) << o.Describe();
-  EXPECT_GT(o.r()["peakMemoryBytes"].num(), 0) << o.Describe();
-  EXPECT_LE(o.r()["peakMemoryBytes"].num(), static_cast<double>(kMemCap + kMemSlack))
+  EXPECT_NE(At(o.r(), "timedOut"), true) << o.Describe();
+  EXPECT_GT(Num(At(o.r(), "peakMemoryBytes")), 0) << o.Describe();
+  EXPECT_LE(Num(At(o.r(), "peakMemoryBytes")), static_cast<double>(kMemCap + kMemSlack))
       << o.Describe();
   ExpectNoLeftovers(o);
 }
@@ -143,9 +141,9 @@ TEST(Memory, SlowLeakOfOneMiBChunksFailsOrIsKilledAtTheCap) {
 TEST(Memory, WithoutCgroupsRlimitAsHolds) {
   Outcome o = RunPy("x = bytearray(10**10)", {"--memory", "256m", "--no-cgroups"});
   ASSERT_TRUE(o.result) << o.Describe();
-  EXPECT_NE(o.r()["stderr"].str().find("MemoryError"), std::string::npos) << o.Describe();
+  EXPECT_NE(Str(At(o.r(), "stderr")).find("MemoryError"), std::string::npos) << o.Describe();
   bool rlimit_as = false;
-  for (const Value& w : o.r()["walls"].array) rlimit_as |= w.str() == "rlimit-as";
+  for (const nlohmann::json& w : At(o.r(), "walls")) rlimit_as |= Str(w) == "rlimit-as";
   EXPECT_TRUE(rlimit_as) << o.Describe();
   ExpectNoLeftovers(o);
 }
@@ -156,7 +154,7 @@ TEST(Memory, GuestMeminfoShowsTheCap) {
       "    if line.startswith('MemTotal:'): print(line.split()[1])\n",
       {"--memory", "256m"});
   ASSERT_EQ(o.f.exit_code, 0) << o.Describe();
-  EXPECT_EQ(std::atoll(o.r()["stdout"].str().c_str()), 256 * 1024) << o.Describe();
+  EXPECT_EQ(std::atoll(Str(At(o.r(), "stdout")).c_str()), 256 * 1024) << o.Describe();
 }
 
 // ------------------------------------------------------------------- pids --
@@ -211,9 +209,9 @@ TEST(Pids, ForkLoopGetsEagainAndTheHostCountStaysBounded) {
                           {"--json", "--pids-limit", "32", "--timeout", "10"});
   const Outcome& o = pr.o;
   ASSERT_TRUE(o.result) << o.Describe();
-  EXPECT_NE(o.r()["stdout"].str().find("EAGAIN"), std::string::npos) << o.Describe();
-  EXPECT_FALSE(o.r()["timedOut"].truthy()) << "the run should end by itself\n" << o.Describe();
-  EXPECT_EQ(o.r()["limit"].str(), "pids") << o.Describe();
+  EXPECT_NE(Str(At(o.r(), "stdout")).find("EAGAIN"), std::string::npos) << o.Describe();
+  EXPECT_NE(At(o.r(), "timedOut"), true) << "the run should end by itself\n" << o.Describe();
+  EXPECT_EQ(Str(At(o.r(), "limit")), "pids") << o.Describe();
   EXPECT_GT(pr.samples, 0);
   EXPECT_GE(pr.max_processes, kPidsCap - 2) << "the sampler should have seen the peak";
   EXPECT_LE(pr.max_processes, kPidsCap + kPidsSlack) << "host processes of the run";
@@ -236,9 +234,9 @@ TEST(Pids, WithoutCgroupsTheRlimitHoldsPerSandbox) {
   for (const PidsRun* pr : {&first, &second}) {
     const Outcome& o = pr->o;
     ASSERT_TRUE(o.result) << o.Describe();
-    EXPECT_EQ(o.r()["stdout"].str(), "fork failed after 19 EAGAIN\n") << o.Describe();
+    EXPECT_EQ(Str(At(o.r(), "stdout")), "fork failed after 19 EAGAIN\n") << o.Describe();
     std::string walls;
-    for (const Value& w : o.r()["walls"].array) walls += w.str() + " ";
+    for (const nlohmann::json& w : At(o.r(), "walls")) walls += Str(w) + " ";
     EXPECT_NE(walls.find("rlimit-nproc"), std::string::npos) << walls;
     EXPECT_EQ(walls.find("cgroup"), std::string::npos) << walls;
     EXPECT_TRUE(o.leaked_cgroups.empty() && SentryCgroupDirs(o.sentry_pid).empty());
@@ -252,10 +250,10 @@ TEST(Pids, ShellForkBombIsCappedAndEndsAtItsTimeout) {
                           {"--json", "--pids-limit", "32", "--timeout", "3"});
   const Outcome& o = pr.o;
   ASSERT_TRUE(o.result) << o.Describe();
-  EXPECT_NE(o.r()["stderr"].str().find("Resource temporarily unavailable"), std::string::npos)
+  EXPECT_NE(Str(At(o.r(), "stderr")).find("Resource temporarily unavailable"), std::string::npos)
       << "fork should fail with EAGAIN\n"
       << o.Describe();
-  EXPECT_TRUE(o.r()["timedOut"].truthy()) << o.Describe();
+  EXPECT_EQ(At(o.r(), "timedOut"), true) << o.Describe();
   EXPECT_LE(o.f.wall, 4.5) << o.Describe();
   EXPECT_GT(pr.samples, 5);
   EXPECT_LE(pr.max_processes, kPidsCap + kPidsSlack) << "host processes of the run";
@@ -277,9 +275,9 @@ TEST(Pids, ThreadLoopFailsToStartThreadsAndTheHostCountStaysBounded) {
                           {"--json", "--pids-limit", "32", "--timeout", "10"});
   const Outcome& o = pr.o;
   ASSERT_TRUE(o.result) << o.Describe();
-  EXPECT_NE(o.r()["stdout"].str().find("can't start new thread"), std::string::npos)
+  EXPECT_NE(Str(At(o.r(), "stdout")).find("can't start new thread"), std::string::npos)
       << o.Describe();
-  EXPECT_FALSE(o.r()["timedOut"].truthy()) << o.Describe();
+  EXPECT_NE(At(o.r(), "timedOut"), true) << o.Describe();
   EXPECT_GT(pr.samples, 0);
   EXPECT_GE(pr.max_tasks, kPidsCap - 2) << "the sampler should have seen the peak";
   EXPECT_LE(pr.max_tasks, kPidsCap + kPidsSlack) << "host threads of the run";
@@ -294,8 +292,8 @@ constexpr const char* kBusyTwoSeconds =
     "while time.time() - t < 2: pass\n";
 
 double CpuRatio(const Outcome& o) {
-  double wall = o.r()["durationMs"].num(0);
-  return wall > 0 ? o.r()["cpuMs"].num(0) / wall : 0;
+  double wall = Num(At(o.r(), "durationMs"), 0);
+  return wall > 0 ? Num(At(o.r(), "cpuMs"), 0) / wall : 0;
 }
 
 TEST(Cpu, HalfACpuGivesAboutHalfTheWallClock) {
@@ -307,8 +305,8 @@ TEST(Cpu, HalfACpuGivesAboutHalfTheWallClock) {
     ASSERT_TRUE(o.result) << o.Describe();
     ASSERT_EQ(o.f.exit_code, 0) << o.Describe();
     ratio = CpuRatio(o);
-    runs += "cpuMs " + std::to_string(o.r()["cpuMs"].integer()) + " durationMs " +
-            std::to_string(o.r()["durationMs"].integer()) + "; ";
+    runs += "cpuMs " + std::to_string(Int(At(o.r(), "cpuMs"))) + " durationMs " +
+            std::to_string(Int(At(o.r(), "durationMs"))) + "; ";
     if (ratio >= 0.3 && ratio <= 0.7) break;
   }
   EXPECT_GE(ratio, 0.3) << runs;
@@ -322,8 +320,8 @@ TEST(Cpu, WithoutQuotaABusyLoopUsesTheWholeCpu) {
     Outcome o = RunPy(kBusyTwoSeconds, {"--timeout", "10"}, 30);
     ASSERT_TRUE(o.result) << o.Describe();
     ratio = CpuRatio(o);
-    runs += "cpuMs " + std::to_string(o.r()["cpuMs"].integer()) + " durationMs " +
-            std::to_string(o.r()["durationMs"].integer()) + "; ";
+    runs += "cpuMs " + std::to_string(Int(At(o.r(), "cpuMs"))) + " durationMs " +
+            std::to_string(Int(At(o.r(), "durationMs"))) + "; ";
     if (ratio > 0.8) break;
   }
   EXPECT_GT(ratio, 0.8) << runs;
@@ -345,7 +343,7 @@ TEST(Disk, SixtyFourMiBFileOnSixteenMiBDiskFailsWithEnospcOrEfbig) {
       "    print('OSError errno', e.errno)\n",
       {"--disk", "16m", "--timeout", "20"}, 40);
   ASSERT_TRUE(o.result) << o.Describe();
-  std::string out = o.r()["stdout"].str();
+  std::string out = Str(At(o.r(), "stdout"));
   EXPECT_TRUE(out.find("OSError errno 28") != std::string::npos ||
               out.find("OSError errno 27") != std::string::npos)
       << o.Describe();
@@ -367,7 +365,7 @@ TEST(Disk, TwoHundredThousandEmptyFiles) {
       "    print('failed after', n, errno.errorcode.get(e.errno, e.errno))\n",
       {"--disk", "16m", "--timeout", "80"}, 100);
   ASSERT_TRUE(o.result) << o.Describe();
-  std::string out = o.r()["stdout"].str();
+  std::string out = Str(At(o.r(), "stdout"));
   while (!out.empty() && out.back() == '\n') out.pop_back();
   bool all = out.find("created 200000") != std::string::npos;
   bool enospc =
@@ -378,10 +376,10 @@ TEST(Disk, TwoHundredThousandEmptyFiles) {
                 : enospc ? "stopped by ENOSPC"
                          : "neither")
             << ": " << out << "  sentry+guest max RSS " << o.f.maxrss_kb / 1024 << " MiB, run "
-            << o.r()["durationMs"].integer() << " ms\n";
+            << Int(At(o.r(), "durationMs")) << " ms\n";
   RecordProperty("inode_cap", all ? "none: all 200000 created" : out);
   EXPECT_TRUE(all || enospc) << o.Describe();
-  EXPECT_FALSE(o.r()["timedOut"].truthy()) << o.Describe();
+  EXPECT_NE(At(o.r(), "timedOut"), true) << o.Describe();
 }
 
 // What the guest stores as metadata (symlink targets, names) lives in the
@@ -401,7 +399,7 @@ TEST(Disk, SymlinkTargetsCountAgainstTheDiskCap) {
       {"--disk", "16m", "--memory", "64m", "--timeout", "40"}, 60);
   ASSERT_TRUE(o.result) << o.Describe();
   long rss_mib = o.f.maxrss_kb / 1024;
-  std::string out = o.r()["stdout"].str();
+  std::string out = Str(At(o.r(), "stdout"));
   // 30,000 targets of 4 KB are 120 MB; with a 16 MiB disk and a 64 MiB guest
   // the sentry should not grow by more than that.
   if (out.find("created 30000") != std::string::npos && rss_mib > 100) {

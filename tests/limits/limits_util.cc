@@ -145,14 +145,14 @@ std::string ReadUntil(int fd, const std::string& needle, double timeout_sec) {
   return got;
 }
 
-std::optional<json_lite::Value> ResultOf(const std::string& out) {
+std::optional<nlohmann::json> ResultOf(const std::string& out) {
   std::vector<std::string> lines;
   std::stringstream ss(out);
   std::string line;
   while (std::getline(ss, line)) lines.push_back(line);
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
     if (it->empty() || (*it)[0] != '{') continue;
-    std::optional<json_lite::Value> v = json_lite::Parse(*it);
+    std::optional<nlohmann::json> v = ParseJson(*it);
     if (v && v->is_object()) return v;
   }
   return std::nullopt;

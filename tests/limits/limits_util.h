@@ -14,9 +14,15 @@
 #include <thread>
 #include <vector>
 
-#include "sentry/base/json_lite.h"
+#include "tests/util/json_read.h"
 
 namespace sentry::limits {
+
+using sentry::testing::At;
+using sentry::testing::Int;
+using sentry::testing::Num;
+using sentry::testing::ParseJson;
+using sentry::testing::Str;
 
 // Monotonic seconds.
 double Now();
@@ -64,7 +70,7 @@ Finished Collect(Child& child, double timeout_sec = 120);
 std::string ReadUntil(int fd, const std::string& needle, double timeout_sec);
 
 // The result object: the last line of stdout that parses as a JSON object.
-std::optional<json_lite::Value> ResultOf(const std::string& out);
+std::optional<nlohmann::json> ResultOf(const std::string& out);
 
 // Convenience: spawn + collect.
 Finished RunSentryFull(const std::vector<std::string>& flags, const std::vector<std::string>& cmd,

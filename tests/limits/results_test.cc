@@ -19,14 +19,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sentry/base/json_lite.h"
 #include "tests/limits/run_outcome.h"
+#include "tests/util/json_read.h"
 #include "tests/util/subprocess.h"
 
 namespace sentry::limits {
 namespace {
-
-using json_lite::Value;
 
 // ----------------------------------------------------------------- output --
 
@@ -70,10 +68,10 @@ TEST(Output, TwoHundredMegabytesAreClippedWithExactDropCounts) {
       "os.write(2, b'stderr-end\\n')\n",
       {"--max-output", "1000", "--timeout", "60"}, 90);
   ASSERT_TRUE(o.result) << "the result must be valid JSON\n" << Clip(o.f.out, 3000);
-  EXPECT_FALSE(o.r()["timedOut"].truthy()) << o.Describe();
+  EXPECT_NE(At(o.r(), "timedOut"), true) << o.Describe();
   EXPECT_EQ(o.f.exit_code, 0) << o.Describe();
   EXPECT_LT(o.f.wall, 30) << "200 MB of output must not take long";
-  std::string out = o.r()["stdout"].str(), err = o.r()["stderr"].str();
+  std::string out = Str(At(o.r(), "stdout")), err = Str(At(o.r(), "stderr"));
   EXPECT_LE(out.size(), 1100u) << Clip(out);
   EXPECT_LE(err.size(), 1100u) << Clip(err);
   EXPECT_TRUE(ValidUtf8(o.f.out)) << "the JSON text must be valid UTF-8";
@@ -89,8 +87,8 @@ TEST(Output, TwoHundredMegabytesAreClippedWithExactDropCounts) {
     if (field.find(marker) != std::string::npos) k -= marker.size();
     return static_cast<uint64_t>(k);
   };
-  uint64_t out_dropped = o.r()["stdoutDroppedBytes"].integer();
-  uint64_t err_dropped = o.r()["stderrDroppedBytes"].integer();
+  uint64_t out_dropped = Int(At(o.r(), "stdoutDroppedBytes"));
+  uint64_t err_dropped = Int(At(o.r(), "stderrDroppedBytes"));
   EXPECT_EQ(kept(out, out_dropped) + out_dropped, head.size() + kChunks * kChunk + tail.size())
       << "stdout: " << out.size() << " bytes shown, " << out_dropped << " dropped";
   EXPECT_EQ(kept(err, err_dropped) + err_dropped, kChunks * kChunk + 11)
@@ -109,7 +107,7 @@ TEST(Stdio, StdinFileFeedsTheGuest) {
   std::string in = dir.Write("input.txt", "hello from a file\nsecond line\n", 0600);
   Outcome o = RunPy("import sys; print(sys.stdin.read().upper(), end='')", {"--stdin", in});
   ASSERT_TRUE(o.result) << o.Describe();
-  EXPECT_EQ(o.r()["stdout"].str(), "HELLO FROM A FILE\nSECOND LINE\n") << o.Describe();
+  EXPECT_EQ(Str(At(o.r(), "stdout")), "HELLO FROM A FILE\nSECOND LINE\n") << o.Describe();
 }
 
 TEST(Stdio, OutputStreamsLiveWithoutJson) {
@@ -139,10 +137,10 @@ TEST(Stdio, ExitCodeIsTheGuests) {
   EXPECT_EQ(plain.f.exit_code, 42) << plain.Describe();
   Outcome json = RunPy("import sys; sys.exit(7)", {});
   EXPECT_EQ(json.f.exit_code, 7) << json.Describe();
-  EXPECT_EQ(json.r()["exitCode"].integer(), 7) << json.Describe();
+  EXPECT_EQ(Int(At(json.r(), "exitCode")), 7) << json.Describe();
   Outcome killed = RunPy("import os; os.kill(os.getpid(), 9)", {});
   EXPECT_EQ(killed.f.exit_code, 137) << killed.Describe();
-  EXPECT_EQ(killed.r()["signal"].str(), "SIGKILL") << killed.Describe();
+  EXPECT_EQ(Str(At(killed.r(), "signal")), "SIGKILL") << killed.Describe();
 }
 
 // Inputs placed where a user would put them: a new top-level directory.
@@ -152,22 +150,25 @@ TEST(Stdio, CopyToANewTopLevelDirectory) {
   Outcome o =
       RunCmd({"/bin/sh", "-c", "cat /data/data.csv"}, {"--json", "--copy", in + ":/data/data.csv"});
   EXPECT_EQ(o.f.exit_code, 0) << o.Describe();
-  EXPECT_EQ(o.r()["stdout"].str(), "a,b\n1,2\n") << o.Describe();
+  EXPECT_EQ(Str(At(o.r(), "stdout")), "a,b\n1,2\n") << o.Describe();
 }
 
 // --------------------------------------------------------------- --log --
 
-std::vector<Value> LogLines(const std::string& path, std::vector<std::string>* bad) {
-  std::vector<Value> lines;
+std::vector<nlohmann::json> LogLines(const std::string& path, std::vector<std::string>* bad) {
+  std::vector<nlohmann::json> lines;
   std::stringstream ss(ReadFile(path));
   std::string line;
   while (std::getline(ss, line)) {
-    std::string why;
-    std::optional<Value> v = json_lite::Parse(line, &why);
-    if (v && v->is_object()) {
-      lines.push_back(*v);
-    } else {
-      bad->push_back(why + ": " + Clip(line, 300));
+    try {
+      nlohmann::json v = nlohmann::json::parse(line);
+      if (v.is_object()) {
+        lines.push_back(std::move(v));
+      } else {
+        bad->push_back("not an object: " + Clip(line, 300));
+      }
+    } catch (const nlohmann::json::exception& e) {
+      bad->push_back(std::string(e.what()) + ": " + Clip(line, 300));
     }
   }
   return lines;
@@ -187,26 +188,26 @@ TEST(AuditLog, OneLineWithArgvCodeHashLimitsAndResult) {
                      120, {.cwd = dir.path()});
   EXPECT_EQ(o.f.exit_code, 3) << o.Describe();
   std::vector<std::string> bad;
-  std::vector<Value> lines = LogLines(log, &bad);
+  std::vector<nlohmann::json> lines = LogLines(log, &bad);
   ASSERT_EQ(lines.size(), 1u) << ReadFile(log);
   EXPECT_TRUE(bad.empty()) << bad.front();
-  const Value& rec = lines[0];
-  EXPECT_FALSE(rec["runId"].str().empty()) << ReadFile(log);
-  ASSERT_EQ(rec["argv"].array.size(), 3u) << ReadFile(log);
-  EXPECT_EQ(rec["argv"].array[0].str(), kPython);
-  EXPECT_EQ(rec["argv"].array[1].str(), "script.py");
-  EXPECT_EQ(rec["code"].str(), kScript);
-  EXPECT_EQ(rec["codeSha256"].str(), Sha256OfFile(script));
-  EXPECT_EQ(rec["limits"]["timeoutSec"].num(), 20);
-  EXPECT_EQ(rec["limits"]["memoryBytes"].num(), 300.0 * kMiB);
-  EXPECT_TRUE(rec["limits"].has("pids")) << ReadFile(log);
-  EXPECT_TRUE(rec["limits"].has("diskBytes")) << ReadFile(log);
-  EXPECT_EQ(rec["result"]["exitCode"].integer(), 3) << ReadFile(log);
-  EXPECT_GT(rec["sentryMaxRssBytes"].num(), 0) << ReadFile(log);
+  const nlohmann::json& rec = lines[0];
+  EXPECT_FALSE(Str(At(rec, "runId")).empty()) << ReadFile(log);
+  ASSERT_EQ(At(rec, "argv").size(), 3u) << ReadFile(log);
+  EXPECT_EQ(Str(At(rec, "argv").at(0)), kPython);
+  EXPECT_EQ(Str(At(rec, "argv").at(1)), "script.py");
+  EXPECT_EQ(Str(At(rec, "code")), kScript);
+  EXPECT_EQ(Str(At(rec, "codeSha256")), Sha256OfFile(script));
+  EXPECT_EQ(Num(At(At(rec, "limits"), "timeoutSec")), 20);
+  EXPECT_EQ(Num(At(At(rec, "limits"), "memoryBytes")), 300.0 * kMiB);
+  EXPECT_TRUE(At(rec, "limits").contains("pids")) << ReadFile(log);
+  EXPECT_TRUE(At(rec, "limits").contains("diskBytes")) << ReadFile(log);
+  EXPECT_EQ(Int(At(At(rec, "result"), "exitCode")), 3) << ReadFile(log);
+  EXPECT_GT(Num(At(rec, "sentryMaxRssBytes")), 0) << ReadFile(log);
   // Where the run's time went, phase by phase (as --timings prints it).
-  EXPECT_TRUE(rec["phasesMs"].is_object()) << ReadFile(log);
-  EXPECT_GT(rec["phasesMs"]["guest"].num(), 0) << ReadFile(log);
-  EXPECT_GT(rec["phasesMs"]["namespaces"].num(), 0) << ReadFile(log);
+  EXPECT_TRUE(At(rec, "phasesMs").is_object()) << ReadFile(log);
+  EXPECT_GT(Num(At(At(rec, "phasesMs"), "guest")), 0) << ReadFile(log);
+  EXPECT_GT(Num(At(At(rec, "phasesMs"), "namespaces")), 0) << ReadFile(log);
 }
 
 TEST(AuditLog, TwentyParallelRunsWriteTwentyIntactLines) {
@@ -225,14 +226,14 @@ TEST(AuditLog, TwentyParallelRunsWriteTwentyIntactLines) {
   for (std::thread& t : threads) t.join();
   for (int i = 0; i < 20; ++i) EXPECT_EQ(codes[i], 3) << "run " << i;
   std::vector<std::string> bad;
-  std::vector<Value> lines = LogLines(log, &bad);
+  std::vector<nlohmann::json> lines = LogLines(log, &bad);
   EXPECT_EQ(lines.size(), 20u);
   EXPECT_TRUE(bad.empty()) << (bad.empty() ? "" : bad.front());
   std::set<std::string> ids, args;
-  for (const Value& rec : lines) {
-    ids.insert(rec["runId"].str());
-    if (rec["argv"].array.size() > 2) args.insert(rec["argv"].array[2].str());
-    EXPECT_EQ(rec["codeSha256"].str().size(), 64u);
+  for (const nlohmann::json& rec : lines) {
+    ids.insert(Str(At(rec, "runId")));
+    if (At(rec, "argv").size() > 2) args.insert(Str(At(rec, "argv").at(2)));
+    EXPECT_EQ(Str(At(rec, "codeSha256")).size(), 64u);
   }
   EXPECT_EQ(ids.size(), 20u) << "runIds must be distinct";
   EXPECT_EQ(args.size(), 20u) << "each run's own argv";
@@ -256,11 +257,11 @@ TEST(AuditLog, PrivateDirectories) {
                  << repro;
   }
   std::vector<std::string> bad;
-  std::vector<Value> lines = LogLines(log, &bad);
+  std::vector<nlohmann::json> lines = LogLines(log, &bad);
   ASSERT_EQ(lines.size(), 1u) << text << o.Describe();
   // The log keeps the bytes the script copy read (as root, before the guest
   // ran), not a second read of the host file.
-  EXPECT_EQ(lines[0]["code"].str(), kScript);
+  EXPECT_EQ(Str(At(lines[0], "code")), kScript);
 }
 
 // ----------------------------------------------------------- --limits-file --
@@ -279,18 +280,18 @@ TEST(LimitsFile, SetsTheLimitsAndTheLogRecordsThem) {
       {"--limits-file", limits, "--log", log}, 30);
   EXPECT_EQ(o.f.exit_code, 124) << o.Describe();
   EXPECT_LT(o.f.wall, 5) << o.Describe();
-  EXPECT_EQ(o.r()["limit"].str(), "timeout") << o.Describe();
-  EXPECT_EQ(o.r()["stdout"].str().rfind("64 x", 0), 0u) << o.Describe();
-  EXPECT_GT(o.r()["stdoutDroppedBytes"].num(), 300) << "maxOutputBytes 100\n" << o.Describe();
+  EXPECT_EQ(Str(At(o.r(), "limit")), "timeout") << o.Describe();
+  EXPECT_EQ(Str(At(o.r(), "stdout")).rfind("64 x", 0), 0u) << o.Describe();
+  EXPECT_GT(Num(At(o.r(), "stdoutDroppedBytes")), 300) << "maxOutputBytes 100\n" << o.Describe();
   std::vector<std::string> bad;
-  std::vector<Value> lines = LogLines(log, &bad);
+  std::vector<nlohmann::json> lines = LogLines(log, &bad);
   ASSERT_EQ(lines.size(), 1u) << ReadFile(log);
-  const Value& l = lines[0]["limits"];
-  EXPECT_EQ(l["timeoutSec"].num(), 1) << ReadFile(log);
-  EXPECT_EQ(l["memoryBytes"].num(), 200.0 * kMiB) << ReadFile(log);
-  EXPECT_EQ(l["pids"].num(), 40) << ReadFile(log);
-  EXPECT_EQ(l["cpus"].num(), 1.5) << ReadFile(log);
-  EXPECT_EQ(l["diskBytes"].num(), 64.0 * kMiB) << ReadFile(log);
+  const nlohmann::json& l = At(lines[0], "limits");
+  EXPECT_EQ(Num(At(l, "timeoutSec")), 1) << ReadFile(log);
+  EXPECT_EQ(Num(At(l, "memoryBytes")), 200.0 * kMiB) << ReadFile(log);
+  EXPECT_EQ(Num(At(l, "pids")), 40) << ReadFile(log);
+  EXPECT_EQ(Num(At(l, "cpus")), 1.5) << ReadFile(log);
+  EXPECT_EQ(Num(At(l, "diskBytes")), 64.0 * kMiB) << ReadFile(log);
 }
 
 TEST(LimitsFile, FlagsWinWhereverTheyStand) {
@@ -300,7 +301,7 @@ TEST(LimitsFile, FlagsWinWhereverTheyStand) {
   Outcome o = RunPy("import time; time.sleep(1.5); print('slept')",
                     {"--timeout", "20", "--limits-file", limits, "--pids-limit", "50"}, 30);
   EXPECT_EQ(o.f.exit_code, 0) << o.Describe();
-  EXPECT_EQ(o.r()["stdout"].str(), "slept\n") << o.Describe();
+  EXPECT_EQ(Str(At(o.r(), "stdout")), "slept\n") << o.Describe();
 }
 
 TEST(LimitsFile, MistakesAreErrorsThatNameTheKey) {

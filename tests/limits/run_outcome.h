@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "sentry/base/json_lite.h"
 #include "tests/limits/limits_util.h"
+#include "tests/util/json_read.h"
 
 namespace sentry::limits {
 
@@ -28,13 +28,13 @@ inline constexpr const char* kMarkerVar = "SENTRY_TEST_MARKER";
 // One sandboxed run of a guest command and what came of it.
 struct Outcome {
   Finished f;
-  std::optional<json_lite::Value> result;  // the --json object, if any
+  std::optional<nlohmann::json> result;  // the --json object, if any
   std::string marker;
   pid_t sentry_pid = -1;
   std::vector<std::string> leaked_cgroups;  // sentry-<pid> dirs found after the run
 
-  const json_lite::Value& r() const {
-    static const json_lite::Value kNull;
+  const nlohmann::json& r() const {
+    static const nlohmann::json kNull;
     return result ? *result : kNull;
   }
   std::string Describe() const;

@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sentry/base/json_lite.h"
 #include "tests/limits/limits_util.h"
 #include "tests/limits/sentry_rss.h"
+#include "tests/util/json_read.h"
 
 namespace sentry::limits {
 namespace {
@@ -47,7 +47,7 @@ struct Outcome {
   long peak_rss_kb = 0;
   long peak_threads = 0;
   std::string stdout_text;  // the guest's, from the --json result
-  std::vector<json_lite::Value> denied;
+  nlohmann::json denied = nlohmann::json::array();
 };
 
 Outcome RunSampled(const std::string& code, std::vector<std::string> flags = {},
@@ -63,8 +63,8 @@ Outcome RunSampled(const std::string& code, std::vector<std::string> flags = {},
   std::printf("  sentry: peak RSS %ld kB, peak threads %ld, run %.1f s\n", o.peak_rss_kb,
               o.peak_threads, o.run.wall);
   if (auto r = ResultOf(o.run.out)) {
-    o.stdout_text = (*r)["stdout"].str();
-    o.denied = (*r)["denied"].array;
+    o.stdout_text = Str(At(*r, "stdout"));
+    o.denied = At(*r, "denied");
   }
   return o;
 }
@@ -165,7 +165,7 @@ for name, fn in [('fstat', lambda: os.fstat(g)), ('futimens', lambda: os.utime(g
   // The model is told why.
   bool hinted = false;
   for (const auto& d : o.denied) {
-    if (d["hint"].str().find("no longer knows") != std::string::npos) hinted = true;
+    if (Str(At(d, "hint")).find("no longer knows") != std::string::npos) hinted = true;
   }
   EXPECT_TRUE(hinted) << Why(o);
 }
