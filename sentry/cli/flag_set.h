@@ -77,8 +77,11 @@ inline Parse Size(uint64_t* out, uint64_t bare_unit, uint64_t min, const char* n
 Parse Duration(double* out);
 // A CPU quota: a positive fraction (CheckAgainstHost caps it at the host's).
 Parse Cpus(double* out);
-// --log-level: the sentry's own diagnostics (base/log.h).
+// --log-level: the sentry's own diagnostics (base/log.h), and its help.
 Parse LogLevel();
+inline constexpr char kLogLevelHelp[] =
+    "how much the sentry says of itself on stderr: trace, debug, info (default), warn, "
+    "error or off (also SENTRY_LOG_LEVEL)";
 // A comma-separated list of dotted Python module names (--preload).
 Parse Modules(std::vector<std::string>* out);
 

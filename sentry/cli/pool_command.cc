@@ -64,10 +64,7 @@ int PoolCommand(const std::vector<std::string>& args) {
           "keep the count of sandboxes ready (made, not serving) in FILE, as text, rewritten "
           "in place (for a server's metrics)",
           Text(&o.ready_file, "needs a path"));
-  f.Value("--log-level", kPool, "LEVEL",
-          "how much the sentry says of itself on stderr: trace, debug, info (default), warn, "
-          "error or off (also SENTRY_LOG_LEVEL)",
-          LogLevel());
+  f.Value("--log-level", kPool, "LEVEL", kLogLevelHelp, LogLevel());
   f.Switch("--python", kPython, "keep warm python3 interpreters (see above)",
            [&o] { o.python = true; });
   f.Value("--preload", kPython, "M,...",

@@ -117,9 +117,7 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           "write the counts to FILE as JSON (format: docs/census.md)",
           Text(&o.census_path, "needs a file to write the counts to"));
   f.Value("--log-level", kOutput, "LEVEL",
-          "how much the sentry says of itself on stderr: trace, debug, info (default), warn, "
-          "error or off (also SENTRY_LOG_LEVEL); the guest's output is never affected",
-          LogLevel());
+          std::string(kLogLevelHelp) + "; the guest's output is never affected", LogLevel());
   f.Switch("--timings", kOutput,
            "print to stderr where the run's wall time went (set-up, the guest, teardown)",
            [&o] { o.timings = true; });

@@ -40,10 +40,7 @@ void DefineServerFlags(FlagSet& f, agent::ServerFlags* server, agent::WarmFlags*
   f.Value("--return-file-max", kServer, "SIZE",
           "bytes returned of each returnFiles entry (default 1m)",
           Size(&p.return_file_max, 1 << 20, 1, 64 << 20, "needs a size up to 64m"));
-  f.Value("--log-level", kServer, "LEVEL",
-          "how much the sentry says of itself on stderr: trace, debug, info (default), warn, "
-          "error or off (also SENTRY_LOG_LEVEL)",
-          LogLevel());
+  f.Value("--log-level", kServer, "LEVEL", kLogLevelHelp, LogLevel());
 
   // Limits.
   f.Value("--timeout", kLimits, "SECONDS",

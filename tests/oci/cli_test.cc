@@ -343,21 +343,7 @@ TEST_F(OciCli, TerminalGoesToTheConsoleSocket) {
   ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   ASSERT_EQ(listen(ls, 1), 0);
   int master = -1;
-  std::thread t([&] {
-    int c = accept(ls, nullptr, nullptr);
-    char name[256];
-    iovec iov{name, sizeof(name)};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    if (recvmsg(c, &msg, 0) > 0 && CMSG_FIRSTHDR(&msg)) {
-      memcpy(&master, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
-    }
-    close(c);
-  });
+  std::thread t([&] { master = ReceiveOneFd(ls); });
   std::string b =
       Bundle("b", {"sh", "-c", "test -t 0 && test -t 1 && echo tty-yes"}, R"("terminal":true)");
   int rc = SpawnToFiles(Argv({"create", "--bundle", b, "--console-socket", sock_path, "--pid-file",
@@ -464,24 +450,7 @@ TEST_F(OciCli, GlobalFlagsAndSmallForms) {
   ASSERT_EQ(listen(ls, 1), 0);
   int pidfd = -1;
   std::string pidfd_name;
-  std::thread t([&] {
-    pollfd ready{ls, POLLIN, 0};
-    if (poll(&ready, 1, 30000) != 1) return;  // a runtime that sends nothing
-    int c = accept(ls, nullptr, nullptr);
-    char name[256] = {};
-    iovec iov{name, sizeof(name) - 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    if (recvmsg(c, &msg, 0) > 0 && CMSG_FIRSTHDR(&msg)) {
-      memcpy(&pidfd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
-      pidfd_name = name;
-    }
-    close(c);
-  });
+  std::thread t([&] { pidfd = ReceiveOneFd(ls, &pidfd_name); });
   std::vector<std::string> global = {SentryBinary(),     "--root",         root_,          "--log",
                                      text_log,           "--debug",        "--log-format", "text",
                                      "--systemd-cgroup", "--rootless=true"};

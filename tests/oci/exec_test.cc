@@ -257,21 +257,7 @@ TEST_F(OciExec, TtyGoesToTheConsoleSocket) {
   ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   ASSERT_EQ(listen(ls, 1), 0);
   int master = -1;
-  std::thread t([&] {
-    int c = accept(ls, nullptr, nullptr);
-    char name[256];
-    iovec iov{name, sizeof(name)};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    if (recvmsg(c, &msg, 0) > 0 && CMSG_FIRSTHDR(&msg)) {
-      memcpy(&master, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
-    }
-    close(c);
-  });
+  std::thread t([&] { master = ReceiveOneFd(ls); });
   std::string pid_file = dir_.path() + "/exec.pid";
   int rc = Detached({"--tty", "--console-socket", sock_path, "--pid-file", pid_file, "x9", "sh",
                      "-c", "test -t 0 && test -t 1 && echo tty-yes; exit 3"});

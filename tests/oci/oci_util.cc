@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -256,6 +257,28 @@ EngineNetns::~EngineNetns() {
     kill(holder_, SIGKILL);
     waitpid(holder_, nullptr, 0);
   }
+}
+
+int ReceiveOneFd(int ls, std::string* name, int timeout_ms) {
+  pollfd ready{ls, POLLIN, 0};
+  if (poll(&ready, 1, timeout_ms) != 1) return -1;  // a runtime that sends nothing
+  int c = accept(ls, nullptr, nullptr);
+  if (c < 0) return -1;
+  char text[256] = {};
+  iovec iov{text, sizeof(text) - 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  int fd = -1;
+  if (recvmsg(c, &msg, 0) > 0 && CMSG_FIRSTHDR(&msg)) {
+    memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+    if (name) *name = text;
+  }
+  close(c);
+  return fd;
 }
 
 }  // namespace sentry::testing

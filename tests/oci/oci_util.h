@@ -85,6 +85,12 @@ bool Alive(pid_t pid);
 // (sentry's sandbox cgroups are "sentry-PID" beside or beneath the monitor's).
 std::vector<std::string> CgroupsNamed(const std::string& name);
 
+// Accepts one connection on the listening unix socket `ls` and receives the
+// one fd a runtime sends over it (a console socket's pty master, a pidfd
+// socket's pidfd), with the message's bytes in *name if given. -1 when
+// nothing comes within timeout_ms.
+int ReceiveOneFd(int ls, std::string* name = nullptr, int timeout_ms = 30000);
+
 // A network namespace as an engine makes one (a process of its own that
 // unshared it, lo up), named by path as podman and containerd name theirs:
 // /proc/PID/ns/net. In it and in the test's own (the host's) namespace a
