@@ -12,6 +12,7 @@ if [ "${SENTRY_SKIP_APT:-0}" != 1 ]; then
     libssl-dev openssl ca-certificates python3 util-linux procps \
     libcli11-dev libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libboost-context-dev >/dev/null
 fi
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+  -DSENTRY_DEBUG_INFO="${SENTRY_DEBUG_INFO:-ON}" >/dev/null
 ninja -C build
 echo "built: $(pwd)/build/sentry/sentry"

@@ -7,6 +7,8 @@
 # check wall-clock bounds, which a sanitized sentry is too slow for), each in
 # its main mode: the `_seccomp_only` repeats run the same sentry code without
 # namespaces, and ran unsanitized above (sanitized, they added minutes to CI).
+#
+# SENTRY_DEBUG_INFO=OFF (what CI sets) builds both without -g.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh
@@ -26,6 +28,7 @@ fi
 ctest --test-dir build --output-on-failure --timeout 600 "$@"
 if [ "${SENTRY_SANITIZERS:-0}" = 1 ]; then
   cmake -S . -B build-asan -G Ninja -DSENTRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+    -DSENTRY_DEBUG_INFO="${SENTRY_DEBUG_INFO:-ON}" \
     -DSENTRY_SKIP_DIRS="bench;tests/limits;tests/cpython" >/dev/null
   ninja -C build-asan
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure --timeout 900 \
