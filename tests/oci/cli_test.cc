@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -434,6 +435,49 @@ TEST_F(OciCli, PreservedFdsAreTheGuestsOwn) {
             0);
   EXPECT_NE(ReadFile(log_).find("fd 4 is not open"), std::string::npos) << ReadFile(log_);
   EXPECT_NE(Sentry({"state", "p2"}).exit_code, 0);
+}
+
+// The attack on --preserve-fds: an engine hands the guest a host directory
+// (by mistake, or a tenant's bind by fd). It is trusted as stdio is, so the
+// guest holds it, but no path leads through it: not as a dirfd, not as a cwd,
+// not through /proc/self/fd. The host's file is neither read nor added to.
+TEST_F(OciCli, APreservedHostDirectoryLeadsNowhere) {
+  std::string host_dir = dir_.path() + "/given";
+  ASSERT_EQ(mkdir(host_dir.c_str(), 0755), 0);
+  {
+    std::ofstream f(host_dir + "/secret.txt");
+    f << "TOPSECRET\n";
+  }
+  ASSERT_EQ(chmod((host_dir + "/secret.txt").c_str(), 0644), 0);
+  int dirfd = open(host_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dirfd, 0);
+  std::string b =
+      Bundle("b", {"python3", "-c",
+                   "import os\n"
+                   "def attempt(name, f):\n"
+                   "    try:\n"
+                   "        print(name, repr(f()))\n"
+                   "    except OSError as e:\n"
+                   "        print(name, 'refused', e.errno)\n"
+                   "attempt('openat', lambda: os.read(os.open('secret.txt', os.O_RDONLY,"
+                   " dir_fd=3), 100))\n"
+                   "attempt('proc', lambda: open('/proc/self/fd/3/secret.txt').read())\n"
+                   "attempt('create', lambda: os.open('new.txt', os.O_CREAT | os.O_WRONLY,"
+                   " 0o644, dir_fd=3))\n"
+                   "attempt('fchdir', lambda: (os.chdir(3), open('secret.txt').read()))\n"
+                   "attempt('cwd', lambda: os.getcwd())\n"});
+  int rc = SpawnToFiles(Argv({"run", "--preserve-fds", "1", "--bundle", b, "d1"}), Out("d1"),
+                        Err("d1"), {dirfd});
+  close(dirfd);
+  std::string out = ReadFile(Out("d1"));
+  EXPECT_EQ(rc, 0) << ReadFile(Err("d1")) << ReadFile(log_);
+  EXPECT_EQ(out.find("TOPSECRET"), std::string::npos) << out;
+  EXPECT_NE(out.find("openat refused"), std::string::npos) << out;
+  EXPECT_NE(out.find("proc refused"), std::string::npos) << out;
+  EXPECT_NE(out.find("create refused"), std::string::npos) << out;
+  EXPECT_NE(out.find("fchdir refused"), std::string::npos) << out;
+  EXPECT_NE(access((host_dir + "/new.txt").c_str(), F_OK), 0);
+  EXPECT_EQ(ReadFile(host_dir + "/secret.txt"), "TOPSECRET\n");
 }
 
 // The global flags and forms an engine may use that change little: each is
