@@ -19,7 +19,7 @@ scripts/install.sh
 if [ "${SENTRY_SKIP_APT:-0}" != 1 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     podman containerd runc crun strace python3-numpy python3-pandas python3-scipy \
-    python3-sklearn python3-matplotlib python3-grpcio python3-grpc-tools libpython3.11-testsuite \
+    python3-sklearn python3-matplotlib python3-psutil python3-grpcio python3-grpc-tools libpython3.11-testsuite \
     containernetworking-plugins iproute2 >/dev/null
   # Installed, so the engine tests must run: a missing engine fails them
   # rather than skipping (ctest counts a skip as a pass).

@@ -1,11 +1,13 @@
 #include "syscalls/sys_exec.h"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
+#include <cstddef>
 
 #include "syscalls/common.h"
 #include "vfs/store.h"
@@ -26,6 +28,23 @@ bool UnderRoot(const std::string& path, const std::vector<std::string>& roots) {
 
 bool IsScript(std::string_view head) {
   return head.size() >= 2 && head[0] == '#' && head[1] == '!';
+}
+
+// An ELF image this kernel runs only through IA32 emulation (i386, x32) or
+// not at all (another machine). The sentry's exec check reads the new stack
+// as x86-64's, so such an image is refused with ENOEXEC, as a kernel built
+// without IA32_EMULATION refuses it: ldd then skips /lib/ld-linux.so.2 as on a
+// 64-bit-only system (fs/binfmt_elf.c, elf_check_arch).
+bool IsForeignElf(std::string_view head) {
+  if (head.size() < SELFMAG || head[0] != ELFMAG0 || head[1] != ELFMAG1 || head[2] != ELFMAG2 ||
+      head[3] != ELFMAG3) {
+    return false;
+  }
+  constexpr size_t kMachine = offsetof(Elf64_Ehdr, e_machine);
+  if (head.size() < kMachine + 2) return true;
+  unsigned machine = static_cast<unsigned char>(head[kMachine]) |
+                     static_cast<unsigned>(static_cast<unsigned char>(head[kMachine + 1])) << 8;
+  return head[EI_CLASS] != ELFCLASS64 || machine != EM_X86_64;
 }
 
 // One file of an exec's chain: where the kernel would find it, who it is, and
@@ -146,6 +165,7 @@ SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int
   std::vector<std::string> argv_head = {ExecFilename(dirfd, name)};
   for (int depth = 0;; ++depth) {
     SYS_ASSIGN_OR_RETURN(ExecFile file, OpenExecFile(ctx, node, view_roots));
+    if (IsForeignElf(file.head)) return Errno{ENOEXEC};
     if (!IsScript(file.head)) {
       ExecPlan plan;
       plan.view_path = std::move(file.view_path);

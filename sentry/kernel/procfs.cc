@@ -8,8 +8,10 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -260,14 +262,37 @@ class Procfs {
 
   NodeRef PidDir(std::shared_ptr<Process> p, pid_t ns_pid) {
     std::string key = absl::StrCat("/proc/", ns_pid);
-    return Dir(
-        key, [this, p, key](const std::string& n) { return PidChild(p, key, n); },
+    // Owned by the process's uid, as the kernel shows them (so that a guest
+    // reads its own environ, mode 0400).
+    NodeRef d = Dir(
+        key,
+        [this, p, key](const std::string& n) {
+          NodeRef node = PidChild(p, key, n);
+          if (node) {
+            node->attr().uid = p->creds.uid;
+            node->attr().gid = p->creds.gid;
+          }
+          return node;
+        },
         [] {
-          return std::vector<std::string>{"cgroup", "cmdline", "comm",   "cwd",       "environ",
-                                          "exe",    "fd",      "maps",   "mountinfo", "mounts",
-                                          "root",   "stat",    "status", "task"};
+          std::vector<std::string> names = {"cgroup", "cmdline", "comm",   "cwd",       "environ",
+                                            "exe",    "fd",      "maps",   "mountinfo", "mounts",
+                                            "root",   "stat",    "status", "task"};
+          names.insert(names.end(), std::begin(kPassedThrough), std::end(kPassedThrough));
+          std::sort(names.begin(), names.end());
+          return names;
         });
+    d->attr().uid = p->creds.uid;
+    d->attr().gid = p->creds.gid;
+    return d;
   }
+
+  // Files of a guest process's own /proc directory shown as the host has
+  // them: numbers about that process alone (its memory, limits, I/O counts,
+  // mappings as its mount view names them), no host pid and no host path.
+  // psutil's Process() reads them (statm at once, which loky's workers call).
+  static constexpr const char* kPassedThrough[] = {
+      "auxv", "io", "limits", "oom_score_adj", "smaps", "smaps_rollup", "statm", "wchan"};
 
   std::string HostProc(const Process& p, const char* file) {
     UniqueFd dir = OpenHostProcDir(k_, p);
@@ -285,6 +310,13 @@ class Procfs {
           k, [this, p] { return HostProc(*p, "environ"); }, 0400);
     if (n == "comm") return File(k, [this, p] { return HostProc(*p, "comm"); });
     if (n == "maps") return File(k, [this, p] { return HostProc(*p, "maps"); });
+    for (const char* name : kPassedThrough) {
+      if (n == name) {
+        mode_t mode = (n == "auxv" || n == "io") ? 0400 : 0444;
+        return File(
+            k, [this, p, name] { return HostProc(*p, name); }, mode);
+      }
+    }
     if (n == "stat") return File(k, [this, p] { return StatOf(*p); });
     if (n == "status") return File(k, [this, p] { return StatusOf(*p); });
     if (n == "mounts") return File(k, [] { return SandboxMounts(); });
@@ -311,6 +343,7 @@ class Procfs {
     if (close == std::string::npos) return s;
     std::vector<std::string> f = absl::StrSplit(s.substr(close + 2), ' ');
     // f[0] state, f[1] ppid, f[2] pgrp, f[3] session, f[4] tty, f[5] tpgid
+    if (!f.empty() && f[0] == "t") f[0] = "T";  // see StatusOf
     for (int i : {1, 2, 3, 5})
       if (i < static_cast<int>(f.size())) f[i] = MapPid(f[i]);
     return absl::StrCat(p.ns_pid, " ", s.substr(s.find('('), close - s.find('(') + 1), " ",
@@ -338,6 +371,10 @@ class Procfs {
           l = value(buf);
           break;
         }
+      } else if (field("State:")) {
+        // The guest is never a tracer (ptrace is EPERM), so a tracing stop
+        // is the sentry's own: a stopped process shows as one.
+        if (l.find("t (tracing stop)") != std::string::npos) l = value("T (stopped)");
       } else if (field("TracerPid:")) {
         l = value("0");
       } else if (field("Uid:")) {

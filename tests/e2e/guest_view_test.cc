@@ -55,6 +55,44 @@ TEST(GuestViewTest, HomeRootTmpAndEnvironment) {
   EXPECT_EQ(kv["shadow"], "False");
 }
 
+// What psutil's Process() and loky's workers (scikit-learn's n_jobs) read of
+// a process's own /proc directory: statm, limits, io, smaps_rollup, environ
+// (0400, the process's own), and a stopped child's state as "stopped", not
+// the sentry's tracing stop.
+TEST(GuestViewTest, ProcOfItsOwnProcessAsPsutilReadsIt) {
+  const std::string script = R"py(import os, signal, subprocess, time
+me = "/proc/self/"
+print("statm", len(open(me + "statm").read().split()))
+print("limits", open(me + "limits").readline().split()[0])
+print("io", "rchar" in open(me + "io").read())
+print("rollup", "Rss:" in open(me + "smaps_rollup").read())
+print("environ", b"HOME=" in open(me + "environ", "rb").read())
+st = os.stat(me + "environ")
+print("owner", st.st_uid == os.getuid(), oct(st.st_mode & 0o777))
+child = subprocess.Popen(["sleep", "9"])
+os.kill(child.pid, signal.SIGSTOP)
+os.waitpid(child.pid, os.WUNTRACED)
+state = [l for l in open("/proc/%d/status" % child.pid) if l.startswith("State:")][0]
+print("state", state.split(None, 1)[1].strip())
+print("stat", open("/proc/%d/stat" % child.pid).read().rsplit(")", 1)[1].split()[0])
+child.kill()
+child.wait()
+try:
+    import psutil
+except ImportError:
+    print("psutil", True)
+else:
+    p = psutil.Process()
+    print("psutil", p.memory_info().rss > 0 and p.memory_full_info().uss > 0)
+)py";
+  ProcessResult native = NativeScript(script);
+  ASSERT_EQ(native.exit_code, 0) << Describe(native);
+  ProcessResult r = SandboxScript(script);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, native.out) << r.err;
+  EXPECT_NE(r.out.find("state T (stopped)\nstat T\n"), std::string::npos) << r.out;
+}
+
 TEST(GuestViewTest, EnvFlagAddsVariables) {
   ProcessResult r = SentryIn("/", {"--env", "A=B", "--env", "K=with=equals"},
                              {"/usr/bin/python3", "-c", kViewScript});

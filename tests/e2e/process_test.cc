@@ -405,5 +405,45 @@ TEST(ProcessTest, ForkExecRaceKeepsCwdAndUmask) {
   EXPECT_EQ(r.out, "children=1000 failures=0\n") << r.err;
 }
 
+// An i386 or x32 image is refused with ENOEXEC, as by a kernel without IA32
+// emulation (natively this host runs them): the exec fails cleanly in the
+// guest, which goes on, and the run's exit code is the guest's own. Before,
+// the exec check read the i386 stack as x86-64's, killed the task and ended
+// the whole run with 125 (Debian's ldd tries /lib/ld-linux.so.2 so).
+TEST(ProcessTest, ForeignElfImagesAreRefusedWithEnoexec) {
+  ProcessResult r = SandboxScript(R"py(import errno, os, struct, subprocess, sys
+def image(klass, machine):
+    base = 0x08048000
+    code = bytes.fromhex("b80100000031dbcd80")  # exit(0) through int 0x80
+    size = 52 + 32 + len(code)
+    ident = b"\x7fELF" + bytes([klass, 1, 1]) + bytes(9)
+    ehdr = struct.pack("<16sHHIIIIIHHHHHH", ident, 2, machine, 1, base + 84, 52, 0, 0,
+                       52, 32, 1, 0, 0, 0)
+    phdr = struct.pack("<8I", 1, 0, base, base, size, size, 5, 0x1000)
+    return ehdr + phdr + code
+for name, klass, machine in (("i386", 1, 3), ("x32", 1, 62), ("arm64", 2, 183)):
+    path = os.path.join(sys.argv[1], name)
+    with open(path, "wb") as f:
+        f.write(image(klass, machine))
+    os.chmod(path, 0o755)
+    try:
+        subprocess.run([path])
+        print(name, "ran")
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+print("after", subprocess.run(["/bin/true"]).returncode)
+)py");
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "i386 ENOEXEC\nx32 ENOEXEC\narm64 ENOEXEC\nafter 0\n") << r.err;
+}
+
+// ldd tries every loader of RTLDLIST, /lib/ld-linux.so.2 among them where
+// libc6-i386 is installed: it must print the libraries and succeed.
+TEST(ProcessTest, LddOfASixtyFourBitProgram) {
+  ProcessResult r = SentryIn("/tmp", {"--timeout", "30"}, {"/usr/bin/ldd", "/bin/true"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("libc.so.6"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace sentry::testing
