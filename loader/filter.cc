@@ -7,14 +7,17 @@
 #include <linux/netlink.h>
 #include <linux/prctl.h>
 #include <linux/seccomp.h>
+#include <linux/sockios.h>
 #include <sched.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <iterator>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace sentry {
 namespace {
@@ -35,6 +38,13 @@ constexpr uint32_t kSafeIoctls[] = {
     TCGETS,   TCSETS,   TCSETSW,    TCSETSF,  TIOCGWINSZ, TIOCSWINSZ,  TIOCGPGRP, TIOCSPGRP,
     TCFLSH,   TCXONC,   TCSBRK,     TIOCOUTQ, FIONREAD,   FIONBIO,     FIOCLEX,   FIONCLEX,
     FIOASYNC, TIOCGPTN, TIOCSPTLCK, TIOCGSID, TCGETS2,    TIOCGPTPEER, TIOCNOTTY};
+
+// Read-only interface queries: with a network namespace of the sandbox's own
+// they name its interfaces alone (if_nametoindex, if_nameindex, scope ids).
+constexpr uint32_t kNetIfIoctls[] = {SIOCGIFNAME, SIOCGIFINDEX,   SIOCGIFCONF,    SIOCGIFFLAGS,
+                                     SIOCGIFADDR, SIOCGIFDSTADDR, SIOCGIFBRDADDR, SIOCGIFNETMASK,
+                                     SIOCGIFMTU,  SIOCGIFHWADDR,  SIOCGIFTXQLEN,  SIOCGIFMETRIC,
+                                     SIOCGIFMAP};
 
 // prctl options that only read or narrow the calling process.
 constexpr uint32_t kSafePrctls[] = {PR_SET_PDEATHSIG,
@@ -228,6 +238,7 @@ class FilterBuilder {
         a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
         break;
       case ArgFilter::kIoctlSafe:
+      case ArgFilter::kIoctlSafeNetIf: {
         // TIOCSCTTY with 0 (the kernel reads an int): steal no terminal.
         a_.Load(ArgLow(1));
         a_.Jump(BPF_JEQ, TIOCSCTTY, 0, 4);
@@ -235,8 +246,13 @@ class FilterBuilder {
         a_.Jump(BPF_JEQ, 0, 0, 1);
         a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
         a_.Goto(RetLabel(deny));
-        AllowIfOneOf(1, kSafeIoctls, deny);
+        std::vector<uint32_t> allowed(std::begin(kSafeIoctls), std::end(kSafeIoctls));
+        if (row.filter == ArgFilter::kIoctlSafeNetIf) {
+          allowed.insert(allowed.end(), std::begin(kNetIfIoctls), std::end(kNetIfIoctls));
+        }
+        AllowIfOneOf(1, allowed, deny);
         break;
+      }
       case ArgFilter::kSocketFamily: {
         // AF_NETLINK for NETLINK_ROUTE only (syscalls/netlink_route.h).
         Assembler::Label netlink = a_.NewLabel();

@@ -35,8 +35,9 @@ constexpr SyscallRow kTable[] = {
     NATIVE(13, rt_sigaction, "dppl", kNone, "the caller's signal handlers"),
     NATIVE(14, rt_sigprocmask, "dppl", kNone, "the caller's signal mask"),
     NATIVE(15, rt_sigreturn, "", kNone, "the caller's own frame"),
-    FILTERED(16, ioctl, kIoctlSafe, ENOTTY, "fxp", kNone,
-             "filtered to terminal queries and fd flags on fds the guest holds"),
+    FILTERED(16, ioctl, kIoctlSafeNetIf, ENOTTY, "fxp", kNetNs,
+             "filtered to terminal queries and fd flags on fds the guest holds, and interface "
+             "queries, which name only the interfaces of the sandbox's network namespace"),
     NATIVE(17, pread64, "fpld", kNone, "an fd the guest holds: the object's own data path"),
     NATIVE(18, pwrite64, "fpld", kNone, "an fd the guest holds: the object's own data path"),
     NATIVE(19, readv, "fpd", kNone, "an fd the guest holds: the object's own data path"),

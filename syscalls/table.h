@@ -23,8 +23,12 @@ enum class Action : uint8_t {
 // Argument conditions for native rows; what fails them gets the row's errno.
 enum class ArgFilter : uint8_t {
   kNone,
-  kCloneFlags,         // clone(): no namespace flags
-  kIoctlSafe,          // ioctl(): only terminal queries and fd flag requests
+  kCloneFlags,  // clone(): no namespace flags
+  kIoctlSafe,   // ioctl(): only terminal queries and fd flag requests
+  // ioctl() with a network namespace: kIoctlSafe's, and the read-only
+  // interface queries (SIOCGIF*: index, name, flags, addresses, MTU) of a
+  // socket, which name the sandbox's own interfaces.
+  kIoctlSafeNetIf,
   kSocketFamily,       // socket(): AF_UNIX, AF_INET, AF_INET6, AF_NETLINK + NETLINK_ROUTE
   kPrctlSafe,          // prctl(): a small set of options that touch only the caller
   kPersonality,        // personality(): queries and PER_LINUX only

@@ -16,6 +16,10 @@ const char* ArgFilterText(ArgFilter filter) {
     case ArgFilter::kIoctlSafe:
       return "terminal queries and settings, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX, FIOASYNC, pty "
              "requests (not TIOCSTI, TIOCSCTTY, TIOCLINUX)";
+    case ArgFilter::kIoctlSafeNetIf:
+      return "as without a network namespace, and the read-only interface queries (SIOCGIFINDEX, "
+             "SIOCGIFNAME, SIOCGIFCONF, SIOCGIFFLAGS, SIOCGIFADDR, SIOCGIFMTU...) of its own "
+             "network namespace";
     case ArgFilter::kSocketFamily:
       return "AF_UNIX, AF_INET and AF_INET6 only";
     case ArgFilter::kPrctlSafe:

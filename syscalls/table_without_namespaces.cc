@@ -53,6 +53,9 @@ constexpr SyscallRow kChanges[] = {
     TRAP(314, sched_setattr, ConfinePids, "Ppx"),
     TRAP(315, sched_getattr, ConfinePids, "Ppux"),
     TRAP(434, pidfd_open, ConfinePids, "Px"),
+    // The host's interfaces would show: terminal queries and fd flags only.
+    FILTERED(16, ioctl, kIoctlSafe, ENOTTY, "fxp", kNone,
+             "filtered to terminal queries and fd flags on fds the guest holds"),
     // F_SETOWN and F_SETOWN_EX would name a host process for SIGIO: EPERM.
     FILTERED(72, fcntl, kFcntlNotOwner, EPERM, "fdx", kNone,
              "fd flags, locks and leases on fds the guest holds (not F_SETOWN: no pid namespace)"),

@@ -2,8 +2,10 @@
 // address: names, errors and signals as Linux gives them.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -281,6 +283,26 @@ TEST(UnixSocketTest, DatagramSendtoAPathAndRecvfromNamesTheSender) {
 
 // sendto with an address on a connected TCP socket: the address is ignored,
 // and a write after shutdown raises SIGPIPE in the caller.
+// The read-only interface queries name the sandbox's own interfaces
+// (if_nametoindex, IPv6 scope ids by name): loopback is index 1 there, as on
+// the host.
+TEST(InetLoopbackTest, InterfaceQueriesNameLoopback) {
+  EXPECT_EQ(if_nametoindex("lo"), 1u);
+  char name[IF_NAMESIZE] = {};
+  ASSERT_NE(if_indextoname(1, name), nullptr);
+  EXPECT_STREQ(name, "lo");
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_SYSCALL_SUCCEEDS(fd);
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  ASSERT_SYSCALL_SUCCEEDS(ioctl(fd, SIOCGIFFLAGS, &ifr));
+  EXPECT_TRUE(ifr.ifr_flags & IFF_LOOPBACK);
+  ASSERT_SYSCALL_SUCCEEDS(ioctl(fd, SIOCGIFINDEX, &ifr));
+  EXPECT_EQ(ifr.ifr_ifindex, 1);
+  EXPECT_EQ(if_nametoindex("no-such-interface"), 0u);
+  close(fd);
+}
+
 TEST(InetLoopbackTest, SendtoAfterShutdownRaisesSigpipe) {
   UniqueFd srv(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in a = BindLoopback(srv.get());
