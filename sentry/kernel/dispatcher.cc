@@ -1,5 +1,7 @@
 #include "sentry/kernel/dispatcher.h"
 
+#include <sys/syscall.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <iterator>
@@ -45,7 +47,13 @@ DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
                          (row->action == Action::kNative && row->filter != ArgFilter::kNone));
   if (refusal && IsReportedRefusal(row->err)) {
     // A refusal of the table's own (the filter sends only those here).
-    if (row->filter == ArgFilter::kUnixStreamOnly) {
+    if (row->nr == SYS_ptrace || row->filter == ArgFilter::kPersonality) {
+      // strace, gdb and ADDR_NO_RANDOMIZE: the sentry is every task's tracer.
+      ctx.hint =
+          "ptrace is not available inside the sandbox (the sentry traces every process), so "
+          "strace and gdb do not work; run with `sentry run --trace` for a syscall trace, and "
+          "use Python's faulthandler (python3 -X faulthandler) for a crash's stack";
+    } else if (row->filter == ArgFilter::kUnixStreamOnly) {
       ctx.hint =
           "this sandbox runs without a network namespace (the host gives none): no network "
           "sockets, and unix sockets of stream or seqpacket type only";
