@@ -3,12 +3,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/agent/json_bounded.h"
+#include "sentry/agent/mcp_calls.h"
 #include "sentry/agent/result_text.h"
 #include "sentry/run/result.h"
 
@@ -69,17 +70,22 @@ bool ToRequest(const std::string& tool, const json& args, json* request, std::st
 
 }  // namespace
 
-bool McpServer::IsToolCall(const std::string& line) {
-  return line.find("\"tools/call\"") != std::string::npos;
-}
-
 std::optional<std::string> McpServer::HandleLine(const std::string& line) {
   json msg;
-  try {
-    msg = json::parse(line);
-  } catch (const json::exception& e) {
-    return ErrorLine(nullptr, kParseError, absl::StrCat("Parse error: ", e.what()));
+  std::string why;
+  const size_t max_line = service_.flags().policy.max_request_bytes + (64 << 10);
+  switch (ParseBoundedJson(line, max_line, kMaxJsonDepth, &msg, &why)) {
+    case JsonRefusal::kNone:
+      return HandleMessage(msg, -1);
+    case JsonRefusal::kMalformed:
+      return ErrorLine(nullptr, kParseError, absl::StrCat("Parse error: ", why));
+    default:
+      return ErrorLine(nullptr, kInvalidRequest,
+                       absl::StrCat("Invalid Request: the message is ", why));
   }
+}
+
+std::optional<std::string> McpServer::HandleMessage(const json& msg, int cancel_fd) {
   if (!msg.is_object()) {
     return ErrorLine(nullptr, kInvalidRequest, "Invalid Request: not one JSON-RPC object");
   }
@@ -94,7 +100,9 @@ std::optional<std::string> McpServer::HandleLine(const std::string& line) {
     return ErrorLine(id, kInvalidRequest, "Invalid Request: needs jsonrpc \"2.0\" and a method");
   }
   std::string method = msg["method"].get<std::string>();
-  json params = msg.value("params", json::object());
+  auto p = msg.find("params");
+  static const json kNoParams = json::object();
+  const json& params = p == msg.end() ? kNoParams : *p;
   if (!params.is_object()) {
     return has_id ? std::optional(ErrorLine(id, kInvalidParams, "params must be an object"))
                   : std::nullopt;
@@ -103,13 +111,13 @@ std::optional<std::string> McpServer::HandleLine(const std::string& line) {
   bool error = false;
   int code = 0;
   std::string message;
-  json result = Dispatch(method, params, &error, &code, &message);
+  json result = Dispatch(method, params, cancel_fd, &error, &code, &message);
   if (error) return ErrorLine(id, code, message);
   return Dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
 }
 
-json McpServer::Dispatch(const std::string& method, const json& params, bool* error, int* code,
-                         std::string* message) {
+json McpServer::Dispatch(const std::string& method, const json& params, int cancel_fd, bool* error,
+                         int* code, std::string* message) {
   if (method == "initialize") {
     std::string want = params.value("protocolVersion", "");
     std::string version = kMcpProtocolVersion;
@@ -126,14 +134,15 @@ json McpServer::Dispatch(const std::string& method, const json& params, bool* er
   }
   if (method == "ping") return json::object();
   if (method == "tools/list") return {{"tools", McpTools()}};
-  if (method == "tools/call") return CallTool(params, error, code, message);
+  if (method == "tools/call") return CallTool(params, cancel_fd, error, code, message);
   *error = true;
   *code = kMethodNotFound;
   *message = absl::StrCat("Method not found: ", method);
   return nullptr;
 }
 
-json McpServer::CallTool(const json& params, bool* error, int* code, std::string* message) {
+json McpServer::CallTool(const json& params, int cancel_fd, bool* error, int* code,
+                         std::string* message) {
   std::string name = params.value("name", "");
   json request;
   std::string why;
@@ -155,7 +164,7 @@ json McpServer::CallTool(const json& params, bool* error, int* code, std::string
     *message = "the server is running as many calls as it may; try again shortly";
     return nullptr;
   }
-  AgentService::Answer a = service_.Run(request, false, nullptr);
+  AgentService::Answer a = service_.Run(request, false, nullptr, cancel_fd);
   service_.Release();
   if (a.status != 200) {
     *error = true;
@@ -196,11 +205,9 @@ void McpServer::Serve(int in_fd, int out_fd) {
       n -= static_cast<size_t>(w);
     }
   };
-  // Calls run on detached threads (a long session makes many); the last
-  // one to finish lets the end wait go.
-  std::mutex calls_mu;
-  std::condition_variable calls_cv;
-  int calls = 0;
+  // tools/calls run on detached threads (a long session makes many); the
+  // last one to finish lets the end wait go.
+  McpCalls calls;
   const size_t max_line = service_.flags().policy.max_request_bytes + (64 << 10);
   std::string buf, line;
   bool skipping = false;  // the rest of an overlong line
@@ -219,17 +226,26 @@ void McpServer::Serve(int in_fd, int out_fd) {
       }
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.find_first_not_of(" \t") == std::string::npos) continue;
-      if (IsToolCall(line)) {
-        {
-          std::lock_guard<std::mutex> lock(calls_mu);
-          ++calls;
-        }
-        std::thread([this, line, &write_line, &calls_mu, &calls_cv, &calls] {
-          if (auto answer = HandleLine(line)) write_line(*answer);
-          std::lock_guard<std::mutex> lock(calls_mu);
-          if (--calls == 0) calls_cv.notify_all();
+      json msg;
+      std::string why;
+      JsonRefusal refused = ParseBoundedJson(line, max_line, kMaxJsonDepth, &msg, &why);
+      if (refused != JsonRefusal::kNone) {
+        write_line(refused == JsonRefusal::kMalformed
+                       ? ErrorLine(nullptr, kParseError, absl::StrCat("Parse error: ", why))
+                       : ErrorLine(nullptr, kInvalidRequest,
+                                   absl::StrCat("Invalid Request: the message is ", why)));
+        continue;
+      }
+      if (McpCalls::IsCancel(msg)) {
+        calls.Cancel(msg["params"]["requestId"]);
+      } else if (McpCalls::IsToolCall(msg)) {
+        auto call = calls.Begin(msg["id"]);
+        std::thread([this, msg = std::move(msg), call, &write_line, &calls] {
+          std::optional<std::string> answer = HandleMessage(msg, call->cancel_fd());
+          // A cancelled call gets no answer (the spec's cancellation).
+          if (!calls.End(call) && answer) write_line(*answer);
         }).detach();
-      } else if (auto answer = HandleLine(line)) {
+      } else if (auto answer = HandleMessage(msg, -1)) {
         write_line(*answer);
       }
     }
@@ -240,8 +256,7 @@ void McpServer::Serve(int in_fd, int out_fd) {
       buf.clear();
     }
   }
-  std::unique_lock<std::mutex> lock(calls_mu);
-  calls_cv.wait(lock, [&] { return calls == 0; });
+  calls.WaitNone();
 }
 
 }  // namespace sentry::agent

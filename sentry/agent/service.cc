@@ -1,5 +1,6 @@
 #include "sentry/agent/service.h"
 
+#include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -64,7 +65,8 @@ void AgentService::WaitIdle() {
   cv_.wait(lock, [&] { return running_ == 0 && waiting_ == 0; });
 }
 
-AgentService::Answer AgentService::Run(const json& request, bool stream, OutputSink* sink) {
+AgentService::Answer AgentService::Run(const json& request, bool stream, OutputSink* sink,
+                                       int cancel_fd) {
   Answer a;
   RunJob job;
   RequestError err;
@@ -72,6 +74,13 @@ AgentService::Answer AgentService::Run(const json& request, bool stream, OutputS
     metrics_.RecordRejected(err.http_status == 413 ? "too_large" : "bad_request");
     a.status = err.http_status;
     a.body = err.Json();
+    return a;
+  }
+  job.cancel_fd = cancel_fd;
+  pollfd cancelled{cancel_fd, POLLIN, 0};
+  if (cancel_fd >= 0 && poll(&cancelled, 1, 0) > 0) {  // while it waited for a slot
+    a.status = 499;
+    a.body = RequestError{499, "", "the call was cancelled"}.Json();
     return a;
   }
   auto start = std::chrono::steady_clock::now();

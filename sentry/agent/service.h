@@ -36,8 +36,8 @@ class AgentService final {
     nlohmann::json result;  // parsed, when status is 200
   };
   // Checks and runs one request (the caller holds a slot). stream: the
-  // output goes to sink as it comes.
-  Answer Run(const nlohmann::json& request, bool stream, OutputSink* sink);
+  // output goes to sink as it comes; cancel_fd as RunJob's.
+  Answer Run(const nlohmann::json& request, bool stream, OutputSink* sink, int cancel_fd = -1);
 
   const ServerFlags& flags() const { return flags_; }
   Metrics& metrics() { return metrics_; }

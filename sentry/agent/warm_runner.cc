@@ -59,9 +59,12 @@ absl::StatusOr<RunOutcome> WarmRunner::Run(const RunJob& job, OutputSink* sink) 
     for (const InlineFile& f : job.options.inline_files)
       req.files.emplace_back(f.guest_path, f.data);
     req.stdin_bytes = job.stdin_data;
+    req.cancel_fd = job.cancel_fd;
     WarmPythonPool::OutputFn on_output;
     if (sink) on_output = [sink](int stream, std::string_view data) { sink->Chunk(stream, data); };
-    std::optional<std::string> result = pool_->Run(req, nullptr, on_output);
+    std::string why;
+    std::optional<std::string> result = pool_->Run(req, &why, on_output);
+    if (!result && why == "cancelled") return absl::CancelledError("the call was cancelled");
     if (result) {
       RunOutcome out;
       try {

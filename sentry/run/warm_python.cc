@@ -235,16 +235,25 @@ std::optional<std::string> WarmPythonPool::Run(const WarmRunRequest& request, st
     *why = "no warm interpreter free";
     return std::nullopt;
   }
+  // Until the exit code comes: a cancel hangs up, which ends the run.
+  auto cancelled = [&](pollfd* c) {
+    if (request.cancel_fd < 0 || !(c->revents & POLLIN)) return false;
+    s.Reset();
+    *why = "cancelled";
+    return true;
+  };
   if (!pool::ReceiveVerdict(s.get(), why)) return std::nullopt;
   // A streamed run: its output as it comes, until the exit code does (the
   // worker's relays are done by then: what is left is in the pipes).
-  while (on_output) {
-    pollfd p3[3] = {{s.get(), POLLIN, 0},
-                    {tees.read[0] ? tees.read[0].get() : -1, POLLIN, 0},
-                    {tees.read[1] ? tees.read[1].get() : -1, POLLIN, 0}};
-    if (poll(p3, 3, -1) < 0 && errno != EINTR) break;
-    tees.Drain(on_output);
-    if (p3[0].revents) break;
+  while (true) {
+    pollfd p4[4] = {{s.get(), POLLIN, 0},
+                    {on_output && tees.read[0] ? tees.read[0].get() : -1, POLLIN, 0},
+                    {on_output && tees.read[1] ? tees.read[1].get() : -1, POLLIN, 0},
+                    {request.cancel_fd, POLLIN, 0}};
+    if (poll(p4, 4, -1) < 0 && errno != EINTR) break;
+    if (cancelled(&p4[3])) return std::nullopt;
+    if (on_output) tees.Drain(on_output);
+    if (p4[0].revents) break;
   }
   int32_t code;
   ssize_t n;

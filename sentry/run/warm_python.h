@@ -54,6 +54,10 @@ struct WarmRunRequest {
   // max_output, nofile, env, workdir (argv, files, json and stdin are set
   // from the fields above; no host file is copied in).
   RunOptions limits;
+  // Readable when the caller gives up: the connection is closed (the warm
+  // sandbox's supervisor then kills it) and Run returns nullopt with
+  // *why "cancelled". -1: never.
+  int cancel_fd = -1;
 };
 
 class WarmPythonPool final {
