@@ -5,10 +5,13 @@
 #include "sentry/agent/cold_runner.h"
 #include "sentry/base/log.h"
 #include "sentry/run/pool_wire.h"
+#include "sentry/run/warm_sweep.h"
 
 namespace sentry::agent {
 
 absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const RunOptions& base, const WarmFlags& warm) {
+  // What a crashed server (this user's) left in /tmp goes first.
+  SweepStaleWarmDirs();
   absl::StatusOr<std::unique_ptr<ColdRunner>> cold = ColdRunner::Start(base);
   if (!cold.ok()) return cold.status();
   if (warm.pool_size == 0) return std::unique_ptr<Runner>(std::move(*cold));

@@ -21,6 +21,7 @@
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/pool_wire.h"
 #include "sentry/run/warm_bootstrap.h"
+#include "sentry/run/warm_sweep.h"
 
 namespace sentry {
 namespace {
@@ -87,9 +88,16 @@ absl::StatusOr<std::unique_ptr<WarmPythonPool>> WarmPythonPool::Start(
     const WarmPythonOptions& options) {
   auto pool = std::unique_ptr<WarmPythonPool>(new WarmPythonPool());
   pool->options_ = options;
-  char dir[] = "/tmp/sentry-warm-XXXXXX";  // mkdtemp makes it 0700
-  if (!mkdtemp(dir)) return absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
+  // The pid names the server, and the lock it holds marks it alive, for the
+  // sweep of a crashed server's directories (warm_sweep.h).
+  std::string dir = absl::StrCat("/tmp/", kWarmDirPrefix, getpid(), "-XXXXXX");
+  if (!mkdtemp(dir.data())) {  // 0700
+    return absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
+  }
   pool->dir_ = dir;
+  pool->lock_ = LockWarmDir(dir);
+  if (!pool->lock_)
+    return absl::InternalError(absl::StrCat("lock ", dir, ": ", std::strerror(errno)));
   pool->socket_path_ = absl::StrCat(dir, "/pool.sock");
   std::vector<std::string> args = {"sentry",
                                    "pool",
@@ -146,6 +154,7 @@ WarmPythonPool::~WarmPythonPool() {
   }
   if (!socket_path_.empty()) unlink(socket_path_.c_str());
   if (!dir_.empty()) unlink(absl::StrCat(dir_, "/ready").c_str());
+  if (!dir_.empty()) unlink(absl::StrCat(dir_, "/lock").c_str());
   if (!dir_.empty()) rmdir(dir_.c_str());
 }
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sentry/base/unique_fd.h"
 #include "sentry/run/run.h"
 
 namespace sentry {
@@ -94,6 +95,7 @@ class WarmPythonPool final {
   WarmPythonOptions options_;
   std::string dir_;
   std::string socket_path_;
+  UniqueFd lock_;  // held while the pool lives (warm_sweep.h)
   pid_t daemon_ = -1;
 };
 
