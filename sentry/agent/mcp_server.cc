@@ -85,7 +85,8 @@ std::optional<std::string> McpServer::HandleLine(const std::string& line) {
   }
 }
 
-std::optional<std::string> McpServer::HandleMessage(const json& msg, int cancel_fd) {
+std::optional<std::string> McpServer::HandleMessage(const json& msg, int cancel_fd,
+                                                    std::shared_ptr<void>* memory) {
   if (!msg.is_object()) {
     return ErrorLine(nullptr, kInvalidRequest, "Invalid Request: not one JSON-RPC object");
   }
@@ -108,16 +109,15 @@ std::optional<std::string> McpServer::HandleMessage(const json& msg, int cancel_
                   : std::nullopt;
   }
   if (!has_id) return std::nullopt;  // notifications: initialized, cancelled, ...
-  bool error = false;
-  int code = 0;
-  std::string message;
-  json result = Dispatch(method, params, cancel_fd, &error, &code, &message);
-  if (error) return ErrorLine(id, code, message);
+  Outcome out;
+  json result = Dispatch(method, params, cancel_fd, &out);
+  if (memory) *memory = std::move(out.memory);
+  if (out.error) return ErrorLine(id, out.code, out.message);
   return Dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
 }
 
-json McpServer::Dispatch(const std::string& method, const json& params, int cancel_fd, bool* error,
-                         int* code, std::string* message) {
+json McpServer::Dispatch(const std::string& method, const json& params, int cancel_fd,
+                         Outcome* out) {
   if (method == "initialize") {
     std::string want = params.value("protocolVersion", "");
     std::string version = kMcpProtocolVersion;
@@ -134,15 +134,17 @@ json McpServer::Dispatch(const std::string& method, const json& params, int canc
   }
   if (method == "ping") return json::object();
   if (method == "tools/list") return {{"tools", McpTools()}};
-  if (method == "tools/call") return CallTool(params, cancel_fd, error, code, message);
-  *error = true;
-  *code = kMethodNotFound;
-  *message = absl::StrCat("Method not found: ", method);
+  if (method == "tools/call") return CallTool(params, cancel_fd, out);
+  out->error = true;
+  out->code = kMethodNotFound;
+  out->message = absl::StrCat("Method not found: ", method);
   return nullptr;
 }
 
-json McpServer::CallTool(const json& params, int cancel_fd, bool* error, int* code,
-                         std::string* message) {
+json McpServer::CallTool(const json& params, int cancel_fd, Outcome* out) {
+  bool* error = &out->error;
+  int* code = &out->code;
+  std::string* message = &out->message;
   std::string name = params.value("name", "");
   json request;
   std::string why;
@@ -166,6 +168,7 @@ json McpServer::CallTool(const json& params, int cancel_fd, bool* error, int* co
   }
   AgentService::Answer a = service_.Run(request, false, nullptr, cancel_fd);
   service_.Release();
+  out->memory = a.memory;
   if (a.status != 200) {
     *error = true;
     *code = a.status >= 500 ? kInternalError : kInvalidParams;
@@ -181,8 +184,8 @@ json McpServer::CallTool(const json& params, int cancel_fd, bool* error, int* co
   }
   const json& r = a.result;
   json content = json::array();
-  std::string out = r.value("stdout", ""), err = r.value("stderr", "");
-  if (!out.empty()) content.push_back({{"type", "text"}, {"text", Clip(out, kMaxStreamText)}});
+  std::string text = r.value("stdout", ""), err = r.value("stderr", "");
+  if (!text.empty()) content.push_back({{"type", "text"}, {"text", Clip(text, kMaxStreamText)}});
   if (!err.empty()) {
     content.push_back({{"type", "text"}, {"text", "stderr:\n" + Clip(err, kMaxStreamText)}});
   }
@@ -241,7 +244,8 @@ void McpServer::Serve(int in_fd, int out_fd) {
       } else if (McpCalls::IsToolCall(msg)) {
         auto call = calls.Begin(msg["id"]);
         std::thread([this, msg = std::move(msg), call, &write_line, &calls] {
-          std::optional<std::string> answer = HandleMessage(msg, call->cancel_fd());
+          std::shared_ptr<void> memory;  // held until the answer is written
+          std::optional<std::string> answer = HandleMessage(msg, call->cancel_fd(), &memory);
           // A cancelled call gets no answer (the spec's cancellation).
           if (!calls.End(call) && answer) write_line(*answer);
         }).detach();

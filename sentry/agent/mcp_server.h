@@ -12,6 +12,7 @@
 #ifndef SENTRY_AGENT_MCP_SERVER_H_
 #define SENTRY_AGENT_MCP_SERVER_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -29,8 +30,10 @@ class McpServer final {
   // Answers one line of input: the response line, or nothing (a notification).
   std::optional<std::string> HandleLine(const std::string& line);
   // Answers one parsed message; a tools/call's run ends early when cancel_fd
-  // (an eventfd, or -1) becomes readable.
-  std::optional<std::string> HandleMessage(const nlohmann::json& msg, int cancel_fd);
+  // (an eventfd, or -1) becomes readable. *memory (if given) gets the run's
+  // share of the result memory: to be kept until the answer is written.
+  std::optional<std::string> HandleMessage(const nlohmann::json& msg, int cancel_fd,
+                                           std::shared_ptr<void>* memory = nullptr);
 
   // Reads lines from in_fd and writes answers to out_fd until in_fd ends,
   // tools/calls on threads of their own (at most the service's cap); waits
@@ -38,10 +41,15 @@ class McpServer final {
   void Serve(int in_fd, int out_fd);
 
  private:
+  struct Outcome {
+    bool error = false;
+    int code = 0;
+    std::string message;
+    std::shared_ptr<void> memory;
+  };
   nlohmann::json Dispatch(const std::string& method, const nlohmann::json& params, int cancel_fd,
-                          bool* error, int* code, std::string* message);
-  nlohmann::json CallTool(const nlohmann::json& params, int cancel_fd, bool* error, int* code,
-                          std::string* message);
+                          Outcome* out);
+  nlohmann::json CallTool(const nlohmann::json& params, int cancel_fd, Outcome* out);
 
   AgentService& service_;
 };

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -249,6 +250,52 @@ TEST(HostileMcp, CancelledCommandIsKilled) {
 TEST(HostileMcp, CancelledWarmPythonIsKilled) {
   CancelEndsTheCall({{"code", "import time\ntime.sleep(3018)\n"}, {"timeoutMs", 25000}},
                     "run_python", "");
+}
+
+// The server's peak RSS (VmHWM), in bytes.
+uint64_t PeakRss(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+TEST(HostileServe, ConcurrentLargeReturnFilesStayWithinTheResultMemory) {
+  // Each run may return 12 MiB (16 MiB in base64): counted at 16.8 MiB
+  // against 24 MiB, so one is held at a time however many are asked for.
+  ServeProcess serve({"--return-file-max", "12m", "--result-memory", "24m", "--pool-size", "0",
+                      "--max-concurrent", "4"});
+  ASSERT_TRUE(serve.ok()) << serve.Stderr();
+  json big = {{"language", "python"},
+              {"code", "import os\nopen('o.bin', 'wb').write(os.urandom(12 << 20))\n"},
+              {"returnFiles", {"o.bin"}}};
+  ASSERT_EQ(serve.Post({{"argv", {"true"}}}).status, 200);
+  uint64_t base = PeakRss(serve.pid());
+  std::vector<std::thread> clients;
+  std::vector<HttpReply> replies(4);
+  for (int i = 0; i < 4; ++i) clients.emplace_back([&, i] { replies[i] = serve.Post(big); });
+  for (std::thread& t : clients) t.join();
+  for (const HttpReply& r : replies) {
+    ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
+    json files = r.Json()["files"];
+    ASSERT_EQ(files.size(), 1u) << files.dump().substr(0, 300);
+    EXPECT_EQ(files.begin().value()["base64"].get<std::string>().size(), 16u << 20);
+  }
+  uint64_t peak = PeakRss(serve.pid());
+  std::printf("result memory: base RSS %llu MiB, peak %llu MiB\n",
+              static_cast<unsigned long long>(base >> 20),
+              static_cast<unsigned long long>(peak >> 20));
+  // About three copies of one result (16 MiB) past the base, not of four.
+  EXPECT_LT(peak - base, 100u << 20) << "base " << base << " peak " << peak;
+  // A request whose result could not fit alone is refused, saying why.
+  json two = big;
+  two["returnFiles"] = {"o.bin", "p.bin"};
+  HttpReply refused = serve.Post(two);
+  EXPECT_EQ(refused.status, 413);
+  EXPECT_NE(refused.body.find("--result-memory"), std::string::npos) << refused.body;
+  EXPECT_EQ(serve.Stop(), 0);
 }
 
 }  // namespace
