@@ -6,7 +6,8 @@
 // routes, the body's JSON, the run, streaming) serves the other end, as
 // `sentry serve` does a connection, with the real AgentService over a runner
 // that runs nothing (fuzz_agent_fake.h); a thread reads what it answers.
-// The token is "t0k3n" (in the dictionary). Checked beyond "no crash":
+// The token is "t0k3n" (in the dictionary; "Bearer" in any case). Checked
+// beyond "no crash":
 //  - the answers are HTTP/1.1 responses: each starts with "HTTP/1.1 NNN ",
 //    its head ends in a blank line, and a status is one the server sends;
 //  - a 200 for /v1/runs or /metrics is only given to a request that carried
@@ -15,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,7 +40,9 @@ namespace {
 const std::set<int> kStatuses = {100, 200, 400, 401, 403, 404, 405, 411, 413, 429, 431, 500, 503};
 
 void Check(std::string_view in, const std::string& out) {
-  bool has_token = in.find("Bearer t0k3n") != std::string_view::npos;
+  std::string lower(in);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  bool has_token = lower.find("bearer t0k3n") != std::string::npos;
   size_t at = 0;
   while (at < out.size()) {
     if (out.compare(at, 9, "HTTP/1.1 ") != 0) Fail("not a status line", in, out.substr(at));

@@ -61,7 +61,12 @@ void McpCalls::Cancel(const json& id) {
   }
 }
 
-bool McpCalls::End(const std::shared_ptr<Call>& call) {
+bool McpCalls::Cancelled(const std::shared_ptr<Call>& call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return call->cancelled_;
+}
+
+void McpCalls::End(const std::shared_ptr<Call>& call) {
   std::lock_guard<std::mutex> lock(mu_);
   auto [from, to] = calls_.equal_range(call->key_);
   for (auto it = from; it != to; ++it) {
@@ -71,7 +76,6 @@ bool McpCalls::End(const std::shared_ptr<Call>& call) {
     }
   }
   cv_.notify_all();
-  return call->cancelled_;
 }
 
 void McpCalls::WaitNone() {

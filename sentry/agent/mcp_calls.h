@@ -38,8 +38,10 @@ class McpCalls final {
   std::shared_ptr<Call> Begin(const nlohmann::json& id);
   // Cancels every call in progress with this id (a client may reuse one).
   void Cancel(const nlohmann::json& id);
-  // The call is over; true if it was cancelled (its answer is not sent).
-  bool End(const std::shared_ptr<Call>& call);
+  // Whether the call was cancelled (its answer is not sent).
+  bool Cancelled(const std::shared_ptr<Call>& call);
+  // The call is over (WaitNone may return).
+  void End(const std::shared_ptr<Call>& call);
   void WaitNone();
 
  private:

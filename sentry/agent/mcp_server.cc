@@ -246,8 +246,10 @@ void McpServer::Serve(int in_fd, int out_fd) {
         std::thread([this, msg = std::move(msg), call, &write_line, &calls] {
           std::shared_ptr<void> memory;  // held until the answer is written
           std::optional<std::string> answer = HandleMessage(msg, call->cancel_fd(), &memory);
-          // A cancelled call gets no answer (the spec's cancellation).
-          if (!calls.End(call) && answer) write_line(*answer);
+          // A cancelled call gets no answer (the spec's cancellation). The
+          // answer is written before End: Serve may return once it is called.
+          if (!calls.Cancelled(call) && answer) write_line(*answer);
+          calls.End(call);
         }).detach();
       } else if (auto answer = HandleMessage(msg, -1)) {
         write_line(*answer);
