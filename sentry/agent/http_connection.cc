@@ -293,6 +293,18 @@ bool HttpSession::Runs(FdStream& s, const std::string& body, bool stream, bool k
 
 namespace sentry::agent {
 
+bool TokensEqual(const std::string& a, const std::string& b) {
+  // Every byte of the longer is looked at, and the lengths compared last.
+  size_t n = std::max(a.size(), b.size());
+  unsigned char diff = 0;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= x ^ y;
+  }
+  return (diff | static_cast<unsigned char>(a.size() != b.size())) == 0 && !b.empty();
+}
+
 bool Connections::Add(int fd, const std::string& peer, int max, int max_per_peer) {
   std::lock_guard<std::mutex> lock(mu_);
   if (static_cast<int>(fds_.size()) >= max) return false;

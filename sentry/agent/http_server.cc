@@ -104,18 +104,6 @@ absl::StatusOr<UniqueFd> Listen(const std::string& address, std::string* shown) 
 
 }  // namespace
 
-bool TokensEqual(const std::string& a, const std::string& b) {
-  // Every byte of the longer is looked at, and the lengths compared last.
-  size_t n = std::max(a.size(), b.size());
-  unsigned char diff = 0;
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= x ^ y;
-  }
-  return (diff | static_cast<unsigned char>(a.size() != b.size())) == 0 && !b.empty();
-}
-
 absl::Status ServeHttp(AgentService& service, const HttpOptions& options) {
   std::string shown;
   ASSIGN_OR_RETURN(UniqueFd listener, Listen(options.listen, &shown));

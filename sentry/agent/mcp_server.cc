@@ -30,6 +30,13 @@ constexpr const char* kVersions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// A member that must be a string, or "" (a client's field of another type is
+// not a string: json::value would throw for it).
+std::string TextOf(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 std::string ErrorLine(const json& id, int code, const std::string& message) {
   return Dump({{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}});
 }
@@ -95,7 +102,7 @@ std::optional<std::string> McpServer::HandleMessage(const json& msg, int cancel_
   if (has_id && !id.is_string() && !id.is_number_integer()) {
     return ErrorLine(nullptr, kInvalidRequest, "Invalid Request: id must be a string or integer");
   }
-  if (msg.value("jsonrpc", "") != "2.0" || !msg.contains("method") || !msg["method"].is_string()) {
+  if (TextOf(msg, "jsonrpc") != "2.0" || !msg.contains("method") || !msg["method"].is_string()) {
     // A response from the client (we send no requests): nothing to answer.
     if (msg.contains("result") || msg.contains("error")) return std::nullopt;
     return ErrorLine(id, kInvalidRequest, "Invalid Request: needs jsonrpc \"2.0\" and a method");
@@ -110,7 +117,12 @@ std::optional<std::string> McpServer::HandleMessage(const json& msg, int cancel_
   }
   if (!has_id) return std::nullopt;  // notifications: initialized, cancelled, ...
   Outcome out;
-  json result = Dispatch(method, params, cancel_fd, &out);
+  json result;
+  try {  // a field of an unexpected type that a check missed: an error, not a crash
+    result = Dispatch(method, params, cancel_fd, &out);
+  } catch (const json::exception& e) {
+    return ErrorLine(id, kInvalidParams, absl::StrCat("Invalid params: ", e.what()));
+  }
   if (memory) *memory = std::move(out.memory);
   if (out.error) return ErrorLine(id, out.code, out.message);
   return Dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
@@ -119,7 +131,7 @@ std::optional<std::string> McpServer::HandleMessage(const json& msg, int cancel_
 json McpServer::Dispatch(const std::string& method, const json& params, int cancel_fd,
                          Outcome* out) {
   if (method == "initialize") {
-    std::string want = params.value("protocolVersion", "");
+    std::string want = TextOf(params, "protocolVersion");
     std::string version = kMcpProtocolVersion;
     for (const char* v : kVersions) {
       if (want == v) version = v;
@@ -145,7 +157,7 @@ json McpServer::CallTool(const json& params, int cancel_fd, Outcome* out) {
   bool* error = &out->error;
   int* code = &out->code;
   std::string* message = &out->message;
-  std::string name = params.value("name", "");
+  std::string name = TextOf(params, "name");
   json request;
   std::string why;
   if (name != "run_python" && name != "run_command") {

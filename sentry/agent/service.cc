@@ -99,7 +99,13 @@ AgentService::Answer AgentService::Run(const json& request, bool stream, OutputS
   Answer a;
   RunJob job;
   RequestError err;
-  if (!ParseRunRequest(request, flags_.policy, stream, &job, &err)) {
+  bool parsed = false;
+  try {  // a field of an unexpected type that a check missed: 400, not a crash
+    parsed = ParseRunRequest(request, flags_.policy, stream, &job, &err);
+  } catch (const json::exception& e) {
+    err = RequestError{400, "", absl::StrCat("malformed request: ", e.what())};
+  }
+  if (!parsed) {
     metrics_.RecordRejected(err.http_status == 413 ? "too_large" : "bad_request");
     a.status = err.http_status;
     a.body = err.Json();

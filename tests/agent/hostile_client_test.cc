@@ -81,6 +81,22 @@ TEST(HostileMcp, DeepToolArgumentIsRefusedAndACallWorksAfter) {
   EXPECT_EQ(mcp.Finish(), 0);
 }
 
+// Found by fuzz_mcp_line: json::value() threw on a field of another type,
+// and the uncaught exception ended the server.
+TEST(HostileMcp, FieldsOfAnotherTypeAreErrorsNotACrash) {
+  McpProcess mcp;
+  mcp.Send(R"({"jsonrpc":1.5,"method":"ping","id":1})");
+  json a = ReadAnswer(mcp);
+  ASSERT_TRUE(a.is_object()) << "no answer: the server died";
+  EXPECT_EQ(a["error"]["code"], -32600);
+  json init = mcp.Call(2, "initialize", {{"protocolVersion", 5}});
+  EXPECT_EQ(init["result"]["protocolVersion"], "2025-06-18") << init.dump();
+  json call = mcp.Call(3, "tools/call", {{"name", 5}});
+  EXPECT_EQ(call["error"]["code"], -32602) << call.dump();
+  EXPECT_TRUE(mcp.Call(4, "ping", json::object()).contains("result"));
+  EXPECT_EQ(mcp.Finish(), 0);
+}
+
 TEST(HostileServe, DeepBodyIsRefusedAndTheServerGoesOn) {
   ServeProcess serve;
   ASSERT_TRUE(serve.ok()) << serve.Stderr();
