@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <array>
 #include <cerrno>
 #include <cstdio>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -29,7 +31,8 @@ constexpr size_t kMaxJobBytes = 256 << 20;
 constexpr size_t kMaxResultBytes = 64 << 20;
 
 // The fds of one job message, in order; a missing tee is sent as /dev/null's.
-enum JobFd { kJob, kResult, kStdin, kStdoutTee, kStderrTee, kJobFds };
+// kCancel: an eventfd that becomes readable when the caller cancels the run.
+enum JobFd { kJob, kResult, kStdin, kStdoutTee, kStderrTee, kCancel, kJobFds };
 
 // What a job sets on top of the server's options, as CBOR (file contents
 // are bytes, not text).
@@ -117,10 +120,32 @@ bool WriteAll(int fd, const void* data, size_t n) {
 }
 
 // One run, in a child of the zygote: never returns.
+// A cancel ends the run as SIGTERM ends `sentry run`: the guest is told and
+// the sandbox killed; sent again until the process ends (the second kills
+// at once). The thread has every signal blocked, so that SIGTERM reaches the
+// supervisor's signalfd, never a default action.
+void WatchCancel(UniqueFd cancel) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  std::thread([fd = cancel.Release()] {
+    pollfd p{fd, POLLIN, 0};
+    while (poll(&p, 1, -1) < 0 && errno == EINTR) {
+    }
+    while (true) {
+      kill(getpid(), SIGTERM);
+      usleep(100 * 1000);
+    }
+  }).detach();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
 [[noreturn]] void RunChild(const RunOptions& base, std::array<UniqueFd, kJobFds>& fds) {
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  sigset_t term;  // until the supervisor takes it in its signalfd
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigprocmask(SIG_SETMASK, &term, nullptr);
+  WatchCancel(std::move(fds[kCancel]));
   signal(SIGCHLD, SIG_DFL);
   if (dup2(fds[kStdin].get(), 0) < 0 || dup2(fds[kResult].get(), 1) < 0) _exit(125);
   std::string bytes;
@@ -232,6 +257,11 @@ absl::StatusOr<RunOutcome> ColdRunner::Run(const RunJob& job, OutputSink* sink) 
   }
   UniqueFd null_fd(open("/dev/null", O_WRONLY | O_CLOEXEC));
   if (!stdin_fd || !null_fd) return ErrnoStatus("open /dev/null");
+  UniqueFd never;  // a job that cannot be cancelled: an eventfd never written
+  if (job.cancel_fd < 0) {
+    never = UniqueFd(eventfd(0, EFD_CLOEXEC));
+    if (!never) return ErrnoStatus("eventfd");
+  }
   std::array<UniqueFd, 3> ours;  // result, stdout, stderr: read ends
   std::array<UniqueFd, 3> theirs;
   for (int i = 0; i < (sink ? 3 : 1); ++i) {
@@ -240,9 +270,12 @@ absl::StatusOr<RunOutcome> ColdRunner::Run(const RunJob& job, OutputSink* sink) 
     ours[i] = UniqueFd(p[0]);
     theirs[i] = UniqueFd(p[1]);
   }
-  int fds[kJobFds] = {job_fd.get(), theirs[0].get(), stdin_fd.get(),
+  int fds[kJobFds] = {job_fd.get(),
+                      theirs[0].get(),
+                      stdin_fd.get(),
                       sink ? theirs[1].get() : null_fd.get(),
-                      sink ? theirs[2].get() : null_fd.get()};
+                      sink ? theirs[2].get() : null_fd.get(),
+                      job.cancel_fd >= 0 ? job.cancel_fd : never.get()};
   char tag = 'r';
   if (SendWithFds(sock_.get(), &tag, 1, fds) != 1) return ErrnoStatus("hand the job over");
   for (UniqueFd& fd : theirs) fd.Reset();

@@ -9,16 +9,25 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/system/system_error.hpp>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 
 namespace sentry::agent {
 
 class FdStream final {
  public:
   FdStream(int fd, int timeout_ms) : fd_(fd), timeout_ms_(timeout_ms) {}
+
+  // A deadline for all the waits from now on, however many: ms from now
+  // (0: none). Each wait is still at most the timeout.
+  void SetDeadline(int ms) {
+    deadline_ = ms > 0 ? Clock::now() + std::chrono::milliseconds(ms) : Clock::time_point::max();
+  }
 
   template <class Buffers>
   size_t read_some(const Buffers& buffers, boost::system::error_code& ec) {
@@ -95,15 +104,22 @@ class FdStream final {
     pollfd p{fd_, events, 0};
     int r;
     do {
-      r = poll(&p, 1, timeout_ms_);
+      int wait = timeout_ms_;
+      if (deadline_ != Clock::time_point::max()) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+        wait = static_cast<int>(std::clamp<int64_t>(left, 0, timeout_ms_));
+      }
+      r = wait > 0 ? poll(&p, 1, wait) : 0;
     } while (r < 0 && errno == EINTR);
     if (r > 0) return true;
     ec = boost::asio::error::timed_out;
     return false;
   }
 
+  using Clock = std::chrono::steady_clock;
   int fd_;
   int timeout_ms_;
+  Clock::time_point deadline_ = Clock::time_point::max();
 };
 
 }  // namespace sentry::agent

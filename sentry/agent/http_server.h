@@ -25,7 +25,12 @@ struct HttpOptions {
   std::string listen;  // "HOST:PORT" (an IP address; port 0 picks one) or "unix:PATH"
   std::string token;
   int max_connections = 256;
-  int io_timeout_sec = 60;  // a read or write that stalls this long ends the connection
+  // Connections from one client address at once (TCP; 0: no cap), so that
+  // one client cannot hold every slot.
+  int max_connections_per_peer = 64;
+  // A read or write that stalls this long ends the connection, and so does
+  // a request head that takes this long in all.
+  int io_timeout_sec = 60;
 };
 
 // Listens, prints "sentry serve: listening on ..." to stderr, and serves

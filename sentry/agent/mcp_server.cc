@@ -3,12 +3,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/agent/json_bounded.h"
+#include "sentry/agent/mcp_calls.h"
 #include "sentry/agent/result_text.h"
 #include "sentry/run/result.h"
 
@@ -28,6 +29,13 @@ constexpr int kBusy = -32000;
 constexpr const char* kVersions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// A member that must be a string, or "" (a client's field of another type is
+// not a string: json::value would throw for it).
+std::string TextOf(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+}
 
 std::string ErrorLine(const json& id, int code, const std::string& message) {
   return Dump({{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}});
@@ -69,17 +77,23 @@ bool ToRequest(const std::string& tool, const json& args, json* request, std::st
 
 }  // namespace
 
-bool McpServer::IsToolCall(const std::string& line) {
-  return line.find("\"tools/call\"") != std::string::npos;
-}
-
 std::optional<std::string> McpServer::HandleLine(const std::string& line) {
   json msg;
-  try {
-    msg = json::parse(line);
-  } catch (const json::exception& e) {
-    return ErrorLine(nullptr, kParseError, absl::StrCat("Parse error: ", e.what()));
+  std::string why;
+  const size_t max_line = service_.flags().policy.max_request_bytes + (64 << 10);
+  switch (ParseBoundedJson(line, max_line, kMaxJsonDepth, &msg, &why)) {
+    case JsonRefusal::kNone:
+      return HandleMessage(msg, -1);
+    case JsonRefusal::kMalformed:
+      return ErrorLine(nullptr, kParseError, absl::StrCat("Parse error: ", why));
+    default:
+      return ErrorLine(nullptr, kInvalidRequest,
+                       absl::StrCat("Invalid Request: the message is ", why));
   }
+}
+
+std::optional<std::string> McpServer::HandleMessage(const json& msg, int cancel_fd,
+                                                    std::shared_ptr<void>* memory) {
   if (!msg.is_object()) {
     return ErrorLine(nullptr, kInvalidRequest, "Invalid Request: not one JSON-RPC object");
   }
@@ -88,30 +102,36 @@ std::optional<std::string> McpServer::HandleLine(const std::string& line) {
   if (has_id && !id.is_string() && !id.is_number_integer()) {
     return ErrorLine(nullptr, kInvalidRequest, "Invalid Request: id must be a string or integer");
   }
-  if (msg.value("jsonrpc", "") != "2.0" || !msg.contains("method") || !msg["method"].is_string()) {
+  if (TextOf(msg, "jsonrpc") != "2.0" || !msg.contains("method") || !msg["method"].is_string()) {
     // A response from the client (we send no requests): nothing to answer.
     if (msg.contains("result") || msg.contains("error")) return std::nullopt;
     return ErrorLine(id, kInvalidRequest, "Invalid Request: needs jsonrpc \"2.0\" and a method");
   }
   std::string method = msg["method"].get<std::string>();
-  json params = msg.value("params", json::object());
+  auto p = msg.find("params");
+  static const json kNoParams = json::object();
+  const json& params = p == msg.end() ? kNoParams : *p;
   if (!params.is_object()) {
     return has_id ? std::optional(ErrorLine(id, kInvalidParams, "params must be an object"))
                   : std::nullopt;
   }
   if (!has_id) return std::nullopt;  // notifications: initialized, cancelled, ...
-  bool error = false;
-  int code = 0;
-  std::string message;
-  json result = Dispatch(method, params, &error, &code, &message);
-  if (error) return ErrorLine(id, code, message);
+  Outcome out;
+  json result;
+  try {  // a field of an unexpected type that a check missed: an error, not a crash
+    result = Dispatch(method, params, cancel_fd, &out);
+  } catch (const json::exception& e) {
+    return ErrorLine(id, kInvalidParams, absl::StrCat("Invalid params: ", e.what()));
+  }
+  if (memory) *memory = std::move(out.memory);
+  if (out.error) return ErrorLine(id, out.code, out.message);
   return Dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
 }
 
-json McpServer::Dispatch(const std::string& method, const json& params, bool* error, int* code,
-                         std::string* message) {
+json McpServer::Dispatch(const std::string& method, const json& params, int cancel_fd,
+                         Outcome* out) {
   if (method == "initialize") {
-    std::string want = params.value("protocolVersion", "");
+    std::string want = TextOf(params, "protocolVersion");
     std::string version = kMcpProtocolVersion;
     for (const char* v : kVersions) {
       if (want == v) version = v;
@@ -126,15 +146,18 @@ json McpServer::Dispatch(const std::string& method, const json& params, bool* er
   }
   if (method == "ping") return json::object();
   if (method == "tools/list") return {{"tools", McpTools()}};
-  if (method == "tools/call") return CallTool(params, error, code, message);
-  *error = true;
-  *code = kMethodNotFound;
-  *message = absl::StrCat("Method not found: ", method);
+  if (method == "tools/call") return CallTool(params, cancel_fd, out);
+  out->error = true;
+  out->code = kMethodNotFound;
+  out->message = absl::StrCat("Method not found: ", method);
   return nullptr;
 }
 
-json McpServer::CallTool(const json& params, bool* error, int* code, std::string* message) {
-  std::string name = params.value("name", "");
+json McpServer::CallTool(const json& params, int cancel_fd, Outcome* out) {
+  bool* error = &out->error;
+  int* code = &out->code;
+  std::string* message = &out->message;
+  std::string name = TextOf(params, "name");
   json request;
   std::string why;
   if (name != "run_python" && name != "run_command") {
@@ -155,8 +178,9 @@ json McpServer::CallTool(const json& params, bool* error, int* code, std::string
     *message = "the server is running as many calls as it may; try again shortly";
     return nullptr;
   }
-  AgentService::Answer a = service_.Run(request, false, nullptr);
+  AgentService::Answer a = service_.Run(request, false, nullptr, cancel_fd);
   service_.Release();
+  out->memory = a.memory;
   if (a.status != 200) {
     *error = true;
     *code = a.status >= 500 ? kInternalError : kInvalidParams;
@@ -172,8 +196,8 @@ json McpServer::CallTool(const json& params, bool* error, int* code, std::string
   }
   const json& r = a.result;
   json content = json::array();
-  std::string out = r.value("stdout", ""), err = r.value("stderr", "");
-  if (!out.empty()) content.push_back({{"type", "text"}, {"text", Clip(out, kMaxStreamText)}});
+  std::string text = r.value("stdout", ""), err = r.value("stderr", "");
+  if (!text.empty()) content.push_back({{"type", "text"}, {"text", Clip(text, kMaxStreamText)}});
   if (!err.empty()) {
     content.push_back({{"type", "text"}, {"text", "stderr:\n" + Clip(err, kMaxStreamText)}});
   }
@@ -196,11 +220,9 @@ void McpServer::Serve(int in_fd, int out_fd) {
       n -= static_cast<size_t>(w);
     }
   };
-  // Calls run on detached threads (a long session makes many); the last
-  // one to finish lets the end wait go.
-  std::mutex calls_mu;
-  std::condition_variable calls_cv;
-  int calls = 0;
+  // tools/calls run on detached threads (a long session makes many); the
+  // last one to finish lets the end wait go.
+  McpCalls calls;
   const size_t max_line = service_.flags().policy.max_request_bytes + (64 << 10);
   std::string buf, line;
   bool skipping = false;  // the rest of an overlong line
@@ -219,17 +241,29 @@ void McpServer::Serve(int in_fd, int out_fd) {
       }
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.find_first_not_of(" \t") == std::string::npos) continue;
-      if (IsToolCall(line)) {
-        {
-          std::lock_guard<std::mutex> lock(calls_mu);
-          ++calls;
-        }
-        std::thread([this, line, &write_line, &calls_mu, &calls_cv, &calls] {
-          if (auto answer = HandleLine(line)) write_line(*answer);
-          std::lock_guard<std::mutex> lock(calls_mu);
-          if (--calls == 0) calls_cv.notify_all();
+      json msg;
+      std::string why;
+      JsonRefusal refused = ParseBoundedJson(line, max_line, kMaxJsonDepth, &msg, &why);
+      if (refused != JsonRefusal::kNone) {
+        write_line(refused == JsonRefusal::kMalformed
+                       ? ErrorLine(nullptr, kParseError, absl::StrCat("Parse error: ", why))
+                       : ErrorLine(nullptr, kInvalidRequest,
+                                   absl::StrCat("Invalid Request: the message is ", why)));
+        continue;
+      }
+      if (McpCalls::IsCancel(msg)) {
+        calls.Cancel(msg["params"]["requestId"]);
+      } else if (McpCalls::IsToolCall(msg)) {
+        auto call = calls.Begin(msg["id"]);
+        std::thread([this, msg = std::move(msg), call, &write_line, &calls] {
+          std::shared_ptr<void> memory;  // held until the answer is written
+          std::optional<std::string> answer = HandleMessage(msg, call->cancel_fd(), &memory);
+          // A cancelled call gets no answer (the spec's cancellation). The
+          // answer is written before End: Serve may return once it is called.
+          if (!calls.Cancelled(call) && answer) write_line(*answer);
+          calls.End(call);
         }).detach();
-      } else if (auto answer = HandleLine(line)) {
+      } else if (auto answer = HandleMessage(msg, -1)) {
         write_line(*answer);
       }
     }
@@ -240,8 +274,7 @@ void McpServer::Serve(int in_fd, int out_fd) {
       buf.clear();
     }
   }
-  std::unique_lock<std::mutex> lock(calls_mu);
-  calls_cv.wait(lock, [&] { return calls == 0; });
+  calls.WaitNone();
 }
 
 }  // namespace sentry::agent

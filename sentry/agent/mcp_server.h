@@ -1,7 +1,9 @@
 // McpServer: the Model Context Protocol (revision 2025-06-18) over stdio:
 // JSON-RPC 2.0, one message a line. Methods: initialize, ping, tools/list,
 // tools/call; notifications (initialized, cancelled) are taken and need no
-// answer. Tools:
+// answer; a cancelled tools/call is ended (its sandbox killed) and gets no
+// answer, as the spec's cancellation says. Every line is parsed with its size
+// and depth bounded (json_bounded.h) before anything copies it. Tools:
 //   run_python {code, stdin?, files?, timeoutMs?}: code runs as a script
 //   run_command {argv, stdin?, files?, timeoutMs?}: a program runs
 // A call's result is text content for the model (result_text.h) and the whole
@@ -10,6 +12,7 @@
 #ifndef SENTRY_AGENT_MCP_SERVER_H_
 #define SENTRY_AGENT_MCP_SERVER_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -26,8 +29,11 @@ class McpServer final {
 
   // Answers one line of input: the response line, or nothing (a notification).
   std::optional<std::string> HandleLine(const std::string& line);
-  // Whether the line is a tools/call (to be answered on a thread of its own).
-  static bool IsToolCall(const std::string& line);
+  // Answers one parsed message; a tools/call's run ends early when cancel_fd
+  // (an eventfd, or -1) becomes readable. *memory (if given) gets the run's
+  // share of the result memory: to be kept until the answer is written.
+  std::optional<std::string> HandleMessage(const nlohmann::json& msg, int cancel_fd,
+                                           std::shared_ptr<void>* memory = nullptr);
 
   // Reads lines from in_fd and writes answers to out_fd until in_fd ends,
   // tools/calls on threads of their own (at most the service's cap); waits
@@ -35,10 +41,15 @@ class McpServer final {
   void Serve(int in_fd, int out_fd);
 
  private:
-  nlohmann::json Dispatch(const std::string& method, const nlohmann::json& params, bool* error,
-                          int* code, std::string* message);
-  nlohmann::json CallTool(const nlohmann::json& params, bool* error, int* code,
-                          std::string* message);
+  struct Outcome {
+    bool error = false;
+    int code = 0;
+    std::string message;
+    std::shared_ptr<void> memory;
+  };
+  nlohmann::json Dispatch(const std::string& method, const nlohmann::json& params, int cancel_fd,
+                          Outcome* out);
+  nlohmann::json CallTool(const nlohmann::json& params, int cancel_fd, Outcome* out);
 
   AgentService& service_;
 };

@@ -25,6 +25,9 @@ struct RunJob {
   std::string code;
   std::vector<std::string> allow;
   bool network_none = false;
+  // Readable (an eventfd) when the caller gives up on the run (MCP's
+  // notifications/cancelled): the runner kills the sandbox; -1 for never.
+  int cancel_fd = -1;
 };
 
 // Gets the guest's output as it comes (POST /v1/runs?stream=1).

@@ -15,6 +15,9 @@ struct ServerFlags {
   std::string log_path;    // --log: one JSON line per run
   int max_concurrent = 4;  // runs at once
   int max_queue = 16;      // requests waiting for a slot; past it, 429
+  // The bytes of results (returned files, output) the server may hold at
+  // once, each run counted at the most its result can be (service.h).
+  uint64_t result_memory = 256 << 20;
 };
 
 }  // namespace sentry::agent

@@ -1,8 +1,11 @@
 #include "sentry/agent/service.h"
 
+#include <malloc.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +19,9 @@
 namespace sentry::agent {
 namespace {
 
+// The largest result a runner accepts (cold_runner.cc).
+constexpr uint64_t kMaxRunnerResult = 64 << 20;
+
 using nlohmann::json;
 
 std::string Outcome(const json& r) {
@@ -26,6 +32,16 @@ std::string Outcome(const json& r) {
 }
 
 }  // namespace
+
+AgentService::AgentService(ServerFlags flags, std::unique_ptr<Runner> runner)
+    : flags_(std::move(flags)), runner_(std::move(runner)) {
+  // A result's buffers (megabytes) are allocated on the thread of its
+  // connection or call. With glibc's dynamic threshold, once one was freed
+  // the next come from that thread's arena and stay there: four threads,
+  // one after another, held four results' worth of RSS. A fixed threshold
+  // keeps buffers past 1 MiB in mmaps of their own, given back at free.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+}
 
 bool AgentService::Acquire() {
   std::unique_lock<std::mutex> lock(mu_);
@@ -53,6 +69,20 @@ void AgentService::Release() {
   cv_.notify_all();
 }
 
+bool AgentService::Reserve(uint64_t bytes) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return reserved_ + bytes <= flags_.result_memory || draining_; });
+  if (reserved_ + bytes > flags_.result_memory) return false;
+  reserved_ += bytes;
+  return true;
+}
+
+void AgentService::Unreserve(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reserved_ -= bytes;
+  cv_.notify_all();
+}
+
 void AgentService::Drain() {
   std::lock_guard<std::mutex> lock(mu_);
   draining_ = true;
@@ -64,14 +94,47 @@ void AgentService::WaitIdle() {
   cv_.wait(lock, [&] { return running_ == 0 && waiting_ == 0; });
 }
 
-AgentService::Answer AgentService::Run(const json& request, bool stream, OutputSink* sink) {
+AgentService::Answer AgentService::Run(const json& request, bool stream, OutputSink* sink,
+                                       int cancel_fd) {
   Answer a;
   RunJob job;
   RequestError err;
-  if (!ParseRunRequest(request, flags_.policy, stream, &job, &err)) {
+  bool parsed = false;
+  try {  // a field of an unexpected type that a check missed: 400, not a crash
+    parsed = ParseRunRequest(request, flags_.policy, stream, &job, &err);
+  } catch (const json::exception& e) {
+    err = RequestError{400, "", absl::StrCat("malformed request: ", e.what())};
+  }
+  if (!parsed) {
     metrics_.RecordRejected(err.http_status == 413 ? "too_large" : "bad_request");
     a.status = err.http_status;
     a.body = err.Json();
+    return a;
+  }
+  job.cancel_fd = cancel_fd;
+  const RunOptions& o = job.options;
+  uint64_t files = o.return_files.size() * (o.return_file_max / 3 + 1) * 4;
+  uint64_t most = std::min<uint64_t>(kMaxRunnerResult, files + 12 * o.max_output + (64 << 10));
+  if (most > flags_.result_memory) {
+    metrics_.RecordRejected("too_large");
+    a.status = 413;
+    a.body = RequestError{413, o.return_files.empty() ? "" : "returnFiles",
+                          absl::StrCat("the result could be ", most,
+                                       " bytes, more than the server holds at once (",
+                                       flags_.result_memory, ", --result-memory)")}
+                 .Json();
+    return a;
+  }
+  if (!Reserve(most)) {
+    a.status = 503;
+    a.body = RequestError{503, "", "the server is shutting down"}.Json();
+    return a;
+  }
+  a.memory = std::shared_ptr<void>(nullptr, [this, most](void*) { Unreserve(most); });
+  pollfd cancelled{cancel_fd, POLLIN, 0};
+  if (cancel_fd >= 0 && poll(&cancelled, 1, 0) > 0) {  // while it waited for a slot
+    a.status = 499;
+    a.body = RequestError{499, "", "the call was cancelled"}.Json();
     return a;
   }
   auto start = std::chrono::steady_clock::now();

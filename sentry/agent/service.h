@@ -1,6 +1,14 @@
 // AgentService: what `sentry serve` and `sentry mcp` share behind their
 // protocols: a request checked and run (run_request.h, Runner), the
 // concurrency cap with its bounded queue, the metrics and the --log line.
+//
+// Results are held in memory (read from the run, parsed, written back out:
+// about three copies), so each run is counted against --result-memory at
+// the most its result can be: its returned files base64-encoded, its two
+// output streams escaped at worst (6 bytes a byte), capped at the 64 MiB a
+// runner accepts. A run waits for room (holding its slot); one that could
+// not fit alone is refused (413). The server's RSS stays near its base plus
+// three times --result-memory, however many large results are asked for.
 #ifndef SENTRY_AGENT_SERVICE_H_
 #define SENTRY_AGENT_SERVICE_H_
 
@@ -19,8 +27,8 @@ namespace sentry::agent {
 
 class AgentService final {
  public:
-  AgentService(ServerFlags flags, std::unique_ptr<Runner> runner)
-      : flags_(std::move(flags)), runner_(std::move(runner)) {}
+  // Also sets malloc's mmap threshold for the process (see service.cc).
+  AgentService(ServerFlags flags, std::unique_ptr<Runner> runner);
 
   // A slot to run in: waits while max_concurrent runs are in progress; false
   // at once if max_queue requests already wait (the caller answers "busy").
@@ -34,10 +42,13 @@ class AgentService final {
     int status = 200;       // an HTTP status: 200, or the request's 4xx, or 500
     std::string body;       // the result object, or {"error": {...}}
     nlohmann::json result;  // parsed, when status is 200
+    // The run's share of the result memory (--result-memory), given back
+    // when the last copy of this goes: keep it until the answer is sent.
+    std::shared_ptr<void> memory;
   };
   // Checks and runs one request (the caller holds a slot). stream: the
-  // output goes to sink as it comes.
-  Answer Run(const nlohmann::json& request, bool stream, OutputSink* sink);
+  // output goes to sink as it comes; cancel_fd as RunJob's.
+  Answer Run(const nlohmann::json& request, bool stream, OutputSink* sink, int cancel_fd = -1);
 
   const ServerFlags& flags() const { return flags_; }
   Metrics& metrics() { return metrics_; }
@@ -45,6 +56,9 @@ class AgentService final {
 
  private:
   void Log(const RunJob& job, const std::string& result_json);
+  // Waits for bytes of the result memory (false: the server is draining).
+  bool Reserve(uint64_t bytes);
+  void Unreserve(uint64_t bytes);
 
   const ServerFlags flags_;
   std::unique_ptr<Runner> runner_;
@@ -53,6 +67,7 @@ class AgentService final {
   std::condition_variable cv_;
   int running_ = 0;
   int waiting_ = 0;
+  uint64_t reserved_ = 0;
   bool draining_ = false;
 };
 

@@ -5,10 +5,13 @@
 #include "sentry/agent/cold_runner.h"
 #include "sentry/base/log.h"
 #include "sentry/run/pool_wire.h"
+#include "sentry/run/warm_sweep.h"
 
 namespace sentry::agent {
 
 absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const RunOptions& base, const WarmFlags& warm) {
+  // What a crashed server (this user's) left in /tmp goes first.
+  SweepStaleWarmDirs();
   absl::StatusOr<std::unique_ptr<ColdRunner>> cold = ColdRunner::Start(base);
   if (!cold.ok()) return cold.status();
   if (warm.pool_size == 0) return std::unique_ptr<Runner>(std::move(*cold));
@@ -59,9 +62,12 @@ absl::StatusOr<RunOutcome> WarmRunner::Run(const RunJob& job, OutputSink* sink) 
     for (const InlineFile& f : job.options.inline_files)
       req.files.emplace_back(f.guest_path, f.data);
     req.stdin_bytes = job.stdin_data;
+    req.cancel_fd = job.cancel_fd;
     WarmPythonPool::OutputFn on_output;
     if (sink) on_output = [sink](int stream, std::string_view data) { sink->Chunk(stream, data); };
-    std::optional<std::string> result = pool_->Run(req, nullptr, on_output);
+    std::string why;
+    std::optional<std::string> result = pool_->Run(req, &why, on_output);
+    if (!result && why == "cancelled") return absl::CancelledError("the call was cancelled");
     if (result) {
       RunOutcome out;
       try {

@@ -64,6 +64,9 @@ int ServeCommand(const std::vector<std::string>& args) {
                 Whole(&http.io_timeout_sec, 1, 86400, "needs a number of seconds (1 to 86400)"));
         f.Value("--max-connections", kHttp, "N", "open connections at once (default 256)",
                 Whole(&http.max_connections, 1, 1 << 20, "needs a positive number"));
+        f.Value("--max-connections-per-peer", kHttp, "N",
+                "open connections from one client address at once (default 64; 0: no cap)",
+                Whole(&http.max_connections_per_peer, 0, 1 << 20, "needs a number"));
       }};
   FlagsOutcome parsed = ParseServerFlags(command, args, &flags, &warm);
   if (parsed.kind == FlagsOutcome::Kind::kHelp) {

@@ -40,6 +40,10 @@ void DefineServerFlags(FlagSet& f, agent::ServerFlags* server, agent::WarmFlags*
   f.Value("--return-file-max", kServer, "SIZE",
           "bytes returned of each returnFiles entry (default 1m)",
           Size(&p.return_file_max, 1 << 20, 1, 64 << 20, "needs a size up to 64m"));
+  f.Value("--result-memory", kServer, "SIZE",
+          "results (returnFiles, output) held at once, each run counted at its largest "
+          "(default 256m); a run waits for room, one larger alone is refused",
+          Size(&server->result_memory, 1 << 20, 1 << 20, "needs a size of at least 1m"));
   f.Value("--log-level", kServer, "LEVEL", kLogLevelHelp, LogLevel());
 
   // Limits.

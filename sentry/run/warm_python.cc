@@ -21,6 +21,7 @@
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/pool_wire.h"
 #include "sentry/run/warm_bootstrap.h"
+#include "sentry/run/warm_sweep.h"
 
 namespace sentry {
 namespace {
@@ -87,9 +88,16 @@ absl::StatusOr<std::unique_ptr<WarmPythonPool>> WarmPythonPool::Start(
     const WarmPythonOptions& options) {
   auto pool = std::unique_ptr<WarmPythonPool>(new WarmPythonPool());
   pool->options_ = options;
-  char dir[] = "/tmp/sentry-warm-XXXXXX";  // mkdtemp makes it 0700
-  if (!mkdtemp(dir)) return absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
+  // The pid names the server, and the lock it holds marks it alive, for the
+  // sweep of a crashed server's directories (warm_sweep.h).
+  std::string dir = absl::StrCat("/tmp/", kWarmDirPrefix, getpid(), "-XXXXXX");
+  if (!mkdtemp(dir.data())) {  // 0700
+    return absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
+  }
   pool->dir_ = dir;
+  pool->lock_ = LockWarmDir(dir);
+  if (!pool->lock_)
+    return absl::InternalError(absl::StrCat("lock ", dir, ": ", std::strerror(errno)));
   pool->socket_path_ = absl::StrCat(dir, "/pool.sock");
   std::vector<std::string> args = {"sentry",
                                    "pool",
@@ -146,6 +154,7 @@ WarmPythonPool::~WarmPythonPool() {
   }
   if (!socket_path_.empty()) unlink(socket_path_.c_str());
   if (!dir_.empty()) unlink(absl::StrCat(dir_, "/ready").c_str());
+  if (!dir_.empty()) unlink(absl::StrCat(dir_, "/lock").c_str());
   if (!dir_.empty()) rmdir(dir_.c_str());
 }
 
@@ -235,16 +244,25 @@ std::optional<std::string> WarmPythonPool::Run(const WarmRunRequest& request, st
     *why = "no warm interpreter free";
     return std::nullopt;
   }
+  // Until the exit code comes: a cancel hangs up, which ends the run.
+  auto cancelled = [&](pollfd* c) {
+    if (request.cancel_fd < 0 || !(c->revents & POLLIN)) return false;
+    s.Reset();
+    *why = "cancelled";
+    return true;
+  };
   if (!pool::ReceiveVerdict(s.get(), why)) return std::nullopt;
   // A streamed run: its output as it comes, until the exit code does (the
   // worker's relays are done by then: what is left is in the pipes).
-  while (on_output) {
-    pollfd p3[3] = {{s.get(), POLLIN, 0},
-                    {tees.read[0] ? tees.read[0].get() : -1, POLLIN, 0},
-                    {tees.read[1] ? tees.read[1].get() : -1, POLLIN, 0}};
-    if (poll(p3, 3, -1) < 0 && errno != EINTR) break;
-    tees.Drain(on_output);
-    if (p3[0].revents) break;
+  while (true) {
+    pollfd p4[4] = {{s.get(), POLLIN, 0},
+                    {on_output && tees.read[0] ? tees.read[0].get() : -1, POLLIN, 0},
+                    {on_output && tees.read[1] ? tees.read[1].get() : -1, POLLIN, 0},
+                    {request.cancel_fd, POLLIN, 0}};
+    if (poll(p4, 4, -1) < 0 && errno != EINTR) break;
+    if (cancelled(&p4[3])) return std::nullopt;
+    if (on_output) tees.Drain(on_output);
+    if (p4[0].revents) break;
   }
   int32_t code;
   ssize_t n;

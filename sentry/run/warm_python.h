@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sentry/base/unique_fd.h"
 #include "sentry/run/run.h"
 
 namespace sentry {
@@ -54,6 +55,10 @@ struct WarmRunRequest {
   // max_output, nofile, env, workdir (argv, files, json and stdin are set
   // from the fields above; no host file is copied in).
   RunOptions limits;
+  // Readable when the caller gives up: the connection is closed (the warm
+  // sandbox's supervisor then kills it) and Run returns nullopt with
+  // *why "cancelled". -1: never.
+  int cancel_fd = -1;
 };
 
 class WarmPythonPool final {
@@ -90,6 +95,7 @@ class WarmPythonPool final {
   WarmPythonOptions options_;
   std::string dir_;
   std::string socket_path_;
+  UniqueFd lock_;  // held while the pool lives (warm_sweep.h)
   pid_t daemon_ = -1;
 };
 

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -45,25 +46,81 @@ std::string Clip(std::string s, size_t max) {
   return s;
 }
 
+// The pids of this (one-threaded) process's children, from
+// /proc/self/task/PID/children; async-signal-safe (no allocation).
+int ReadChildren(pid_t* pids, int max) {
+  char path[64] = "/proc/self/task/";
+  char digits[16];
+  int n = 0;
+  for (pid_t self = getpid(); self > 0; self /= 10)
+    digits[n++] = static_cast<char>('0' + self % 10);
+  size_t at = strlen(path);
+  while (n > 0) path[at++] = digits[--n];
+  memcpy(path + at, "/children", sizeof("/children"));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[4096];
+  ssize_t got = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  int count = 0;
+  pid_t pid = 0;
+  for (ssize_t i = 0; i < got && count < max; ++i) {
+    if (buf[i] >= '0' && buf[i] <= '9') {
+      pid = pid * 10 + (buf[i] - '0');
+    } else if (pid > 0) {
+      pids[count++] = pid;
+      pid = 0;
+    }
+  }
+  return count;
+}
+
+// Kills every descendant: as a subreaper this process inherits each
+// orphan (setsid, double forks included), so killing its children until it
+// has none leaves nothing of the tool.
+void KillDescendants() {
+  for (int round = 0; round < 10000; ++round) {
+    pid_t pids[512];
+    int n = ReadChildren(pids, 512);
+    for (int i = 0; i < n; ++i) kill(pids[i], SIGKILL);
+    pid_t r;
+    while ((r = waitpid(-1, nullptr, WNOHANG)) > 0) {
+    }
+    if (r < 0 && errno == ECHILD) return;
+    if (n == 0) {
+      timespec ms{0, 1000 * 1000};
+      nanosleep(&ms, nullptr);
+    }
+  }
+}
+
 // Between fork and exec only async-signal-safe calls. The tool is a child
 // of this one-purpose process, not of the sentry: the sentry's supervisor
 // reaps every child it has (waitpid(-1)), and would take the tool's status.
-// This process waits for the tool, writes its status, then kills its whole
-// process group (the tool's leftovers with it, itself last).
+// This process is a subreaper: whatever the tool starts, however detached,
+// stays below it. It waits for the tool (or a SIGTERM: the call's timeout or
+// cancel, or the sentry's death), writes the status, kills every
+// descendant, and exits.
 [[noreturn]] void Intermediate(const char* program, char* const* argv, char* const* envp,
                                const char* cwd, int in, int out, int err, int status) {
   setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  sigset_t none;
+  sigset_t none, waited;
   sigemptyset(&none);
+  sigemptyset(&waited);
+  sigaddset(&waited, SIGTERM);
+  sigaddset(&waited, SIGCHLD);
   for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  sigprocmask(SIG_SETMASK, &waited, nullptr);
+  int sig = signalfd(-1, &waited, SFD_CLOEXEC);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   // Not the CPU the sentry pinned its run to: every CPU this cpuset allows.
   cpu_set_t every;
   memset(&every, 0xff, sizeof(every));
   sched_setaffinity(0, sizeof(every), &every);
-  pid_t tool = fork();
+  pid_t tool = sig < 0 ? -1 : fork();
   if (tool == 0) {
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(127);
     syscall(SYS_close_range, 3, ~0U, 0);
     if (chdir(cwd) != 0) _exit(127);
@@ -72,17 +129,25 @@ std::string Clip(std::string s, size_t max) {
     (void)!write(2, msg, sizeof(msg) - 1);
     _exit(127);
   }
-  if (dup2(status, 3) < 0) _exit(1);
-  syscall(SYS_close_range, 4, ~0U, 0);
-  int st = 0;
-  if (tool > 0) {
-    while (waitpid(tool, &st, 0) < 0 && errno == EINTR) {
+  if (dup2(status, 3) < 0 || (sig >= 0 && dup2(sig, 4) < 0)) _exit(1);
+  syscall(SYS_close_range, 5, ~0U, 0);
+  int st = 127 << 8;
+  bool have = false;
+  while (tool > 0 && !have) {
+    signalfd_siginfo si;
+    ssize_t n = read(4, &si, sizeof(si));
+    if (n < 0 && errno == EINTR) continue;
+    if (n != sizeof(si) || si.ssi_signo == SIGTERM) break;
+    int wst;
+    for (pid_t r; (r = waitpid(-1, &wst, WNOHANG)) > 0;) {
+      if (r == tool) {
+        st = wst;
+        have = true;
+      }
     }
-  } else {
-    st = 127 << 8;
   }
-  (void)!write(3, &st, sizeof(st));
-  kill(0, SIGKILL);
+  if (have || tool <= 0) (void)!write(3, &st, sizeof(st));
+  KillDescendants();
   _exit(0);
 }
 
@@ -196,8 +261,12 @@ ToolOutcome RunHostTool(const HostTool& tool, const std::string& args_json, int 
       if (put < 0 || written == args_json.size()) in.write.Reset();
     }
   }
-  if (timed_out || too_large || cancelled) kill(-pid, SIGKILL);
+  // The intermediate kills every descendant of the tool and exits; should it
+  // not within a second, its process group is killed (the tool's, at least).
+  if (timed_out || too_large || cancelled) kill(pid, SIGTERM);
   if (pidfd) {
+    pollfd p{pidfd.get(), POLLIN, 0};
+    if (poll(&p, 1, 1000) == 0) kill(-pid, SIGKILL);
     siginfo_t info;
     waitid(static_cast<idtype_t>(3 /* P_PIDFD */), pidfd.get(), &info, WEXITED);
   }

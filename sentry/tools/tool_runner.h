@@ -2,9 +2,10 @@
 // JSON object on its stdin, one JSON value expected on its stdout. The tool
 // gets nothing of the guest but those bytes: a clean environment (PATH
 // only), a fresh empty directory of its own as cwd (removed after), no fd
-// but its stdin, stdout and stderr, its own process group (killed whole at
-// the end of the call or at its timeout), and its stderr kept (clipped) for
-// the error message.
+// but its stdin, stdout and stderr, and its stderr kept (clipped) for the
+// error message. It runs under a subreaper of its own that kills every
+// descendant (setsid, double forks included) at the end of the call, at its
+// timeout or when the run ends: nothing of a call outlives it.
 #ifndef SENTRY_TOOLS_TOOL_RUNNER_H_
 #define SENTRY_TOOLS_TOOL_RUNNER_H_
 

@@ -96,6 +96,29 @@ class RunTools(unittest.TestCase):
         self.assertEqual(len(r["toolCalls"]), 1)
         self.assertIn("the run ended", r["toolCalls"][0]["error"])
 
+    def assert_gone(self, marker):
+        left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+        self.assertEqual(left.strip(), "", f"{marker!r} outlived the tool call")
+
+    def test_setsid_child_of_a_tool_is_killed(self):
+        # setsid -f: a new session, the tool's own process exits at once.
+        r, _ = run(CALL + "show()", tools=["fake=/usr/bin/setsid -f sleep 7771"])
+        self.assertIn("wrote no single JSON value", lines(r)[0]["error"])
+        self.assert_gone("sleep 7771")
+
+    def test_double_forked_daemon_of_a_tool_is_killed(self):
+        daemon = "(setsid sh -c 'sleep 7772 & sleep 7772 &' &); echo 1"
+        r, _ = run(CALL + "show()", tools=[f"fake=/bin/sh -c \"{daemon}\""])
+        self.assertEqual(lines(r)[0], {"ok": 1}, r)
+        self.assert_gone("sleep 7772")
+
+    def test_detached_child_of_a_timed_out_call_is_killed(self):
+        r, _ = run(CALL + "show()", tools=["fake=/bin/sh -c 'setsid -f sleep 7773; sleep 60'"],
+                   extra=["--timeout", "2"])
+        self.assertTrue(r["timedOut"])
+        self.assertIn("the run ended", r["toolCalls"][0]["error"])
+        self.assert_gone("sleep 7773")
+
     def test_result_cap(self):
         r, _ = run(CALL + "show(mode='big')")
         self.assertIn("more than 1048576 bytes", lines(r)[0]["error"])

@@ -1,0 +1,98 @@
+// A crashed server's warm-pool directory (/tmp/sentry-warm-PID-*) is swept
+// when the next server starts; a live server's never is.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/agent/agent_util.h"
+
+namespace sentry::testing {
+namespace {
+
+using nlohmann::json;
+
+// The warm directories of the server process pid.
+std::vector<std::string> WarmDirsOf(pid_t pid) {
+  std::vector<std::string> dirs;
+  std::string prefix = "sentry-warm-" + std::to_string(pid) + "-";
+  DIR* d = opendir("/tmp");
+  while (dirent* e = readdir(d)) {
+    if (std::string(e->d_name).rfind(prefix, 0) == 0)
+      dirs.push_back("/tmp/" + std::string(e->d_name));
+  }
+  closedir(d);
+  return dirs;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+// A pid no process has: a child of ours, reaped.
+pid_t DeadPid() {
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST(Sweep, CrashedServersWarmDirIsRemovedAtTheNextStartLiveOnesKept) {
+  // A live server, which must keep its directory and keep working.
+  ServeProcess live;
+  ASSERT_TRUE(live.ok()) << live.Stderr();
+  ASSERT_EQ(WarmDirsOf(live.pid()).size(), 1u) << "no warm pool: " << live.Stderr();
+  std::string live_dir = WarmDirsOf(live.pid())[0];
+
+  // A server that crashes with warm sandboxes.
+  McpProcess crashed;
+  ASSERT_TRUE(crashed.Call(1, "ping", json::object()).contains("result"));
+  ASSERT_EQ(WarmDirsOf(crashed.pid()).size(), 1u);
+  std::string crashed_dir = WarmDirsOf(crashed.pid())[0];
+  kill(crashed.pid(), SIGKILL);
+  usleep(300 * 1000);
+  ASSERT_TRUE(Exists(crashed_dir)) << "nothing was left to sweep";
+
+  // Planted: a dead server's directory with a lock nobody holds, one
+  // mid-start (no lock yet) of a dead pid, and one whose lock is held (a
+  // live server's, by this test).
+  std::string dead_locked = "/tmp/sentry-warm-" + std::to_string(DeadPid()) + "-sweep1";
+  std::string dead_unlocked = "/tmp/sentry-warm-" + std::to_string(DeadPid()) + "-sweep2";
+  std::string held = "/tmp/sentry-warm-" + std::to_string(DeadPid()) + "-sweep3";
+  for (const std::string& d : {dead_locked, dead_unlocked, held})
+    ASSERT_EQ(mkdir(d.c_str(), 0700), 0);
+  close(open((dead_locked + "/lock").c_str(), O_CREAT | O_WRONLY, 0600));
+  close(open((dead_locked + "/ready").c_str(), O_CREAT | O_WRONLY, 0600));
+  int held_fd = open((held + "/lock").c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_EQ(flock(held_fd, LOCK_EX), 0);
+
+  McpProcess next;
+  ASSERT_TRUE(next.Call(1, "ping", json::object()).contains("result"));
+  EXPECT_FALSE(Exists(crashed_dir));
+  EXPECT_FALSE(Exists(dead_locked));
+  EXPECT_FALSE(Exists(dead_unlocked));
+  EXPECT_TRUE(Exists(held)) << "a directory whose lock is held was swept";
+  EXPECT_TRUE(Exists(live_dir)) << "a live server's directory was swept";
+  EXPECT_TRUE(Exists(live_dir + "/pool.sock"));
+  HttpReply r = live.Post({{"language", "python"}, {"code", "print(6 * 7)"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["stdout"], "42\n");
+  EXPECT_EQ(next.Finish(), 0);
+  EXPECT_EQ(live.Stop(), 0);
+
+  close(held_fd);
+  unlink((held + "/lock").c_str());
+  rmdir(held.c_str());
+}
+
+}  // namespace
+}  // namespace sentry::testing
