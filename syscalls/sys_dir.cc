@@ -60,9 +60,12 @@ bool GeneratedOrder(std::string_view a, std::string_view b) {
 // The listing is ".", "..", then the entries in name order; the position is the
 // token's own f_pos (an index into that list), so lseek and rewinddir, which run
 // natively on the token, move it as they would on a real directory. A call that
-// starts where the previous one ended resumes after the last name returned,
-// so entries removed meanwhile (rm -r, closing fds while listing
-// /proc/self/fd) do not make it skip others, as tmpfs's cursors do.
+// starts where the previous one ended resumes after the last name returned
+// (found by a search in the directory's sorted maps), so a call costs
+// O(entries returned), not O(directory), and entries removed meanwhile (rm -r,
+// closing fds while listing /proc/self/fd) do not make it skip others, as
+// tmpfs's cursors do. A position the guest set itself (seekdir to an older
+// telldir) is an index counted from the start: that walk is O(position), once.
 SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, ctx.args.Int(0)));
   if (!ref.object) return Errno{ENOTDIR};
@@ -98,33 +101,45 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
     // generated in their own order.
     const OpenObject& token = *ref.object;
     bool resume = i >= 2 && token.cursor_pos == pos && !token.cursor_name.empty();
-    std::vector<vfs::Vfs::DirEntry> entries;
-    std::vector<std::pair<std::string, vfs::NodeRef>> generated;  // holds the names
-    if (dir->names) {
-      generated = ctx.vfs().List(dir);
-      for (const auto& [name, node] : generated) {
-        entries.push_back({name, node->attr().ino, DirentType(*node)});
+    // From the start (i == 2), or after the cursor's name, or `skip`
+    // entries into the list (a position set by seekdir).
+    std::string_view after = resume ? std::string_view(token.cursor_name) : std::string_view();
+    size_t skip = (!resume && i > 2) ? i - 2 : 0;
+    // Visits one entry of the list: false once the buffer is full.
+    auto visit = [&](std::string_view name, uint64_t ino, unsigned char type) {
+      if (skip > 0) {
+        --skip;
+        return true;
       }
-    } else {
-      entries = ctx.vfs().Listing(dir);  // already in name order
-    }
-    auto before = [by_number = dir->names != nullptr](const vfs::Vfs::DirEntry& a,
-                                                      const vfs::Vfs::DirEntry& b) {
-      return by_number ? GeneratedOrder(a.name, b.name) : a.name < b.name;
-    };
-    if (dir->names) std::sort(entries.begin(), entries.end(), before);
-    size_t total = entries.size() + 2;
-    if (resume) {
-      auto after = std::upper_bound(entries.begin(), entries.end(),
-                                    vfs::Vfs::DirEntry{token.cursor_name, 0, 0}, before);
-      i = 2 + static_cast<size_t>(after - entries.begin());
-    }
-    for (; !full && i < total; ++i) {
-      const vfs::Vfs::DirEntry& e = entries[i - 2];
-      if (!emit(i, e.name, e.ino, e.type)) {
+      if (!emit(i, name, ino, type)) {
         full = true;
-        break;  // i stays at the entry that did not fit
+        return false;  // i stays at the entry that did not fit
       }
+      ++i;
+      return true;
+    };
+    if (!full && dir->names) {
+      // Generated (a few hundred names at most: pids, fds); only the entries
+      // returned are made into nodes.
+      std::vector<std::string> names = dir->names();
+      std::sort(names.begin(), names.end(), GeneratedOrder);
+      auto it = resume ? std::upper_bound(names.begin(), names.end(), after, GeneratedOrder)
+                       : names.begin();
+      for (; it != names.end(); ++it) {
+        if (skip == 0) {
+          vfs::NodeRef child = ctx.vfs().Child(dir, *it);
+          if (!child) continue;  // gone since names() was read
+          if (!visit(*it, child->attr().ino, DirentType(*child))) break;
+        } else {
+          --skip;
+        }
+      }
+    } else if (!full) {
+      // A write-through directory is read from the host again at a
+      // listing's start only (as a snapshot): not on every call.
+      ctx.vfs().VisitListing(
+          dir, after, /*relist=*/i <= 2 && !resume,
+          [&](const vfs::Vfs::DirEntry& e) { return visit(e.name, e.ino, e.type); });
     }
   }
   if (out.empty() && full) return Errno{EINVAL};  // not even one entry fits

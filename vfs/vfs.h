@@ -123,15 +123,23 @@ class Vfs final {
   NodeRef Child(const NodeRef& dir, const std::string& name);
   // Every entry of dir (host entries included, each looked up), in name order.
   std::vector<std::pair<std::string, NodeRef>> List(const NodeRef& dir);
-  // What getdents shows of a directory that is not dynamic (no Node::names):
-  // every entry in name order, host entries that were never looked up
-  // included as readdir gave them. The names point into dir's own maps: valid
-  // until dir changes.
+  // What getdents shows of a directory that is not dynamic (no Node::names),
+  // in name order, host entries that were never looked up included as
+  // readdir gave them: visit is called for each entry whose name sorts after
+  // `after` ("": from the first) until it returns false. The cost is
+  // O(log n + entries visited), so a listing read in small pieces costs
+  // O(entries) in all, not O(n) a call. relist: a write-through directory is
+  // read from the host again (a listing's start); else the entries last
+  // read stay. The names point into dir's own maps: valid until dir changes.
   struct DirEntry {
     std::string_view name;
     uint64_t ino;
     unsigned char type;  // DT_*
   };
+  void VisitListing(const NodeRef& dir, std::string_view after, bool relist,
+                    const std::function<bool(const DirEntry&)>& visit);
+  // The whole listing at once (read from the host again where it is
+  // write-through).
   std::vector<DirEntry> Listing(const NodeRef& dir);
   // No entry but "." and "..": what rmdir and rename over a directory need.
   bool IsEmptyDir(const NodeRef& dir);

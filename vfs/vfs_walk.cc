@@ -236,23 +236,34 @@ std::vector<std::pair<std::string, NodeRef>> Vfs::List(const NodeRef& dir) {
   return {dir->children.begin(), dir->children.end()};
 }
 
-std::vector<Vfs::DirEntry> Vfs::Listing(const NodeRef& dir) {
-  ListHost(dir);
-  std::vector<DirEntry> out;
-  out.reserve(dir->children.size() + dir->host_unlooked.size());
-  auto c = dir->children.begin();
-  auto h = dir->host_unlooked.begin();
-  // Two sorted maps with no name in common, merged.
+void Vfs::VisitListing(const NodeRef& dir, std::string_view after, bool relist,
+                       const std::function<bool(const DirEntry&)>& visit) {
+  if (relist || !dir->host_listed) ListHost(dir);
+  // Two sorted maps with no name in common, merged from the first name
+  // after `after` (found by each map's own search, not by a walk).
+  auto c = after.empty() ? dir->children.begin() : dir->children.upper_bound(std::string(after));
+  auto h = after.empty() ? dir->host_unlooked.begin()
+                         : dir->host_unlooked.upper_bound(std::string(after));
   while (c != dir->children.end() || h != dir->host_unlooked.end()) {
     if (h == dir->host_unlooked.end() || (c != dir->children.end() && c->first < h->first)) {
-      out.push_back({c->first, c->second->attr().ino,
-                     static_cast<unsigned char>(IFTODT(c->second->attr().mode))});
+      if (!visit({c->first, c->second->attr().ino,
+                  static_cast<unsigned char>(IFTODT(c->second->attr().mode))})) {
+        return;
+      }
       ++c;
     } else {
-      out.push_back({h->first, h->second.ino, h->second.type});
+      if (!visit({h->first, h->second.ino, h->second.type})) return;
       ++h;
     }
   }
+}
+
+std::vector<Vfs::DirEntry> Vfs::Listing(const NodeRef& dir) {
+  std::vector<DirEntry> out;
+  VisitListing(dir, {}, /*relist=*/true, [&](const DirEntry& e) {
+    out.push_back(e);
+    return true;
+  });
   return out;
 }
 

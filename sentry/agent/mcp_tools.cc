@@ -42,6 +42,8 @@ json OutputSchema() {
             {"limit", nullable_string},
             {"durationMs", {{"type", "integer"}}},
             {"cpuMs", {{"type", "integer"}}},
+            {"sentryCpuMs", {{"type", "integer"}}},
+            {"sentryThrottledMs", {{"type", "integer"}}},
             {"peakMemoryBytes", {{"type", "integer"}}},
             {"stdoutDroppedBytes", {{"type", "integer"}}},
             {"stderrDroppedBytes", {{"type", "integer"}}},

@@ -10,8 +10,10 @@
 #ifndef SENTRY_BASE_FS_IDENTITY_H_
 #define SENTRY_BASE_FS_IDENTITY_H_
 
+#include <grp.h>
 #include <sys/fsuid.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 namespace sentry {
 
@@ -22,6 +24,18 @@ inline bool DropFsIdentity(uid_t uid, gid_t gid) {
   setfsuid(uid);
   return setfsuid(static_cast<uid_t>(-1)) == static_cast<int>(uid) &&
          setfsgid(static_cast<gid_t>(-1)) == static_cast<int>(gid);
+}
+
+// A root sentry's supplementary groups (root's own: 0 and what the caller's
+// session added) would stay with a thread that took a guest's fsuid/fsgid,
+// so a host object a missing VFS check let through would be granted by
+// group 0. Dropped once at start, before any thread: nothing of the sentry
+// needs them (root's file capabilities do not depend on groups; the guest,
+// an OCI process and a tool get the groups their spec gives them). False
+// if they could not be dropped (a user namespace with setgroups denied).
+inline bool DropSupplementaryGroups() {
+  if (geteuid() != 0) return true;  // a caller's own groups: its own to use
+  return setgroups(0, nullptr) == 0 || getgroups(0, nullptr) == 0;
 }
 
 // The calling thread's own (root) file-system identity for one scope, for an

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sentry/base/fd_table.h"
+#include "sentry/base/fs_identity.h"
 #include "sentry/base/log.h"
 #include "sentry/cli/commands.h"
 #include "sentry/oci/spec.h"
@@ -41,6 +42,9 @@ Exit codes: see `sentry run --help`.
 
 int main(int argc, char** argv) {
   sentry::log::LevelFromEnvironment();
+  if (!sentry::DropSupplementaryGroups()) {
+    sentry::log::Info("notice: cannot drop the supplementary groups of root (setgroups refused)");
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);

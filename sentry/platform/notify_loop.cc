@@ -195,7 +195,19 @@ void NotifyLoop::Run() {
   sigaddset(&set, kWakeSignal);
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
   struct seccomp_notif req;
+  uint64_t cpu_ns = share_ ? ThreadCpuNs() : 0;
   while (!stop_) {
+    // Past the sandbox's share of the sentry's CPU: its next call waits
+    // here, still queued in the kernel, until the budget is paid back
+    // (kernel/cpu_share.h). Stop's signal ends the sleep.
+    if (uint64_t wait_ns = share_ ? share_->WaitNs() : 0) {
+      timespec ts{static_cast<time_t>(wait_ns / 1000000000u),
+                  static_cast<long>(wait_ns % 1000000000u)};
+      uint64_t before = NowNs();
+      nanosleep(&ts, nullptr);
+      share_->AddThrottled(NowNs() - before);
+      continue;
+    }
     int r = unotify_.Receive(&req);
     if (r == -EINTR) continue;
     if (r == -ENOENT) {
@@ -212,6 +224,13 @@ void NotifyLoop::Run() {
       break;
     }
     HandleOne(req);
+    // Charged per call: the receive and the answer (a blocked receive
+    // costs no CPU).
+    if (share_) {
+      uint64_t now = ThreadCpuNs();
+      share_->Charge(now - cpu_ns);
+      cpu_ns = now;
+    }
   }
   done_ = true;
 }

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "sentry/kernel/cpu_share.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/syscall_event.h"
@@ -44,6 +45,9 @@ class NotifyLoop final {
   // are printed too (see TraceVerdict). At any time: the loader's own calls
   // may be under way.
   void set_trace(std::shared_ptr<trace::TraceWriter> trace);
+  // Charges each call's CPU to the sandbox's share, and waits while it is
+  // spent (kernel/cpu_share.h). Before Start; share outlives the loop.
+  void set_cpu_share(CpuShare* share) { share_ = share; }
 
   void Start();
   // Interrupts the blocking receive and joins the thread.
@@ -71,6 +75,7 @@ class NotifyLoop final {
   Dispatcher& dispatcher_;
   uid_t fs_id_;
   std::shared_ptr<SyscallObserver> observer_;
+  CpuShare* share_ = nullptr;
   std::vector<sock_filter> ordinary_;
   std::shared_ptr<trace::TraceWriter> trace_;  // under kernel_.mu()
   std::atomic<bool> tracing_{false};           // trace_ is set: worth the lock

@@ -253,6 +253,7 @@ void Run::ServeExec(int conn) {
     return true;
   });
   auto loop = std::make_unique<NotifyLoop>(*kernel_, *unotify, *dispatcher_, GuestFsId());
+  loop->set_cpu_share(&cpu_share_);
   loop->Start();
   exec_loops_.push_back({std::move(unotify), std::move(loop)});
   Answer(conn, {{"ok", true}});

@@ -55,6 +55,8 @@ nlohmann::ordered_json ResultObject(const RunResult& r) {
             {"limit", Opt(r.limit)},
             {"durationMs", r.duration_ms},
             {"cpuMs", r.cpu_ms},
+            {"sentryCpuMs", r.sentry_cpu_ms},
+            {"sentryThrottledMs", r.sentry_throttled_ms},
             {"peakMemoryBytes", r.peak_memory_bytes},
             {"stdoutDroppedBytes", r.stdout_dropped},
             {"stderrDroppedBytes", r.stderr_dropped},

@@ -44,6 +44,10 @@ struct RunResult {
   std::optional<std::string> error;  // sentry's own failure, if any
   uint64_t duration_ms = 0;
   uint64_t cpu_ms = 0;
+  // The sentry's own CPU on the guest's trapped calls, and how long those
+  // calls waited because it passed its bound (kernel/cpu_share.h).
+  uint64_t sentry_cpu_ms = 0;
+  uint64_t sentry_throttled_ms = 0;
   uint64_t peak_memory_bytes = 0;
   std::vector<std::string> walls;  // "seccomp", "namespaces", "cgroup-memory"...
   std::vector<DeniedOperation> denied;

@@ -224,6 +224,7 @@ std::optional<RunError> Run::Admit() {
   vfs::Vfs& v = kernel_->vfs();
   kernel_->set_memory_bytes(o_.memory_bytes);
   kernel_->set_cpus(o_.cpus);
+  cpu_share_.set_share(o_.cpus);
   kernel_->set_pids(o_.pids);
   for (const auto& [host, guest] : o_.copies) {
     if (absl::Status s = CopyIntoSandbox(v, creds_, host, guest); !s.ok()) {
@@ -307,6 +308,7 @@ std::optional<RunError> Run::AttachGuest() {
   }
   dispatcher_ = std::make_unique<Dispatcher>(nullptr, !seccomp_only());
   loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, GuestFsId());
+  loop_->set_cpu_share(&cpu_share_);
   if (!o_.census_path.empty()) {
     census_ = std::make_shared<Census>(!seccomp_only());
     loop_->set_census(ordinary_filter_);
@@ -478,6 +480,7 @@ int Run::Serve(const RunOptions& request, int peer_fd) {
   start_ms_ = MonotonicMs();
   clock_ = PhaseClock(start_ms_);
   cgroups_.SetLimits({o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares});
+  cpu_share_.Restart(o_.cpus);  // the run's share, counted from here
   GuestStdio::Options so;
   so.capture = o_.json;
   so.stdin_path = o_.stdin_path;

@@ -224,6 +224,8 @@ int Run::Conclude(std::optional<RunError> error) {
   // A failed read is 0: never a wrapped difference (seen as cpuMs 1.8e13).
   uint64_t cpu_ns = cgroups_.CpuNanos();
   r.cpu_ms = cpu_ns > cpu_base_ns_ ? (cpu_ns - cpu_base_ns_) / 1000000 : 0;
+  r.sentry_cpu_ms = cpu_share_.spent_ns() / 1000000;
+  r.sentry_throttled_ms = cpu_share_.throttled_ns() / 1000000;
   r.peak_memory_bytes = cgroups_.PeakMemoryBytes();
   r.walls = {"seccomp"};
   if (!seccomp_only()) r.walls.push_back("namespaces");

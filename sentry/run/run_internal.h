@@ -135,6 +135,8 @@ class Run {
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<Unotify> unotify_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  // The sentry's CPU on the guest's calls, shared by every loop below.
+  CpuShare cpu_share_;
   std::unique_ptr<NotifyLoop> loop_;
   // Each exec'd process's listener and the loop that answers it (the loop
   // goes first: it uses the listener).

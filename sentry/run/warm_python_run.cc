@@ -134,6 +134,7 @@ int Run::ServePython(const RunOptions& request, int peer_fd) {
   clock_ = PhaseClock(start_ms_);
   cpu_base_ns_ = cgroups_.CpuNanos();
   cgroups_.SetLimits({o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares});
+  cpu_share_.Restart(o_.cpus);  // the run's share, counted from here
   std::string why;
   if (!WarmPythonCanServe(o_, &why)) return Conclude(RunError{kExitSentryError, why});
   GuestStdio::Options so;

@@ -38,7 +38,10 @@ bool WaitReady(const ServeProcess& serve, long n) {
 
 // A result without what differs from run to run.
 json Stable(json r) {
-  for (const char* key : {"durationMs", "cpuMs", "peakMemoryBytes"}) r.erase(key);
+  for (const char* key :
+       {"durationMs", "cpuMs", "sentryCpuMs", "sentryThrottledMs", "peakMemoryBytes"}) {
+    r.erase(key);
+  }
   return r;
 }
 

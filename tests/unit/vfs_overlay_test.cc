@@ -190,6 +190,29 @@ TEST_F(OverlayTest, ListingShowsHostEntriesWithoutLookingThemUp) {
   EXPECT_EQ(ErrnoOf(Lookup("/lower/absent")), "ENOENT");
 }
 
+// getdents resumes a listing after the last name it returned: the visit
+// starts at the next name of either map (host entries not looked up, and
+// nodes), and stops when asked, so a call costs the entries it returns.
+TEST_F(OverlayTest, VisitListingResumesAfterANameAcrossBothMaps) {
+  NodeRef lower = Get("/lower");
+  ASSERT_EQ(ErrnoOf(MakeFile("/lower/f-made", "x")), "OK");  // a node
+  ASSERT_NE(Get("/lower/hello.txt"), nullptr);               // looked up: a node
+  auto from = [&](std::string_view after, size_t max) {
+    Strings names;
+    v().VisitListing(lower, after, /*relist=*/false, [&](const Vfs::DirEntry& e) {
+      names.emplace_back(e.name);
+      return names.size() < max;
+    });
+    return names;
+  };
+  EXPECT_EQ(from("", 100), (Strings{"dir", "empty", "f-made", "hello.txt", "link"}));
+  EXPECT_EQ(from("dir", 2), (Strings{"empty", "f-made"}));
+  EXPECT_EQ(from("f-made", 100), (Strings{"hello.txt", "link"}));
+  // A name that is gone (or never was) still places the cursor.
+  EXPECT_EQ(from("ea", 1), (Strings{"empty"}));
+  EXPECT_EQ(from("link", 100), Strings{});
+}
+
 TEST_F(OverlayTest, HostFifosAreNeitherListedNorFound) {
   ASSERT_EQ(mkfifo((lower_dir_ + "/empty/fifo").c_str(), 0644), 0);
   EXPECT_TRUE(v().Listing(Get("/lower/empty")).empty());
