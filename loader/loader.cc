@@ -358,6 +358,12 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   if (syscall(SYS_capset, &hdr, data) < 0) Fail(p, LoaderStep::kDropCaps);
   int tty_master = GuestSession(p);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) Fail(p, LoaderStep::kNoNewPrivs);
+  // After the terminal (its ptmx is opened by path) and before the filter
+  // (which refuses landlock_*).
+  if (int err = ApplyLandlock(p.spec->landlock)) {
+    errno = err;
+    Fail(p, LoaderStep::kLandlock);
+  }
   int listener = static_cast<int>(
       syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &p.prog));
   if (listener < 0) Fail(p, LoaderStep::kSeccomp);
@@ -681,6 +687,8 @@ const char* LoaderStepName(LoaderStep step) {
       return "place the preserved fds";
     case LoaderStep::kTerminal:
       return "make the guest's terminal";
+    case LoaderStep::kLandlock:
+      return "make the guest's Landlock domain";
     case LoaderStep::kReady:
       return "ready";
     case LoaderStep::kListener:

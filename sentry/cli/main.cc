@@ -1,4 +1,6 @@
 // sentry: run untrusted programs in a user-space kernel.
+#include <sys/prctl.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -40,6 +42,11 @@ Exit codes: see `sentry run --help`.
 }  // namespace
 
 int main(int argc, char** argv) {
+  // No process of the caller's uid may ptrace or process_vm_readv the sentry
+  // (a guest without namespaces may run as that uid), nor read its memory
+  // through /proc; and no core file of it, which would hold the run's
+  // secrets. Its children inherit this until they exec.
+  prctl(PR_SET_DUMPABLE, 0);
   sentry::log::LevelFromEnvironment();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {

@@ -77,6 +77,7 @@ class Run {
   absl::StatusOr<Spawned> StartSandbox();
   // Spawned::Start, with the census filter in the guest under --census.
   absl::StatusOr<Spawned> SpawnLoader();
+  LandlockPlan GuestLandlock() const;
   void Supervise();
   // One request on the exec socket (see exec_guest.cc).
   void ServeExec(int conn);
