@@ -79,8 +79,23 @@ LandlockPlan GuestLandlockPlan(int abi, const std::vector<std::string>& exec_roo
   return plan;
 }
 
-LANDLOCK_LOADER_CODE int ApplyLandlock(const LandlockPlan& plan) {
-  if (plan.abi <= 0) return 0;
+LANDLOCK_LOADER_CODE int OpenMqueueRoot() {
+  constexpr unsigned kFsopenCloexec = 1, kFsconfigCmdCreate = 6, kFsmountCloexec = 1;
+  int fs = static_cast<int>(syscall(SYS_fsopen, "mqueue", kFsopenCloexec));
+  if (fs < 0) return -1;
+  int mnt = -1;
+  if (syscall(SYS_fsconfig, fs, kFsconfigCmdCreate, nullptr, nullptr, 0) == 0) {
+    mnt = static_cast<int>(syscall(SYS_fsmount, fs, kFsmountCloexec, 0));
+  }
+  syscall(SYS_close, fs);
+  return mnt < 0 ? -1 : mnt;
+}
+
+LANDLOCK_LOADER_CODE int ApplyLandlock(const LandlockPlan& plan, int mqueue_root) {
+  if (plan.abi <= 0) {
+    if (mqueue_root >= 0) syscall(SYS_close, mqueue_root);
+    return 0;
+  }
   RulesetAttr attr{plan.handled_fs, plan.handled_net, plan.scoped};
   // The size of the fields this ABI has: an older kernel refuses a larger
   // struct only if the tail is not zero, but says nothing wrong either way.
@@ -104,6 +119,11 @@ LANDLOCK_LOADER_CODE int ApplyLandlock(const LandlockPlan& plan) {
     syscall(SYS_close, dir);
     if (err) break;
   }
+  if (err == 0 && mqueue_root >= 0) {
+    PathBeneathAttr beneath{kReadFile | kWriteFile, mqueue_root};
+    if (syscall(kSysAddRule, ruleset, kRulePathBeneath, &beneath, 0) < 0) err = errno;
+  }
+  if (mqueue_root >= 0) syscall(SYS_close, mqueue_root);
   if (err == 0 && syscall(kSysRestrictSelf, ruleset, 0) < 0) err = errno;
   syscall(SYS_close, ruleset);
   return err;

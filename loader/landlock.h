@@ -11,7 +11,10 @@
 //   kernel opens it and its PT_INTERP as the guest: EXECUTE and READ_FILE
 //   beneath exactly those directories;
 // - TIOCGPTPEER (native): the kernel opens a pty's slave as the guest:
-//   READ_FILE, WRITE_FILE and IOCTL_DEV beneath the sandbox's devpts.
+//   READ_FILE, WRITE_FILE and IOCTL_DEV beneath the sandbox's devpts;
+// - mq_open (native where the sandbox has its own ipc namespace): the kernel
+//   opens the queue in that namespace's mqueue mount as the guest: READ_FILE
+//   and WRITE_FILE beneath its root (see OpenMqueueRoot).
 // TCP bind and connect (ABI 4+) are refused outright: the sentry makes both
 // on its own copy of the socket. Scopes (ABI 6+) keep signals and abstract
 // unix sockets inside the sandbox. Landlock also refuses ptrace of any
@@ -56,11 +59,18 @@ std::string LandlockRightsText(int abi);
 LandlockPlan GuestLandlockPlan(int abi, const std::vector<std::string>& exec_roots,
                                const std::string& pty_root);
 
+// The root of the caller's ipc namespace's mqueue file system (a detached
+// mount of it: the same inode as the kernel's own mount, which mq_open uses),
+// opened O_CLOEXEC; -1 if it cannot be made (then the guest's mq_open fails
+// with EACCES under the domain). Needs CAP_SYS_ADMIN over the namespace: the
+// sandbox's pid 1 opens it. Async-signal-safe.
+int OpenMqueueRoot();
+
 // Makes the domain and puts the caller in it. Async-signal-safe (raw system
 // calls, no allocation); needs no_new_privs. A rule whose path does not exist
-// is left out (nothing there to allow). Returns 0, or the errno of the step
-// that failed.
-int ApplyLandlock(const LandlockPlan& plan);
+// is left out (nothing there to allow); mqueue_root (-1: none, else closed
+// here) is OpenMqueueRoot's. Returns 0, or the errno of the step that failed.
+int ApplyLandlock(const LandlockPlan& plan, int mqueue_root = -1);
 
 }  // namespace sentry
 

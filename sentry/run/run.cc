@@ -307,7 +307,10 @@ std::optional<RunError> Run::AttachGuest() {
     dirs.push_back(host_store_.path());
     tracer_->CheckMappingsUnder(std::move(dirs));
   }
-  dispatcher_ = std::make_unique<Dispatcher>(nullptr, !seccomp_only());
+  dispatcher_ =
+      std::make_unique<Dispatcher>(nullptr, !seccomp_only()  ? &FindSyscall
+                                            : signal_scope() ? &FindSyscallWithSignalScope
+                                                             : &FindSyscallWithoutNamespaces);
   loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, GuestFsId());
   if (!o_.census_path.empty()) {
     census_ = std::make_shared<Census>(!seccomp_only());
@@ -449,7 +452,10 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
   spec_.uid = spec_.gid = guest_host_uid_;
   spec_.groups.clear();  // no user namespace to map them in
   creds_.groups.clear();
-  spec_.filter = BuildSeccompFilter(SyscallTableWithoutNamespaces());
+  // fcntl is native where the guest's Landlock signal scope keeps F_SETOWN's
+  // signals in the sandbox (see GuestLandlock).
+  spec_.filter = BuildSeccompFilter(signal_scope() ? SyscallTableWithSignalScope()
+                                                   : SyscallTableWithoutNamespaces());
   // Where the host lets no tmpfs cap the store, a file may grow to --disk at
   // most (EFBIG past it), and the memory cgroup, where there is one, counts
   // what all of them hold.

@@ -238,8 +238,17 @@ TEST(Landlock, WithoutNamespacesKillAllReachesNoHostProcessOfTheGuestsUid) {
   for (bool landlock : {true, false}) {
     std::vector<std::string> argv = {sentry::testing::SentryBinary(), "run", "--no-namespaces"};
     if (!landlock) argv.push_back("--no-landlock");
+    // First SIGIO (as SIGTERM) through an F_SETOWN owner, which is native
+    // only under the scope; then kill(-1).
     for (const char* a : {"--", "/usr/bin/python3", "-c",
-                          "import os, sys\nsys.stdin.readline()\n"
+                          "import os, sys, fcntl\n"
+                          "pid = int(sys.stdin.readline())\n"
+                          "r, w = os.pipe()\n"
+                          "try:\n"
+                          "  fcntl.fcntl(r, fcntl.F_SETOWN, pid); fcntl.fcntl(r, 10, 15)\n"
+                          "  fcntl.fcntl(r, fcntl.F_SETFL, os.O_ASYNC); os.write(w, b'x')\n"
+                          "  print('setown OK', flush=True)\n"
+                          "except OSError as e: print('setown', e.errno, flush=True)\n"
                           "try:\n  os.kill(-1, 15); print('sent', flush=True)\n"
                           "except OSError as e: print('kill', e.errno, flush=True)\n"}) {
       argv.push_back(a);
@@ -255,9 +264,10 @@ TEST(Landlock, WithoutNamespacesKillAllReachesNoHostProcessOfTheGuestsUid) {
                   "time.sleep(30)\n"},
                  guest_uid);
     ASSERT_EQ(target.ReadLine(), "ready");
-    sentry.Write("go\n");
+    sentry.Write(std::to_string(target.pid()) + "\n");
     std::string out = sentry.Finish();
     EXPECT_NE(out.find("sent"), std::string::npos) << out;
+    EXPECT_NE(out.find(landlock ? "setown OK" : "setown 1"), std::string::npos) << out;
     // The run's end kills every process of its uid (SIGKILL): the target's
     // output ends there.
     std::string seen = target.Finish();
@@ -265,6 +275,54 @@ TEST(Landlock, WithoutNamespacesKillAllReachesNoHostProcessOfTheGuestsUid) {
       EXPECT_EQ(seen.find("TERM"), std::string::npos) << seen;
     } else {
       EXPECT_NE(seen.find("TERM"), std::string::npos) << "the control: " << seen;
+    }
+  }
+}
+
+// Without namespaces the kernel finds an exec's PT_INTERP in the host's tree.
+// An interpreter that lies outside the lower roots and the store: under the
+// domain, the kernel's own open of it fails (EACCES, nothing runs); without
+// it, the sentry's check at the exec event kills the guest (SIGKILL) before
+// its first instruction. The file-system rights at work, seen from a guest.
+TEST(Landlock, WithoutNamespacesTheKernelCannotOpenAHostOnlyInterpreter) {
+  SKIP_WITHOUT_LANDLOCK();
+  TempDir dir("/tmp/ll-interp-");
+  chmod(dir.path().c_str(), 0755);
+  std::string host = dir.path() + "/i";
+  ASSERT_EQ(sentry::testing::RunProcess({"/bin/cp", "/lib64/ld-linux-x86-64.so.2", host}).exit_code,
+            0);
+  const std::string code = R"PY(
+import os, struct, sys
+host = sys.argv[1]
+d = bytearray(open("/usr/bin/true", "rb").read())
+end = len(d)
+d += host.encode() + b"\0"
+phoff, = struct.unpack_from("<Q", d, 32)
+phentsize, phnum = struct.unpack_from("<HH", d, 54)
+for i in range(phnum):
+    at = phoff + i * phentsize
+    if struct.unpack_from("<I", d, at)[0] == 3:
+        struct.pack_into("<Q", d, at + 8, end)
+        struct.pack_into("<Q", d, at + 32, len(host) + 1)
+open("/tmp/pt", "wb").write(d)
+os.chmod("/tmp/pt", 0o755)
+pid = os.fork()
+if pid == 0:
+    try: os.execv("/tmp/pt", ["pt"])
+    except OSError as e: print("exec", e.errno, flush=True); os._exit(3)
+_, status = os.waitpid(pid, 0)
+print("status", status, flush=True)
+)PY";
+  for (bool landlock : {true, false}) {
+    std::vector<std::string> flags = {"--no-namespaces"};
+    if (!landlock) flags.push_back("--no-landlock");
+    ProcessResult r = sentry::testing::RunProcess(
+        sentry::testing::SentryRunArgv(flags, {"/usr/bin/python3", "-c", code, host}));
+    if (landlock) {
+      EXPECT_NE(r.out.find("exec 13"), std::string::npos) << Describe(r);  // EACCES
+    } else {
+      EXPECT_EQ(r.out.find("exec 13"), std::string::npos) << "the control: " << Describe(r);
+      EXPECT_NE(r.out.find("status 9"), std::string::npos) << "the control: " << Describe(r);
     }
   }
 }
