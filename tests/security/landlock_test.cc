@@ -250,7 +250,10 @@ TEST(Landlock, WithoutNamespacesKillAllReachesNoHostProcessOfTheGuestsUid) {
                           "  print('setown OK', flush=True)\n"
                           "except OSError as e: print('setown', e.errno, flush=True)\n"
                           "try:\n  os.kill(-1, 15); print('sent', flush=True)\n"
-                          "except OSError as e: print('kill', e.errno, flush=True)\n"}) {
+                          "except OSError as e: print('kill', e.errno, flush=True)\n"
+                          // Time for the target's handler before the run's
+                          // end kills every process of the uid.
+                          "import time; time.sleep(0.5)\n"}) {
       argv.push_back(a);
     }
     Child sentry(argv);
