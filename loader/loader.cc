@@ -63,6 +63,7 @@ struct Prepared {
   sock_fprog prog;
   std::vector<sock_filter> census_filter;  // spec->census: what prog points at
   char* guest_stack_top;                   // where the guest runs until its execve (see GuestMain)
+  int mqueue_root = -1;                    // for the guest's Landlock domain (see OpenMqueueRoot)
 };
 
 LOADER_CODE void Report(const Prepared& p, LoaderStep step, int err, int value = 0,
@@ -358,6 +359,12 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   if (syscall(SYS_capset, &hdr, data) < 0) Fail(p, LoaderStep::kDropCaps);
   int tty_master = GuestSession(p);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) Fail(p, LoaderStep::kNoNewPrivs);
+  // After the terminal (its ptmx is opened by path) and before the filter
+  // (which refuses landlock_*).
+  if (int err = ApplyLandlock(p.spec->landlock, p.mqueue_root)) {
+    errno = err;
+    Fail(p, LoaderStep::kLandlock);
+  }
   int listener = static_cast<int>(
       syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &p.prog));
   if (listener < 0) Fail(p, LoaderStep::kSeccomp);
@@ -483,6 +490,14 @@ LOADER_CODE int LoaderMain(void* arg) {
     CPU_ZERO(&one);
     CPU_SET(p.spec->guest_cpu, &one);
     sched_setaffinity(0, sizeof(one), &one);
+  }
+  // Opened by pid 1, which may (the guest will have no capability left).
+  // Above the fds the guest's extra fds take (3, 4, ...: see PlaceExtraFds).
+  if (p.spec->namespaces && p.spec->landlock.abi > 0) {
+    int fd = OpenMqueueRoot();
+    int above = 3 + static_cast<int>(p.spec->extra_fds.size());
+    p.mqueue_root = fd >= above || fd < 0 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, above);
+    if (fd >= 0 && fd != p.mqueue_root) close(fd);
   }
   // CLONE_VFORK: the loader waits until the guest has exec'd or exited.
   pid_t child = clone(GuestMain, p.guest_stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD,
@@ -681,6 +696,8 @@ const char* LoaderStepName(LoaderStep step) {
       return "place the preserved fds";
     case LoaderStep::kTerminal:
       return "make the guest's terminal";
+    case LoaderStep::kLandlock:
+      return "make the guest's Landlock domain";
     case LoaderStep::kReady:
       return "ready";
     case LoaderStep::kListener:

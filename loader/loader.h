@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "loader/landlock.h"
+
 namespace sentry {
 
 // Where the sandbox's devpts instance is mounted in the guest's mount view
@@ -59,6 +61,7 @@ enum class LoaderStep : int {
   kLoopback,
   kTerminal,
   kExtraFds,
+  kLandlock,
   kReady = 100,     // mount view built (value: bit i set: the i-th cgroup refused the loader)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };
@@ -109,6 +112,9 @@ struct LoaderSpec {
   // sentry without a cross-CPU wake-up (the loader builds its view on
   // another, see CoLocation::Elsewhere).
   int guest_cpu = -1;
+  // The guest's Landlock domain (see loader/landlock.h), made after its ids
+  // and its terminal, before its filter; abi 0: none.
+  LandlockPlan landlock;
 };
 
 inline constexpr size_t kMaxExtraFds = 128;

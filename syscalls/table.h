@@ -55,6 +55,11 @@ enum class Wall : uint8_t {
   kNetNs,   // addresses and interfaces of its sockets: its network namespace
   kUserNs,  // uids and gids (U): its user namespace maps only its own
   kUtsNs,   // the host name it shows: its uts namespace
+  // Signals the kernel sends for the call (SIGIO and SIGURG of an F_SETOWN
+  // owner, kill): the guest's Landlock signal scope (LANDLOCK_SCOPE_SIGNAL,
+  // ABI 6+) keeps them inside the sandbox's domain. Cited only by rows of a
+  // table for runs that have the scope (SyscallTableWithSignalScope).
+  kLandlockSignal,
 };
 
 // Every argument letter the --trace decoder knows (see SyscallRow::args).
@@ -121,6 +126,16 @@ const SyscallRow* FindSyscall(int nr);
 // datagrams). See table_without_namespaces.cc.
 std::span<const SyscallRow> SyscallTableWithoutNamespaces();
 const SyscallRow* FindSyscallWithoutNamespaces(int nr);
+
+// The table without namespaces of a run whose guest has the Landlock signal
+// scope (loader/landlock.h): fcntl runs natively, F_SETOWN included, since no
+// SIGIO it sets up reaches a process outside the sandbox.
+std::span<const SyscallRow> SyscallTableWithSignalScope();
+const SyscallRow* FindSyscallWithSignalScope(int nr);
+
+// The calls whose only reach outside the caller is a signal they make the
+// kernel send: the rows that may cite Wall::kLandlockSignal.
+bool SendsSignalsOnly(int nr);
 
 }  // namespace sentry
 

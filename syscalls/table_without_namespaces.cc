@@ -103,29 +103,70 @@ constexpr SyscallRow kChanges[] = {
     DENY(245, mq_getsetattr, ENOSYS, "fpp"),
 };
 
-const std::vector<SyscallRow>& Table() {
-  static const auto* table = [] {
-    auto* rows = new std::vector<SyscallRow>(SyscallTable().begin(), SyscallTable().end());
-    for (const SyscallRow& change : kChanges) {
-      for (SyscallRow& row : *rows) {
-        if (row.nr == change.nr) row = change;
-      }
+// With the guest's Landlock signal scope, the owner F_SETOWN names gets no
+// SIGIO or SIGURG unless it is in the sandbox's domain (the kernel checks
+// the scope at each signal, security/landlock/task.c), whatever pid it is.
+constexpr SyscallRow kSignalScopeChanges[] = {
+    NATIVE(72, fcntl, "fdx", kLandlockSignal,
+           "fd flags, locks and leases on fds the guest holds; F_SETOWN's SIGIO reaches no "
+           "process outside the sandbox (Landlock signal scope)"),
+};
+
+std::vector<SyscallRow>* Changed(std::span<const SyscallRow> base,
+                                 std::span<const SyscallRow> changes) {
+  auto* rows = new std::vector<SyscallRow>(base.begin(), base.end());
+  for (const SyscallRow& change : changes) {
+    for (SyscallRow& row : *rows) {
+      if (row.nr == change.nr) row = change;
     }
-    return rows;
-  }();
+  }
+  return rows;
+}
+
+const std::vector<SyscallRow>& Table() {
+  static const auto* table = Changed(SyscallTable(), kChanges);
   return *table;
+}
+
+const std::vector<SyscallRow>& ScopedTable() {
+  static const auto* table = Changed(Table(), kSignalScopeChanges);
+  return *table;
+}
+
+const SyscallRow* const* Index(const std::vector<SyscallRow>& table) {
+  auto* idx = new const SyscallRow*[512]();
+  for (const SyscallRow& row : table) idx[row.nr] = &row;
+  return idx;
 }
 
 }  // namespace
 
+std::span<const SyscallRow> SyscallTableWithSignalScope() { return ScopedTable(); }
+
+const SyscallRow* FindSyscallWithSignalScope(int nr) {
+  static const SyscallRow* const* index = Index(ScopedTable());
+  if (nr < 0 || nr >= 512) return nullptr;
+  return index[nr];
+}
+
+bool SendsSignalsOnly(int nr) {
+  switch (nr) {
+    case 62:   // kill
+    case 72:   // fcntl (F_SETOWN: SIGIO, SIGURG)
+    case 129:  // rt_sigqueueinfo
+    case 200:  // tkill
+    case 234:  // tgkill
+    case 297:  // rt_tgsigqueueinfo
+    case 424:  // pidfd_send_signal
+      return true;
+  }
+  return false;
+}
+
 std::span<const SyscallRow> SyscallTableWithoutNamespaces() { return Table(); }
 
 const SyscallRow* FindSyscallWithoutNamespaces(int nr) {
-  static const auto* index = [] {
-    auto* idx = new const SyscallRow*[512]();
-    for (const SyscallRow& row : Table()) idx[row.nr] = &row;
-    return idx;
-  }();
+  static const SyscallRow* const* index = Index(Table());
   if (nr < 0 || nr >= 512) return nullptr;
   return index[nr];
 }

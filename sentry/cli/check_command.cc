@@ -26,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "loader/landlock.h"
 #include "sentry/base/json_out.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/cli/commands.h"
@@ -48,6 +49,7 @@ Tries, for real, each kernel feature sentry stands on and says whether
   ptrace                fork, exec and exit events of the guest
   namespaces            user, mount, pid, net, ipc, uts and cgroup
   cgroups               memory, pids and cpu caps (else rlimits hold them)
+  landlock              the guest's Landlock domain, by the kernel's ABI
 
 Exit codes: 0 sentry runs here; 1 something it needs is missing (the report
 says what and what to do); 125 bad flags.
@@ -239,6 +241,32 @@ void CheckNamespaces(std::vector<Check>& out) {
   out.push_back(c);
 }
 
+// A child makes the domain a guest gets (no rules: nothing to exec) and
+// shows that it holds: opening / fails.
+void CheckLandlock(std::vector<Check>& out) {
+  Check c{"landlock"};
+  c.required = false;  // without it the sandbox stands on its other walls
+  int abi = LandlockAbi();
+  if (abi == 0) {
+    c.detail =
+        "missing: this kernel has no Landlock (Linux 5.13+ with CONFIG_SECURITY_LANDLOCK and "
+        "landlock in lsm= at boot); the seccomp wall and the namespaces hold without it";
+    out.push_back(c);
+    return;
+  }
+  pid_t child = fork();
+  if (child == 0) {
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    if (ApplyLandlock(GuestLandlockPlan(abi, {}, "")) != 0) _exit(2);
+    _exit(open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC) < 0 && errno == EACCES ? 0 : 3);
+  }
+  int status = child > 0 ? WaitOrKill(child, 2000) : 0;
+  c.ok = child > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  c.detail = c.ok ? absl::StrCat("ABI ", abi, ": ", LandlockRightsText(abi))
+                  : absl::StrCat("ABI ", abi, " reported, but its domain could not be made");
+  out.push_back(c);
+}
+
 void CheckCgroups(std::vector<Check>& out) {
   Check c{"cgroups"};
   c.required = false;
@@ -282,11 +310,13 @@ int CheckCommand(const std::vector<std::string>& args) {
   CheckPtrace(checks);
   CheckNamespaces(checks);
   if (root.ok) CheckCgroups(checks);
+  CheckLandlock(checks);
 
-  bool runs = true, all_walls = true;
+  bool runs = true, all_walls = true, landlock = false;
   for (const Check& c : checks) {
     runs = runs && (c.ok || !c.required);
     all_walls = all_walls && (c.ok || c.name != "namespaces");
+    landlock = landlock || (c.ok && c.name == "landlock");
   }
   utsname u{};
   uname(&u);
@@ -294,6 +324,7 @@ int CheckCommand(const std::vector<std::string>& args) {
     nlohmann::ordered_json walls = nlohmann::ordered_json::array({"seccomp"});
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     if (all_walls) walls.push_back("namespaces");
+    if (landlock) walls.push_back(LandlockWallName(LandlockAbi()));
     for (const Check& c : checks) {
       rows.push_back({{"name", JsonText(c.name)},
                       {"ok", c.ok},
@@ -311,6 +342,8 @@ int CheckCommand(const std::vector<std::string>& args) {
       const char* mark = c.ok ? "ok" : c.required ? "MISSING" : "missing";
       std::printf("  %-8s %-20s %s\n", mark, c.name.c_str(), c.detail.c_str());
     }
+    std::printf("  walls: seccomp%s%s\n", all_walls ? ", namespaces" : "",
+                landlock ? (", " + LandlockWallName(LandlockAbi())).c_str() : "");
     std::printf("%s\n", !runs       ? "sentry cannot run here: see MISSING above."
                         : all_walls ? "sentry runs here."
                                     : "sentry runs here, on the seccomp wall alone (see "

@@ -1,4 +1,6 @@
 // sentry: run untrusted programs in a user-space kernel.
+#include <sys/prctl.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -41,6 +43,11 @@ Exit codes: see `sentry run --help`.
 }  // namespace
 
 int main(int argc, char** argv) {
+  // No process of the caller's uid may ptrace or process_vm_readv the sentry
+  // (a guest without namespaces may run as that uid), nor read its memory
+  // through /proc; and no core file of it, which would hold the run's
+  // secrets. Its children inherit this until they exec.
+  prctl(PR_SET_DUMPABLE, 0);
   sentry::log::LevelFromEnvironment();
   if (!sentry::DropSupplementaryGroups()) {
     sentry::log::Info("notice: cannot drop the supplementary groups of root (setgroups refused)");

@@ -239,6 +239,9 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
   f.Switch("--no-cgroups", kSandbox,
            "make no cgroups: per-sandbox rlimits alone hold memory, processes and CPU time",
            [&o] { o.cgroups = false; });
+  f.Switch("--no-landlock", kSandbox,
+           "make no Landlock domain for the guest (the third wall; for measuring and debugging)",
+           [&o] { o.landlock = false; });
   f.Value("--pool", kSandbox, "SOCKET",
           "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "
           "none can serve the run, it starts cold, with a notice",

@@ -107,6 +107,8 @@ void DefineServerFlags(FlagSet& f, agent::ServerFlags* server, agent::WarmFlags*
           });
   f.Switch("--no-cgroups", kSandbox, "as for `sentry run`: per-sandbox rlimits alone",
            [&o] { o.cgroups = false; });
+  f.Switch("--no-landlock", kSandbox, "as for `sentry run`: no Landlock domain for the guest",
+           [&o] { o.landlock = false; });
   f.Switch("--no-namespaces", kSandbox, "as for `sentry run`: the seccomp wall alone",
            [&o] { o.namespaces = NamespaceMode::kOff; });
   f.Switch("--require-namespaces", kSandbox, "fail rather than run without namespaces",

@@ -55,6 +55,8 @@ const char* WallName(Wall w) {
       return "user namespace";
     case Wall::kUtsNs:
       return "uts namespace";
+    case Wall::kLandlockSignal:
+      return "Landlock signal scope";
   }
   return "?";
 }

@@ -24,11 +24,12 @@ struct DispatchResult {
 
 class Dispatcher final {
  public:
-  // namespaces: false for a sandbox on the seccomp wall alone, whose filter
-  // was built from SyscallTableWithoutNamespaces().
-  explicit Dispatcher(std::shared_ptr<trace::TraceWriter> trace, bool namespaces = true)
-      : trace_(std::move(trace)),
-        find_(namespaces ? &FindSyscall : &FindSyscallWithoutNamespaces) {}
+  // find: the table the guest's filter was built from (FindSyscall, or
+  // FindSyscallWithoutNamespaces / FindSyscallWithSignalScope for a sandbox
+  // without namespaces).
+  explicit Dispatcher(std::shared_ptr<trace::TraceWriter> trace,
+                      const SyscallRow* (*find)(int nr) = &FindSyscall)
+      : trace_(std::move(trace)), find_(find) {}
   // Before the guest's go (a warm sandbox learns --trace with its command).
   void set_trace(std::shared_ptr<trace::TraceWriter> trace) { trace_ = std::move(trace); }
   DispatchResult Dispatch(SyscallContext& ctx, int nr);

@@ -73,6 +73,7 @@ enum Step : int32_t {
   kSeccomp,
   kRlimits,
   kExecve,
+  kLandlock,
 };
 
 const char* StepName(int32_t step) {
@@ -99,6 +100,8 @@ const char* StepName(int32_t step) {
       return "set resource limits";
     case kExecve:
       return "execve";
+    case kLandlock:
+      return "make the process's Landlock domain";
   }
   return "?";
 }
@@ -123,6 +126,8 @@ struct Plan {
   std::string path;
   std::vector<std::string> argv, envp;
   std::vector<GuestLaunch::Rlimit> rlimits;
+  LandlockPlan landlock;  // the sandbox's guest domain (loader/landlock.h)
+  int mqueue_root = -1;   // opened by the helper inside the namespaces
   int report = -1, go = -1;
 };
 
@@ -197,6 +202,10 @@ int WaitStatus(pid_t pid) {
   __user_cap_data_struct data[2] = {};
   if (syscall(SYS_capset, &hdr, data) < 0) Die(p.report, kCaps);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) Die(p.report, kNoNewPrivs);
+  if (int err = ApplyLandlock(p.landlock, p.mqueue_root)) {
+    errno = err;
+    Die(p.report, kLandlock);
+  }
   std::span<const sock_filter> filter = PrebuiltSeccompFilter();
   sock_fprog prog{static_cast<unsigned short>(filter.size()),
                   const_cast<sock_filter*>(filter.data())};
@@ -233,6 +242,7 @@ int WaitStatus(pid_t pid) {
     Die(p.report, kSetns);
   }
   close(p.pidfd);
+  if (p.landlock.abi > 0) p.mqueue_root = OpenMqueueRoot();  // see loader.cc
   pid_t child = fork();
   if (child < 0) Die(p.report, kFork);
   if (child == 0) ProcessMain(p, argv.data(), envp.data());
@@ -466,6 +476,14 @@ int Exec(const Globals& g, const ExecOptions& e) {
                               r.size() > 2 ? r.at(2).get<uint64_t>() : ~0ull});
     }
     if (pr.at("init").get<pid_t>() != s->init_pid) return failed("its sandbox changed");
+    if (!ParseLandlockJson(pr.contains("landlock") ? pr.at("landlock") : nlohmann::json(),
+                           &plan.landlock)) {
+      return failed("its monitor's answer is malformed");
+    }
+    // A domain of its own, beside the first process's: scoped, it could not
+    // signal that process or reach its abstract sockets (`exec kill -HUP`).
+    // The sandbox's pid and network namespaces confine both already.
+    plan.landlock.scoped = 0;
   } catch (const nlohmann::json::exception&) {
     return failed("its monitor's answer is malformed");
   }

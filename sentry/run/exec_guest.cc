@@ -197,7 +197,9 @@ void Run::ServeExec(int conn) {
                    {"groups", req.creds.groups},
                    {"init", spawned_->init_pid()},
                    {"path", path},
-                   {"rlimits", rlimits}},
+                   {"rlimits", rlimits},
+                   // The run's guest domain, for the new process too.
+                   {"landlock", LandlockJson(spec_.landlock)}},
                   fds);
   }
   // attach: the child must be a process of this sandbox that no task names yet.

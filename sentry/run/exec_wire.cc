@@ -52,4 +52,33 @@ absl::StatusOr<std::string> ReceiveExecMessage(int sock, std::span<UniqueFd> fds
   return out;
 }
 
+nlohmann::json LandlockJson(const LandlockPlan& plan) {
+  nlohmann::json rules = nlohmann::json::array();
+  for (const LandlockPlan::Rule& r : plan.rules) rules.push_back({r.path, r.access});
+  return {{"abi", plan.abi},
+          {"fs", plan.handled_fs},
+          {"net", plan.handled_net},
+          {"scoped", plan.scoped},
+          {"rules", std::move(rules)}};
+}
+
+bool ParseLandlockJson(const nlohmann::json& j, LandlockPlan* plan) {
+  *plan = LandlockPlan{};
+  if (j.is_null()) return true;
+  try {
+    plan->abi = j.at("abi").get<int>();
+    plan->handled_fs = j.at("fs").get<uint64_t>();
+    plan->handled_net = j.at("net").get<uint64_t>();
+    plan->scoped = j.at("scoped").get<uint64_t>();
+    const nlohmann::json& rules = j.at("rules");
+    if (!rules.is_array() || rules.size() > 64) return false;
+    for (const nlohmann::json& r : rules) {
+      plan->rules.push_back({r.at(0).get<std::string>(), r.at(1).get<uint64_t>()});
+    }
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace sentry

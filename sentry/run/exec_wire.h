@@ -9,10 +9,12 @@
 #ifndef SENTRY_RUN_EXEC_WIRE_H_
 #define SENTRY_RUN_EXEC_WIRE_H_
 
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "loader/landlock.h"
 #include "sentry/base/unique_fd.h"
 
 namespace sentry {
@@ -28,6 +30,12 @@ absl::Status SendExecMessage(int sock, const std::string& json, std::span<const 
 absl::StatusOr<std::string> ReceiveExecMessage(int sock, std::span<UniqueFd> fds);
 // SO_RCVTIMEO and SO_SNDTIMEO of kExecWireTimeoutSec.
 void SetExecWireTimeouts(int sock);
+
+// The run's guest Landlock domain in the monitor's answer, so that a process
+// exec'd into the sandbox gets the same (ParseLandlockJson: false if the
+// value is malformed; a missing one is an empty plan).
+nlohmann::json LandlockJson(const LandlockPlan& plan);
+bool ParseLandlockJson(const nlohmann::json& j, LandlockPlan* plan);
 
 }  // namespace sentry
 

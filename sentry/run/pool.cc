@@ -184,7 +184,9 @@ bool PoolCanServe(const RunOptions& o, std::string* why) {
     return false;
   }
   if (pool::ShapeOf(o) != pool::ShapeOf(RunOptions())) {
-    *why = "--root, --disk, --no-cgroups, namespace flags and network flags need a cold start";
+    *why =
+        "--root, --disk, --no-cgroups, --no-landlock, namespace flags and network flags need a "
+        "cold start";
     return false;
   }
   // The guest's terminal is made with the guest (see GuestTerminal), which

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "loader/filter.h"
+#include "loader/landlock.h"
 #include "loader/prebuilt_filter.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/log.h"
@@ -43,6 +44,7 @@
 #include "sentry/run/spawn.h"
 #include "sentry/run/stdio.h"
 #include "syscalls/table.h"
+#include "vfs/store.h"
 
 namespace sentry {
 namespace run_internal {
@@ -306,7 +308,10 @@ std::optional<RunError> Run::AttachGuest() {
     dirs.push_back(host_store_.path());
     tracer_->CheckMappingsUnder(std::move(dirs));
   }
-  dispatcher_ = std::make_unique<Dispatcher>(nullptr, !seccomp_only());
+  dispatcher_ =
+      std::make_unique<Dispatcher>(nullptr, !seccomp_only()  ? &FindSyscall
+                                            : signal_scope() ? &FindSyscallWithSignalScope
+                                                             : &FindSyscallWithoutNamespaces);
   loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, GuestFsId());
   loop_->set_cpu_share(&cpu_share_);
   if (!o_.census_path.empty()) {
@@ -389,10 +394,30 @@ absl::StatusOr<Spawned> Run::StartSandbox() {
 }
 
 absl::StatusOr<Spawned> Run::SpawnLoader() {
+  spec_.landlock = GuestLandlock();
   if (o_.census_path.empty()) return Spawned::Start(spec_);
   ordinary_filter_ = spec_.filter;
   spec_.census = true;
   return Spawned::Start(spec_);
+}
+
+// The guest's exec finds its files beneath the lower roots and the backing
+// store: in the mount view, or on the host without one (see loader/landlock.h).
+LandlockPlan Run::GuestLandlock() const {
+  int abi = o_.landlock ? LandlockAbi() : 0;
+  if (o_.landlock && abi == 0) {
+    static std::once_flag said;
+    std::call_once(said, [] {
+      log::Info("notice: this kernel has no Landlock: the sandbox stands on its other walls");
+    });
+  }
+  if (abi == 0) return {};
+  std::vector<std::string> exec_roots;
+  for (const std::string& root : spec_.lower_roots) {
+    exec_roots.push_back(seccomp_only() ? spec_.lower_source + root : root);
+  }
+  exec_roots.push_back(seccomp_only() ? host_store_.path() : vfs::Store::kGuestPath);
+  return GuestLandlockPlan(abi, exec_roots, seccomp_only() ? "" : kGuestPtsPath);
 }
 
 // Makes this run one without namespaces (see seccomp_only.h and
@@ -429,7 +454,10 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
   spec_.uid = spec_.gid = guest_host_uid_;
   spec_.groups.clear();  // no user namespace to map them in
   creds_.groups.clear();
-  spec_.filter = BuildSeccompFilter(SyscallTableWithoutNamespaces());
+  // fcntl is native where the guest's Landlock signal scope keeps F_SETOWN's
+  // signals in the sandbox (see GuestLandlock).
+  spec_.filter = BuildSeccompFilter(signal_scope() ? SyscallTableWithSignalScope()
+                                                   : SyscallTableWithoutNamespaces());
   // Where the host lets no tmpfs cap the store, a file may grow to --disk at
   // most (EFBIG past it), and the memory cgroup, where there is one, counts
   // what all of them hold.

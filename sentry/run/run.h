@@ -71,6 +71,9 @@ struct RunOptions {
   uint64_t nofile = 1024;          // open files per process (RLIMIT_NOFILE)
   bool cgroups = true;             // false: rlimits only (--no-cgroups)
   NamespaceMode namespaces = NamespaceMode::kAuto;
+  // The guest's Landlock domain where the kernel has Landlock (false:
+  // --no-landlock, for measuring and debugging).
+  bool landlock = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):

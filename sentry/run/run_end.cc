@@ -229,6 +229,7 @@ int Run::Conclude(std::optional<RunError> error) {
   r.peak_memory_bytes = cgroups_.PeakMemoryBytes();
   r.walls = {"seccomp"};
   if (!seccomp_only()) r.walls.push_back("namespaces");
+  if (spec_.landlock.abi > 0) r.walls.push_back(LandlockWallName(spec_.landlock.abi));
   for (const std::string& w : cgroups_.enforced()) r.walls.push_back(w);
   if (!cgroups_.has_memory() && o_.memory_bytes) r.walls.push_back("rlimit-as");
   if (o_.pids) r.walls.push_back("rlimit-nproc");

@@ -77,6 +77,7 @@ class Run {
   absl::StatusOr<Spawned> StartSandbox();
   // Spawned::Start, with the census filter in the guest under --census.
   absl::StatusOr<Spawned> SpawnLoader();
+  LandlockPlan GuestLandlock() const;
   void Supervise();
   // One request on the exec socket (see exec_guest.cc).
   void ServeExec(int conn);
@@ -105,6 +106,8 @@ class Run {
   }
   // No namespaces: the seccomp wall alone (see UseSeccompWallAlone).
   bool seccomp_only() const { return !spec_.namespaces; }
+  // Whether the guest's Landlock domain has the signal scope (ABI 6+).
+  bool signal_scope() const { return o_.landlock && LandlockAbi() >= 6; }
   // The file identity of the threads that reach host files for the guest.
   uid_t GuestFsId() const { return seccomp_only() ? guest_host_uid_ : kHostIdBase + 1; }
   // The host uid the guest's processes run as.

@@ -306,8 +306,11 @@ TEST(SyscallTableTest, WithoutNamespacesChangesOnlyNamespaceRows) {
 // names a resource only where a wall confines that kind of resource, and a
 // file-system name (a path, a unix socket address, a msghdr that may carry
 // one) is confined by nothing but the sentry, so it is never native. Without
-// namespaces no namespace can be cited. Returns one line per broken row.
-std::vector<std::string> RuleBreaks(std::span<const SyscallRow> table, bool namespaces) {
+// namespaces no namespace can be cited. A Landlock scope is a wall for its
+// own kind of resource only (signals), and only in a table for runs that have
+// it (signal_scope). Returns one line per broken row.
+std::vector<std::string> RuleBreaks(std::span<const SyscallRow> table, bool namespaces,
+                                    bool signal_scope = false) {
   std::vector<std::string> breaks;
   auto broke = [&](const SyscallRow& row, const std::string& why) {
     breaks.push_back(std::string(row.name) + ": " + why);
@@ -335,7 +338,12 @@ std::vector<std::string> RuleBreaks(std::span<const SyscallRow> table, bool name
         broke(row, "names an id without the user namespace");
       }
     }
-    if (!namespaces && row.wall != Wall::kNone && row.wall != Wall::kSelf) {
+    if (row.wall == Wall::kLandlockSignal) {
+      if (!signal_scope) broke(row, "cites the Landlock signal scope, which the run lacks");
+      if (!SendsSignalsOnly(row.nr)) {
+        broke(row, "cites the Landlock signal scope for more than the signals it sends");
+      }
+    } else if (!namespaces && row.wall != Wall::kNone && row.wall != Wall::kSelf) {
       broke(row, "cites a namespace the sandbox does not have");
     }
   }
@@ -354,6 +362,33 @@ TEST(SyscallTableTest, EveryNativeRowKeepsTheRule) {
 
 TEST(SyscallTableTest, WithoutNamespacesEveryNativeRowKeepsTheRule) {
   EXPECT_EQ(Join(RuleBreaks(SyscallTableWithoutNamespaces(), false)), "");
+}
+
+TEST(SyscallTableTest, WithTheSignalScopeEveryNativeRowKeepsTheRule) {
+  EXPECT_EQ(Join(RuleBreaks(SyscallTableWithSignalScope(), false, true)), "");
+}
+
+// The Landlock signal scope is cited only in the table of runs whose guest
+// has it (a run picks that table only then: Run::signal_scope), which
+// differs from the table without namespaces in those rows alone.
+TEST(SyscallTableTest, TheSignalScopeIsCitedOnlyWhereTheRunHasIt) {
+  for (auto table : {SyscallTable(), SyscallTableWithoutNamespaces()}) {
+    for (const SyscallRow& row : table) EXPECT_NE(row.wall, Wall::kLandlockSignal) << row.name;
+  }
+  std::span<const SyscallRow> alone = SyscallTableWithoutNamespaces(),
+                              scoped = SyscallTableWithSignalScope();
+  ASSERT_EQ(alone.size(), scoped.size());
+  std::vector<std::string> changed;
+  for (size_t i = 0; i < scoped.size(); ++i) {
+    EXPECT_EQ(FindSyscallWithSignalScope(scoped[i].nr), &scoped[i]);
+    if (scoped[i].wall == Wall::kLandlockSignal) {
+      changed.push_back(scoped[i].name);
+      continue;
+    }
+    EXPECT_EQ(scoped[i].action, alone[i].action) << scoped[i].name;
+    EXPECT_EQ(scoped[i].filter, alone[i].filter) << scoped[i].name;
+  }
+  EXPECT_EQ(changed, std::vector<std::string>({"fcntl"}));
 }
 
 // The check itself catches each kind of break: rows as they stood before the
@@ -377,6 +412,15 @@ TEST(SyscallTableTest, TheRuleCheckCatchesBrokenRows) {
                                  Wall::kPidNs, "the sandbox's pid namespace"}};
   EXPECT_TRUE(RuleBreaks(kill_ns, true).empty());
   EXPECT_EQ(RuleBreaks(kill_ns, false).size(), 1u) << "no pid namespace to cite";
+  // The signal scope: only for calls that send signals, only with the scope.
+  const SyscallRow scoped[] = {
+      {72, "fcntl", Action::kNative, 0, nullptr, ArgFilter::kNone, "fdx", Wall::kLandlockSignal,
+       "F_SETOWN's signals stay in the domain"},
+      {140, "getpriority", Action::kNative, 0, nullptr, ArgFilter::kNone, "dx",
+       Wall::kLandlockSignal, "not a signal at all"},
+  };
+  EXPECT_EQ(RuleBreaks(scoped, false, true).size(), 1u) << Join(RuleBreaks(scoped, false, true));
+  EXPECT_EQ(RuleBreaks(scoped, false, false).size(), 3u) << Join(RuleBreaks(scoped, false));
 }
 
 TEST(SyscallTableTest, RiskyNativeRowsAreFiltered) {
@@ -396,7 +440,8 @@ namespace {
 // Every trap and trace row says how completely it is answered, and a
 // partial one what is missing (docs/syscalls.md shows it).
 TEST(SyscallTableTest, EveryTrappedRowHasAStatus) {
-  for (auto table : {SyscallTable(), SyscallTableWithoutNamespaces()}) {
+  for (auto table :
+       {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope()}) {
     for (const SyscallRow& row : table) {
       const RowStatus* s = FindRowStatus(row);
       if (row.action != Action::kTrap && row.action != Action::kTrace) {
