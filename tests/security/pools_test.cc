@@ -267,6 +267,42 @@ TEST(Pools, AGuestThatTakesAllItMayLeavesTheHostAndASecondSandboxTheirOwn) {
   hog.Finish();
 }
 
+// The AIO share is the events the sandbox's contexts hold now: io_destroy
+// and the exit of a process give them back.
+TEST(Pools, TheAioShareComesBackAfterIoDestroyAndExit) {
+  ProcessResult r = RunPy(R"PY(
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+def setup():
+    c = ctypes.c_ulong(0)
+    return c.value if libc.syscall(206, 1, ctypes.byref(c)) == 0 else None
+ctxs = []
+while len(ctxs) < 100000:
+    c = setup()
+    if c is None: break
+    ctxs.append(c)
+t("held", lambda: len(ctxs))
+t("past_share", lambda: setup())
+for c in ctxs: libc.syscall(207, ctypes.c_ulong(c))
+time.sleep(0.15)
+t("after_destroy", lambda: setup() is not None)
+pid = os.fork()
+if pid == 0:
+    while setup() is not None: pass
+    os._exit(0)
+os.waitpid(pid, 0)
+time.sleep(0.15)
+t("after_exit", lambda: setup() is not None)
+)PY");
+  Results got = ParseResults(r.out);
+  long held = std::atol(Value(got, "held").c_str());
+  EXPECT_GE(held, 1) << Describe(r);
+  EXPECT_LE(held, 65536 / 64) << Describe(r);
+  EXPECT_EQ(Value(got, "past_share"), "None") << Describe(r);
+  EXPECT_EQ(Value(got, "after_destroy"), "True") << Describe(r);
+  EXPECT_EQ(Value(got, "after_exit"), "True") << Describe(r);
+}
+
 TEST(Pools, TheUserNamespaceIsMadeByTheSandboxsOwnIdsAndTwoSandboxesShareNone) {
   if (SeccompOnly()) GTEST_SKIP() << "no user namespace without namespaces";
   if (geteuid() != 0) GTEST_SKIP() << "root's sandboxes take id slots";
