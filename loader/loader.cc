@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include "loader/census_filter.h"
+#include "loader/pool_caps.h"
 #include "vfs/store.h"
 
 namespace sentry {
@@ -60,6 +61,7 @@ struct Prepared {
   std::vector<int> source_fds;            // the loader's O_PATH fds of host_paths
   std::string store_path;                 // "/tmp/.sentry-store"
   std::string pts_path;                   // "/tmp/.sentry-pts"
+  std::string pts_options;                // its devpts options, max= its share
   sock_fprog prog;
   std::vector<sock_filter> census_filter;  // spec->census: what prog points at
   char* guest_stack_top;                   // where the guest runs until its execve (see GuestMain)
@@ -105,6 +107,23 @@ LOADER_CODE void FormatDecimal(int n, char* out) {
   out[len] = '\0';
 }
 
+// The sandbox's ceilings on the kernel's per-user counts, in its own user
+// namespace's /proc/sys/user (the loader is that namespace's root, which
+// alone may write them; the host's /proc still shows them before the
+// pivot). A kernel without one of the files has no such count to cap.
+LOADER_CODE void CapUserNsCounts(const Prepared& p) {
+  for (const UserNsCap& cap : kUserNsCaps) {
+    int fd = open(cap.file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) continue;
+      Fail(p, LoaderStep::kPoolCaps);
+    }
+    size_t n = strlen(cap.value);
+    if (write(fd, cap.value, n) != static_cast<ssize_t>(n)) Fail(p, LoaderStep::kPoolCaps);
+    close(fd);
+  }
+}
+
 LOADER_CODE void BuildMountView(Prepared& p) {
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
     Fail(p, LoaderStep::kMountPrivate);
@@ -143,8 +162,7 @@ LOADER_CODE void BuildMountView(Prepared& p) {
   // The sandbox's own pseudo-terminals: a private devpts instance, which the
   // sentry serves as /dev/pts and /dev/ptmx. Optional: without it, no ptys.
   if (mkdir(p.pts_path.c_str(), 0755) == 0) {
-    mount("sentry-pts", p.pts_path.c_str(), "devpts", MS_NOSUID | MS_NOEXEC,
-          "newinstance,ptmxmode=0666,mode=0620");
+    mount("sentry-pts", p.pts_path.c_str(), "devpts", MS_NOSUID | MS_NOEXEC, p.pts_options.c_str());
   }
   if (mkdir("/tmp/.old", 0700) < 0 || syscall(SYS_pivot_root, kNewRoot, "/tmp/.old") < 0 ||
       chdir("/") < 0 || umount2("/.old", MNT_DETACH) < 0 || rmdir("/.old") < 0) {
@@ -465,6 +483,7 @@ LOADER_CODE int LoaderMain(void* arg) {
     // built. The guest is forked into it.
     if (unshare(CLONE_NEWNET) < 0) Fail(p, LoaderStep::kNetns);
     ReadyNetns(p);
+    CapUserNsCounts(p);
     BuildMountView(p);
     if (sethostname(p.spec->hostname.data(), p.spec->hostname.size()) < 0) {
       Fail(p, LoaderStep::kHostname);
@@ -509,6 +528,59 @@ LOADER_CODE int LoaderMain(void* arg) {
     int status;
     if (waitpid(-1, &status, __WALL) < 0 && errno == ECHILD) _exit(0);
   }
+}
+
+// The process that makes the sandbox's user namespace as the sandbox's own
+// host id (LoaderSpec::ns_owner), so that the kernel charges the
+// namespace's per-user counts to that id and not to the caller (root). It
+// shares the sentry's memory (CLONE_VM, as vfork: no page tables copied for
+// it), drops the supplementary groups, lowers the rlimits the kernel keeps
+// as the new namespace's ceilings (create_user_ns copies them from its
+// maker), takes the id with raw calls (see RawSetIds) and clones the loader
+// with CLONE_PARENT: the loader is the sentry's child, as without it (its
+// waitpid, its parent-death signal), and this process exits at once.
+struct OwnerClone {
+  Prepared* p;
+  int flags;
+  char* stack_top;
+  pid_t pid = -1;
+  int err = 0;
+};
+
+LOADER_CODE int OwnerMain(void* arg) {
+  auto* o = static_cast<OwnerClone*>(arg);
+  uid_t id = o->p->spec->ns_owner;
+  rlimit mq{kSandboxMsgQueueBytes, kSandboxMsgQueueBytes};
+  rlimit sigs{kSandboxSigPending, kSandboxSigPending};
+  if (syscall(SYS_prlimit64, 0, RLIMIT_MSGQUEUE, &mq, nullptr) < 0 ||
+      syscall(SYS_prlimit64, 0, RLIMIT_SIGPENDING, &sigs, nullptr) < 0 ||
+      syscall(SYS_setgroups, 0, nullptr) < 0 || RawSetIds(id, id) < 0) {
+    o->err = errno;
+    return 1;
+  }
+  // The exit signal of a CLONE_PARENT child is its maker's (SIGCHLD, see
+  // StartLoader), whatever these flags say.
+  pid_t pid = clone(LoaderMain, o->stack_top, o->flags | CLONE_PARENT | SIGCHLD, o->p);
+  o->err = pid < 0 ? errno : 0;
+  o->pid = pid;
+  return 0;
+}
+
+// Clones the loader as LoaderSpec::ns_owner (see OwnerMain); -errno on failure.
+pid_t CloneAsOwner(Prepared& p, int flags, char* loader_stack_top) {
+  constexpr size_t kOwnerStackSize = 64 << 10;
+  static char* owner_stack = new char[kOwnerStackSize];
+  OwnerClone o{&p, flags, loader_stack_top};
+  pid_t owner =
+      clone(OwnerMain, owner_stack + kOwnerStackSize, CLONE_VM | CLONE_VFORK | SIGCHLD, &o);
+  if (owner < 0) return -errno;
+  int status = 0;
+  // (Reaped by another of the sentry's waiters: ECHILD, and o is filled in
+  // all the same, since CLONE_VFORK returns only once it has exited.)
+  while (waitpid(owner, &status, __WALL) < 0 && errno == EINTR) {
+  }
+  if (o.pid < 0) return -(o.err != 0 ? o.err : EPERM);
+  return o.pid;
 }
 
 }  // namespace
@@ -568,6 +640,7 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   p.source_fds.assign(p.host_paths.size(), -1);
   p.store_path = std::string(kNewRoot) + vfs::Store::kGuestPath;
   p.pts_path = std::string(kNewRoot) + kGuestPtsPath;
+  p.pts_options = "newinstance,ptmxmode=0666,mode=0620,max=" + std::to_string(kSandboxPtys);
   p.prog.len = static_cast<unsigned short>(spec.filter.size());
   p.prog.filter = const_cast<sock_filter*>(spec.filter.data());
   if (spec.census) {
@@ -608,8 +681,15 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
       return -err;
     }
   }
-  pid_t pid = clone(LoaderMain, stack + kStackSize, clone_flags | SIGCHLD, &p);
-  int err = errno;
+  pid_t pid;
+  int err;
+  if (spec.ns_owner != 0 && (clone_flags & CLONE_NEWUSER)) {
+    pid = CloneAsOwner(p, clone_flags, stack + kStackSize);
+    err = pid < 0 ? -pid : 0;
+  } else {
+    pid = clone(LoaderMain, stack + kStackSize, clone_flags | SIGCHLD, &p);
+    err = errno;
+  }
   close_moved();
   if (rootfs >= 0) {
     // Back where it was; at / if that is gone (this thread's cwd alone).
@@ -698,6 +778,10 @@ const char* LoaderStepName(LoaderStep step) {
       return "make the guest's terminal";
     case LoaderStep::kLandlock:
       return "make the guest's Landlock domain";
+    case LoaderStep::kPoolCaps:
+      return "cap the user namespace's kernel counts";
+    case LoaderStep::kOwner:
+      return "take the sandbox's host id to make its user namespace";
     case LoaderStep::kReady:
       return "ready";
     case LoaderStep::kListener:

@@ -62,6 +62,8 @@ enum class LoaderStep : int {
   kTerminal,
   kExtraFds,
   kLandlock,
+  kPoolCaps,
+  kOwner,
   kReady = 100,     // mount view built (value: bit i set: the i-th cgroup refused the loader)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };
@@ -89,6 +91,12 @@ struct LoaderSpec {
   uid_t uid = 1000;           // inside the user namespace (without one: the host uid)
   gid_t gid = 1000;
   std::vector<gid_t> groups;  // supplementary, inside the user namespace (see spawn.cc)
+  // The sandbox's block of host ids (sentry/run/id_slots.h): the namespace's
+  // 0 maps to host_ids, and (ns_owner) the user namespace is made by that
+  // id, not by the caller, so the kernel charges the namespace's per-user
+  // counts to it (see loader/pool_caps.h). 0: the caller's own choice.
+  uid_t host_ids = 0;
+  uid_t ns_owner = 0;
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;
   // The guest gets CensusFilter(filter) instead (sentry run --census; see

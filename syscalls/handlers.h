@@ -77,6 +77,10 @@ SENTRY_HANDLER(Flistxattr);
 SENTRY_HANDLER(Removexattr);
 SENTRY_HANDLER(Lremovexattr);
 SENTRY_HANDLER(Fremovexattr);
+// sys_pools.cc
+SENTRY_HANDLER(IoSetup);
+SENTRY_HANDLER(Sync);
+SENTRY_HANDLER(Syncfs);
 // sys_misc.cc
 SENTRY_HANDLER(Sysinfo);
 SENTRY_HANDLER(SchedGetaffinity);

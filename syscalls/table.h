@@ -62,6 +62,36 @@ enum class Wall : uint8_t {
   kLandlockSignal,
 };
 
+// The kernel pool a row draws from when it makes a kernel object natively
+// (the rule of the pools, DESIGN.md): the count that bounds it, who the
+// kernel charges, and the sandbox's cap (loader/pool_caps.h). B is the first
+// host id of the sandbox's block (sentry/run/spawn.h), which makes its user
+// namespace; its guest runs as B + 1. Table: tests/security/README.md,
+// "Availability"; the table test names the rows that must say one.
+enum class Pool : uint8_t {
+  kNone,          // makes no kernel object beyond what the guest holds
+  kFdOnly,        // an fd and a small object: RLIMIT_NOFILE per process, the pids cap,
+                  // their memory in the sandbox's memory cgroup
+  kInotify,       // inotify instances: ucounts (sandbox ns, uid) capped at 32 there
+                  // (its /proc/sys/user), charged up to (host ns, B)
+  kMqueue,        // POSIX queue bytes: RLIMIT_MSGQUEUE 256 KiB (the guest's and the
+                  // namespace's ceiling), charged to (host ns, B); queues_max per ipc ns
+  kSigQueue,      // queued signals and timers' signals: RLIMIT_SIGPENDING 2048, charged
+                  // to (host ns, B) (kill's SI_USER bypasses the rlimit: memory cgroup)
+  kAio,           // AIO events: fs.aio-nr is the host's: io_setup traps and draws on a
+                  // budget of a 64th of fs.aio-max-nr (sys_pools.cc)
+  kPipeBuffers,   // pipe pages: per host uid (B + 1's pipe-user-pages), and
+                  // F_SETPIPE_SZ at most pipe-max-size
+  kEpollWatches,  // epoll watches: per host uid (B + 1's max_user_watches)
+  kSysvIpc,       // SysV segments, semaphores, queues: the sandbox's own ipc namespace
+  kFileLocks,     // flock/fcntl locks on files the guest holds: memory cgroup
+                  // (fcntl's F_SETPIPE_SZ: kPipeBuffers)
+  kProcesses,     // tasks: RLIMIT_NPROC per (sandbox ns, uid) = --pids, and the pids cgroup
+};
+
+// The pool's counter, who is charged and the cap, in words ("" for kNone).
+const char* PoolText(Pool pool);
+
 // Every argument letter the --trace decoder knows (see SyscallRow::args).
 inline constexpr const char kArgKinds[] = "duxofsplFAMVPKqUCn";
 // The letters that can carry a file-system name (a path, a unix socket
@@ -87,6 +117,8 @@ struct SyscallRow {
   // running them natively is safe (audited by hand, row by row).
   Wall wall;
   const char* why;
+  // What bounds the kernel object the row makes natively (kNone: none).
+  Pool pool = Pool::kNone;
 };
 
 // Whether a refusal the table makes itself (an errno row, or a failed argument

@@ -19,6 +19,14 @@
 // A trap only when the filter's argument test fails; native otherwise.
 #define TRAP_UNLESS(nr, name, handler, filter, args, wall, why) \
   { nr, #name, Action::kTrap, 0, &::sentry::sys::handler, filter, args, Wall::wall, why }
+// The same rows for a call that makes a kernel object natively: the pool
+// that bounds it (see Pool in table.h, the rule of the pools).
+#define NATIVE_ALLOC(nr, name, args, wall, pool, why) \
+  { nr, #name, Action::kNative, 0, nullptr, ArgFilter::kNone, args, Wall::wall, why, Pool::pool }
+#define FILTERED_ALLOC(nr, name, filter, err, args, wall, pool, why) \
+  { nr, #name, Action::kNative, err, nullptr, filter, args, Wall::wall, why, Pool::pool }
+#define TRAP_ALLOC(nr, name, handler, args, pool) \
+  { nr, #name, Action::kTrap, 0, &::sentry::sys::handler, ArgFilter::kNone, args, Wall::kNone, nullptr, Pool::pool }
 #define TRACE(nr, name, args) \
   { nr, #name, Action::kTrace, 0, nullptr, ArgFilter::kNone, args, Wall::kNone, nullptr }
 #define DENY(nr, name, err, args) \

@@ -93,6 +93,11 @@ constexpr RowStatus kStatus[] = {
      "a receiver with SO_PASSCRED that is sent no explicit credentials sees the sentry's ids"},
     {307, Sendmmsg, kPartial, "as sendmsg; at most a bounded batch a call (the rest is left)"},
     // The table of a sandbox without namespaces.
+    {206, IoSetup, kFull,
+     "within the sandbox's AIO share (a 64th of fs.aio-max-nr, else EAGAIN); then the kernel "
+     "runs it"},
+    {162, Sync, kFull, "flushes nothing: the guest's files are in memory"},
+    {306, Syncfs, kFull, "EBADF for a bad fd; flushes nothing: the guest's files are in memory"},
     {-1, ConfinePids, kFull, "the pid must be the sandbox's (else ESRCH); then the kernel runs it"},
     {125, Capget, kFull, "the header read once; the kernel asked for the sandbox's task"},
     {102, Getuid, kFull, "the sandbox's id"},

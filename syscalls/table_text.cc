@@ -41,6 +41,35 @@ const char* ArgFilterText(ArgFilter filter) {
   return "?";
 }
 
+const char* PoolText(Pool pool) {
+  switch (pool) {
+    case Pool::kNone:
+      return "";
+    case Pool::kFdOnly:
+      return "an fd: RLIMIT_NOFILE per process, the pids cap; memory cgroup";
+    case Pool::kInotify:
+      return "inotify instances: 32 per uid in the sandbox's user namespace, charged to its "
+             "host id";
+    case Pool::kMqueue:
+      return "queue bytes: RLIMIT_MSGQUEUE 256 KiB, charged to the sandbox's host id";
+    case Pool::kSigQueue:
+      return "queued signals: RLIMIT_SIGPENDING 2048, charged to the sandbox's host id";
+    case Pool::kAio:
+      return "AIO events: the sandbox's share of fs.aio-max-nr (a 64th), kept by the sentry";
+    case Pool::kPipeBuffers:
+      return "pipe pages: pipe-user-pages of the sandbox's own host uid";
+    case Pool::kEpollWatches:
+      return "epoll watches: max_user_watches of the sandbox's own host uid";
+    case Pool::kSysvIpc:
+      return "SysV objects: the limits of the sandbox's own ipc namespace";
+    case Pool::kFileLocks:
+      return "locks on files the guest holds: memory cgroup";
+    case Pool::kProcesses:
+      return "tasks: RLIMIT_NPROC (--pids) in the sandbox's user namespace, the pids cgroup";
+  }
+  return "?";
+}
+
 std::string ArgFilterFailure(const SyscallRow& row) {
   switch (row.filter) {
     case ArgFilter::kNone:

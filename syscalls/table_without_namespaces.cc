@@ -31,11 +31,11 @@ using enum ArgFilter;
 
 constexpr SyscallRow kChanges[] = {
     // A process, thread or group the call names must be the sandbox's (sys_pid.cc).
-    TRAP(62, kill, ConfinePids, "Pd"),
+    TRAP_ALLOC(62, kill, ConfinePids, "Pd", kSigQueue),
     TRAP(121, getpgid, ConfinePids, "P"),
     TRAP(124, getsid, ConfinePids, "P"),
     TRAP(125, capget, Capget, "Cp"),
-    TRAP(129, rt_sigqueueinfo, ConfinePids, "Pdp"),
+    TRAP_ALLOC(129, rt_sigqueueinfo, ConfinePids, "Pdp", kSigQueue),
     TRAP(140, getpriority, ConfinePids, "dP"),
     TRAP(141, setpriority, ConfinePids, "dPd"),
     TRAP(142, sched_setparam, ConfinePids, "Pp"),
@@ -43,22 +43,23 @@ constexpr SyscallRow kChanges[] = {
     TRAP(144, sched_setscheduler, ConfinePids, "Pdp"),
     TRAP(145, sched_getscheduler, ConfinePids, "P"),
     TRAP(148, sched_rr_get_interval, ConfinePids, "Pp"),
-    TRAP(200, tkill, ConfinePids, "Pd"),
-    TRAP(234, tgkill, ConfinePids, "PPd"),
+    TRAP_ALLOC(200, tkill, ConfinePids, "Pd", kSigQueue),
+    TRAP_ALLOC(234, tgkill, ConfinePids, "PPd", kSigQueue),
     TRAP(251, ioprio_set, ConfinePids, "dPd"),
     TRAP(252, ioprio_get, ConfinePids, "dP"),
     TRAP(274, get_robust_list, ConfinePids, "Ppp"),
-    TRAP(297, rt_tgsigqueueinfo, ConfinePids, "PPdp"),
+    TRAP_ALLOC(297, rt_tgsigqueueinfo, ConfinePids, "PPdp", kSigQueue),
     TRAP(302, prlimit64, ConfinePids, "Pdpp"),
     TRAP(314, sched_setattr, ConfinePids, "Ppx"),
     TRAP(315, sched_getattr, ConfinePids, "Ppux"),
-    TRAP(434, pidfd_open, ConfinePids, "Px"),
+    TRAP_ALLOC(434, pidfd_open, ConfinePids, "Px", kFdOnly),
     // The host's interfaces would show: terminal queries and fd flags only.
     FILTERED(16, ioctl, kIoctlSafe, ENOTTY, "fxp", kNone,
              "filtered to terminal queries and fd flags on fds the guest holds"),
     // F_SETOWN and F_SETOWN_EX would name a host process for SIGIO: EPERM.
-    FILTERED(72, fcntl, kFcntlNotOwner, EPERM, "fdx", kNone,
-             "fd flags, locks and leases on fds the guest holds (not F_SETOWN: no pid namespace)"),
+    FILTERED_ALLOC(
+        72, fcntl, kFcntlNotOwner, EPERM, "fdx", kNone, kFileLocks,
+        "fd flags, locks and leases on fds the guest holds (not F_SETOWN: no pid namespace)"),
     NATIVE(54, setsockopt, "fddpl", kNone,
            "options of a unix socket the guest holds (no other family is made here)"),
     DENY(29, shmget, ENOSYS, "Klx"),

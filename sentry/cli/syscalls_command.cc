@@ -164,6 +164,8 @@ json RowJson(int nr, const SyscallRow* row, const std::string& name, const Optio
     j["wall"] = WallName(row->wall);
     j["why"] = row->why;
   }
+  // The rule of the pools: what bounds a kernel object the row makes.
+  if (row->pool != Pool::kNone) j["pool"] = PoolText(row->pool);
   if (const RowStatus* s = FindRowStatus(*row)) {
     j["status"] = s->full ? "full" : "partial";
     if (*s->note) j["note"] = s->note;
@@ -336,15 +338,15 @@ void PrintMarkdown(const std::vector<json>& rows, const Options& o) {
                 o.cases ? (" " + Cell(CasesCell(r)) + " |").c_str() : "");
   }
   std::printf("\n## Native rows\n\n");
-  std::printf("| nr | name | argument filter | otherwise | wall | why it is safe |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- |\n");
+  std::printf("| nr | name | argument filter | otherwise | wall | why it is safe | pool |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
   for (const json& r : rows) {
     if (Str(r, "action") != "native") continue;
     std::string allows = r.contains("filter") ? Str(r["filter"], "allows") : "";
     std::string otherwise = r.contains("filter") ? Str(r["filter"], "otherwise") : "";
-    std::printf("| %d | %s | %s | %s | %s | %s |\n", r["nr"].get<int>(), Str(r, "name").c_str(),
-                Cell(allows).c_str(), Cell(otherwise).c_str(), Str(r, "wall").c_str(),
-                Cell(Str(r, "why")).c_str());
+    std::printf("| %d | %s | %s | %s | %s | %s | %s |\n", r["nr"].get<int>(),
+                Str(r, "name").c_str(), Cell(allows).c_str(), Cell(otherwise).c_str(),
+                Str(r, "wall").c_str(), Cell(Str(r, "why")).c_str(), Cell(Str(r, "pool")).c_str());
   }
   std::printf("\n## Refused rows\n\n");
   std::printf("| nr | name | errno |\n| --- | --- | --- |\n");
@@ -403,6 +405,7 @@ void PrintText(const std::vector<json>& rows) {
     if (r.contains("status")) text += ", " + Str(r, "status");
     if (r.contains("note")) text += ": " + Str(r, "note");
     if (r.contains("why")) text += " [" + Str(r, "wall") + "]: " + Str(r, "why");
+    if (r.contains("pool")) text += " {pool: " + Str(r, "pool") + "}";
     std::printf("%4d  %-24s %s\n", r["nr"].get<int>(), Str(r, "name").c_str(), text.c_str());
     if (!r.contains("noRow")) {
       ++counts[a == "native" ? 0 : a == "trap" ? 1 : a == "trace" ? 2 : 3];

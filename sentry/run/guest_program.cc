@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "loader/pool_caps.h"
 
 namespace sentry {
 
@@ -92,6 +93,10 @@ std::vector<GuestLaunch::Rlimit> GuestRlimits(const RunOptions& o, bool memory_c
   // holds without the pids cgroup too (which also counts the sandbox's init).
   if (o.pids) out.push_back({RLIMIT_NPROC, o.pids});
   out.push_back({RLIMIT_NOFILE, o.nofile});
+  // The guest's share of the kernel's per-user pools (loader/pool_caps.h);
+  // without namespaces these are the only ceiling on them.
+  out.push_back({RLIMIT_MSGQUEUE, kSandboxMsgQueueBytes});
+  out.push_back({RLIMIT_SIGPENDING, kSandboxSigPending});
   // The bundle's own: where sentry sets one too, the lower of the two.
   for (const RunOptions::Rlimit& want : o.rlimits) {
     auto same = std::find_if(out.begin(), out.end(), [&](const GuestLaunch::Rlimit& r) {

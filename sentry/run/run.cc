@@ -86,6 +86,15 @@ std::optional<RunError> Run::Prepare() {
   spec_.gid = tree_.gid;
   spec_.groups = o_.groups;
   spec_.hostname = tree_.hostname;
+  // Root's sandboxes each take a block of host ids, and its first id makes
+  // the user namespace (see spawn.h and loader/pool_caps.h).
+  if (o_.namespaces != NamespaceMode::kOff && geteuid() == 0) {
+    auto slot = TakeSandboxIdSlot();
+    if (!slot.ok()) return RunError{kExitSentryError, std::string(slot.status().message())};
+    id_slot_ = std::move(*slot);
+    host_id_base_ = id_slot_.base();
+    spec_.host_ids = spec_.ns_owner = host_id_base_;
+  }
   std::span<const sock_filter> filter = PrebuiltSeccompFilter();
   spec_.filter.assign(filter.begin(), filter.end());
 
@@ -154,7 +163,7 @@ std::optional<RunError> Run::BuildSandbox() {
     store = std::make_unique<vfs::Store>(host_store_.OpenDir(), guest_host_uid_, guest_host_uid_);
     store->set_exec_dir(host_store_.path());
   } else {
-    store = std::make_unique<vfs::Store>(UniqueFd(), kHostIdBase, kHostIdBase);  // see below
+    store = std::make_unique<vfs::Store>(UniqueFd(), host_id_base_, host_id_base_);  // see below
   }
   auto vfs_or = BuildSandboxTree(tree_, std::move(store));
   if (!vfs_or.ok()) return RunError{kExitSentryError, std::string(vfs_or.status().message())};
@@ -168,7 +177,7 @@ std::optional<RunError> Run::BuildSandbox() {
   kc.cpus = o_.cpus;
   kc.pids = o_.pids;
   kc.host_cpus = HostCpus();
-  kc.host_id_base = kHostIdBase;
+  kc.host_id_base = host_id_base_;
   kc.user_uid = tree_.uid;
   kc.user_gid = tree_.gid;
   kc.user_host_uid = kc.user_host_gid = GuestHostUid();

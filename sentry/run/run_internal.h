@@ -109,11 +109,11 @@ class Run {
   // Whether the guest's Landlock domain has the signal scope (ABI 6+).
   bool signal_scope() const { return o_.landlock && LandlockAbi() >= 6; }
   // The file identity of the threads that reach host files for the guest.
-  uid_t GuestFsId() const { return seccomp_only() ? guest_host_uid_ : kHostIdBase + 1; }
+  uid_t GuestFsId() const { return seccomp_only() ? guest_host_uid_ : host_id_base_ + 1; }
   // The host uid the guest's processes run as.
   uid_t GuestHostUid() const {
     if (seccomp_only()) return guest_host_uid_;
-    return tree_.uid == 0 ? kHostIdBase : kHostIdBase + 1;
+    return tree_.uid == 0 ? host_id_base_ : host_id_base_ + 1;
   }
 
   RunOptions o_;
@@ -130,7 +130,11 @@ class Run {
   // Set once the first sweep of the guest's uid is done (see KillSandbox).
   std::atomic<bool> uid_swept_{false};
   uid_t guest_host_uid_ = 0;  // with seccomp_only(), the run's own host uid
-  HostStore host_store_;      // with seccomp_only(), the backing store
+  // With namespaces, the sandbox's block of host ids (spawn.h): a slot of
+  // its own when the sentry is root, held until the run object goes.
+  IdSlot id_slot_;
+  uid_t host_id_base_ = kHostIdBase;
+  HostStore host_store_;  // with seccomp_only(), the backing store
   // --tool. Declared before kernel_: it outlives the /dev node that points at it.
   std::unique_ptr<tools::ToolChannel> tools_;
   std::unique_ptr<Kernel> kernel_;

@@ -44,6 +44,15 @@ absl::Status StepError(const LoaderMessage& m) {
 
 }  // namespace
 
+absl::StatusOr<IdSlot> TakeSandboxIdSlot() {
+  if (mkdir("/run/sentry", 0755) < 0 && errno != EEXIST) {
+    return IdSlot::Take("/dev/shm/sentry-ids", kFirstSlotId, kIdSlots);
+  }
+  auto slot = IdSlot::Take("/run/sentry/ids", kFirstSlotId, kIdSlots);
+  if (slot.ok() || slot.status().code() == absl::StatusCode::kResourceExhausted) return slot;
+  return IdSlot::Take("/dev/shm/sentry-ids", kFirstSlotId, kIdSlots);
+}
+
 absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
   int maps[2], report[2], go[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, maps) < 0 ||
@@ -71,14 +80,15 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
   // ns 0 is pid 1's; the guest's own id (when not 0) maps to the next host id.
   // nobody/nogroup map too, to a host id nothing owns, so that asking to
   // become them fails with EPERM as for an unprivileged user, not EINVAL.
-  auto map = [](unsigned id, std::span<const gid_t> extra) {
-    std::string m = absl::StrCat("0 ", kHostIdBase, " 1\n");
-    if (id != 0 && id != kNobodyId) absl::StrAppend(&m, id, " ", kHostIdBase + 1, " 1\n");
-    absl::StrAppend(&m, kNobodyId, " ", kHostIdBase + 2, " 1\n");
+  const uid_t base = spec.host_ids != 0 ? spec.host_ids : kHostIdBase;
+  auto map = [base](unsigned id, std::span<const gid_t> extra) {
+    std::string m = absl::StrCat("0 ", base, " 1\n");
+    if (id != 0 && id != kNobodyId) absl::StrAppend(&m, id, " ", base + 1, " 1\n");
+    absl::StrAppend(&m, kNobodyId, " ", base + 2, " 1\n");
     std::set<unsigned> done = {0, id, kNobodyId};
     for (size_t i = 0; i < extra.size() && i < kMaxGuestGroups; ++i) {
       if (!done.insert(extra[i]).second) continue;
-      absl::StrAppend(&m, extra[i], " ", kHostIdBase + 3 + i, " 1\n");
+      absl::StrAppend(&m, extra[i], " ", base + 3 + i, " 1\n");
     }
     return m;
   };

@@ -7,22 +7,42 @@
 #include <sys/types.h>
 
 #include <array>
+#include <cstdint>
 
 #include "absl/status/statusor.h"
 #include "loader/loader.h"
 #include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
+#include "sentry/run/id_slots.h"
 
 namespace sentry {
 
-// The guest's ids on the host: unprivileged and used by nothing else. Inside
-// the user namespace uid 0 maps to kHostIdBase and the sandbox user to +1.
+// The guests' ids on the host: unprivileged and used by nothing else.
+//
+//   kHostIdBase + [0, 0x10000)         a namespaced sandbox made by a caller
+//                                      that takes no slot (not root)
+//   kHostIdBase + 0x10000 + pid        a run without namespaces, one per live
+//                                      sentry pid (pid_max <= 2^22: below
+//                                      kHostIdBase + 0x410000; seccomp_only.h)
+//   kFirstSlotId + k * kIdsPerSlot     root's namespaced sandboxes: slot k of
+//                                      kIdSlots, held alone (id_slots.h)
+//
+// Inside a user namespace uid 0 maps to the block's first id (B), the
+// sandbox user to B + 1, nobody/nogroup to B + 2, supplementary groups to
+// B + 3 + i; B makes the namespace (its owner, charged for its counts).
 inline constexpr uid_t kHostIdBase = 2000000000;
-// nobody and nogroup, mapped to kHostIdBase + 2 (which owns nothing).
+inline constexpr uid_t kFirstSlotId = kHostIdBase + 0x1000000;
+inline constexpr uint32_t kIdSlots = 4096;  // up to kHostIdBase + 0x1040000
+// nobody and nogroup, mapped to B + 2 (which owns nothing).
 inline constexpr uid_t kNobodyId = 65534;
 // Supplementary groups a guest may hold (LoaderSpec::groups): each one not
-// mapped already maps to kHostIdBase + 3 + i (which own nothing either).
+// mapped already maps to B + 3 + i (which own nothing either).
 inline constexpr size_t kMaxGuestGroups = 32;
+static_assert(3 + kMaxGuestGroups <= kIdsPerSlot);
+
+// A slot of root's sandbox ids (a lock in /run/sentry/ids, else in
+// /dev/shm/sentry-ids where /run is not writable), held until destroyed.
+absl::StatusOr<IdSlot> TakeSandboxIdSlot();
 
 class Spawned final {
  public:

@@ -2,14 +2,21 @@
 // (WarmPython), idle until its client comes (IdleUntilReadable), and its one
 // run (ServePython).
 #include <dirent.h>
+#include <linux/capability.h>
+#include <sched.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -207,6 +214,78 @@ std::optional<RunError> Run::WriteRequestFiles(const std::string& cwd) {
   return std::nullopt;
 }
 
+namespace {
+
+struct RlimitChange {
+  int resource;
+  rlimit value;
+};
+
+struct SetRlimitsJob {
+  pid_t pid;
+  uid_t owner;
+  const std::vector<RlimitChange>* changes;
+  int failed_resource = -1;
+  int err = 0;
+};
+
+// The body of SetGuestRlimits's child: raw calls only (it shares the
+// sentry's memory on a stack of its own), not instrumented.
+__attribute__((no_sanitize("address", "undefined"))) int SetRlimitsAsOwner(void* arg) {
+  auto* job = static_cast<SetRlimitsJob*>(arg);
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct caps[2] = {};
+  caps[0].effective = caps[0].permitted = 1u << CAP_SYS_RESOURCE;
+  if (syscall(SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0 ||
+      syscall(SYS_setresgid, job->owner, job->owner, job->owner) < 0 ||
+      syscall(SYS_setresuid, job->owner, job->owner, job->owner) < 0) {
+    job->err = errno;
+    return 1;
+  }
+  // Kept where the sentry has it (a container's root may not: then a hard
+  // limit cannot be raised, as by the sentry itself).
+  (void)syscall(SYS_capset, &hdr, caps);
+  for (const RlimitChange& c : *job->changes) {
+    if (syscall(SYS_prlimit64, job->pid, c.resource, &c.value, nullptr) < 0) {
+      job->failed_resource = c.resource;
+      job->err = errno;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// Sets the guest's rlimits from the sentry; nullopt, or {resource, errno}.
+// Linux lets the caller set them on a process in another user namespace
+// only through CAP_SYS_RESOURCE over that namespace, which a root without
+// it (this CI's root has none) gets only as the namespace's owner. Root's
+// sandboxes' namespaces are made by their own ids (sentry/run/spawn.h): so
+// a child process takes the owner's id, which may act on the namespace's
+// processes, and keeps CAP_SYS_RESOURCE where it has it (to raise a hard
+// limit, which Linux checks in the host's namespace).
+std::optional<std::pair<int, int>> SetGuestRlimits(pid_t pid, uid_t owner,
+                                                   const std::vector<RlimitChange>& changes) {
+  if (owner == 0) {
+    for (const RlimitChange& c : changes) {
+      if (prlimit(pid, static_cast<__rlimit_resource>(c.resource), &c.value, nullptr) < 0) {
+        return std::make_pair(c.resource, errno);
+      }
+    }
+    return std::nullopt;
+  }
+  SetRlimitsJob job{pid, owner, &changes};
+  std::vector<char> stack(64 << 10);
+  pid_t child =
+      clone(SetRlimitsAsOwner, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD, &job);
+  if (child < 0) return std::make_pair(-1, errno);
+  while (waitpid(child, nullptr, __WALL) < 0 && errno == EINTR) {
+  }
+  if (job.err != 0) return std::make_pair(job.failed_resource, job.err);
+  return std::nullopt;
+}
+
+}  // namespace
+
 // The guest set the pool's rlimits before its execve; the request's replace
 // them (the sentry may raise them: it is root where the guest is not).
 std::optional<RunError> Run::ApplyRequestRlimits() {
@@ -214,17 +293,20 @@ std::optional<RunError> Run::ApplyRequestRlimits() {
   auto limits =
       GuestRlimits(o_, cgroups_.has_memory(), cgroups_.has_cpu(), wall_rlimits_, &too_high);
   if (!too_high.empty()) return RunError{kExitSentryError, too_high};
+  std::vector<RlimitChange> changes;
   for (const GuestLaunch::Rlimit& r : limits) {
     rlimit l{r.value, r.value};
     // CPU time counts from the process's start: the warm start's is added.
     if (r.resource == RLIMIT_CPU && l.rlim_cur != RLIM_INFINITY) {
       l.rlim_cur = l.rlim_max = r.value + cpu_base_ns_ / 1000000000 + 1;
     }
-    if (prlimit(spawned_->guest_pid(), static_cast<__rlimit_resource>(r.resource), &l, nullptr) <
-        0) {
-      return RunError{kExitSentryError, absl::StrCat("cannot set the guest's rlimit ", r.resource,
-                                                     ": ", std::strerror(errno))};
-    }
+    changes.push_back({r.resource, l});
+  }
+  // A namespace made by the sandbox's own id (spawn.h): set by that id.
+  uid_t owner = id_slot_.held() ? host_id_base_ : 0;
+  if (auto failed = SetGuestRlimits(spawned_->guest_pid(), owner, changes)) {
+    return RunError{kExitSentryError, absl::StrCat("cannot set the guest's rlimit ", failed->first,
+                                                   ": ", std::strerror(failed->second))};
   }
   return std::nullopt;
 }

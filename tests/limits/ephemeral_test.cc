@@ -77,7 +77,7 @@ std::string HostSnapshot() {
   for (const std::string& line :
        Lines(sentry::testing::RunProcess({"/bin/ps", "-e", "-o", "uid="}).out)) {
     long uid = std::atol(line.c_str());
-    // A namespaced guest's 2000000000 and +1; without namespaces, 2000065536 + pid.
+    // A namespaced guest's block (from 2016777216); without namespaces, 2000065536 + pid.
     if (uid >= 2000000000) ++procs;
   }
   out += "sandbox-uid processes: " + std::to_string(procs) + "\n";
@@ -155,9 +155,8 @@ TEST_P(Ephemeral, NothingOfTheRunIsLeft) {
     for (pid_t pid : MarkedProcesses(marker)) {
       std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
       size_t at = status.find("Uid:\t");
-      // The guest's uid: kGuestHostUid, or (without namespaces) one above it.
       long uid = at == std::string::npos ? -1 : std::atol(status.c_str() + at + 5);
-      if (uid >= static_cast<long>(kGuestHostUid) && (leader < 0 || pid < leader)) {
+      if (IsGuestHostUid(uid) && (leader < 0 || pid < leader)) {
         leader = pid;
       }
     }

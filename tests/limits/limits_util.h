@@ -27,8 +27,17 @@ using sentry::testing::Str;
 // Monotonic seconds.
 double Now();
 
-// The host uid the sandbox user (uid 1000 inside) runs as.
-inline constexpr uid_t kGuestHostUid = 2000000001;
+// The host uid the sandbox user (uid 1000 inside) runs as when the sandbox
+// holds the first block of root's sandbox ids (sentry/run/spawn.h), which it
+// does when no other sandbox runs on the host.
+inline constexpr uid_t kGuestHostUid = 2016777217;
+// Whether uid is a guest user's on the host: the second id of a sandbox's
+// block, or (without namespaces) a run's own id, from 2000065536.
+inline bool IsGuestHostUid(long uid) {
+  constexpr long kFirstSlot = 2016777216, kFirstSeccompOnly = 2000065536;
+  if (uid >= kFirstSlot) return (uid - kFirstSlot) % 64 == 1;
+  return uid >= kFirstSeccompOnly && uid < kFirstSeccompOnly + (1L << 22);
+}
 
 // A started process with pipes to its stdin, stdout and stderr.
 struct Child {
