@@ -59,6 +59,7 @@ enum class LoaderStep : int {
   kLoopback,
   kTerminal,
   kExtraFds,
+  kIdMaps,
   kReady = 100,     // mount view built (value: bit i set: the i-th cgroup refused the loader)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };
@@ -86,6 +87,12 @@ struct LoaderSpec {
   uid_t uid = 1000;           // inside the user namespace (without one: the host uid)
   gid_t gid = 1000;
   std::vector<gid_t> groups;  // supplementary, inside the user namespace (see spawn.cc)
+  // A caller without root and without a subordinate range: the user
+  // namespace maps the caller's own uid and gid alone (to uid/gid), with
+  // setgroups denied. The loader writes those maps itself (the sentry, not
+  // dumpable, may not open a fresh clone's /proc files), keeps the ids it has
+  // (the only ones mapped), and the guest makes no setgroups.
+  bool single_id = false;
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;
   // The guest gets CensusFilter(filter) instead (sentry run --census; see

@@ -1,4 +1,6 @@
 // sentry: run untrusted programs in a user-space kernel.
+#include <sys/prctl.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -40,6 +42,9 @@ Exit codes: see `sentry run --help`.
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First: no process of the caller's uid (a guest without namespaces, or
+  // any other) may ptrace this one, read its memory or open its /proc files.
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   sentry::log::LevelFromEnvironment();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
