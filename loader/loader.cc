@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "loader/census_filter.h"
@@ -66,6 +67,7 @@ struct Prepared {
   std::vector<sock_filter> census_filter;  // spec->census: what prog points at
   char* guest_stack_top;                   // where the guest runs until its execve (see GuestMain)
   int mqueue_root = -1;                    // for the guest's Landlock domain (see OpenMqueueRoot)
+  char uid_map[48], gid_map[48];           // spec->single_id: the one line of each map
 };
 
 LOADER_CODE void Report(const Prepared& p, LoaderStep step, int err, int value = 0,
@@ -217,6 +219,9 @@ LOADER_CODE void ReadyNetns(const Prepared& p) {
 LOADER_CODE void DropCapabilities(const Prepared& p) {
   for (int cap = 0; cap <= 63; ++cap) {
     if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) {
+      // A caller without root, without a user namespace, has no capability
+      // to drop, and no_new_privs keeps execve from granting any.
+      if (errno == EPERM && p.spec->single_id && !p.spec->namespaces) break;
       Fail(p, LoaderStep::kDropCaps);
     }
   }
@@ -367,7 +372,9 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
   PlaceExtraFds(p);
   DropCapabilities(p);
-  if (syscall(SYS_setgroups, p.spec->groups.size(), p.spec->groups.data()) < 0 ||
+  // With a single id mapped, setgroups is denied (see LoaderSpec::single_id).
+  if ((!p.spec->single_id &&
+       syscall(SYS_setgroups, p.spec->groups.size(), p.spec->groups.data()) < 0) ||
       RawSetIds(p.spec->uid, p.spec->gid) < 0) {
     Fail(p, LoaderStep::kSetIds);
   }
@@ -466,9 +473,34 @@ LOADER_CODE int JoinCgroups(const Prepared& p) {
   return failed;
 }
 
+LOADER_CODE bool WriteProcSelf(const char* path, const char* text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  size_t n = std::strlen(text);
+  bool ok = write(fd, text, n) == static_cast<ssize_t>(n);
+  close(fd);
+  return ok;
+}
+
+// Single-id mode (LoaderSpec::single_id): the loader, the first process of
+// its user namespace, maps its own uid and gid, setgroups denied first, as
+// `unshare -r` does.
+LOADER_CODE void MapOwnIds(const Prepared& p) {
+  if (!WriteProcSelf("/proc/self/setgroups", "deny") ||
+      !WriteProcSelf("/proc/self/uid_map", p.uid_map) ||
+      !WriteProcSelf("/proc/self/gid_map", p.gid_map)) {
+    Fail(p, LoaderStep::kIdMaps);
+  }
+}
+
 LOADER_CODE int LoaderMain(void* arg) {
   Prepared& p = *static_cast<Prepared*>(arg);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The sentry is not dumpable (see main.cc); the loader, a copy of it, must
+  // be, for the sentry without root to reach it (/proc/PID/root, and
+  // pidfd_getfd on the guest, which shares this memory until its execve).
+  prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+  if (p.spec->namespaces && p.spec->single_id) MapOwnIds(p);
   CloseAllBut(p);
   char byte;
   if (read(p.pipes.maps_read, &byte, 1) != 1 || byte != 'm') Fail(p, LoaderStep::kWaitMaps);
@@ -477,7 +509,8 @@ LOADER_CODE int LoaderMain(void* arg) {
     // in its tmpfs has an owner the namespace can name. A change of ids
     // clears the parent-death signal: it is set again. (Should the sentry
     // die before that, the read of its "c" below ends the loader.)
-    if (RawSetIds(0, 0) < 0) Fail(p, LoaderStep::kWaitMaps);
+    // With a single id mapped, the loader is that id already.
+    if (!p.spec->single_id && RawSetIds(0, 0) < 0) Fail(p, LoaderStep::kWaitMaps);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     // First, so the sentry starts its DNS server while the mount view is
     // built. The guest is forked into it.
@@ -638,6 +671,10 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
     p.link_targets.push_back(target);
   }
   p.source_fds.assign(p.host_paths.size(), -1);
+  if (spec.single_id) {
+    snprintf(p.uid_map, sizeof(p.uid_map), "%u %u 1\n", spec.uid, getuid());
+    snprintf(p.gid_map, sizeof(p.gid_map), "%u %u 1\n", spec.gid, getgid());
+  }
   p.store_path = std::string(kNewRoot) + vfs::Store::kGuestPath;
   p.pts_path = std::string(kNewRoot) + kGuestPtsPath;
   p.pts_options = "newinstance,ptmxmode=0666,mode=0620,max=" + std::to_string(kSandboxPtys);
@@ -782,6 +819,8 @@ const char* LoaderStepName(LoaderStep step) {
       return "cap the user namespace's kernel counts";
     case LoaderStep::kOwner:
       return "take the sandbox's host id to make its user namespace";
+    case LoaderStep::kIdMaps:
+      return "map the caller's uid and gid in the user namespace";
     case LoaderStep::kReady:
       return "ready";
     case LoaderStep::kListener:

@@ -64,6 +64,7 @@ enum class LoaderStep : int {
   kLandlock,
   kPoolCaps,
   kOwner,
+  kIdMaps,
   kReady = 100,     // mount view built (value: bit i set: the i-th cgroup refused the loader)
   kListener = 101,  // guest filter installed (value: listener fd in the guest)
 };
@@ -97,6 +98,12 @@ struct LoaderSpec {
   // counts to it (see loader/pool_caps.h). 0: the caller's own choice.
   uid_t host_ids = 0;
   uid_t ns_owner = 0;
+  // A caller without root and without a subordinate range: the user
+  // namespace maps the caller's own uid and gid alone (to uid/gid), with
+  // setgroups denied. The loader writes those maps itself (the sentry, not
+  // dumpable, may not open a fresh clone's /proc files), keeps the ids it has
+  // (the only ones mapped), and the guest makes no setgroups.
+  bool single_id = false;
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;
   // The guest gets CensusFilter(filter) instead (sentry run --census; see

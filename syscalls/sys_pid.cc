@@ -11,6 +11,7 @@
 // still holds, a process without capabilities reaching only its own uid's
 // processes, which are the run's alone.
 #include <linux/capability.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -34,8 +35,10 @@ bool IsSandboxGroup(SyscallContext& ctx, pid_t pgid) {
   return false;
 }
 
-// The run's own uid: its processes are the only ones of that uid.
+// The run's own uid: its processes are the only ones of that uid (not so
+// for a caller without root, whose own uid the guest runs as).
 bool IsRunUser(SyscallContext& ctx, uint64_t uid) {
+  if (ctx.kernel.config().host_uid_shared) return false;
   return uid == 0 || uid == ctx.kernel.config().user_host_uid;
 }
 
@@ -119,7 +122,26 @@ SysStatus CheckCall(SyscallContext& ctx, int nr) {
 
 }  // namespace
 
+// kill(-1, sig) where the guest's uid is the caller's own: the kernel would
+// signal every process of the caller (the sentry too), so the sentry sends it
+// to the sandbox's processes but the caller, as kill(-1) would to a uid of
+// its own (kernel/signal.c, kill_something_info).
+SysResult<uint64_t> KillEverySandboxProcess(SyscallContext& ctx) {
+  int sig = ctx.args.Int(1);
+  if (sig < 0 || sig > SIGRTMAX) return Errno{EINVAL};
+  int sent = 0;
+  for (const auto& [tgid, process] : ctx.kernel.tasks().Processes()) {
+    if (tgid == ctx.task.process->tgid) continue;
+    if (kill(tgid, sig) == 0) ++sent;
+  }
+  if (sent == 0) return Errno{ESRCH};
+  return 0;
+}
+
 SysResult<uint64_t> ConfinePids(SyscallContext& ctx) {
+  if (ctx.nr == SYS_kill && ctx.args.Int(0) == -1 && ctx.kernel.config().host_uid_shared) {
+    return KillEverySandboxProcess(ctx);
+  }
   SYS_TRY(CheckCall(ctx, ctx.nr));
   ctx.let_kernel_run = true;
   return 0;

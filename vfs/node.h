@@ -75,7 +75,26 @@ struct HostDir {
   // run gave them (docker's habit: the container's ids as they are).
   uid_t as_uid = 0;
   gid_t as_gid = 0;
+  // Beneath a -v mount of a sentry without root: the caller's own host ids
+  // read as the guest's (see HostOwnerView).
+  bool owner_view = false;
 };
+
+// Without root the guest's user is the caller's uid on the host, as its user
+// namespace shows it: in a -v mount the caller's files read as the guest's,
+// so the VFS grants the guest what the kernel grants the caller there. Set
+// once per process (a sandbox's), before its tree is built.
+struct HostOwnerView {
+  bool on = false;
+  uid_t host_uid = 0, guest_uid = 0;
+  gid_t host_gid = 0, guest_gid = 0;
+  void Apply(uid_t& uid, gid_t& gid) const {
+    if (!on) return;
+    if (uid == host_uid) uid = guest_uid;
+    if (gid == host_gid) gid = guest_gid;
+  }
+};
+inline HostOwnerView g_host_owner_view;
 
 // A host entry that readdir listed and nothing has looked up yet: what
 // getdents needs, without the fstatat (and, for a directory, the open) that

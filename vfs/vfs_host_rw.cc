@@ -85,6 +85,7 @@ void CopyAttrs(Node& node, const struct stat& st) {
   a.mode = st.st_mode;
   a.uid = st.st_uid;
   a.gid = st.st_gid;
+  g_host_owner_view.Apply(a.uid, a.gid);  // a -v mount's (see HostDir::owner_view)
   a.atime = st.st_atim;
   a.mtime = st.st_mtim;
   a.ctime = st.st_ctim;

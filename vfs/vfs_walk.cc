@@ -87,6 +87,7 @@ void Vfs::AddChild(const NodeRef& dir, const std::string& name, const NodeRef& c
 NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const std::string& name,
                            const struct stat& st) {
   Attr a = Attr::OfHost(st);
+  if (host_parent->owner_view) g_host_owner_view.Apply(a.uid, a.gid);
   NodeRef node;
   auto lower = [&st, &host_parent](NodeRef n) {
     n->host_mode = st.st_mode;
@@ -101,7 +102,8 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
       node->host_dir = std::make_shared<HostDir>(HostDir{
           UniqueFd(fd), host_parent->path == "/" ? "/" + name : host_parent->path + "/" + name,
           host_parent->read_only, host_parent->filter, host_parent->read_write,
-          host_parent->mount_id, host_parent->as_uid, host_parent->as_gid});
+          host_parent->mount_id, host_parent->as_uid, host_parent->as_gid,
+          host_parent->owner_view});
       node->nlink = st.st_nlink;
       lower(node);
       break;

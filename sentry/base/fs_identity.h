@@ -17,9 +17,22 @@
 
 namespace sentry {
 
+// Whether the sentry runs as root. Without root a thread has one file
+// identity only, the caller's: the kernel enforces the caller's permissions.
+inline bool SentryIsRoot() {
+  static const bool root = geteuid() == 0;
+  return root;
+}
+
 // Returns false if the kernel did not take the identity. (0, 0) gives a root
-// thread its own identity back.
+// thread its own identity back. Without root the only identity is the
+// caller's own: (0, 0) or the caller's uid keep it.
 inline bool DropFsIdentity(uid_t uid, gid_t gid) {
+  if (!SentryIsRoot()) {
+    setfsuid(getuid());
+    setfsgid(getgid());
+    return uid == 0 || uid == getuid();
+  }
   setfsgid(gid);
   setfsuid(uid);
   return setfsuid(static_cast<uid_t>(-1)) == static_cast<int>(uid) &&

@@ -93,6 +93,7 @@ void CheckSeccomp(std::vector<Check>& out) {
   UniqueFd report_r(report[0]), report_w(report[1]);
   pid_t child = fork();
   if (child == 0) {
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);  // as the loader is (see main.cc)
     sock_filter code[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getxattr, 0, 1),
@@ -176,10 +177,21 @@ void CheckOpenat2(std::vector<Check>& out) {
 
 void CheckPtrace(std::vector<Check>& out) {
   Check c{"ptrace"};
+  // The child is dumpable (as the loader is) before the seize.
+  int ready[2] = {-1, -1};
+  if (pipe2(ready, O_CLOEXEC) < 0) ready[0] = ready[1] = -1;
   pid_t child = fork();
   if (child == 0) {
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    if (ready[1] >= 0) (void)!write(ready[1], "r", 1);
     pause();
     _exit(0);
+  }
+  if (ready[1] >= 0) {
+    close(ready[1]);
+    char byte;
+    (void)!read(ready[0], &byte, 1);
+    close(ready[0]);
   }
   if (ptrace(PTRACE_SEIZE, child, nullptr,
              reinterpret_cast<void*>(PTRACE_O_TRACEFORK | PTRACE_O_TRACEEXEC |
@@ -283,6 +295,36 @@ void CheckCgroups(std::vector<Check>& out) {
   out.push_back(c);
 }
 
+// Whose ids the sandbox's are on the host (see DESIGN.md, "Who makes the
+// sandbox").
+void CheckIds(std::vector<Check>& out) {
+  Check c{"ids"};
+  c.required = false;
+  c.ok = true;
+  if (geteuid() == 0) {
+    c.detail = "root: the sandbox's ids map to host ids nobody owns";
+  } else {
+    c.detail = absl::StrCat(
+        "uid ", getuid(), " without root, single-id mode: the guest's user is uid ", getuid(),
+        " on the host, reads only what it may read, and no other id is mapped (a subordinate "
+        "range, `usermod --add-subuids 100000-165535 --add-subgids 100000-165535 USER`, is not "
+        "used yet)");
+  }
+  out.push_back(c);
+}
+
+// Without root: which mechanism holds each limit (no cgroup can be made).
+void CheckRootlessLimits(std::vector<Check>& out) {
+  Check c{"limits"};
+  c.required = false;
+  c.ok = true;
+  c.detail =
+      "no cgroup (cgroup v1 or no delegated v2 subtree): --memory by RLIMIT_AS per process, "
+      "--pids by the sentry's task count and RLIMIT_NPROC, --timeout by the sentry's clock, "
+      "--disk by the store; --cpus is refused (a CPU quota needs a cgroup: run as root)";
+  out.push_back(c);
+}
+
 }  // namespace
 
 int CheckCommand(const std::vector<std::string>& args) {
@@ -300,16 +342,17 @@ int CheckCommand(const std::vector<std::string>& args) {
     }
   }
   std::vector<Check> checks;
-  Check root{"root"};
-  root.ok = geteuid() == 0;
-  root.detail = root.ok ? "the sandbox's ids map to host ids nobody owns"
-                        : "sentry maps the sandbox's users to unused host ids, which needs root";
-  checks.push_back(root);
+  bool root = geteuid() == 0;
+  CheckIds(checks);
   CheckSeccomp(checks);
   CheckOpenat2(checks);
   CheckPtrace(checks);
   CheckNamespaces(checks);
-  if (root.ok) CheckCgroups(checks);
+  if (root) {
+    CheckCgroups(checks);
+  } else {
+    CheckRootlessLimits(checks);
+  }
   CheckLandlock(checks);
 
   bool runs = true, all_walls = true, landlock = false;

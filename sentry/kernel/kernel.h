@@ -53,6 +53,10 @@ struct KernelConfig {
   gid_t user_gid = 0;
   uid_t user_host_uid = 0;
   gid_t user_host_gid = 0;
+  // Without namespaces and without root the guest runs as the caller's own
+  // uid, which the caller's other processes share: a uid is then no name of
+  // the sandbox's processes (PRIO_USER, IOPRIO_WHO_USER find none).
+  bool host_uid_shared = false;
   uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid); }
   gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid); }
 

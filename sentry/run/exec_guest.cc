@@ -185,7 +185,7 @@ void Run::ServeExec(int conn) {
     // file identity while it supervises).
     DropFsIdentity(0, 0);
     std::array<UniqueFd, kMaxLoaderCgroups> files = cgroups_.OpenJoinFiles();
-    DropFsIdentity(GuestFsId(), GuestFsId());
+    DropFsIdentity(GuestFsId(), GuestFsGid());
     std::vector<int> fds;
     for (const UniqueFd& f : files) {
       if (f) fds.push_back(f.get());

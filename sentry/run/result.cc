@@ -41,6 +41,8 @@ Json FilesJson(const std::vector<ReturnedFile>& files) {
 nlohmann::ordered_json ResultObject(const RunResult& r) {
   Json walls = Json::array(), denied = Json::array();
   for (const std::string& w : r.walls) walls.push_back(Text(w));
+  Json limits = Json::object();
+  for (const auto& [kind, by] : r.limits) limits[kind] = Text(by);
   for (const DeniedOperation& d : r.denied) {
     denied.push_back({{"syscall", Text(d.syscall)},
                       {"argument", Text(d.argument)},
@@ -61,6 +63,7 @@ nlohmann::ordered_json ResultObject(const RunResult& r) {
             {"stdoutDroppedBytes", r.stdout_dropped},
             {"stderrDroppedBytes", r.stderr_dropped},
             {"walls", std::move(walls)},
+            {"limits", std::move(limits)},
             {"denied", std::move(denied)},
             {"network",
              {{"connections", r.net_connections},

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sentry {
@@ -50,6 +51,9 @@ struct RunResult {
   uint64_t sentry_throttled_ms = 0;
   uint64_t peak_memory_bytes = 0;
   std::vector<std::string> walls;  // "seccomp", "namespaces", "cgroup-memory"...
+  // Which mechanism holds each limit the run has ("memory" -> "cgroup",
+  // "rlimit-as"...): never one that is not enforced.
+  std::vector<std::pair<std::string, std::string>> limits;
   std::vector<DeniedOperation> denied;
   // Connections out of the sandbox (--allow-net), and their bytes.
   uint64_t net_connections = 0, net_bytes_out = 0, net_bytes_in = 0;

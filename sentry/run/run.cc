@@ -85,6 +85,15 @@ std::optional<RunError> Run::Prepare() {
   spec_.uid = tree_.uid;
   spec_.gid = tree_.gid;
   spec_.groups = o_.groups;
+  if (rootless_) {
+    // Single-id mode: no other id is mapped, so no supplementary group
+    // either (the VFS still checks the guest's emulated ones).
+    spec_.single_id = true;
+    spec_.groups.clear();
+    tree_.rw_uid = getuid();
+    tree_.rw_gid = getgid();
+    vfs::g_host_owner_view = {true, getuid(), tree_.uid, getgid(), tree_.gid};
+  }
   spec_.hostname = tree_.hostname;
   // Root's sandboxes each take a block of host ids, and its first id makes
   // the user namespace (see spawn.h and loader/pool_caps.h).
@@ -105,7 +114,8 @@ std::optional<RunError> Run::Prepare() {
   so.max_output = o_.max_output;
   so.stream_cap = o_.stream_max_output;
   so.tee = {o_.stdout_tee_fd, o_.stderr_tee_fd};
-  so.pipe_uid = so.pipe_gid = GuestHostUid();
+  so.pipe_uid = GuestHostUid();
+  so.pipe_gid = GuestHostGid();
   so.relay_all = warm_;
   if (!warm_) so.tty_fds = GuestTerminal::FdsFor(o_.tty, o_.json, o_.stdin_path);
   so.drop_early = python_;
@@ -121,6 +131,13 @@ std::optional<RunError> Run::Prepare() {
                     "-t gives the guest a terminal and --json captures its output: not both"};
   }
 
+  if (rootless_ && o_.cpus > 0) {
+    // A CPU quota is a cgroup's alone (RLIMIT_CPU bounds a total, not a rate).
+    return RunError{kExitSentryError,
+                    absl::StrCat("--cpus: a CPU quota needs a cpu cgroup, which uid ", getuid(),
+                                 " cannot make on this host (cgroup v1, no delegated subtree); "
+                                 "run as root, or leave --cpus out (--timeout bounds the time)")};
+  }
   if (o_.namespaces == NamespaceMode::kOff) {
     if (auto e = UseSeccompWallAlone("--no-namespaces")) return e;
   }
@@ -149,7 +166,10 @@ std::optional<RunError> Run::BuildSandbox() {
   // of their own while the clone ran, the cgroups took no less in all:
   // both take the kernel's cgroup locks.)
   Cgroups::SweepStale();
-  if (o_.cgroups) {
+  // Without root there is no cgroup of the sentry's to make (cgroup v1, or
+  // v2 without a delegated subtree: not built); the limits hold by rlimits
+  // and the sentry's own counts (see Run::Prepare and the result's limits).
+  if (o_.cgroups && !rootless_) {
     CgroupLimits limits{o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares};
     cgroups_.Create(absl::StrCat("sentry-", getpid()), limits, /*every_controller=*/warm_);
   }
@@ -160,10 +180,10 @@ std::optional<RunError> Run::BuildSandbox() {
 
   std::unique_ptr<vfs::Store> store;
   if (seccomp_only()) {
-    store = std::make_unique<vfs::Store>(host_store_.OpenDir(), guest_host_uid_, guest_host_uid_);
+    store = std::make_unique<vfs::Store>(host_store_.OpenDir(), guest_host_uid_, guest_host_gid_);
     store->set_exec_dir(host_store_.path());
   } else {
-    store = std::make_unique<vfs::Store>(UniqueFd(), host_id_base_, host_id_base_);  // see below
+    store = std::make_unique<vfs::Store>(UniqueFd(), StoreOwnerUid(), StoreOwnerGid());  // below
   }
   auto vfs_or = BuildSandboxTree(tree_, std::move(store));
   if (!vfs_or.ok()) return RunError{kExitSentryError, std::string(vfs_or.status().message())};
@@ -177,11 +197,13 @@ std::optional<RunError> Run::BuildSandbox() {
   kc.cpus = o_.cpus;
   kc.pids = o_.pids;
   kc.host_cpus = HostCpus();
-  kc.host_id_base = host_id_base_;
+  kc.host_id_base = rootless_ ? getuid() : host_id_base_;
   kc.user_uid = tree_.uid;
   kc.user_gid = tree_.gid;
-  kc.user_host_uid = kc.user_host_gid = GuestHostUid();
+  kc.user_host_uid = GuestHostUid();
+  kc.user_host_gid = GuestHostGid();
   kc.namespaces = !seccomp_only();
+  kc.host_uid_shared = seccomp_only() && rootless_;
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
@@ -370,7 +392,7 @@ std::optional<RunError> Run::LaunchGuest() {
   // Both guest-facing threads (this one answers execve) reach host files as an
   // unprivileged user from here on (without namespaces, the guest's own uid,
   // the only one that may enter the store).
-  if (!DropFsIdentity(GuestFsId(), GuestFsId())) {
+  if (!DropFsIdentity(GuestFsId(), GuestFsGid())) {
     return RunError{kExitSentryError, "cannot take an unprivileged file identity"};
   }
   // The guest's first execve names the program as found above; the sentry
@@ -452,15 +474,18 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
     spec_.tty_fds = 0;
   }
   HostStore::SweepStale();
-  guest_host_uid_ = SeccompOnlyGuestId(getpid());
-  auto store = HostStore::Create(guest_host_uid_, o_.disk_bytes);
+  // Root gives the guest a host uid of the run's own; a caller without root
+  // has only its own, which the guest runs as (see KillSandbox).
+  if (!rootless_) guest_host_uid_ = guest_host_gid_ = SeccompOnlyGuestId(getpid());
+  auto store = HostStore::Create(guest_host_uid_, guest_host_gid_, o_.disk_bytes);
   if (!store.ok()) return RunError{kExitSentryError, std::string(store.status().message())};
   host_store_ = std::move(*store);
   // If the loader dies first, its orphans come here (see ReapOrphans), not
   // to the host's init.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   spec_.namespaces = false;
-  spec_.uid = spec_.gid = guest_host_uid_;
+  spec_.uid = guest_host_uid_;
+  spec_.gid = guest_host_gid_;
   spec_.groups.clear();  // no user namespace to map them in
   creds_.groups.clear();
   // fcntl is native where the guest's Landlock signal scope keeps F_SETOWN's
@@ -474,12 +499,13 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
   // A core file would be written by the kernel in the host's tree (where
   // core_pattern names it), not in a mount view: none.
   wall_rlimits_.push_back({RLIMIT_CORE, 0});
-  stdio_.SetPipeOwner(guest_host_uid_, guest_host_uid_);
+  stdio_.SetPipeOwner(guest_host_uid_, guest_host_gid_);
   log::Warn(absl::StrFormat(
       "notice: no namespaces (%s): the sandbox stands on the seccomp wall alone. The guest runs "
-      "as a host uid of its own, sees host process ids, and has no network%s; `sentry check` "
+      "as %s, sees host process ids, and has no network%s; `sentry check` "
       "says what this host lacks, and --require-namespaces refuses to run without them.",
-      why, host_store_.capped() ? "" : ", and --disk caps each file only (no tmpfs here)"));
+      why, rootless_ ? "the caller's own uid" : "a host uid of its own",
+      host_store_.capped() ? "" : ", and --disk caps each file only (no tmpfs here)"));
   return std::nullopt;
 }
 

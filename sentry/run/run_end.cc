@@ -234,6 +234,7 @@ int Run::Conclude(std::optional<RunError> error) {
   if (!cgroups_.has_memory() && o_.memory_bytes) r.walls.push_back("rlimit-as");
   if (o_.pids) r.walls.push_back("rlimit-nproc");
   if (o_.cpus > 0 && !cgroups_.has_cpu() && o_.timeout_sec > 0) r.walls.push_back("rlimit-cpu");
+  r.limits = EnforcedLimits();
 
   int code;
   if (error) {
@@ -296,6 +297,31 @@ int Run::Conclude(std::optional<RunError> error) {
   return code;
 }
 
+std::vector<std::pair<std::string, std::string>> Run::EnforcedLimits() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (o_.timeout_sec > 0) out.emplace_back("timeout", "sentry-clock");
+  if (o_.memory_bytes) {
+    out.emplace_back("memory", cgroups_.has_memory() ? "cgroup" : "rlimit-as");
+  }
+  // The tracer fails a fork past the cap, and RLIMIT_NPROC counts the
+  // sandbox's tasks in its own user namespace (with a pids cgroup too).
+  if (o_.pids) {
+    out.emplace_back("pids", cgroups_.has_pids() ? "cgroup+sentry-count+rlimit-nproc"
+                                                 : "sentry-count+rlimit-nproc");
+  }
+  if (o_.cpus > 0) {
+    if (cgroups_.has_cpu()) {
+      out.emplace_back("cpus", "cgroup");
+    } else if (o_.timeout_sec > 0) {
+      out.emplace_back("cpus", "rlimit-cpu (a total, not a rate)");
+    }
+  }
+  if (o_.disk_bytes)
+    out.emplace_back("disk", seccomp_only() && !host_store_.capped() ? "rlimit-fsize (per file)"
+                                                                     : "store-tmpfs");
+  return out;
+}
+
 void Run::Abandon() {
   EndSandboxProcesses();
   StopLoops();
@@ -326,7 +352,9 @@ void Run::ReleaseSandbox() {
   net_.Stop();
   cgroups_.Remove();
   if (seccomp_only()) {
-    KillEveryProcessOf(guest_host_uid_);  // a process that outlived the sandbox's end
+    // A process that outlived the sandbox's end (without root none can: the
+    // loader's tree was empty before the loader was killed).
+    if (!rootless_) KillEveryProcessOf(guest_host_uid_);
     ReapOrphans();
     host_store_.Remove();
   }

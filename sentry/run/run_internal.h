@@ -5,6 +5,7 @@
 #define SENTRY_RUN_RUN_INTERNAL_H_
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <memory>
@@ -87,6 +88,8 @@ class Run {
   void SignalForeground(int signo);
   int Conclude(std::optional<RunError> error);
   void Report(const RunResult& r);
+  // The result's `limits`: which mechanism holds each (run_end.cc).
+  std::vector<std::pair<std::string, std::string>> EnforcedLimits() const;
   // Kills the sandbox and reaps its pid 1 (once).
   void EndSandboxProcesses();
   // What outlives the processes: the network servers, the cgroups and,
@@ -98,7 +101,12 @@ class Run {
     // reaps them and exits when it has no child left.
     // One sweep is enough: after it no process of the uid is left to fork,
     // and the loader makes the guest only once.
-    if (seccomp_only()) {
+    // Without root that uid is the caller's own: kill(-1) as it would end
+    // the caller's other processes too, so the loader's tree alone is killed
+    // (every guest process is its descendant: it is their subreaper).
+    if (seccomp_only() && rootless_) {
+      if (spawned_) KillTreeOf(spawned_->init_pid());
+    } else if (seccomp_only()) {
       if (!uid_swept_.exchange(true)) KillEveryProcessOf(guest_host_uid_);
     } else if (spawned_) {
       kill(spawned_->init_pid(), SIGKILL);
@@ -109,12 +117,28 @@ class Run {
   // Whether the guest's Landlock domain has the signal scope (ABI 6+).
   bool signal_scope() const { return o_.landlock && LandlockAbi() >= 6; }
   // The file identity of the threads that reach host files for the guest.
-  uid_t GuestFsId() const { return seccomp_only() ? guest_host_uid_ : host_id_base_ + 1; }
+  // Without root it is the caller's own: the only one it has.
+  uid_t GuestFsId() const {
+    if (seccomp_only() || rootless_) return guest_host_uid_;
+    return host_id_base_ + 1;
+  }
+  gid_t GuestFsGid() const {
+    if (seccomp_only() || rootless_) return guest_host_gid_;
+    return host_id_base_ + 1;
+  }
   // The host uid the guest's processes run as.
   uid_t GuestHostUid() const {
-    if (seccomp_only()) return guest_host_uid_;
+    if (seccomp_only() || rootless_) return guest_host_uid_;
     return tree_.uid == 0 ? host_id_base_ : host_id_base_ + 1;
   }
+  gid_t GuestHostGid() const {
+    if (seccomp_only() || rootless_) return guest_host_gid_;
+    return tree_.uid == 0 ? host_id_base_ : host_id_base_ + 1;
+  }
+  // Who owns the backing store's files on the host: the user namespace's
+  // root (root's block), or the one id mapped (without root).
+  uid_t StoreOwnerUid() const { return rootless_ ? getuid() : host_id_base_; }
+  gid_t StoreOwnerGid() const { return rootless_ ? getgid() : host_id_base_; }
 
   RunOptions o_;
   const bool warm_;
@@ -129,11 +153,17 @@ class Run {
   std::optional<Spawned> spawned_;
   // Set once the first sweep of the guest's uid is done (see KillSandbox).
   std::atomic<bool> uid_swept_{false};
-  uid_t guest_host_uid_ = 0;  // with seccomp_only(), the run's own host uid
   // With namespaces, the sandbox's block of host ids (spawn.h): a slot of
   // its own when the sentry is root, held until the run object goes.
   IdSlot id_slot_;
   uid_t host_id_base_ = kHostIdBase;
+  // The caller is not root: the user namespace is the caller's (single-id
+  // mode: its own uid and gid map to the guest's), and without namespaces
+  // the guest runs as the caller (see DESIGN.md, "Who makes the sandbox").
+  const bool rootless_ = geteuid() != 0;
+  // With seccomp_only() or rootless_, the guest's processes' host ids.
+  uid_t guest_host_uid_ = rootless_ ? getuid() : 0;
+  gid_t guest_host_gid_ = rootless_ ? getgid() : 0;
   HostStore host_store_;  // with seccomp_only(), the backing store
   // --tool. Declared before kernel_: it outlives the /dev node that points at it.
   std::unique_ptr<tools::ToolChannel> tools_;

@@ -216,11 +216,13 @@ absl::Status AddBindMount(vfs::Vfs& v, int host_root, const BindMount& m, const 
       NodeRef parent,
       MakeSandboxDirs(v, Operator(), slash == 0 ? "/" : m.guest_path.substr(0, slash)));
   vfs::Attr a = vfs::Attr::OfHost(st);
+  vfs::g_host_owner_view.Apply(a.uid, a.gid);
   auto node = std::make_shared<vfs::Node>(NodeKind::kDir, a);
   bool rw = m.mode == BindMount::Mode::kReadWrite;
-  node->host_dir = std::make_shared<vfs::HostDir>(
-      vfs::HostDir{std::move(dir_fd), m.host_path, m.mode == BindMount::Mode::kReadOnly, nullptr,
-                   rw, rw ? v.NewMountId() : 0, c.uid, c.gid});
+  node->host_dir = std::make_shared<vfs::HostDir>(vfs::HostDir{
+      std::move(dir_fd), m.host_path, m.mode == BindMount::Mode::kReadOnly, nullptr, rw,
+      rw ? v.NewMountId() : 0, c.rw_uid == static_cast<uid_t>(-1) ? c.uid : c.rw_uid,
+      c.rw_gid == static_cast<gid_t>(-1) ? c.gid : c.rw_gid, vfs::g_host_owner_view.on});
   node->host_mode = st.st_mode;
   node->nlink = static_cast<uint32_t>(st.st_nlink);
   node->read_only = node->host_dir->read_only;

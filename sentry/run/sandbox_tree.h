@@ -39,6 +39,11 @@ struct TreeConfig {
   std::shared_ptr<const vfs::HostFilter> etc_view;
   uid_t uid = 1000;  // the guest's own uid and gid (owner of its home)
   gid_t gid = 1000;
+  // Whom the host sees writing through -v HOST:GUEST:rw: the guest's uid and
+  // gid as they are (-1, docker's habit, for root) or the caller's own (a
+  // caller without root has no other).
+  uid_t rw_uid = static_cast<uid_t>(-1);
+  gid_t rw_gid = static_cast<gid_t>(-1);
   std::string user = "sandbox";
   std::string home = "/home/sandbox";
   std::string hostname = "sandbox";

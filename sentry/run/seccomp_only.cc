@@ -54,15 +54,68 @@ bool Running(pid_t pid) {
   return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
 }
 
-// Where a store may be made, in order of preference (a tmpfs first).
-std::array<const char*, 4> StoreParents() {
-  return {"/dev/shm", getenv("TMPDIR"), "/tmp", "/var/tmp"};
+// Without root: the caller's own directory for its stores, made 0700 if
+// missing, and used only if it is the caller's, 0700, and no symlink.
+std::string PrivateStoreParent() {
+  const char* runtime = getenv("XDG_RUNTIME_DIR");
+  std::string dir;
+  struct stat st;
+  if (runtime && runtime[0] == '/' && stat(runtime, &st) == 0 && st.st_uid == getuid()) {
+    dir = absl::StrCat(runtime, "/sentry");
+  } else {
+    dir = absl::StrCat("/dev/shm/sentry-", getuid());
+  }
+  mkdir(dir.c_str(), 0700);
+  if (lstat(dir.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+      (st.st_mode & 077) != 0) {
+    return "";
+  }
+  return dir;
 }
 
-bool Usable(const char* dir) {
+// Where a store may be made, in order of preference (a tmpfs first).
+std::vector<std::string> StoreParents() {
+  if (getuid() != 0) {
+    std::string own = PrivateStoreParent();
+    if (own.empty()) return {};
+    return {own};
+  }
+  std::vector<std::string> out = {"/dev/shm"};
+  if (const char* tmp = getenv("TMPDIR")) out.push_back(tmp);
+  out.push_back("/tmp");
+  out.push_back("/var/tmp");
+  return out;
+}
+
+// The children of every thread of pid (/proc/PID/task/TID/children).
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> out;
+  std::string task_dir = absl::StrCat("/proc/", pid, "/task");
+  DIR* d = opendir(task_dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream children(absl::StrCat(task_dir, "/", e->d_name, "/children"));
+    pid_t child;
+    while (children >> child) out.push_back(child);
+  }
+  closedir(d);
+  return out;
+}
+
+pid_t ParentOf(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("PPid:", 0) == 0) return static_cast<pid_t>(std::atol(line.c_str() + 5));
+  }
+  return -1;
+}
+
+bool Usable(const std::string& dir) {
   struct statvfs sv;
-  return dir && dir[0] == '/' && access(dir, W_OK | X_OK) == 0 && statvfs(dir, &sv) == 0 &&
-         !(sv.f_flag & ST_NOEXEC) && !(sv.f_flag & ST_RDONLY);
+  return !dir.empty() && dir[0] == '/' && access(dir.c_str(), W_OK | X_OK) == 0 &&
+         statvfs(dir.c_str(), &sv) == 0 && !(sv.f_flag & ST_NOEXEC) && !(sv.f_flag & ST_RDONLY);
 }
 
 // The body of KillEveryProcessOf's child: raw syscalls only (it shares the
@@ -107,6 +160,34 @@ void KillEveryProcessOf(uid_t uid) {
   }
 }
 
+void KillTreeOf(pid_t root) {
+  for (int pass = 0; pass < 1000; ++pass) {
+    bool alive = false;
+    std::vector<pid_t> parents = {root};
+    while (!parents.empty()) {
+      pid_t parent = parents.back();
+      parents.pop_back();
+      for (pid_t child : ChildrenOf(parent)) {
+        parents.push_back(child);
+        if (!Running(child)) continue;
+        int fd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
+        if (fd < 0) continue;
+        // Still the child it was listed as (not a pid reused since).
+        if (ParentOf(child) == parent) {
+          alive = true;
+          syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
+        }
+        close(fd);
+      }
+    }
+    // A fork racing with its parent's SIGKILL fails; a child made before it
+    // is listed at the next pass. None alive: none can be made any more.
+    if (!alive) break;
+    usleep(pass < 10 ? 100 : 1000);
+  }
+  kill(root, SIGKILL);
+}
+
 void ReapOrphans() {
   for (int i = 0; i < 1000; ++i) {
     pid_t pid = waitpid(-1, nullptr, __WALL | WNOHANG);
@@ -115,21 +196,27 @@ void ReapOrphans() {
   }
 }
 
-absl::StatusOr<HostStore> HostStore::Create(uid_t owner, uint64_t size_bytes) {
-  for (const char* dir : StoreParents()) {
+absl::StatusOr<HostStore> HostStore::Create(uid_t owner, gid_t group, uint64_t size_bytes) {
+  for (const std::string& dir : StoreParents()) {
     if (!Usable(dir)) continue;
     std::string templ = absl::StrCat(dir, "/", kPrefix, getpid(), "-XXXXXX");
     if (!mkdtemp(templ.data())) continue;
     HostStore s;
     s.path_ = templ;
-    if (chown(templ.c_str(), owner, owner) < 0 || chmod(templ.c_str(), 0700) < 0) {
+    if (chown(templ.c_str(), owner, group) < 0 || chmod(templ.c_str(), 0700) < 0) {
       return ErrnoStatus(absl::StrCat("make the backing store ", templ));
     }
     std::string options =
-        absl::StrCat("size=", size_bytes, ",mode=0700,uid=", owner, ",gid=", owner);
+        absl::StrCat("size=", size_bytes, ",mode=0700,uid=", owner, ",gid=", group);
     s.capped_ =
         mount("sentry-store", templ.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) == 0;
     return s;
+  }
+  if (getuid() != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the store wall: no private directory for the backing store ($XDG_RUNTIME_DIR/sentry or "
+        "/dev/shm/sentry-",
+        getuid(), ", mode 0700, owned by this user, writable and allowing exec)"));
   }
   return absl::FailedPreconditionError(
       "no directory for the backing store: none of /dev/shm, $TMPDIR, /tmp and /var/tmp is "
@@ -137,9 +224,9 @@ absl::StatusOr<HostStore> HostStore::Create(uid_t owner, uint64_t size_bytes) {
 }
 
 void HostStore::SweepStale() {
-  for (const char* dir : StoreParents()) {
-    if (!dir || dir[0] != '/') continue;
-    DIR* d = opendir(dir);
+  for (const std::string& dir : StoreParents()) {
+    if (dir.empty() || dir[0] != '/') continue;
+    DIR* d = opendir(dir.c_str());
     if (!d) continue;
     while (dirent* e = readdir(d)) {
       if (std::strncmp(e->d_name, kPrefix, std::strlen(kPrefix)) != 0) continue;
@@ -148,7 +235,8 @@ void HostStore::SweepStale() {
       struct stat st;
       // Only a store a sentry made (owned by one of its ids) whose sentry is gone.
       if (pid <= 0 || lstat(path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) ||
-          st.st_uid < kFirstSeccompOnlyId || Running(pid)) {
+          (getuid() == 0 ? st.st_uid < kFirstSeccompOnlyId : st.st_uid != getuid()) ||
+          Running(pid)) {
         continue;
       }
       RemoveTree(path);

@@ -29,6 +29,12 @@ uid_t SeccompOnlyGuestId(pid_t sentry_pid);
 // from a short-lived child process that takes the uid.
 void KillEveryProcessOf(uid_t uid);
 
+// Sends SIGKILL to every descendant of root (its children, theirs...) until
+// none is alive, then to root: exactly a sandbox's processes when root is
+// their subreaper, never another process of the same uid. Each is signalled
+// through a pidfd, and only while it is still the child it was listed as.
+void KillTreeOf(pid_t root);
+
 // Reaps the children the sentry, as child subreaper, took over from a loader
 // that died before them (all killed by then), for up to a second.
 void ReapOrphans();
@@ -39,8 +45,11 @@ class HostStore final {
   // $TMPDIR, /tmp and /var/tmp that is writable and allows exec, and mounts
   // a tmpfs of size_bytes on it where the host lets the sentry mount (a
   // container's profile may not: then nothing caps the whole, see capped()).
-  static absl::StatusOr<HostStore> Create(uid_t owner, uint64_t size_bytes);
-  // Removes the stores of sentries that are no longer running.
+  // Without root, in a directory of the caller's alone (mode 0700):
+  // $XDG_RUNTIME_DIR/sentry, else /dev/shm/sentry-UID.
+  static absl::StatusOr<HostStore> Create(uid_t owner, gid_t group, uint64_t size_bytes);
+  // Removes the stores of sentries that are no longer running (without root:
+  // the caller's own).
   static void SweepStale();
 
   HostStore() = default;

@@ -38,6 +38,13 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
 }
 
 absl::Status StepError(const LoaderMessage& m) {
+  if (m.step == LoaderStep::kIdMaps) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the user namespace wall: this kernel let uid ", getuid(),
+        " make a user namespace but not map its own ids in it (", std::strerror(m.err),
+        "); choices: a subordinate range (`usermod --add-subuids 100000-165535 "
+        "--add-subgids 100000-165535 USER`, with newuidmap installed), or --no-namespaces"));
+  }
   return absl::InternalError(absl::StrCat("the sandbox could not start: ", LoaderStepName(m.step),
                                           ": ", std::strerror(m.err)));
 }
@@ -69,8 +76,16 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
   int flags = spec.namespaces ? kLoaderCloneNamespaces : 0;
   pid_t pid = StartLoader(spec, pipes, flags);
   if (pid < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the kernel refused the sandbox's namespaces: ", std::strerror(-pid)));
+    std::string choices;
+    if (getuid() != 0) {
+      // What lets an ordinary user make them (user_namespaces(7)).
+      choices =
+          " (without root this needs unprivileged user namespaces: sysctl "
+          "kernel.unprivileged_userns_clone=1 where that exists, user.max_user_namespaces > 0, "
+          "and no AppArmor restrict_unprivileged_userns; or --no-namespaces)";
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the kernel refused the sandbox's namespaces: ", std::strerror(-pid), choices));
   }
   s.init_pid_ = pid;
   maps_r.Reset();
@@ -92,7 +107,8 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
     }
     return m;
   };
-  if (spec.namespaces) {
+  // (In single-id mode the loader maps its own ids: see LoaderSpec::single_id.)
+  if (spec.namespaces && !spec.single_id) {
     RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid, {})));
     RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid, spec.groups)));
   }

@@ -165,7 +165,7 @@ int Run::ServePython(const RunOptions& request, int peer_fd) {
     kernel_->colocation().Resume();
   }
   if (auto e = AdmitPython()) return Conclude(e);
-  if (!DropFsIdentity(GuestFsId(), GuestFsId())) {
+  if (!DropFsIdentity(GuestFsId(), GuestFsGid())) {
     return Conclude(RunError{kExitSentryError, "cannot take an unprivileged file identity"});
   }
   Supervise();

@@ -340,7 +340,7 @@ TEST(CliTest, CheckFindsEverythingSentryNeedsOnThisHost) {
     EXPECT_EQ(At(c, "ok"), true) << Str(At(c, "name")) << ": " << Str(At(c, "detail"));
   }
   EXPECT_EQ(names,
-            (std::set<std::string>{"root", "seccomp listener", "fd donation", "synchronous wake-up",
+            (std::set<std::string>{"ids", "seccomp listener", "fd donation", "synchronous wake-up",
                                    "openat2", "ptrace", "namespaces", "cgroups", "landlock"}));
   EXPECT_EQ(j.err, "");
   EXPECT_EQ(SentryCgroups(), cgroups_before);  // the probe cgroup is gone again

@@ -1,0 +1,213 @@
+// sentry's everyday use as an ordinary user: run, --json, mounts, limits,
+// a script, --no-namespaces, check and serve, through the real binary.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tests/rootless/rootless_util.h"
+#include "tests/util/json_read.h"
+
+namespace sentry::testing {
+namespace {
+
+class Rootless : public ::testing::TestWithParam<Caller> {};
+
+std::string Name(const ::testing::TestParamInfo<Caller>& info) {
+  if (info.param.name.empty()) return "self";
+  return info.param.name == "sentry-rl-subid" ? "with_subid_range" : "single_id";
+}
+
+TEST_P(Rootless, RunsWithOutputAndExitCodes) {
+  const Caller& c = GetParam();
+  ProcessResult r = SentryAs(c, {}, {"/usr/bin/python3", "-c", "print(6 * 7)"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "42\n") << Describe(r);
+  r = SentryAs(c, {}, {"/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
+  EXPECT_EQ(r.exit_code, 7) << Describe(r);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+}
+
+TEST_P(Rootless, GuestIsUser1000OrRootWithOthersOverflow) {
+  const Caller& c = GetParam();
+  const char* code =
+      "import os; print(os.getuid(), os.getgid(), os.stat('/usr').st_uid, os.stat('/usr').st_uid)";
+  ProcessResult r = SentryAs(c, {}, {"/usr/bin/python3", "-c", code});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out.substr(0, 10), "1000 1000 ") << Describe(r);
+  r = SentryAs(c, {"--root"}, {"/usr/bin/python3", "-c", "import os; print(os.getuid())"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "0\n");
+}
+
+TEST_P(Rootless, JsonSaysWhichWallsAndLimitsHold) {
+  const Caller& c = GetParam();
+  ProcessResult r =
+      SentryAs(c, {"--json", "--memory", "256m", "--pids-limit", "32"}, {"/bin/echo", "hi"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  auto j = ParseJson(r.out);
+  ASSERT_TRUE(j.has_value()) << r.out;
+  EXPECT_EQ(Str(At(*j, "stdout")), "hi\n");
+  std::string walls = At(*j, "walls").dump();
+  EXPECT_NE(walls.find("\"namespaces\""), std::string::npos) << walls;
+  EXPECT_NE(walls.find("\"rlimit-as\""), std::string::npos) << walls;
+  EXPECT_NE(walls.find("\"rlimit-nproc\""), std::string::npos) << walls;
+  // No cgroup can be made without root here: none is claimed.
+  EXPECT_EQ(walls.find("cgroup"), std::string::npos) << walls;
+  std::string limits = At(*j, "limits").dump();
+  EXPECT_NE(limits.find("\"memory\":\"rlimit-as\""), std::string::npos) << limits;
+  EXPECT_NE(limits.find("\"pids\":\"sentry-count+rlimit-nproc\""), std::string::npos) << limits;
+}
+
+TEST_P(Rootless, MountsReadOnlyAndReadWrite) {
+  const Caller& c = GetParam();
+  CallerDir dir(c);
+  dir.Write("in/data.txt", "input\n");
+  mkdir((dir.path() + "/out").c_str(), 0755);
+  chown((dir.path() + "/out").c_str(), c.uid, c.gid);
+  ProcessResult r =
+      SentryAs(c, {"-v", dir.path() + "/in:/data:ro", "-v", dir.path() + "/out:/work:rw"},
+               {"/bin/sh", "-c",
+                "cat /data/data.txt; (echo x > /data/new) 2>/dev/null && echo "
+                "WROTE-RO; echo result > /work/result.txt"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "input\n") << Describe(r);
+  struct stat st;
+  EXPECT_NE(stat((dir.path() + "/in/new").c_str(), &st), 0);
+  ASSERT_EQ(stat((dir.path() + "/out/result.txt").c_str(), &st), 0) << Describe(r);
+  // Written as the caller, whose file it is.
+  EXPECT_EQ(st.st_uid, c.uid);
+}
+
+TEST_P(Rootless, TimeoutEndsTheRun) {
+  const Caller& c = GetParam();
+  auto start = std::chrono::steady_clock::now();
+  ProcessResult r = SentryAs(c, {"--timeout", "1", "--json"}, {"/bin/sleep", "30"});
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 124) << Describe(r);
+  EXPECT_LT(secs, 10);
+  auto j = ParseJson(r.out);
+  ASSERT_TRUE(j.has_value()) << r.out;
+  EXPECT_TRUE(At(*j, "timedOut").get<bool>());
+}
+
+TEST_P(Rootless, MemoryCapHoldsByRlimit) {
+  const Caller& c = GetParam();
+  ProcessResult r = SentryAs(c, {"--memory", "128m", "--json"},
+                             {"/usr/bin/python3", "-c",
+                              "try:\n  b = bytearray(512 << 20)\n  print('GOT')\nexcept "
+                              "MemoryError:\n  print('refused')"});
+  auto j = ParseJson(r.out);
+  ASSERT_TRUE(j.has_value()) << Describe(r);
+  EXPECT_EQ(Str(At(*j, "stdout")), "refused\n") << r.out;
+  EXPECT_NE(At(*j, "walls").dump().find("rlimit-as"), std::string::npos);
+}
+
+TEST_P(Rootless, PidsCapHolds) {
+  const Caller& c = GetParam();
+  const char* code =
+      "import os, time\n"
+      "kids, refused = [], 0\n"
+      "for i in range(40):\n"
+      "  try:\n"
+      "    pid = os.fork()\n"
+      "  except OSError:\n"
+      "    refused += 1\n"
+      "    continue\n"
+      "  if pid == 0:\n"
+      "    time.sleep(3); os._exit(0)\n"
+      "  kids.append(pid)\n"
+      "print(len(kids), refused)\n";
+  ProcessResult r = SentryAs(c, {"--pids-limit", "10"}, {"/usr/bin/python3", "-c", code});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> f = absl::StrSplit(absl::StripTrailingAsciiWhitespace(r.out), ' ');
+  ASSERT_EQ(f.size(), 2u) << r.out;
+  EXPECT_LE(std::stoi(f[0]), 9) << r.out;  // the guest itself counts
+  EXPECT_GE(std::stoi(f[1]), 31) << r.out;
+}
+
+TEST_P(Rootless, CpuQuotaIsRefusedWithWhatWouldEnableIt) {
+  const Caller& c = GetParam();
+  ProcessResult r = SentryAs(c, {"--cpus", "0.5"}, {"/bin/true"});
+  EXPECT_EQ(r.exit_code, 125) << Describe(r);
+  EXPECT_NE(r.err.find("--cpus"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cgroup"), std::string::npos) << r.err;
+}
+
+TEST_P(Rootless, PythonScript) {
+  const Caller& c = GetParam();
+  CallerDir dir(c);
+  dir.Write("proj/script.py",
+            "import json, sys\nprint(json.dumps({'argv': sys.argv[1:], 'sum': sum(range(10))}))\n");
+  ProcessResult r = SentryAs(c, {"-v", dir.path() + "/proj:/proj:ro"},
+                             {"/usr/bin/python3", "/proj/script.py", "a", "b"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "{\"argv\": [\"a\", \"b\"], \"sum\": 45}\n");
+}
+
+TEST_P(Rootless, WithoutNamespaces) {
+  const Caller& c = GetParam();
+  ProcessResult r = SentryAs(c, {"--no-namespaces", "--json"},
+                             {"/usr/bin/python3", "-c",
+                              "import os; open('/tmp/f', 'w').write('x'); "
+                              "print(os.getuid(), open('/tmp/f').read())"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  auto j = ParseJson(r.out);
+  ASSERT_TRUE(j.has_value()) << r.out;
+  EXPECT_EQ(Str(At(*j, "stdout")), "1000 x\n");
+  EXPECT_EQ(At(*j, "walls").dump().find("namespaces"), std::string::npos);
+  // The private store is gone at the end.
+  ProcessResult ls = RunAsCaller(
+      c, {"/bin/sh", "-c", absl::StrCat("ls /dev/shm/sentry-", c.uid, " 2>/dev/null | wc -l")});
+  EXPECT_EQ(ls.out, "0\n") << ls.out;
+  r = SentryAs(c, {"--no-namespaces"}, {"/bin/sh", "-c", "exit 3"});
+  EXPECT_EQ(r.exit_code, 3) << Describe(r);
+}
+
+TEST_P(Rootless, CheckSaysWhatHolds) {
+  const Caller& c = GetParam();
+  ProcessResult r = RunAsCaller(c, {SentryBinary(), "check"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out.find("MISSING"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("single-id"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("RLIMIT_AS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sentry runs here."), std::string::npos) << r.out;
+}
+
+TEST_P(Rootless, ServeAnswersACall) {
+  const Caller& c = GetParam();
+  CallerDir dir(c);
+  std::string token = dir.Write("token", "rootless-test-token-0123456789\n", 0600);
+  std::string sock = dir.path() + "/serve.sock";
+  std::string script = absl::StrCat(
+      SentryBinary(), " serve --listen unix:", sock, " --token-file ", token,
+      " --max-concurrent 1 & pid=$!; for i in $(seq 100); do [ -S ", sock,
+      " ] && break; sleep 0.1; done; ",
+      "/usr/bin/python3 -c \"import socket, sys\n"
+      "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+      "body = b'{\\\"language\\\": \\\"python\\\", \\\"code\\\": \\\"print(6*7)\\\"}'\n"
+      "s.sendall(b'POST /v1/runs HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer "
+      "rootless-test-token-0123456789\\r\\nContent-Type: application/json\\r\\nConnection: "
+      "close\\r\\nContent-Length: ' + str(len(body)).encode() + b'\\r\\n\\r\\n' + body)\n"
+      "d = b''\n"
+      "while True:\n"
+      "  c = s.recv(65536)\n"
+      "  if not c: break\n"
+      "  d += c\n"
+      "print(d.decode())\" ",
+      sock, "; kill $pid; wait $pid");
+  ProcessResult r = RunAsCaller(c, {"/bin/sh", "-c", script}, {}, "", 120);
+  EXPECT_NE(r.out.find("200 OK"), std::string::npos) << Describe(r);
+  EXPECT_NE(r.out.find("\"stdout\":\"42\\n\""), std::string::npos) << Describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, Rootless, ::testing::ValuesIn(RootlessCallers()), Name);
+
+}  // namespace
+}  // namespace sentry::testing
