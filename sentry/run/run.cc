@@ -90,9 +90,9 @@ std::optional<RunError> Run::Prepare() {
     // either (the VFS still checks the guest's emulated ones).
     spec_.single_id = true;
     spec_.groups.clear();
-    tree_.rw_uid = getuid();
-    tree_.rw_gid = getgid();
-    vfs::g_host_owner_view = {true, getuid(), tree_.uid, getgid(), tree_.gid};
+    tree_.rw_uid = geteuid();
+    tree_.rw_gid = getegid();
+    vfs::g_host_owner_view = {true, geteuid(), tree_.uid, getegid(), tree_.gid};
   }
   spec_.hostname = tree_.hostname;
   // Root's sandboxes each take a block of host ids, and its first id makes
@@ -134,7 +134,7 @@ std::optional<RunError> Run::Prepare() {
   if (rootless_ && o_.cpus > 0) {
     // A CPU quota is a cgroup's alone (RLIMIT_CPU bounds a total, not a rate).
     return RunError{kExitSentryError,
-                    absl::StrCat("--cpus: a CPU quota needs a cpu cgroup, which uid ", getuid(),
+                    absl::StrCat("--cpus: a CPU quota needs a cpu cgroup, which uid ", geteuid(),
                                  " cannot make on this host (cgroup v1, no delegated subtree); "
                                  "run as root, or leave --cpus out (--timeout bounds the time)")};
   }
@@ -197,7 +197,7 @@ std::optional<RunError> Run::BuildSandbox() {
   kc.cpus = o_.cpus;
   kc.pids = o_.pids;
   kc.host_cpus = HostCpus();
-  kc.host_id_base = rootless_ ? getuid() : host_id_base_;
+  kc.host_id_base = rootless_ ? geteuid() : host_id_base_;
   kc.user_uid = tree_.uid;
   kc.user_gid = tree_.gid;
   kc.user_host_uid = GuestHostUid();

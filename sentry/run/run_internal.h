@@ -137,8 +137,8 @@ class Run {
   }
   // Who owns the backing store's files on the host: the user namespace's
   // root (root's block), or the one id mapped (without root).
-  uid_t StoreOwnerUid() const { return rootless_ ? getuid() : host_id_base_; }
-  gid_t StoreOwnerGid() const { return rootless_ ? getgid() : host_id_base_; }
+  uid_t StoreOwnerUid() const { return rootless_ ? geteuid() : host_id_base_; }
+  gid_t StoreOwnerGid() const { return rootless_ ? getegid() : host_id_base_; }
 
   RunOptions o_;
   const bool warm_;
@@ -162,8 +162,8 @@ class Run {
   // the guest runs as the caller (see DESIGN.md, "Who makes the sandbox").
   const bool rootless_ = geteuid() != 0;
   // With seccomp_only() or rootless_, the guest's processes' host ids.
-  uid_t guest_host_uid_ = rootless_ ? getuid() : 0;
-  gid_t guest_host_gid_ = rootless_ ? getgid() : 0;
+  uid_t guest_host_uid_ = rootless_ ? geteuid() : 0;
+  gid_t guest_host_gid_ = rootless_ ? getegid() : 0;
   HostStore host_store_;  // with seccomp_only(), the backing store
   // --tool. Declared before kernel_: it outlives the /dev node that points at it.
   std::unique_ptr<tools::ToolChannel> tools_;

@@ -60,13 +60,13 @@ std::string PrivateStoreParent() {
   const char* runtime = getenv("XDG_RUNTIME_DIR");
   std::string dir;
   struct stat st;
-  if (runtime && runtime[0] == '/' && stat(runtime, &st) == 0 && st.st_uid == getuid()) {
+  if (runtime && runtime[0] == '/' && stat(runtime, &st) == 0 && st.st_uid == geteuid()) {
     dir = absl::StrCat(runtime, "/sentry");
   } else {
-    dir = absl::StrCat("/dev/shm/sentry-", getuid());
+    dir = absl::StrCat("/dev/shm/sentry-", geteuid());
   }
   mkdir(dir.c_str(), 0700);
-  if (lstat(dir.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+  if (lstat(dir.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
       (st.st_mode & 077) != 0) {
     return "";
   }
@@ -75,7 +75,7 @@ std::string PrivateStoreParent() {
 
 // Where a store may be made, in order of preference (a tmpfs first).
 std::vector<std::string> StoreParents() {
-  if (getuid() != 0) {
+  if (geteuid() != 0) {
     std::string own = PrivateStoreParent();
     if (own.empty()) return {};
     return {own};
@@ -212,11 +212,11 @@ absl::StatusOr<HostStore> HostStore::Create(uid_t owner, gid_t group, uint64_t s
         mount("sentry-store", templ.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) == 0;
     return s;
   }
-  if (getuid() != 0) {
+  if (geteuid() != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the store wall: no private directory for the backing store ($XDG_RUNTIME_DIR/sentry or "
         "/dev/shm/sentry-",
-        getuid(), ", mode 0700, owned by this user, writable and allowing exec)"));
+        geteuid(), ", mode 0700, owned by this user, writable and allowing exec)"));
   }
   return absl::FailedPreconditionError(
       "no directory for the backing store: none of /dev/shm, $TMPDIR, /tmp and /var/tmp is "
@@ -235,7 +235,7 @@ void HostStore::SweepStale() {
       struct stat st;
       // Only a store a sentry made (owned by one of its ids) whose sentry is gone.
       if (pid <= 0 || lstat(path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) ||
-          (getuid() == 0 ? st.st_uid < kFirstSeccompOnlyId : st.st_uid != getuid()) ||
+          (geteuid() == 0 ? st.st_uid < kFirstSeccompOnlyId : st.st_uid != geteuid()) ||
           Running(pid)) {
         continue;
       }
