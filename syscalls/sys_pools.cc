@@ -62,7 +62,7 @@ struct InFlight {
 std::mutex in_flight_mu;
 std::map<pid_t, InFlight> in_flight;
 
-// The last scan of each sandbox's rings: a guest that calls io_setup in a
+// The last scan of each sandbox's rings (guarded by in_flight_mu): a guest that calls io_setup in a
 // loop past its share is refused from it for 100 ms, without a scan of all
 // its processes' maps each time (never allowed from it: a refusal only).
 struct Scan {
@@ -112,6 +112,10 @@ SysResult<uint64_t> IoSetup(SyscallContext& ctx) {
     ++it;
   }
   auto now = std::chrono::steady_clock::now();
+  // Scans past their reuse serve nobody: dropped, so that a server's ended
+  // sandboxes leave nothing here (and a new one at a reused address starts
+  // from a scan of its own).
+  std::erase_if(last_scan, [&](const auto& e) { return now - e.second.at > kScanReuse; });
   Scan& scan = last_scan[&ctx.kernel];
   if (now - scan.at > kScanReuse || scan.held + pending + nr <= AioBudget()) {
     scan = {AioEventsHeld(ctx.kernel), now};
