@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "loader/census_filter.h"
+#include "loader/launch.h"
 #include "loader/pool_caps.h"
 #include "vfs/store.h"
 
@@ -237,77 +238,6 @@ LOADER_CODE void ResetSignals() {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-}
-
-// The go message: a header, the rlimits, then NUL-terminated strings (the
-// path, argv, envp). Static: the loader allocates nothing after clone().
-struct LaunchHeader {
-  uint32_t bytes;  // the whole message
-  uint32_t argc, envc, rlimits;
-};
-struct LaunchRlimit {
-  int32_t resource;
-  uint32_t unused;
-  uint64_t soft, hard;
-};
-struct Launch {
-  LaunchHeader header;
-  LaunchRlimit rlimits[kMaxLaunchRlimits];
-  char* path;
-  char** argv;
-  char** envp;
-};
-char g_launch_bytes[kMaxLaunchBytes];
-char* g_launch_pointers[kMaxLaunchStrings + 2];
-
-LOADER_CODE bool ReadFull(int fd, void* buf, size_t n) {
-  char* p = static_cast<char*>(buf);
-  while (n > 0) {
-    ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
-// Reads and checks the go message; false if it is missing or malformed.
-LOADER_CODE bool ReadLaunch(int fd, Launch* l) {
-  if (!ReadFull(fd, &l->header, sizeof(l->header))) return false;
-  const LaunchHeader& h = l->header;
-  size_t fixed = sizeof(h) + h.rlimits * sizeof(LaunchRlimit);
-  if (h.rlimits > kMaxLaunchRlimits || h.argc == 0 ||
-      static_cast<size_t>(h.argc) + h.envc > kMaxLaunchStrings || h.bytes < fixed ||
-      h.bytes - fixed > kMaxLaunchBytes) {
-    return false;
-  }
-  if (!ReadFull(fd, l->rlimits, h.rlimits * sizeof(LaunchRlimit))) return false;
-  size_t n = h.bytes - fixed;
-  if (n == 0 || !ReadFull(fd, g_launch_bytes, n) || g_launch_bytes[n - 1] != '\0') return false;
-  // 1 + argc + envc strings, each NUL-terminated; argv and envp each end with
-  // a null pointer.
-  size_t want = 1 + h.argc + h.envc, got = 0, start = 0;
-  char** out = g_launch_pointers;
-  for (size_t i = 0; i < n && got < want; ++i) {
-    if (g_launch_bytes[i] != '\0') continue;
-    char* s = g_launch_bytes + start;
-    start = i + 1;
-    if (got == 0) {
-      l->path = s;
-    } else if (got <= h.argc) {
-      *out++ = s;
-      if (got == h.argc) *out++ = nullptr;
-    } else {
-      *out++ = s;
-    }
-    ++got;
-  }
-  if (got != want || start != n) return false;
-  *out = nullptr;
-  l->argv = g_launch_pointers;
-  l->envp = g_launch_pointers + h.argc + 1;
-  return true;
 }
 
 // The guest's session (see LoaderSpec::tty_fds). With a terminal: a pty of
@@ -736,97 +666,6 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
     close(rootfs);
   }
   return pid < 0 ? -err : pid;
-}
-
-std::string EncodeGuestLaunch(const GuestLaunch& launch) {
-  if (launch.argv.empty() || launch.rlimits.size() > kMaxLaunchRlimits ||
-      launch.argv.size() + launch.envp.size() > kMaxLaunchStrings) {
-    return "";
-  }
-  std::string strings;
-  auto add = [&strings](const std::string& s) {
-    strings.append(s.c_str());  // up to an embedded NUL, as execve would see it
-    strings.push_back('\0');
-  };
-  add(launch.path);
-  for (const std::string& a : launch.argv) add(a);
-  for (const std::string& e : launch.envp) add(e);
-  if (strings.size() > kMaxLaunchBytes) return "";
-  LaunchHeader h{};
-  h.argc = static_cast<uint32_t>(launch.argv.size());
-  h.envc = static_cast<uint32_t>(launch.envp.size());
-  h.rlimits = static_cast<uint32_t>(launch.rlimits.size());
-  h.bytes = static_cast<uint32_t>(sizeof(h) + h.rlimits * sizeof(LaunchRlimit) + strings.size());
-  std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
-  for (const GuestLaunch::Rlimit& r : launch.rlimits) {
-    LaunchRlimit lr{r.resource, 0, r.Soft(), r.value};
-    out.append(reinterpret_cast<const char*>(&lr), sizeof(lr));
-  }
-  return out + strings;
-}
-
-const char* LoaderStepName(LoaderStep step) {
-  switch (step) {
-    case LoaderStep::kWaitMaps:
-      return "wait for id maps";
-    case LoaderStep::kMountPrivate:
-      return "make mounts private";
-    case LoaderStep::kMountRoot:
-      return "mount the new root";
-    case LoaderStep::kBindLower:
-      return "bind the lower layer";
-    case LoaderStep::kMountStore:
-      return "mount the backing store";
-    case LoaderStep::kPivotRoot:
-      return "pivot_root";
-    case LoaderStep::kRemountRoot:
-      return "make the root read-only";
-    case LoaderStep::kHostname:
-      return "set the hostname";
-    case LoaderStep::kFork:
-      return "fork the guest";
-    case LoaderStep::kDropCaps:
-      return "drop capabilities";
-    case LoaderStep::kSetIds:
-      return "set the sandbox uid/gid";
-    case LoaderStep::kNoNewPrivs:
-      return "set no_new_privs";
-    case LoaderStep::kSeccomp:
-      return "install the seccomp filter";
-    case LoaderStep::kWaitGo:
-      return "wait for the sentry";
-    case LoaderStep::kExec:
-      return "execve";
-    case LoaderStep::kStdio:
-      return "set up stdin/stdout/stderr";
-    case LoaderStep::kRlimits:
-      return "set resource limits";
-    case LoaderStep::kWaitCgroups:
-      return "join the cgroups";
-    case LoaderStep::kSubreaper:
-      return "become the guest's subreaper, in a session of its own";
-    case LoaderStep::kNetns:
-      return "make the network namespace";
-    case LoaderStep::kLoopback:
-      return "bring up loopback";
-    case LoaderStep::kExtraFds:
-      return "place the preserved fds";
-    case LoaderStep::kTerminal:
-      return "make the guest's terminal";
-    case LoaderStep::kLandlock:
-      return "make the guest's Landlock domain";
-    case LoaderStep::kPoolCaps:
-      return "cap the user namespace's kernel counts";
-    case LoaderStep::kOwner:
-      return "take the sandbox's host id to make its user namespace";
-    case LoaderStep::kIdMaps:
-      return "map the caller's uid and gid in the user namespace";
-    case LoaderStep::kReady:
-      return "ready";
-    case LoaderStep::kListener:
-      return "listener";
-  }
-  return "?";
 }
 
 }  // namespace sentry
