@@ -358,28 +358,6 @@ std::optional<RunError> Run::AttachGuest() {
 
 // --trace: on sentry's own stderr or the file, never the guest's streams
 // (with --json those are the result's).
-std::optional<RunError> Run::StartTrace() {
-  if (!o_.trace) return std::nullopt;
-  trace::Timestamps ts =
-      trace::ParseTimestamps(o_.trace_timestamps.empty() ? "none" : o_.trace_timestamps)
-          .value_or(trace::Timestamps::kNone);
-  std::shared_ptr<trace::TraceWriter> trace;
-  if (o_.trace_file.empty()) {
-    trace = std::make_shared<trace::TraceWriter>(stderr, ts);
-  } else {
-    auto opened = trace::TraceWriter::OpenFile(o_.trace_file, ts);
-    if (!opened.ok()) {
-      return RunError{kExitSentryError, absl::StrCat("--trace-file ", opened.status().message())};
-    }
-    trace = *std::move(opened);
-  }
-  if (!sync_wakeup_) log::Notice("notice: no synchronous wake-up (Linux < 6.6): slower traps");
-  tracer_->set_trace(trace);
-  dispatcher_->set_trace(trace);
-  if (census_) loop_->set_trace(trace);  // the native and refused calls too
-  return std::nullopt;
-}
-
 // The go: what the command decided (cwd, --trace), the start-up pin, and the
 // guest's execve.
 std::optional<RunError> Run::LaunchGuest() {
