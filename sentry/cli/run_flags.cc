@@ -187,7 +187,9 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           });
   f.Switch("--no-copy-script", kFiles, "do not copy the script argument in (nor say why not)",
            [&o] { o.copy_script = false; });
-  f.Switch("--root", kFiles, "the guest is uid 0 inside the sandbox (no host privilege)",
+  f.Switch("--root", kFiles,
+           "the guest is uid 0 inside the sandbox (no host privilege); its cwd stays "
+           "/home/sandbox, so relative paths and -v recipes mean the same (HOME is /root)",
            [&o] { o.root = true; });
 
   // Network.

@@ -43,7 +43,9 @@ TEST(Mcp, InitializeListsToolsWithSchemas) {
 // that not every client takes one.
 void ExpectNoTypeArray(const json& schema, const std::string& where) {
   if (schema.is_object()) {
-    if (schema.contains("type")) EXPECT_FALSE(schema["type"].is_array()) << where;
+    if (schema.contains("type")) {
+      EXPECT_FALSE(schema["type"].is_array()) << where;
+    }
     for (const auto& [k, v] : schema.items()) ExpectNoTypeArray(v, where + "." + k);
   } else if (schema.is_array()) {
     for (const json& v : schema) ExpectNoTypeArray(v, where + "[]");
