@@ -31,7 +31,9 @@ json CommonProperties() {
 }
 
 json OutputSchema() {
-  json nullable_string = {{"type", json::array({"string", "null"})}};
+  // No type array (["string", "null"]): not every client takes one (the
+  // MCP Inspector warns); a value that may be null is described instead.
+  json nullable_string = {{"description", "a string, or null"}};
   return {{"type", "object"},
           {"properties",
            {{"stdout", {{"type", "string"}}},
@@ -63,6 +65,7 @@ json OutputSchema() {
                {{"connections", {{"type", "integer"}}},
                 {"bytesOut", {{"type", "integer"}}},
                 {"bytesIn", {{"type", "integer"}}}}}}},
+            {"notices", {{"type", "array"}, {"items", {{"type", "string"}}}}},
             {"error", nullable_string},
             {"version", {{"type", "string"}}}}},
           {"required", {"stdout", "stderr", "exitCode", "timedOut", "limit", "error"}}};

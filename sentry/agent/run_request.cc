@@ -151,6 +151,12 @@ bool Network(Checker& c, const json& v, RunJob* job) {
     if (!item.is_string() || !net::ParseAllowRule(item.get<std::string>(), &rule, &why)) {
       return c.Bad("network.allow", absl::StrCat("a list of HOST[:PORT] (", why, ")"));
     }
+    if (std::string why = net::RefusePrivateRule(rule, c.policy.base.net.allow_private);
+        !why.empty()) {
+      return c.Bad("network.allow", absl::StrCat(why,
+                                                 " (a flag of the server: sentry serve/mcp "
+                                                 "--unsafe-allow-private-address)"));
+    }
     bool covered = false;
     for (const net::AllowRule& s : c.policy.base.net.allow) covered = covered || Covers(s, rule);
     if (!covered) {
@@ -284,6 +290,7 @@ bool ParseRunRequest(const json& request, const ServerPolicy& policy, bool strea
   // Nothing of a request names a host file: no script argument copied from
   // the server's cwd, no --copy, stdin from the request alone.
   o.copy_script = false;
+  o.copy_hint = "a request's \"files\" put files in";
   o.copies.clear();
   o.stdin_path = "-";
   o.json = true;

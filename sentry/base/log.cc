@@ -9,7 +9,10 @@
 
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace sentry::log {
 namespace {
@@ -104,5 +107,26 @@ void Debug(std::string_view m) { Write(spdlog::level::debug, m); }
 void Info(std::string_view m) { Write(spdlog::level::info, m); }
 void Warn(std::string_view m) { Write(spdlog::level::warn, m); }
 void Error(std::string_view m) { Write(spdlog::level::err, m); }
+
+namespace {
+std::mutex notices_mu;
+std::vector<std::string>& Notices() {
+  static auto* kept = new std::vector<std::string>;  // never destroyed: no exit-order trouble
+  return *kept;
+}
+}  // namespace
+
+void Notice(std::string_view m, Level level) {
+  Write(level == Level::kWarn ? spdlog::level::warn : spdlog::level::info, m);
+  std::string_view text = m;
+  if (text.substr(0, 8) == "notice: ") text.remove_prefix(8);
+  std::lock_guard<std::mutex> lock(notices_mu);
+  if (Notices().size() < kMaxNotices) Notices().emplace_back(text);
+}
+
+std::vector<std::string> TakeNotices() {
+  std::lock_guard<std::mutex> lock(notices_mu);
+  return std::exchange(Notices(), {});
+}
 
 }  // namespace sentry::log

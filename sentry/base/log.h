@@ -14,7 +14,9 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace spdlog {
 class logger;
@@ -35,6 +37,16 @@ void Debug(std::string_view message);
 void Info(std::string_view message);
 void Warn(std::string_view message);
 void Error(std::string_view message);
+
+// A notice: a line for the user about this run (a file not copied in, a
+// cold start, a wall this host lacks), written as Info (or Warn) writes it
+// and also kept, so that the run's result lists it ("notices": an agent
+// reading --json learns what the terminal would have shown). At most
+// kMaxNotices are kept; a leading "notice: " is not.
+inline constexpr size_t kMaxNotices = 32;
+void Notice(std::string_view message, Level level = Level::kInfo);
+// The notices kept so far, in order; the list is then empty.
+std::vector<std::string> TakeNotices();
 
 // A logger of its own for lines that are the output a user asked for, not
 // diagnostics (--trace): each line written as given (pattern "%v"), whole,

@@ -30,6 +30,7 @@
 #include "sentry/base/json_out.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/cli/commands.h"
+#include "sentry/cli/flag_set.h"
 #include "sentry/platform/unotify.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/run.h"
@@ -336,8 +337,8 @@ int CheckCommand(const std::vector<std::string>& args) {
       std::fputs(kCheckUsage, stdout);
       return 0;
     } else {
-      std::fprintf(stderr, "sentry check: unknown flag %s\n(see 'sentry check --help')\n",
-                   a.c_str());
+      std::fprintf(stderr, "sentry check: unknown flag %s%s\n(see 'sentry check --help')\n",
+                   a.c_str(), DidYouMean(a, {"--json", "--help"}).c_str());
       return kExitSentryError;
     }
   }

@@ -1,6 +1,7 @@
 #include "sentry/cli/flag_set.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -161,9 +162,57 @@ FlagsOutcome ParseFlagsOnly(CLI::App& app, const std::vector<std::string>& args)
   if (!rest.empty()) {
     bool flag = !rest[0].empty() && rest[0][0] == '-';
     return {FlagsOutcome::Kind::kError,
-            (flag ? "unknown flag " : "unexpected argument ") + rest[0]};
+            flag ? UnknownFlag(rest[0], app) : "unexpected argument " + rest[0]};
   }
   return {};
+}
+
+std::string DidYouMean(const std::string& given, const std::vector<std::string>& known) {
+  std::string flag = given.substr(0, given.find('='));
+  // One letter (-x) is too short to guess from.
+  if (flag.size() <= 2 || flag.size() > 64) return "";
+  // Levenshtein distance, one row at a time; names are short.
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+        diagonal = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, flag.size() / 4) + 1;
+  for (const std::string& k : known) {
+    size_t d = distance(flag, k);
+    // A prefix (--tim for --timeout) is as good as a near miss.
+    if (k.size() > flag.size() + 1 && k.compare(0, flag.size(), flag) == 0 && flag.size() > 3) {
+      d = 1;
+    }
+    if (d < best_distance) {
+      best_distance = d;
+      best = k;
+    }
+  }
+  return best.empty() || best == flag ? "" : absl::StrCat(" (did you mean ", best, "?)");
+}
+
+std::string DidYouMean(const std::string& given, const CLI::App& app) {
+  std::vector<std::string> known;
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& n : opt->get_lnames()) known.push_back("--" + n);
+    for (const std::string& n : opt->get_snames()) known.push_back("-" + n);
+  }
+  return DidYouMean(given, known);
+}
+
+std::string UnknownFlag(const std::string& given, const CLI::App& app) {
+  return absl::StrCat("unknown flag ", given, DidYouMean(given, app));
 }
 
 int UsageError(const char* command, const std::string& why) {

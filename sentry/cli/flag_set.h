@@ -93,6 +93,14 @@ std::string Help(const CLI::App& app, const std::vector<const char*>& groups);
 // kError with one line for a bad value, an unknown flag or an operand.
 FlagsOutcome ParseFlagsOnly(CLI::App& app, const std::vector<std::string>& args);
 
+// " (did you mean --timeout?)" for a mistyped flag (its "=value" aside): the
+// nearest of known by edit distance, if near enough; else "".
+std::string DidYouMean(const std::string& given, const std::vector<std::string>& known);
+// The same against the flags defined on app.
+std::string DidYouMean(const std::string& given, const CLI::App& app);
+// "unknown flag X", with a did-you-mean where one is near.
+std::string UnknownFlag(const std::string& given, const CLI::App& app);
+
 // Says why on stderr, one line ("sentry pool: WHY (see 'sentry pool
 // --help')"), and returns the exit code of a usage error, 125.
 int UsageError(const char* command, const std::string& why);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -180,21 +181,45 @@ bool ParseDuration(const std::string& text, double* seconds) {
   return true;
 }
 
-std::string CheckAgainstHost(const RunOptions& o) {
+std::string CheckAgainstHost(const RunOptions& o, const RunOptions* file) {
+  RunOptions defaults;
   cpu_set_t set;
   if (o.cpus > 0 && sched_getaffinity(0, sizeof(set), &set) == 0 && o.cpus > CPU_COUNT(&set)) {
-    return absl::StrFormat("--cpus %g: this host gives sentry %d CPUs; ask for at most that",
+    std::string name = file && file->cpus == o.cpus ? "limits file: \"cpus\"" : "--cpus";
+    return absl::StrFormat("%s %g: this host gives sentry %d CPUs; ask for at most that", name,
                            o.cpus, CPU_COUNT(&set));
   }
   struct sysinfo si;
-  RunOptions defaults;
   if (o.memory_bytes != defaults.memory_bytes && sysinfo(&si) == 0) {
     uint64_t total = static_cast<uint64_t>(si.totalram) * si.mem_unit;
     if (o.memory_bytes > total) {
+      if (file && file->memory_bytes == o.memory_bytes) {
+        return absl::StrFormat(
+            "limits file: \"memoryMb\" %d: this host has %d MiB of memory; ask for at most that",
+            o.memory_bytes >> 20, total >> 20);
+      }
       return absl::StrFormat("--memory %.1fg: this host has %.1fg of memory; ask for at most that",
                              std::ldexp(static_cast<double>(o.memory_bytes), -30),
                              std::ldexp(static_cast<double>(total), -30));
     }
+  }
+  return "";
+}
+
+std::string CheckAllowRules(const RunOptions& o, const RunOptions* file) {
+  for (const net::AllowRule& rule : o.net.allow) {
+    std::string why = net::RefusePrivateRule(rule, o.net.allow_private);
+    if (why.empty()) continue;
+    bool from_file = file && std::any_of(file->net.allow.begin(), file->net.allow.end(),
+                                         [&](const net::AllowRule& r) {
+                                           return r.host == rule.host && r.port == rule.port;
+                                         });
+    std::string text = rule.port ? absl::StrCat(rule.host, ":", rule.port) : rule.host;
+    if (rule.literal && rule.literal->family == AF_INET6 && rule.port) {
+      text = absl::StrCat("[", rule.host, "]:", rule.port);
+    }
+    return absl::StrCat(from_file ? "limits file: \"network\" allow " : "--allow-net ", text, ": ",
+                        why);
   }
   return "";
 }

@@ -34,8 +34,14 @@ bool ParseSize(const std::string& text, uint64_t bare_unit, uint64_t* out, std::
 bool ParseDuration(const std::string& text, double* seconds);
 
 // Refuses what this host cannot honour: --cpus above its CPUs, --memory above
-// its RAM, with the host's figure. "" when the options fit.
-std::string CheckAgainstHost(const RunOptions& o);
+// its RAM, with the host's figure. "" when the options fit. file: the
+// options as a --limits-file alone set them (nullptr: none), so that a value
+// the file gave is named by its key there, not by a flag nobody typed.
+std::string CheckAgainstHost(const RunOptions& o, const RunOptions* file = nullptr);
+// Refuses an allowlisted loopback or private IP literal without
+// --unsafe-allow-private-address (net::RefusePrivateRule), naming the flag
+// or the limits file's key that gave it.
+std::string CheckAllowRules(const RunOptions& o, const RunOptions* file = nullptr);
 
 }  // namespace sentry::cli
 

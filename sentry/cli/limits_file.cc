@@ -79,7 +79,11 @@ std::string ApplyLimitsFile(const std::string& path, RunOptions* o) {
       if (!Number(v, 0, 1e12, false, &n)) return bad("a number of milliseconds (0: none)");
       o->timeout_sec = n / 1000;
     } else if (key == "memoryMb") {
-      if (!Number(v, 8, 1 << 24, false, &n)) return bad("a number of MiB, at least 8");
+      // Up to 2^30 MiB (as --memory's 2^50 bytes): past the host's memory,
+      // CheckAgainstHost says so with the host's figure.
+      if (!Number(v, 8, 1 << 30, false, &n)) {
+        return bad("a number of MiB, at least 8 and at most the host's memory");
+      }
       o->memory_bytes = static_cast<uint64_t>(n) << 20;
     } else if (key == "maxProcesses") {
       if (!Number(v, 1, 1 << 22, false, &n)) return bad("a positive number");

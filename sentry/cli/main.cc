@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   prctl(PR_SET_DUMPABLE, 0);
   sentry::log::LevelFromEnvironment();
   if (!sentry::DropSupplementaryGroups()) {
-    sentry::log::Info("notice: cannot drop the supplementary groups of root (setgroups refused)");
+    sentry::log::Notice("notice: cannot drop the supplementary groups of root (setgroups refused)");
   }
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {

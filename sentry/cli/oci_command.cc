@@ -180,16 +180,22 @@ bool IsOciInvocation(const std::vector<std::string>& args) {
     name = name.substr(0, name.find('='));
     return GlobalFlags().takes_value.count(name) > 0;
   }
-  // `sentry run` is sentry's own; runc's run is told by its flags.
+  // `sentry run` is sentry's own; runc's run is told by its flags. docker's
+  // -d alone is runc's only where runc could run it: no `--` (runc takes an
+  // ID, no command) and a bundle in the cwd; else `sentry run` says it has
+  // no detached mode.
   if (a == "run" && args.size() > 1) {
+    bool detach = false;
     for (size_t i = 1; i < args.size(); ++i) {
       const std::string& f = args[i];
-      if (f == "--") break;
-      for (const char* runc : {"--bundle", "-b", "--detach", "-d", "--pid-file", "--console-socket",
-                               "--no-pivot", "--keep", "--preserve-fds", "--pidfd-socket"}) {
+      if (f == "--") return false;
+      for (const char* runc : {"--bundle", "-b", "--pid-file", "--console-socket", "--no-pivot",
+                               "--keep", "--preserve-fds", "--pidfd-socket"}) {
         if (f == runc || absl::StartsWith(f, std::string(runc) + "=")) return true;
       }
+      detach = detach || f == "-d" || f == "--detach" || absl::StartsWith(f, "--detach=");
     }
+    return detach && access("config.json", F_OK) == 0;
   }
   return false;
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@
 #include "sentry/run/pool.h"
 #include "sentry/run/result.h"
 #include "sentry/run/run.h"
+#include "sentry/run/terminal.h"
 
 namespace sentry::cli {
 namespace {
@@ -28,12 +30,39 @@ int Fail(const std::string& problem, bool json, bool hint = false) {
     RunResult r;
     r.exit_code = kExitSentryError;
     r.error = problem;
+    r.notices = log::TakeNotices();
     PrintOutcome(r, true, 0);
   } else {
     std::fprintf(stderr, "sentry run: %s%s\n", problem.c_str(),
                  hint ? " (see 'sentry run --help')" : "");
   }
   return kExitSentryError;
+}
+
+// A -v mount under the home while -w moved the cwd elsewhere: a relative
+// path (out/result.txt) then names the cwd's, not the mount's, and a write
+// there stays in memory. Said, as every run whose cwd is not the home.
+void NoticeMountsBesideCwd(const RunOptions& o) {
+  const std::string home = "/home/sandbox";
+  if (o.workdir.empty() || o.workdir == home) return;
+  for (const BindMount& m : o.mounts) {
+    if (m.guest_path.rfind(home + "/", 0) != 0) continue;
+    if (m.guest_path.rfind(o.workdir + "/", 0) == 0 || o.workdir == "/") continue;
+    std::string rel = m.guest_path.substr(home.size() + 1);
+    log::Notice(absl::StrCat("notice: the guest's cwd is ", o.workdir, " (-w), not ", home,
+                             ": a relative path such as ", rel, "/ names ", o.workdir, "/", rel,
+                             ", not the -v mount at ", m.guest_path));
+    return;
+  }
+}
+
+// With a terminal for its stdin (-t, or sentry's stdin one) the guest is an
+// interactive session, whose length is its user's: no default timeout, as
+// docker and podman have none (^C or ^D ends it). --timeout or the limits
+// file's timeoutMs still hold.
+void NoTimeoutOnATerminal(RunOptions* o, bool given) {
+  if (given) return;
+  if (GuestTerminal::FdsFor(o->tty, o->json, o->stdin_path) & 1) o->timeout_sec = 0;
 }
 
 // The log must be writable before the guest runs: a run whose record cannot
@@ -59,6 +88,7 @@ int RunCommand(const std::vector<std::string>& args) {
     return 0;
   }
   if (parsed.kind == FlagsOutcome::Kind::kError) return Fail(parsed.text, json, true);
+  std::optional<RunOptions> file;  // what the limits file alone sets
   if (!flags.limits_file.empty()) {
     // The file sets the limits; flags given on the command line win over it,
     // wherever they stand, so the flags are parsed again on top of the file.
@@ -67,12 +97,19 @@ int RunCommand(const std::vector<std::string>& args) {
     if (std::string why = ApplyLimitsFile(flags.limits_file, &with_file.options); !why.empty()) {
       return Fail(why, json);
     }
+    file = with_file.options;
     parsed = ParseRunFlags(args, &with_file);
     if (parsed.kind == FlagsOutcome::Kind::kError) return Fail(parsed.text, json, true);
     flags = std::move(with_file);
   }
   RunOptions& o = flags.options;
-  if (std::string why = CheckAgainstHost(o); !why.empty()) return Fail(why, json);
+  const RunOptions* from_file = file ? &*file : nullptr;
+  if (std::string why = CheckAgainstHost(o, from_file); !why.empty()) return Fail(why, json);
+  if (std::string why = CheckAllowRules(o, from_file); !why.empty()) return Fail(why, json);
+  NoTimeoutOnATerminal(
+      &o, flags.timeout_given || (file && file->timeout_sec != RunOptions().timeout_sec));
+  o.copy_hint = "copy other programs in with --copy HOST:GUEST";
+  NoticeMountsBesideCwd(o);
   if (std::string why = CheckLog(o.log_path); !why.empty()) return Fail(why, json);
   std::string why;
   if (!flags.pool.empty() && !o.mounts.empty()) {
@@ -82,7 +119,7 @@ int RunCommand(const std::vector<std::string>& args) {
   }
   // On sentry's stderr (a --json result stays clean), like every notice.
   if (!flags.pool.empty() && !why.empty()) {
-    log::Info(absl::StrCat("notice: a cold start (", why, ")"));
+    log::Notice(absl::StrCat("notice: a cold start (", why, ")"));
   }
   return RunSandbox(o);
 }

@@ -18,6 +18,7 @@ constexpr const char* kLimits = "Limits (SIZE: 512m, 1.5g, 64MiB; a bare number 
 constexpr const char* kFiles = "Files and environment";
 constexpr const char* kNetwork = "Network";
 constexpr const char* kSandbox = "Sandbox";
+constexpr const char* kDocker = "docker's flags that sentry run does not have";
 
 constexpr const char* kDescription = R"(usage: sentry run [FLAGS] -- CMD [ARGS...]
 
@@ -57,6 +58,7 @@ std::string AddToolFlag(const std::string& v, std::vector<tools::HostTool>* into
 struct Extra {
   std::string network;  // --network
   bool interactive = false;
+  std::string refused;  // a docker flag sentry run does not have: what it says
 };
 
 void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
@@ -124,9 +126,12 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
 
   // Limits.
   f.Value("--timeout", kLimits, "SECONDS",
-          "kill the whole sandbox after this wall-clock time (default 30; 0 for none; "
-          "units ms, s, m, h)",
-          Duration(&o.timeout_sec));
+          "kill the whole sandbox after this wall-clock time (default 30, none where the "
+          "guest has a terminal: -t, or stdin a terminal; 0 for none; units ms, s, m, h)",
+          [flags, parse = Duration(&o.timeout_sec)](const std::string& v) {
+            flags->timeout_given = true;
+            return parse(v);
+          });
   f.Value("-m,--memory", kLimits, "SIZE",
           "memory cap for the whole sandbox (default 1g); at most the host's",
           Size(&o.memory_bytes, 1 << 20, 8 << 20, "needs a size of at least 8m, e.g. 256m or 1g"));
@@ -182,7 +187,9 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           });
   f.Switch("--no-copy-script", kFiles, "do not copy the script argument in (nor say why not)",
            [&o] { o.copy_script = false; });
-  f.Switch("--root", kFiles, "the guest is uid 0 inside the sandbox (no host privilege)",
+  f.Switch("--root", kFiles,
+           "the guest is uid 0 inside the sandbox (no host privilege); its cwd stays "
+           "/home/sandbox, so relative paths and -v recipes mean the same (HOME is /root)",
            [&o] { o.root = true; });
 
   // Network.
@@ -198,7 +205,8 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           });
   f.Value("--allow-net", kNetwork, "HOST[:PORT]",
           "let connections out to HOST (a name, *.domain, or an IP), on PORT or any "
-          "(repeatable); never to loopback, private or link-local addresses",
+          "(repeatable). A loopback, private or link-local IP is refused here unless "
+          "--unsafe-allow-private-address; a name that resolves to one is never let out",
           [&o](const std::string& v) -> std::string {
             net::AllowRule rule;
             std::string why;
@@ -247,6 +255,35 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           "none can serve the run, it starts cold, with a notice",
           Text(&flags->pool, "needs the socket of a `sentry pool`"));
   f.Switch("--rm", kSandbox, "accepted for docker's habit: every sandbox is removed", [] {});
+
+  // docker's habits that would mislead here: each says what sentry does.
+  f.Switch("-d,--detach", kDocker,
+           "refused: sentry run has no detached mode; it runs CMD to its end (use the shell's &, "
+           "or sentry as an OCI runtime under podman run -d)",
+           [x] {
+             x->refused =
+                 "-d: sentry run has no detached mode: it runs CMD and waits for it (put it in "
+                 "the background with the shell's &, or use sentry as an OCI runtime: podman "
+                 "--runtime sentry run -d)";
+           });
+  f.Value("-u,--user", kDocker, "UID[:GID]",
+          "only 0 (as --root: uid 0 inside, no host privilege) or 1000, the default guest",
+          [&o](const std::string& v) -> std::string {
+            if (v == "0" || v == "0:0" || v == "root" || v == "root:root") {
+              o.root = true;
+            } else if (v != "1000" && v != "1000:1000") {
+              return "the guest is uid 1000 (the default) or, with --root, uid 0 inside the "
+                     "sandbox; sentry run offers no other uid";
+            }
+            return "";
+          });
+  f.Value("-p,--publish", kDocker, "PORT",
+          "refused: no port is published; the guest's network is a loopback of its own",
+          [](const std::string&) -> std::string {
+            return "sentry publishes no port: the guest's network is a loopback of its own that "
+                   "the host cannot reach; run the server and its client in one sandbox (sh -c "
+                   "'server & client'), and --allow-net HOST:PORT for connections out";
+          });
 }
 
 // What no single flag can say: flags that contradict each other.
@@ -297,16 +334,18 @@ FlagsOutcome ParseRunFlags(const std::vector<std::string>& args, RunFlags* flags
   try {
     app.parse(argv);
   } catch (const CLI::CallForHelp&) {
-    return {FlagsOutcome::Kind::kHelp, Help(app, {kOutput, kLimits, kFiles, kNetwork, kSandbox})};
+    return {FlagsOutcome::Kind::kHelp,
+            Help(app, {kOutput, kLimits, kFiles, kNetwork, kSandbox, kDocker})};
   } catch (const CLI::ParseError& e) {
     return {FlagsOutcome::Kind::kError, e.what()};
   }
+  if (!extra.refused.empty()) return {FlagsOutcome::Kind::kError, extra.refused};
   RunOptions& o = flags->options;
   std::vector<std::string> rest = app.remaining();
   if (!rest.empty() && rest[0] == "--") {
     rest.erase(rest.begin());
   } else if (!rest.empty() && !rest[0].empty() && rest[0][0] == '-') {
-    return {FlagsOutcome::Kind::kError, "unknown flag " + rest[0]};
+    return {FlagsOutcome::Kind::kError, UnknownFlag(rest[0], app)};
   }
   if (rest.empty()) return {FlagsOutcome::Kind::kError, "no command given"};
   o.argv = std::move(rest);

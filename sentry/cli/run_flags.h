@@ -25,8 +25,9 @@ namespace sentry::cli {
 
 struct RunFlags {
   RunOptions options;
-  std::string limits_file;  // --limits-file
-  std::string pool;         // --pool (or SENTRY_POOL)
+  std::string limits_file;     // --limits-file
+  std::string pool;            // --pool (or SENTRY_POOL)
+  bool timeout_given = false;  // --timeout on the command line (not the default)
 };
 
 // Parses args (what follows `sentry run`) on top of *flags, which holds the

@@ -2,6 +2,7 @@
 #include "sentry/cli/server_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "sentry/cli/flag_values.h"
@@ -80,7 +81,8 @@ void DefineServerFlags(FlagSet& f, agent::ServerFlags* server, agent::WarmFlags*
           });
   f.Value("--allow-net", kNetwork, "HOST[:PORT]",
           "hosts a run may reach (repeatable); a request may name a subset with "
-          "\"network\": {\"allow\": [...]}",
+          "\"network\": {\"allow\": [...]}; a loopback or private IP is refused unless "
+          "--unsafe-allow-private-address",
           [&o](const std::string& v) -> std::string {
             net::AllowRule rule;
             std::string why;
@@ -164,6 +166,7 @@ FlagsOutcome ParseServerFlags(const ServerCommand& command, const std::vector<st
   Extra x;
   FlagsOutcome out = ParseOnce(command, args, server, warm, &x);
   if (out.kind != FlagsOutcome::Kind::kRun) return out;
+  std::optional<RunOptions> file;  // what the limits file alone sets
   if (!x.limits_file.empty()) {
     // The file sets the limits; the flags are parsed again on top of it, so
     // that they win wherever they stand.
@@ -171,6 +174,7 @@ FlagsOutcome ParseServerFlags(const ServerCommand& command, const std::vector<st
     if (std::string why = ApplyLimitsFile(x.limits_file, &with_file.policy.base); !why.empty()) {
       return {FlagsOutcome::Kind::kError, why};
     }
+    file = with_file.policy.base;
     *warm = agent::WarmFlags();
     x = Extra();
     out = ParseOnce(command, args, &with_file, warm, &x);
@@ -180,7 +184,11 @@ FlagsOutcome ParseServerFlags(const ServerCommand& command, const std::vector<st
   if (std::string why = CheckCombination(server->policy.base, x); !why.empty()) {
     return {FlagsOutcome::Kind::kError, why};
   }
-  if (std::string why = CheckAgainstHost(server->policy.base); !why.empty()) {
+  const RunOptions* from_file = file ? &*file : nullptr;
+  if (std::string why = CheckAgainstHost(server->policy.base, from_file); !why.empty()) {
+    return {FlagsOutcome::Kind::kError, why};
+  }
+  if (std::string why = CheckAllowRules(server->policy.base, from_file); !why.empty()) {
     return {FlagsOutcome::Kind::kError, why};
   }
   return out;

@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "sentry/cli/commands.h"
+#include "sentry/cli/flag_set.h"
 #include "syscalls/table.h"
 
 namespace sentry::cli {
@@ -415,12 +417,28 @@ void PrintText(const std::vector<json>& rows) {
               counts[1], counts[2], counts[3]);
 }
 
+constexpr const char* kSyscallsUsage =
+    "usage: sentry syscalls [--json | --markdown] [--no-namespaces] [--conformance FILE] "
+    "[NAME...]\n"
+    "  NAME...            only these syscalls' rows (e.g. sentry syscalls openat connect)\n"
+    "  --json             the rows as a JSON array\n"
+    "  --markdown         the rows as markdown tables (docs/syscalls.md)\n"
+    "  --no-namespaces    the table of a run without namespaces (the seccomp wall alone)\n"
+    "  --conformance FILE the conformance cases of each row, from FILE\n"
+    "                     (tests/conformance/coverage.py makes it)\n";
+
+int SyscallsUsageError(const std::string& why) {
+  std::fprintf(stderr, "sentry syscalls: %s\n%s", why.c_str(), kSyscallsUsage);
+  return 125;
+}
+
 }  // namespace
 
 int SyscallsCommand(const std::vector<std::string>& args) {
   enum { kText, kJson, kMarkdown } format = kText;
   Options o;
   std::string conformance;
+  std::vector<std::string> names;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--json") {
@@ -431,16 +449,17 @@ int SyscallsCommand(const std::vector<std::string>& args) {
       o.namespaces = false;  // the table of a run on the seccomp wall alone
     } else if (a == "--conformance" && i + 1 < args.size()) {
       conformance = args[++i];
+    } else if (a == "-h" || a == "--help") {
+      std::fputs(kSyscallsUsage, stdout);
+      return 0;
+    } else if (a == "--conformance") {
+      return SyscallsUsageError("--conformance needs a FILE");
+    } else if (!a.empty() && a[0] == '-') {
+      return SyscallsUsageError(absl::StrCat(
+          "unknown flag ", a,
+          DidYouMean(a, {"--json", "--markdown", "--no-namespaces", "--conformance", "--help"})));
     } else {
-      std::fputs(
-          "usage: sentry syscalls [--json | --markdown] [--no-namespaces] [--conformance FILE]\n"
-          "  --json             the rows as a JSON array\n"
-          "  --markdown         the rows as markdown tables (docs/syscalls.md)\n"
-          "  --no-namespaces    the table of a run without namespaces (the seccomp wall alone)\n"
-          "  --conformance FILE the conformance cases of each row, from FILE\n"
-          "                     (tests/conformance/coverage.py makes it)\n",
-          stderr);
-      return 125;
+      names.push_back(a);
     }
   }
   Cases cases;
@@ -453,6 +472,22 @@ int SyscallsCommand(const std::vector<std::string>& args) {
     o.cases = &cases;
   }
   std::vector<json> rows = Rows(o);
+  if (!names.empty()) {
+    // Only the rows named, in the order named; an unknown name is said.
+    std::vector<json> picked;
+    std::vector<std::string> known;
+    for (const json& r : rows) known.push_back(Str(r, "name"));
+    for (const std::string& name : names) {
+      auto it = std::find_if(rows.begin(), rows.end(),
+                             [&](const json& r) { return Str(r, "name") == name; });
+      if (it == rows.end()) {
+        std::string near = DidYouMean(name, known);
+        return SyscallsUsageError(absl::StrCat("no x86-64 syscall is named ", name, near));
+      }
+      picked.push_back(*it);
+    }
+    rows = std::move(picked);
+  }
   switch (format) {
     case kJson:
       std::printf("%s\n", json(rows).dump(1).c_str());

@@ -209,6 +209,18 @@ bool ParseAllowRule(const std::string& text, AllowRule* rule, std::string* why) 
   return true;
 }
 
+std::string RefusePrivateRule(const AllowRule& rule, bool allow_private) {
+  if (!rule.literal || allow_private || IsPublicAddress(*rule.literal)) return "";
+  const IpAddr& a = *rule.literal;
+  bool loopback = a.family == AF_INET ? a.bytes[0] == 127 : a == *IpAddr::Parse("::1");
+  return absl::StrCat(
+      rule.host,
+      loopback ? " is a loopback address, which names the sandbox's own loopback"
+               : " is a private, link-local or reserved address",
+      ": the sandbox never reaches it; --unsafe-allow-private-address lets an allowlisted "
+      "private or loopback address out (for tests, never in production)");
+}
+
 bool ParseSecretRule(const std::string& text, SecretRule* rule, std::string* why) {
   size_t eq = text.find('=');
   if (eq == std::string::npos) {

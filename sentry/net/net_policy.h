@@ -54,6 +54,12 @@ struct AllowRule {
 // Parses "HOST", "HOST:PORT", "[V6]:PORT", "V6"; false with *why if malformed.
 bool ParseAllowRule(const std::string& text, AllowRule* rule, std::string* why);
 
+// Why an allowlisted IP literal is refused where it is read (a flag, a
+// limits file, a request, an annotation): a loopback, private or link-local
+// one, unless allow_private (--unsafe-allow-private-address). "" if it may
+// stand. Without this, such a rule would be taken and then never let out.
+std::string RefusePrivateRule(const AllowRule& rule, bool allow_private);
+
 // --secret [http://|https://]HOST[:PORT]=HEADER:SOURCE: the guest's plain
 // HTTP to HOST goes through the sentry's proxy, which adds HEADER: value
 // upstream (over TLS unless http://). The value never enters the sandbox.

@@ -458,6 +458,13 @@ absl::Status MapAnnotations(Bundle& b) {
     return absl::InvalidArgumentError("dev.sentry.network=allow needs dev.sentry.allow-net");
   }
   if (network == "none") o.net.allow.clear();
+  for (const net::AllowRule& rule : o.net.allow) {
+    if (std::string why = net::RefusePrivateRule(rule, o.net.allow_private); !why.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dev.sentry.allow-net: ", why,
+                       " (here the annotation dev.sentry.unsafe-allow-private-address=true)"));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -34,7 +34,7 @@ std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree, b
 }
 
 ProgramLookup FindProgram(vfs::Vfs& v, const vfs::NodeRef& cwd, const vfs::Creds& creds,
-                          const std::string& argv0) {
+                          const std::string& argv0, const std::string& copy_hint) {
   ProgramLookup out;
   vfs::NodeRef node;
   if (argv0.find('/') == std::string::npos) {
@@ -49,9 +49,12 @@ ProgramLookup FindProgram(vfs::Vfs& v, const vfs::NodeRef& cwd, const vfs::Creds
     }
     if (!node) {
       out.exit_code = kExitNotFound;
+      // Only the caller knows how files get in (sentry run's --copy, a
+      // request's files): a flag another caller lacks is never suggested.
       out.error = absl::StrCat(argv0,
-                               ": command not found in the sandbox (it shows the host's /usr, "
-                               "/bin, /sbin and /lib; copy other programs in with --copy)");
+                               ": command not found in the sandbox (not in /usr/local/bin, "
+                               "/usr/bin, /bin, /usr/local/sbin, /usr/sbin or /sbin",
+                               copy_hint.empty() ? "" : "; ", copy_hint, ")");
       return out;
     }
   } else {

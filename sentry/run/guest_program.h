@@ -35,9 +35,10 @@ struct ProgramLookup {
 };
 
 // argv0 found as execvp would (a bare name on the guest's PATH, else from
-// cwd) and checked to be an executable regular file.
+// cwd) and checked to be an executable regular file. copy_hint: how this
+// caller puts files in (RunOptions::copy_hint), said when it is not found.
 ProgramLookup FindProgram(vfs::Vfs& v, const vfs::NodeRef& cwd, const vfs::Creds& creds,
-                          const std::string& argv0);
+                          const std::string& argv0, const std::string& copy_hint = "");
 
 }  // namespace sentry
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "sentry/base/json_out.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/run/denial_hint.h"
 #include "sentry/run/result_object.h"
 
 namespace sentry {
@@ -70,6 +71,9 @@ nlohmann::ordered_json ResultObject(const RunResult& r) {
               {"bytesOut", r.net_bytes_out},
               {"bytesIn", r.net_bytes_in}}},
             {"error", Opt(r.error)}};
+  Json notices = Json::array();
+  for (const std::string& n : r.notices) notices.push_back(Text(n));
+  j["notices"] = std::move(notices);
   if (r.files) j["files"] = FilesJson(*r.files);
   if (r.tool_calls) {
     Json calls = Json::array();
@@ -93,7 +97,7 @@ std::string SignalName(int sig) {
   return abbrev ? absl::StrCat("SIG", abbrev) : absl::StrCat("SIG", sig);
 }
 
-DeniedOperation ExplainDenial(const Denial& d) {
+DeniedOperation ExplainDenial(const Denial& d, const DenialPlace& place) {
   DeniedOperation out;
   out.syscall = d.syscall;
   out.argument = d.call;
@@ -107,10 +111,8 @@ DeniedOperation ExplainDenial(const Denial& d) {
     out.hint = "nothing listens there inside the sandbox; the host's services are not reachable";
   } else if (d.err == EAFNOSUPPORT) {
     out.hint = "this kind of socket is not available in the sandbox";
-  } else if (d.err == EROFS || d.err == EACCES || d.err == EPERM) {
-    out.hint =
-        "the sandbox's system files are read-only for this user; write under /tmp or the "
-        "home directory";
+  } else {
+    out.hint = FileDenialHint(d.syscall, d.call, d.err, place);
   }
   return out;
 }

@@ -11,7 +11,8 @@
 
 namespace sentry {
 
-struct Denial;  // sentry/kernel/kernel.h
+struct Denial;       // sentry/kernel/kernel.h
+struct DenialPlace;  // sentry/run/denial_hint.h
 
 struct DeniedOperation {
   std::string syscall;
@@ -61,6 +62,8 @@ struct RunResult {
   std::optional<std::vector<ReturnedFile>> files;
   // Only when tools were registered: "toolCalls" in the JSON.
   std::optional<std::vector<ToolCall>> tool_calls;
+  // Every notice sentry printed on stderr for this run (log::Notice): "notices".
+  std::vector<std::string> notices;
 };
 
 std::string ResultJson(const RunResult& r);
@@ -74,8 +77,9 @@ void PrintOutcome(const RunResult& r, bool json, double timeout_sec);
 
 // "SIGKILL" for 9.
 std::string SignalName(int sig);
-// A denial as the model reads it: what was refused and what to do instead.
-DeniedOperation ExplainDenial(const Denial& d);
+// A denial as the model reads it: what was refused and what to do instead
+// (a file's refusal explained by where it is: place's mounts, cwd, home).
+DeniedOperation ExplainDenial(const Denial& d, const DenialPlace& place);
 
 }  // namespace sentry
 

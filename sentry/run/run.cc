@@ -278,7 +278,8 @@ std::optional<RunError> Run::Admit() {
   if (absl::Status s = WriteInlineFiles(v, creds_, o_.inline_files); !s.ok()) {
     return RunError{kExitSentryError, std::string(s.message())};
   }
-  std::string cwd = o_.root || tree_.uid == 0 ? "/root" : tree_.home;
+  // The home whatever the uid (--root too): -v recipes mean one place for all.
+  std::string cwd = tree_.home;
   if (!o_.workdir.empty()) {
     cwd = o_.workdir;
     if (auto made = MakeSandboxDirs(v, creds_, cwd); !made.ok()) {
@@ -291,7 +292,7 @@ std::optional<RunError> Run::Admit() {
   script_ = CopyScriptArgument(o_, v, creds_, cwd);
   cwd_ = v.Lookup(v.root(), cwd, {}, creds_).value();
 
-  ProgramLookup found = FindProgram(v, cwd_, creds_, o_.argv[0]);
+  ProgramLookup found = FindProgram(v, cwd_, creds_, o_.argv[0], o_.copy_hint);
   if (found.exit_code) return RunError{found.exit_code, found.error};
   launch_.path = found.path;
   launch_.argv = o_.argv;
@@ -357,28 +358,6 @@ std::optional<RunError> Run::AttachGuest() {
 
 // --trace: on sentry's own stderr or the file, never the guest's streams
 // (with --json those are the result's).
-std::optional<RunError> Run::StartTrace() {
-  if (!o_.trace) return std::nullopt;
-  trace::Timestamps ts =
-      trace::ParseTimestamps(o_.trace_timestamps.empty() ? "none" : o_.trace_timestamps)
-          .value_or(trace::Timestamps::kNone);
-  std::shared_ptr<trace::TraceWriter> trace;
-  if (o_.trace_file.empty()) {
-    trace = std::make_shared<trace::TraceWriter>(stderr, ts);
-  } else {
-    auto opened = trace::TraceWriter::OpenFile(o_.trace_file, ts);
-    if (!opened.ok()) {
-      return RunError{kExitSentryError, absl::StrCat("--trace-file ", opened.status().message())};
-    }
-    trace = *std::move(opened);
-  }
-  if (!sync_wakeup_) log::Info("notice: no synchronous wake-up (Linux < 6.6): slower traps");
-  tracer_->set_trace(trace);
-  dispatcher_->set_trace(trace);
-  if (census_) loop_->set_trace(trace);  // the native and refused calls too
-  return std::nullopt;
-}
-
 // The go: what the command decided (cwd, --trace), the start-up pin, and the
 // guest's execve.
 std::optional<RunError> Run::LaunchGuest() {
@@ -439,7 +418,7 @@ LandlockPlan Run::GuestLandlock() const {
   if (o_.landlock && abi == 0) {
     static std::once_flag said;
     std::call_once(said, [] {
-      log::Info("notice: this kernel has no Landlock: the sandbox stands on its other walls");
+      log::Notice("notice: this kernel has no Landlock: the sandbox stands on its other walls");
     });
   }
   if (abi == 0) return {};
@@ -500,12 +479,15 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
   // core_pattern names it), not in a mount view: none.
   wall_rlimits_.push_back({RLIMIT_CORE, 0});
   stdio_.SetPipeOwner(guest_host_uid_, guest_host_gid_);
-  log::Warn(absl::StrFormat(
-      "notice: no namespaces (%s): the sandbox stands on the seccomp wall alone. The guest runs "
-      "as %s, sees host process ids, and has no network%s; `sentry check` "
-      "says what this host lacks, and --require-namespaces refuses to run without them.",
-      why, rootless_ ? "the caller's own uid" : "a host uid of its own",
-      host_store_.capped() ? "" : ", and --disk caps each file only (no tmpfs here)"));
+  log::Notice(
+      absl::StrFormat(
+          "notice: no namespaces (%s): the sandbox stands on the seccomp wall alone. The guest "
+          "runs "
+          "as %s, sees host process ids, and has no network%s; `sentry check` "
+          "says what this host lacks, and --require-namespaces refuses to run without them.",
+          why, rootless_ ? "the caller's own uid" : "a host uid of its own",
+          host_store_.capped() ? "" : ", and --disk caps each file only (no tmpfs here)"),
+      log::Level::kWarn);
   return std::nullopt;
 }
 

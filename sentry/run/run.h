@@ -47,6 +47,9 @@ struct RunOptions {
   std::vector<BindMount> mounts;                            // -v HOST:GUEST[:ro|:rw]
   std::vector<std::pair<std::string, std::string>> files;   // guest path → bytes (an API's)
   bool copy_script = true;  // copy a first argument that names a host file
+  // How this caller puts files in, for a program not found: sentry run's
+  // "copy other programs in with --copy"; "" where nothing is to be said.
+  std::string copy_hint;
   bool trace = false;
   std::string trace_file;        // --trace-file: the trace there instead of stderr
   std::string trace_timestamps;  // --trace-timestamps[=s|us|unix]: "" for none

@@ -20,6 +20,7 @@
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/log.h"
 #include "sentry/run/audit_log.h"
+#include "sentry/run/denial_hint.h"
 #include "sentry/run/guest_files.h"
 #include "sentry/run/run_internal.h"
 
@@ -268,7 +269,8 @@ int Run::Conclude(std::optional<RunError> error) {
   r.exit_code = code;
   if (kernel_) {
     std::lock_guard<std::mutex> lock(kernel_->mu());
-    for (const Denial& d : kernel_->denials) r.denied.push_back(ExplainDenial(d));
+    DenialPlace place{o_.mounts, o_.workdir.empty() ? tree_.home : o_.workdir, tree_.home};
+    for (const Denial& d : kernel_->denials) r.denied.push_back(ExplainDenial(d, place));
   }
   if (!r.limit && cgroups_.PidsLimitHit()) r.limit = "pids";
   net_.Conclude(&r);
@@ -367,7 +369,10 @@ void Run::Report(const RunResult& r) {
     clock_.Mark("log");
     std::fputs(clock_.Text().c_str(), stderr);
   }
-  PrintOutcome(r, o_.json, o_.timeout_sec);
+  if (!o_.json) return PrintOutcome(r, false, o_.timeout_sec);
+  RunResult with_notices = r;  // what stderr showed of this run, for an agent
+  with_notices.notices = log::TakeNotices();
+  PrintOutcome(with_notices, true, o_.timeout_sec);
 }
 
 }  // namespace sentry::run_internal

@@ -56,8 +56,9 @@ void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o,
       outside = std::move(*ns);
     } else {
       outside_ok = false;
-      log::Warn(absl::StrCat("warning: cannot join the network namespace ", o.outside_netns, " (",
-                             std::strerror(ns.error()), "): no connection leaves the sandbox"));
+      log::Notice(absl::StrCat("warning: cannot join the network namespace ", o.outside_netns, " (",
+                               std::strerror(ns.error()), "): no connection leaves the sandbox"),
+                  log::Level::kWarn);
     }
   }
   if (outside_ok && (!o.net.allow.empty() || !o.net.secrets.empty())) {
@@ -77,8 +78,9 @@ void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o,
           open(absl::StrCat("/proc/", init_pid, "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
       SysStatus st = netns ? egress_->StartProxy(netns.get()) : SysStatus(Errno{errno});
       if (!st.ok()) {
-        log::Warn(absl::StrCat("warning: no credentials proxy (", std::strerror(st.error()),
-                               "): --secret hosts fail"));
+        log::Notice(absl::StrCat("warning: no credentials proxy (", std::strerror(st.error()),
+                                 "): --secret hosts fail"),
+                    log::Level::kWarn);
       }
     }
   } else {
@@ -95,8 +97,9 @@ void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o,
       });
   SysStatus st = dns_socket.ok() ? dns_->Start(std::move(*dns_socket)) : Errno{dns_socket.error()};
   if (!st.ok()) {
-    log::Warn(
-        absl::StrCat("warning: no DNS server in the sandbox (", std::strerror(st.error()), ")"));
+    log::Notice(
+        absl::StrCat("warning: no DNS server in the sandbox (", std::strerror(st.error()), ")"),
+        log::Level::kWarn);
   }
 }
 

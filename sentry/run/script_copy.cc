@@ -80,8 +80,8 @@ std::string OneLine(const std::string& s) {
 }
 
 void Notice(const std::string& arg, const std::string& why) {
-  log::Info(absl::StrCat(OneLine(arg), " not copied in: ", why,
-                         "; --copy HOST:GUEST copies any file (the rule: sentry run --help)"));
+  log::Notice(absl::StrCat(OneLine(arg), " not copied in: ", why,
+                           "; --copy HOST:GUEST copies any file (the rule: sentry run --help)"));
 }
 
 // Index in argv of the script argument: the first after argv[0] that does
@@ -236,15 +236,17 @@ ScriptCopy CopyOne(const std::string& arg, vfs::Vfs& v, const vfs::Creds& creds,
   }
   std::string guest = absl::StrCat(guest_cwd, "/", relative);
   if (absl::Status s = WriteIntoSandbox(v, creds, script.text, script.mode, guest); !s.ok()) {
-    log::Warn(absl::StrCat("could not copy the script ", OneLine(arg), " in: ", s.message()));
+    log::Notice(absl::StrCat("could not copy the script ", OneLine(arg), " in: ", s.message()),
+                log::Level::kWarn);
     return {};
   }
   return ScriptCopy{relative, std::move(script.text)};
 }
 
-// Scripts named after the script argument (`python3 -W ignore job.py`,
-// `python3 main.py helper.py`) are not copied: one line says so, for the
-// first of them, with how many more there are.
+// Scripts and host files named after the script argument (`python3 -W
+// ignore job.py`, `python3 main.py helper.py`, `python3 analyze.py data.csv`)
+// are not copied: one line says so, for the first of them, with how many more
+// there are, as for the script argument itself (`cat data.csv`).
 void NoticeLaterScripts(const std::vector<std::string>& argv, size_t from, vfs::Vfs& v,
                         const vfs::Creds& creds, const std::string& guest_cwd) {
   std::vector<const std::string*> left;
@@ -254,13 +256,17 @@ void NoticeLaterScripts(const std::vector<std::string>& argv, size_t from, vfs::
     struct stat st;
     for (size_t i = from; i < argv.size(); ++i) {
       const std::string& a = argv[i];
-      if (HasScriptSuffix(a) && lstat(a.c_str(), &st) == 0) left.push_back(&a);
+      if (a.empty() || a[0] == '-') continue;
+      if ((HasScriptSuffix(a) && lstat(a.c_str(), &st) == 0) || LooksMeant(a)) left.push_back(&a);
     }
   }
   std::erase_if(left, [&](const std::string* a) { return InSandbox(v, creds, guest_cwd, *a); });
   if (left.empty()) return;
   std::string why =
-      "only one script is, the first argument after the program not starting with '-'";
+      HasScriptSuffix(*left[0])
+          ? "only one script is, the first argument after the program not starting with '-'"
+          : "only the script argument is copied in (the first after the program not starting "
+            "with '-')";
   if (left.size() > 1) absl::StrAppend(&why, " (", left.size() - 1, " more like it)");
   Notice(*left[0], why);
 }

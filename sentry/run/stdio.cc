@@ -33,7 +33,27 @@ bool WriteAll(int fd, const char* p, size_t n) {
 // guest is never blocked on a full pipe. With a cap (a streamed run's, see
 // Options::stream_cap), what comes past it is read and dropped, and a line
 // at the end says how much.
+// A streamed output whose reader is gone (`sentry run ... | head`): the
+// guest's pipe is broken as a native writer's would be (its next write gets
+// EPIPE, or SIGPIPE), and the sentry lives on to end the run, census and log
+// written. The read end is replaced, not closed, by a dead pipe's: the fd
+// number stays its owner's to close.
+void BreakGuestPipe(int from) {
+  int dead[2];
+  if (pipe2(dead, O_CLOEXEC) < 0) return;
+  close(dead[1]);
+  dup3(dead[0], from, O_CLOEXEC);
+  close(dead[0]);
+}
+
 void Pump(int from, int to, OutputBuffer* capture, uint64_t cap) {
+  if (!capture) {
+    // EPIPE, not the sentry's death by SIGPIPE (see BreakGuestPipe).
+    sigset_t pipe_signal;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+  }
   char buf[1 << 16];
   bool writable = to >= 0;
   uint64_t passed = 0, dropped = 0;
@@ -48,7 +68,10 @@ void Pump(int from, int to, OutputBuffer* capture, uint64_t cap) {
       passed += pass;
       dropped += static_cast<uint64_t>(n) - pass;
     }
-    if (writable && pass > 0) writable = WriteAll(to, buf, pass);
+    if (writable && pass > 0) {
+      writable = WriteAll(to, buf, pass);
+      if (!writable && errno == EPIPE && !capture) BreakGuestPipe(from);
+    }
   }
   if (writable && dropped > 0) {
     std::string line = absl::StrCat("\n[... ", dropped, " bytes dropped by sentry ...]\n");

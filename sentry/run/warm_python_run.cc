@@ -43,7 +43,7 @@ std::optional<RunError> Run::WarmPython(const std::vector<std::string>& preload)
     if (fd >= 0 && fstat(fd, &st) == 0) kernel_->fds().TrustCallerObject(st);
   }
   vfs::Vfs& v = kernel_->vfs();
-  cwd_ = v.Lookup(v.root(), o_.root ? "/root" : tree_.home, {}, creds_).value();
+  cwd_ = v.Lookup(v.root(), tree_.home, {}, creds_).value();  // as Admit's (run.cc)
   ProgramLookup found = FindProgram(v, cwd_, creds_, "python3");
   if (found.exit_code) return RunError{kExitSentryError, found.error};
   launch_.path = found.path;
@@ -183,7 +183,7 @@ std::optional<RunError> Run::AdmitPython() {
                       absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
     }
   }
-  std::string cwd = o_.root ? "/root" : tree_.home;
+  std::string cwd = tree_.home;  // --root too, as Admit's (run.cc)
   if (!o_.workdir.empty()) {
     cwd = o_.workdir;
     if (auto made = MakeSandboxDirs(v, creds_, cwd); !made.ok()) {

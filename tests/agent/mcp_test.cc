@@ -39,6 +39,35 @@ TEST(Mcp, InitializeListsToolsWithSchemas) {
   EXPECT_EQ(mcp.Finish(), 0);
 }
 
+// No `type` array (["string", "null"]) anywhere: the MCP Inspector warns
+// that not every client takes one.
+void ExpectNoTypeArray(const json& schema, const std::string& where) {
+  if (schema.is_object()) {
+    if (schema.contains("type")) {
+      EXPECT_FALSE(schema["type"].is_array()) << where;
+    }
+    for (const auto& [k, v] : schema.items()) ExpectNoTypeArray(v, where + "." + k);
+  } else if (schema.is_array()) {
+    for (const json& v : schema) ExpectNoTypeArray(v, where + "[]");
+  }
+}
+
+TEST(Mcp, SchemasArePortableAndListNotices) {
+  McpProcess mcp;
+  Initialize(mcp);
+  json list = mcp.Call(2, "tools/list", json::object());
+  for (const json& t : list["result"]["tools"]) {
+    ExpectNoTypeArray(t["inputSchema"], "inputSchema");
+    ExpectNoTypeArray(t["outputSchema"], "outputSchema");
+    EXPECT_TRUE(t["outputSchema"]["properties"].contains("notices"));
+  }
+  // A program not found says nothing of --copy, a flag mcp has not.
+  json r = Tool(mcp, 3, "run_command", {{"argv", {"nosuchprogram"}}});
+  EXPECT_EQ(r.dump().find("--copy"), std::string::npos) << r.dump();
+  EXPECT_NE(r.dump().find("command not found"), std::string::npos) << r.dump();
+  EXPECT_EQ(mcp.Finish(), 0);
+}
+
 TEST(Mcp, RunPythonGivesTextAndStructuredResult) {
   McpProcess mcp;
   Initialize(mcp);

@@ -98,6 +98,26 @@ TEST(RunRequest, NetworkOnlyNarrows) {
   EXPECT_TRUE(job.options.net.allow.empty());
 }
 
+// A loopback or private IP literal is refused as the request is read (400,
+// naming the server's flag), unless the server was started with it.
+TEST(RunRequest, APrivateAddressIsRefusedUnlessTheServerAllowsIt) {
+  ServerPolicy policy;
+  net::AllowRule any;
+  std::string why;
+  ASSERT_TRUE(net::ParseAllowRule("10.1.2.3", &any, &why));
+  policy.base.net.allow = {any};
+  RunJob job;
+  RequestError err;
+  EXPECT_FALSE(ParseRunRequest(json{{"code", "1"}, {"network", {{"allow", {"10.1.2.3:80"}}}}},
+                               policy, false, &job, &err));
+  EXPECT_EQ(err.http_status, 400);
+  EXPECT_NE(err.message.find("--unsafe-allow-private-address"), std::string::npos) << err.message;
+  policy.base.net.allow_private = true;
+  EXPECT_TRUE(ParseRunRequest(json{{"code", "1"}, {"network", {{"allow", {"10.1.2.3:80"}}}}},
+                              policy, false, &job, &err))
+      << err.message;
+}
+
 TEST(RunRequest, SizesAreBounded) {
   ServerPolicy policy;
   policy.max_files = 2;

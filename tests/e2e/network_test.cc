@@ -156,10 +156,10 @@ std::string Fetch(const std::string& host_port) {
 
 TEST(NetworkTest, AnAllowlistedHostServiceIsReachedOnlyWithTheUnsafeFlag) {
   HostServer server;
+  // Without the flag the rule is refused as it is read, naming the flag.
   GuestRun strict = RunPy(Fetch(server.addr()), {"--allow-net", server.addr()});
-  EXPECT_NE(Int(At(strict.r, "exitCode")), 0) << strict.Describe();
-  // 127.0.0.1 is the sandbox's own loopback, where nothing listens.
-  EXPECT_NE(Str(At(strict.r, "stderr")).find("Connection refused"), std::string::npos)
+  EXPECT_EQ(Int(At(strict.r, "exitCode")), 125) << strict.Describe();
+  EXPECT_NE(Str(At(strict.r, "error")).find("--unsafe-allow-private-address"), std::string::npos)
       << strict.Describe();
   EXPECT_EQ(server.connections(), 0) << "the guest reached the host's loopback";
 
@@ -217,8 +217,7 @@ TEST(NetworkTest, TheMetadataServiceIsRefusedInEveryForm) {
       "    except OSError as e: print(host, errno.errorcode.get(e.errno, e))\n";
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{}, std::vector<std::string>{"--allow-net", "example.com"},
-        std::vector<std::string>{"--allow-net", "169.254.169.254", "--allow-net", "10.0.0.1",
-                                 "--allow-net", "meta.test", "--add-host",
+        std::vector<std::string>{"--allow-net", "meta.test", "--add-host",
                                  "meta.test:169.254.169.254"}}) {
     GuestRun run = RunPy(code, flags);
     EXPECT_EQ(Str(At(run.r, "stdout")).find("reached"), std::string::npos) << run.Describe();
