@@ -1,6 +1,5 @@
 #include "sentry/agent/run_request.h"
 
-#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -227,10 +226,9 @@ bool ReturnFiles(Checker& c, const json& v, RunOptions* o) {
     if (seen.insert(guest).second) o->return_files.push_back(p.get<std::string>());
   }
   o->return_file_max = c.policy.return_file_max;
-  // A directory or a pattern may give many files: room for four per name,
-  // at most as many as the list may hold names, in all.
-  uint64_t room = std::min<uint64_t>(4 * o->return_files.size(), c.policy.max_return_files);
-  o->return_total_max = std::max<uint64_t>(room, 1) * c.policy.return_file_max;
+  // A directory or a pattern may give many files: in all, as many bytes as
+  // the names would give as files (a name counted with its bytes).
+  o->return_total_max = o->return_files.size() * (c.policy.return_file_max + kMaxPathBytes + 1);
   return true;
 }
 

@@ -35,8 +35,10 @@ std::string HumanBytes(uint64_t n) {
 
 bool HasGlob(const std::string& name) { return name.find_first_of("*?[") != std::string::npos; }
 
-void GuestWalk::Add(const vfs::NodeRef& start, const std::string& asked) {
+void GuestWalk::Add(const vfs::NodeRef& from, const std::string& asked) {
   if (!cap_hit_.empty()) return;
+  // A run that failed before its cwd was made: relative names from /.
+  const vfs::NodeRef& start = from ? from : v_.root();
   std::string key = asked;
   while (key.size() > 1 && key.back() == '/') key.pop_back();
   std::vector<std::string> names = absl::StrSplit(key, '/', absl::SkipEmpty());
@@ -125,6 +127,7 @@ void GuestWalk::Take(const vfs::NodeRef& node, const std::string& key, const std
   if (!dir) {
     e.size = static_cast<uint64_t>(st.st_size);
     uint64_t counted = limits_.file_bytes ? std::min(e.size, limits_.file_bytes) : e.size;
+    counted += key.size();
     if (counted > limits_.max_bytes - bytes_) {
       cap_hit_ = absl::StrCat("at most ", HumanBytes(limits_.max_bytes), " in all (", key,
                               " and what follows not taken)");
@@ -150,6 +153,7 @@ bool GuestWalk::Room() {
 
 void GuestWalk::Error(const std::string& key, const std::string& why) {
   if (!Room()) return;
+  bytes_ += std::min<uint64_t>(key.size(), limits_.max_bytes - bytes_);
   GuestEntry e;
   e.key = key;
   e.error = why;

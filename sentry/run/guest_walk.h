@@ -41,7 +41,7 @@ class GuestWalk final {
  public:
   struct Limits {
     size_t max_entries = 1000;     // files, directories and errors
-    uint64_t max_bytes = 1 << 30;  // the sum of the files' bytes taken
+    uint64_t max_bytes = 1 << 30;  // the files' bytes taken and the names', in all
     uint64_t file_bytes = 0;       // bytes of each file counted (0: its size)
     // Symlinks on the way to the name asked are resolved in the sandbox's
     // tree (serve's returnFiles, read as the guest reads); false: none at

@@ -142,8 +142,8 @@ struct RunOptions {
   uint64_t copy_out_max_bytes = 1ull << 30;
   size_t copy_out_max_files = 10000;
   uint64_t return_file_max = 1 << 20;
-  // All the returned files' bytes (each counted at most return_file_max),
-  // and at most kMaxReturnedEntries entries: names, patterns and directories
+  // All the returned files' bytes and names (each file counted at most
+  // return_file_max), and at most kMaxReturnedEntries entries: names, patterns and directories
   // end where either is reached, and the result says so ("filesLimit").
   uint64_t return_total_max = 32 << 20;
   static constexpr size_t kMaxReturnedEntries = 1000;

@@ -150,7 +150,7 @@ TEST_F(CopyOut, CapsStopTheCopyAndSaySo) {
   EXPECT_NE(many.err.find("(49 files written)"), std::string::npos) << many.err;
 }
 
-TEST_F(CopyOut, FilesAreTheCallersUnderASetUidSentry) {
+TEST_F(CopyOut, FilesAreTheCallersUnderASetUidSentryAndWithoutRoot) {
   // The real uid is nobody's, the effective root's: the files are nobody's,
   // and a directory nobody may not write is refused.
   chmod(dir_.path().c_str(), 0777);
@@ -165,6 +165,11 @@ TEST_F(CopyOut, FilesAreTheCallersUnderASetUidSentry) {
   EXPECT_EQ(denied.exit_code, 125) << Describe(denied);
   EXPECT_NE(denied.err.find("EACCES"), std::string::npos) << denied.err;
   EXPECT_NE(access(Path("roots/f").c_str(), F_OK), 0);
+  // A sentry that is nobody altogether: the same.
+  ProcessResult plain = Sh("echo plain > f", {"--copy-out", "f:" + Path("plain")}, "all");
+  ASSERT_EQ(plain.exit_code, 0) << Describe(plain);
+  ASSERT_EQ(stat(Path("plain/f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
 }
 
 }  // namespace
