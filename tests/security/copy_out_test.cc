@@ -165,7 +165,9 @@ TEST_F(CopyOut, FilesAreTheCallersUnderASetUidSentryAndWithoutRoot) {
   EXPECT_EQ(denied.exit_code, 125) << Describe(denied);
   EXPECT_NE(denied.err.find("EACCES"), std::string::npos) << denied.err;
   EXPECT_NE(access(Path("roots/f").c_str(), F_OK), 0);
-  // A sentry that is nobody altogether: the same.
+  // A sentry that is nobody altogether: the same (without namespaces such
+  // a sentry needs a store directory of its own, which this test has not).
+  if (SeccompOnly()) return;
   ProcessResult plain = Sh("echo plain > f", {"--copy-out", "f:" + Path("plain")}, "all");
   ASSERT_EQ(plain.exit_code, 0) << Describe(plain);
   ASSERT_EQ(stat(Path("plain/f").c_str(), &st), 0);
