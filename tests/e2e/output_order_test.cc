@@ -41,6 +41,16 @@ TEST(OutputOrder, OneFileForBothKeepsTheOrderWritten) {
     ASSERT_EQ(r.exit_code, 0) << Describe(r);
     ASSERT_EQ(ReadHostFile(log), kInOrder) << "repetition " << i;
   }
+  // The guest holds one pipe of the sentry's on both, never the caller's file.
+  ProcessResult r = RunProcess({"/bin/sh", "-c",
+                                "'" + SentryBinary() +
+                                    "' run -- /bin/sh -c 'stat -L -c \"%F %i\" /proc/self/fd/1 " +
+                                    "/proc/self/fd/2' >" + log + " 2>&1"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::string both = ReadHostFile(log);
+  ASSERT_EQ(both.rfind("fifo ", 0), 0u) << both;
+  size_t nl = both.find('\n');
+  EXPECT_EQ(both.substr(0, nl + 1), both.substr(nl + 1)) << both;
 }
 
 TEST(OutputOrder, OnePipeForBothKeepsTheOrderWritten) {
