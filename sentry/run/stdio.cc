@@ -93,7 +93,7 @@ bool IsDevNull(int fd) {
 bool SameOutput(int a, int b) {
   struct stat sa, sb;
   return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+         sa.st_ino == sb.st_ino && !IsDevNull(a);
 }
 
 GuestStdio::Options GuestStdio::OptionsFor(const RunOptions& o) {

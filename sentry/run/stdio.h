@@ -24,7 +24,8 @@
 namespace sentry {
 
 // The caller's fds 1 and 2 are one file (`>out.log 2>&1`, `2>&1 | cat`):
-// the same inode, which a shared open file description implies.
+// the same inode, which a shared open file description implies; /dev/null,
+// where order means nothing, is not.
 bool SameOutput(int a, int b);
 
 class GuestStdio final {
