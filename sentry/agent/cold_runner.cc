@@ -48,6 +48,8 @@ std::vector<uint8_t> EncodeJob(const RunJob& job) {
             {"files", files},
             {"ret", o.return_files},
             {"retMax", o.return_file_max},
+            {"retTotal", o.return_total_max},
+            {"merge", o.merge_stderr},
             {"timeout", o.timeout_sec},
             {"memory", o.memory_bytes},
             {"pids", o.pids},
@@ -71,6 +73,8 @@ void DecodeJob(const json& j, RunOptions* o) {
   }
   o->return_files = j.at("ret").get<std::vector<std::string>>();
   o->return_file_max = j.at("retMax").get<uint64_t>();
+  o->return_total_max = j.at("retTotal").get<uint64_t>();
+  o->merge_stderr = j.at("merge").get<bool>();
   o->timeout_sec = j.at("timeout").get<double>();
   o->memory_bytes = j.at("memory").get<uint64_t>();
   o->pids = j.at("pids").get<uint64_t>();

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "sentry/agent/json_bounded.h"
 #include "sentry/agent/mcp_calls.h"
+#include "sentry/agent/mcp_files.h"
 #include "sentry/agent/result_text.h"
 #include "sentry/run/result.h"
 
@@ -54,7 +55,7 @@ bool ToRequest(const std::string& tool, const json& args, json* request, std::st
       r["code"] = v;
     } else if (key == "argv" && tool == "run_command") {
       r["argv"] = v;
-    } else if (key == "stdin" || key == "files") {
+    } else if (key == "stdin" || key == "files" || key == "returnFiles") {
       r[key] = v;
     } else if (key == "timeoutMs") {
       r["limits"] = {{"timeoutMs", v}};
@@ -201,6 +202,7 @@ json McpServer::CallTool(const json& params, int cancel_fd, Outcome* out) {
   if (!err.empty()) {
     content.push_back({{"type", "text"}, {"text", "stderr:\n" + Clip(err, kMaxStreamText)}});
   }
+  AppendFileContent(r, &content);
   content.push_back({{"type", "text"}, {"text", StatusLine(r)}});
   return {{"content", content}, {"structuredContent", r}, {"isError", RunFailed(r)}};
 }

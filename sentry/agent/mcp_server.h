@@ -4,8 +4,8 @@
 // answer; a cancelled tools/call is ended (its sandbox killed) and gets no
 // answer, as the spec's cancellation says. Every line is parsed with its size
 // and depth bounded (json_bounded.h) before anything copies it. Tools:
-//   run_python {code, stdin?, files?, timeoutMs?}: code runs as a script
-//   run_command {argv, stdin?, files?, timeoutMs?}: a program runs
+//   run_python {code, stdin?, files?, returnFiles?, timeoutMs?}: code runs as a script
+//   run_command {argv, stdin?, files?, returnFiles?, timeoutMs?}: a program runs
 // A call's result is text content for the model (result_text.h) and the whole
 // `sentry run --json` object as structuredContent (with an outputSchema in
 // tools/list); isError when the code failed, its error text intact.

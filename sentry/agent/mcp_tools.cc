@@ -24,6 +24,13 @@ json FilesSchema() {
 json CommonProperties() {
   return {{"stdin", {{"type", "string"}, {"description", "Text given to the program's stdin."}}},
           {"files", FilesSchema()},
+          {"returnFiles",
+           {{"type", "array"},
+            {"items", {{"type", "string"}}},
+            {"description",
+             "Guest files to return after the run: paths (relative to the working directory), "
+             "directories (all they hold) or patterns such as \"out/*.csv\". Text files come "
+             "back as text, images as images, other bytes as base64 resources."}}},
           {"timeoutMs",
            {{"type", "integer"},
             {"minimum", 1},

@@ -215,7 +215,9 @@ bool Files(Checker& c, const json& v, RunOptions* o) {
 }
 
 bool ReturnFiles(Checker& c, const json& v, RunOptions* o) {
-  if (!v.is_array()) return c.Bad("returnFiles", "must be a list of guest paths");
+  if (!v.is_array()) {
+    return c.Bad("returnFiles", "must be a list of guest paths (files, directories or patterns)");
+  }
   if (v.size() > c.policy.max_return_files) {
     return c.Fail(413, "returnFiles",
                   absl::StrCat("more than ", c.policy.max_return_files, " files"));
@@ -225,9 +227,14 @@ bool ReturnFiles(Checker& c, const json& v, RunOptions* o) {
     std::string why;
     std::string guest = p.is_string() ? ConfineGuestPath(p.get<std::string>(), &why) : "";
     if (guest.empty()) return c.Bad("returnFiles", p.is_string() ? why : "paths are strings");
-    if (seen.insert(guest).second) o->return_files.push_back(guest);
+    // The name as asked is the result's key; the run expands it (relative
+    // names from the guest's cwd).
+    if (seen.insert(guest).second) o->return_files.push_back(p.get<std::string>());
   }
   o->return_file_max = c.policy.return_file_max;
+  // A directory or a pattern may give many files: in all, as many bytes as
+  // the names would give as files (a name counted with its bytes).
+  o->return_total_max = o->return_files.size() * (c.policy.return_file_max + kMaxPathBytes + 1);
   return true;
 }
 
@@ -292,6 +299,7 @@ bool ParseRunRequest(const json& request, const ServerPolicy& policy, bool strea
   o.copy_script = false;
   o.copy_hint = "a request's \"files\" put files in";
   o.copies.clear();
+  o.copy_out.clear();
   o.stdin_path = "-";
   o.json = true;
   o.trace = o.timings = false;
@@ -320,10 +328,13 @@ bool ParseRunRequest(const json& request, const ServerPolicy& policy, bool strea
       if (!Network(c, v, job)) return false;
     } else if (key == "returnFiles") {
       if (!ReturnFiles(c, v, &o)) return false;
+    } else if (key == "mergeStderr") {
+      if (!v.is_boolean()) return c.Bad(key, "must be true or false");
+      o.merge_stderr = v.get<bool>();
     } else {
       return c.Bad(key,
                    "unknown field (known: language, code, argv, stdin, files, limits, network, "
-                   "returnFiles)");
+                   "returnFiles, mergeStderr)");
     }
   }
   if (has_code == !o.argv.empty()) return c.Bad("code", "give either \"code\" or \"argv\"");

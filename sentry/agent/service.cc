@@ -113,7 +113,7 @@ AgentService::Answer AgentService::Run(const json& request, bool stream, OutputS
   }
   job.cancel_fd = cancel_fd;
   const RunOptions& o = job.options;
-  uint64_t files = o.return_files.size() * (o.return_file_max / 3 + 1) * 4;
+  uint64_t files = o.return_files.empty() ? 0 : (o.return_total_max / 3 + 1) * 4;
   uint64_t most = std::min<uint64_t>(kMaxRunnerResult, files + 12 * o.max_output + (64 << 10));
   if (most > flags_.result_memory) {
     metrics_.RecordRejected("too_large");

@@ -38,6 +38,7 @@ std::string WarmRunner::WhyCold(const RunJob& job) {
   const RunOptions& o = job.options;
   if (o.argv.size() < 2 || o.argv[0] != "python3") return "not a python run";
   if (!o.tools.empty()) return "host tools (a warm interpreter has no tool channel)";
+  if (o.merge_stderr) return "mergeStderr (a warm interpreter's stdout and stderr are two pipes)";
   for (const InlineFile& f : o.inline_files) {
     if (f.mode != 0644) return absl::StrCat("the file ", f.guest_path, " is not of mode 0644");
   }
@@ -56,6 +57,7 @@ absl::StatusOr<RunOutcome> WarmRunner::Run(const RunJob& job, OutputSink* sink) 
     req.limits.inline_files.clear();
     req.limits.files.clear();
     req.limits.copies.clear();
+    req.limits.copy_out.clear();
     req.limits.trace = req.limits.timings = false;
     req.limits.log_path.clear();
     req.argv = job.options.argv;

@@ -51,6 +51,26 @@ inline bool DropSupplementaryGroups() {
   return setgroups(0, nullptr) == 0 || getgroups(0, nullptr) == 0;
 }
 
+// The caller's real uid and gid as this thread's file-system identity, for
+// one scope (the process's supplementary groups stay, as access(2) uses
+// them). A non-zero fsuid also drops the thread's file capabilities.
+class CallerFsIdentity final {
+ public:
+  CallerFsIdentity()
+      : uid_(static_cast<uid_t>(setfsuid(static_cast<uid_t>(-1)))),
+        gid_(static_cast<gid_t>(setfsgid(static_cast<gid_t>(-1)))),
+        ok_(DropFsIdentity(getuid(), getgid())) {}
+  ~CallerFsIdentity() { DropFsIdentity(uid_, gid_); }
+  CallerFsIdentity(const CallerFsIdentity&) = delete;
+  CallerFsIdentity& operator=(const CallerFsIdentity&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  uid_t uid_;
+  gid_t gid_;
+  bool ok_;
+};
+
 // The calling thread's own (root) file-system identity for one scope, for an
 // operation whose permission the sentry has already checked for the guest.
 class SentryFsIdentity final {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "sentry/cli/flag_set.h"
 #include "sentry/cli/flag_values.h"
+#include "sentry/run/copy_out.h"
 #include "sentry/tools/host_tool.h"
 #include "sentry/trace/trace_writer.h"
 
@@ -72,6 +73,11 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           "with --json, keep this much of each stream (default 65536): its first and "
           "last halves, with a count of what was dropped",
           Size(&o.max_output, 1, 16, "needs a number of bytes (at least 16)"));
+  f.Switch("--merge-stderr", kOutput,
+           "the guest's stderr into its stdout (2>&1): one stream in the order written, "
+           "\"stdout\" of --json (streamed, the default where sentry's stdout and stderr are "
+           "one file)",
+           [&o] { o.merge_stderr = true; });
   f.Value("--stdin", kOutput, "FILE",
           "the guest's stdin (\"-\": sentry's own; default with --json: empty)",
           Text(&o.stdin_path, "needs a file (or - for sentry's own stdin)"));
@@ -166,6 +172,22 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
           [&o](const std::string& v) { return AddMount(v, &o.mounts); });
   f.Value("--copy", kFiles, "HOST:GUEST", "copy a host file or directory in before the run",
           [&o](const std::string& v) { return AddCopy(v, &o); });
+  f.Value("--copy-out", kFiles, "GUEST:HOST_DIR",
+          "after the run, write the guest's file, directory or pattern (out/*.csv; relative: "
+          "from the guest's cwd) into HOST_DIR (made if missing) under its own name, as the "
+          "caller; symlinks are skipped, never followed, on either side (repeatable)",
+          [&o](const std::string& v) {
+            CopyOutSpec spec;
+            std::string why = ParseCopyOut(v, &spec);
+            if (why.empty()) o.copy_out.push_back(std::move(spec));
+            return why;
+          });
+  f.Value("--copy-out-max", kFiles, "SIZE",
+          "the bytes --copy-out writes in all (default 1g): past it the copy stops, with an error",
+          Size(&o.copy_out_max_bytes, 1 << 20, 1, "needs a size, e.g. 100m"));
+  f.Value("--copy-out-max-files", kFiles, "N",
+          "the files and directories --copy-out writes in all (default 10000)",
+          Whole<size_t>(&o.copy_out_max_files, 1, 1 << 24, "needs a positive number"));
   f.Value("-e,--env", kFiles, "K=V|K",
           "add K=V to the guest's environment, or pass the caller's K (repeatable); "
           "nothing else of the host's environment enters",

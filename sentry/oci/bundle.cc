@@ -280,6 +280,10 @@ absl::Status MapProcess(const json& p, Bundle& b) {
   }
   o.root = o.uid == 0;
   b.terminal = p.value("terminal", false);
+  // All three of fds 0-2 on the guest's terminal, as runc's: the monitor's
+  // fd 2 is its error pipe while the run reads its stdio, so a guess from
+  // isatty() would give the guest a stderr pipe (podman run -t).
+  if (b.terminal) o.tty = TtyMode::kOn;
   if (p.contains("rlimits") && p["rlimits"].is_array()) MapRlimits(p["rlimits"], b);
   if (!p.value("noNewPrivileges", true)) {
     b.notes.push_back("process.noNewPrivileges false not honoured (always set in sentry)");

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/run/guest_walk.h"
 #include "sentry/run/sandbox_tree.h"
 
 namespace sentry {
@@ -23,34 +24,40 @@ absl::Status WriteInlineFiles(vfs::Vfs& v, const vfs::Creds& creds,
 }
 
 std::vector<ReturnedFile> ReadGuestFiles(vfs::Vfs& v, const vfs::Creds& creds,
-                                         const std::vector<std::string>& paths,
-                                         uint64_t max_bytes) {
+                                         const vfs::NodeRef& start,
+                                         const std::vector<std::string>& names, uint64_t max_bytes,
+                                         size_t max_files, uint64_t max_total,
+                                         std::string* cap_hit) {
+  GuestWalk walk(v, creds,
+                 {.max_entries = max_files,
+                  .max_bytes = max_total,
+                  .file_bytes = max_bytes,
+                  .follow_named = true});
+  for (const std::string& name : names) walk.Add(start, name);
+  *cap_hit = walk.cap_hit();
   std::vector<ReturnedFile> out;
-  for (const std::string& path : paths) {
+  for (GuestEntry& e : walk.entries()) {
+    if (e.dir) continue;
     ReturnedFile f;
-    f.path = path;
-    auto node = v.Lookup(v.root(), path, {}, creds);
-    if (!node.ok()) {
-      f.error = absl::StrCat(strerrorname_np(node.error()) ?: "E?", ": ", strerror(node.error()));
-    } else if ((*node)->kind() != vfs::NodeKind::kFile) {
-      f.error = "not a regular file";
-    } else if (auto may = v.Permission(**node, R_OK, creds); !may.ok()) {
-      f.error = "EACCES: the guest may not read it";
-    } else if (auto fd = v.OpenData(**node, O_RDONLY); !fd.ok()) {
-      f.error = absl::StrCat(strerrorname_np(fd.error()) ?: "E?", ": ", strerror(fd.error()));
-    } else {
-      struct stat st;
-      f.size = fstat(fd->get(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-      f.data.resize(std::min<uint64_t>(f.size, max_bytes));
-      size_t got = 0;
-      while (got < f.data.size()) {
-        ssize_t n =
-            pread(fd->get(), f.data.data() + got, f.data.size() - got, static_cast<off_t>(got));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<size_t>(n);
+    f.path = std::move(e.key);
+    f.error = std::move(e.error);
+    if (f.error.empty()) {
+      auto fd = v.OpenData(*e.node, O_RDONLY);
+      if (!fd.ok()) {
+        f.error = absl::StrCat(strerrorname_np(fd.error()) ?: "E?", ": ", strerror(fd.error()));
+      } else {
+        f.size = e.size;
+        f.data.resize(std::min<uint64_t>(f.size, max_bytes));
+        size_t got = 0;
+        while (got < f.data.size()) {
+          ssize_t n =
+              pread(fd->get(), f.data.data() + got, f.data.size() - got, static_cast<off_t>(got));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) break;
+          got += static_cast<size_t>(n);
+        }
+        f.data.resize(got);
       }
-      f.data.resize(got);
     }
     out.push_back(std::move(f));
   }

@@ -20,11 +20,18 @@ namespace sentry {
 absl::Status WriteInlineFiles(vfs::Vfs& vfs, const vfs::Creds& creds,
                               const std::vector<InlineFile>& files);
 
-// Reads each absolute guest path as creds may (the guest's own permissions,
-// symlinks resolved in the sandbox's tree): regular files only, the first
-// max_bytes of each. A file not read carries why.
+// What a request's returnFiles give: each name (a file, a directory, a
+// pattern; relative ones from `start`, the guest's first cwd) expanded by a
+// GuestWalk, symlinks on the way resolved in the sandbox's tree as the guest
+// would, none followed below the name. Each file under its key as asked
+// (plus what a directory or pattern added), the first max_bytes of it; at
+// most max_files entries and max_total bytes in all, *cap_hit saying which
+// ended the list. A name that gives nothing carries why.
 std::vector<ReturnedFile> ReadGuestFiles(vfs::Vfs& vfs, const vfs::Creds& creds,
-                                         const std::vector<std::string>& paths, uint64_t max_bytes);
+                                         const vfs::NodeRef& start,
+                                         const std::vector<std::string>& names, uint64_t max_bytes,
+                                         size_t max_files, uint64_t max_total,
+                                         std::string* cap_hit);
 
 }  // namespace sentry
 

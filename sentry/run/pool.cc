@@ -24,6 +24,7 @@
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/pool_wire.h"
+#include "sentry/run/stdio.h"
 #include "sentry/run/terminal.h"
 #include "sentry/run/warm_bootstrap.h"
 
@@ -177,6 +178,15 @@ bool PoolCanServe(const RunOptions& o, std::string* why) {
   }
   if (!o.tools.empty()) {
     *why = "--tool needs a cold start (the channel and the module are made with the sandbox)";
+    return false;
+  }
+  if (!o.copy_out.empty()) {
+    *why = "--copy-out needs a cold start (the pool's sandbox writes nothing of the caller's)";
+    return false;
+  }
+  // A warm sandbox's stdout and stderr are two pipes, made before its caller.
+  if (o.merge_stderr || (!o.json && SameOutput(1, 2))) {
+    *why = "one ordered stream for stdout and stderr (2>&1, --merge-stderr) needs a cold start";
     return false;
   }
   if (!o.census_path.empty()) {

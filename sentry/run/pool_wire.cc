@@ -33,8 +33,9 @@ enum Tag : uint8_t {
   kNofile,
   kFileGuest,  // repeated, each followed by its kFileData
   kFileData,
-  kReturnFile,     // repeated: a guest path read back after the run
-  kReturnFileMax,  // bytes of each
+  kReturnFile,      // repeated: a guest path read back after the run
+  kReturnFileMax,   // bytes of each
+  kReturnTotalMax,  // bytes of all
 };
 
 constexpr unsigned kFlagCopyScript = 1, kFlagTrace = 2, kFlagTimings = 4, kFlagJson = 8;
@@ -122,6 +123,7 @@ std::string EncodeRequest(const RunOptions& o, const std::string& cwd) {
   Put(&body, kNofile, absl::StrCat(o.nofile));
   for (const std::string& f : o.return_files) Put(&body, kReturnFile, f);
   Put(&body, kReturnFileMax, absl::StrCat(o.return_file_max));
+  Put(&body, kReturnTotalMax, absl::StrCat(o.return_total_max));
   return body;
 }
 
@@ -220,6 +222,9 @@ absl::StatusOr<Request> DecodeRequest(std::string_view body) {
         break;
       case kReturnFileMax:
         ok = absl::SimpleAtoi(v, &o.return_file_max);
+        break;
+      case kReturnTotalMax:
+        ok = absl::SimpleAtoi(v, &o.return_total_max);
         break;
       default:
         return bad(absl::StrCat("an unknown record ", static_cast<int>(tag)));

@@ -75,6 +75,21 @@ nlohmann::ordered_json ResultObject(const RunResult& r) {
   for (const std::string& n : r.notices) notices.push_back(Text(n));
   j["notices"] = std::move(notices);
   if (r.files) j["files"] = FilesJson(*r.files);
+  if (!r.files_limit.empty()) j["filesLimit"] = Text(r.files_limit);
+  if (!r.copy_out.empty()) {
+    Json copies = Json::array();
+    for (const CopyOutReport& c : r.copy_out) {
+      Json skipped = Json::array();
+      for (const std::string& s : c.skipped) skipped.push_back(Text(s));
+      copies.push_back({{"from", Text(c.from)},
+                        {"to", Text(c.to)},
+                        {"files", c.files},
+                        {"bytes", c.bytes},
+                        {"skipped", std::move(skipped)},
+                        {"error", c.error.empty() ? Json(nullptr) : Json(Text(c.error))}});
+    }
+    j["copyOut"] = std::move(copies);
+  }
   if (r.tool_calls) {
     Json calls = Json::array();
     for (const ToolCall& c : *r.tool_calls) {

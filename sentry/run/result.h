@@ -29,6 +29,14 @@ struct ReturnedFile {
   std::string error;  // why it was not read ("" if it was)
 };
 
+// What one --copy-out did (the result's "copyOut").
+struct CopyOutReport {
+  std::string from, to;  // the guest name as asked, the host directory
+  uint64_t files = 0, bytes = 0;
+  std::vector<std::string> skipped;  // "KEY: why", for what was left out
+  std::string error;                 // why it stopped ("" if it did not)
+};
+
 // One call of a host tool (--tool), as "toolCalls" lists it.
 struct ToolCall {
   std::string name;  // as the guest named it (at most 64 bytes)
@@ -60,6 +68,10 @@ struct RunResult {
   uint64_t net_connections = 0, net_bytes_out = 0, net_bytes_in = 0;
   // Only when the run asked for files back: "files" in the JSON.
   std::optional<std::vector<ReturnedFile>> files;
+  // Why the list of files ended early (a cap), as "filesLimit".
+  std::string files_limit;
+  // --copy-out: one line per name, what was written or why not.
+  std::vector<CopyOutReport> copy_out;
   // Only when tools were registered: "toolCalls" in the JSON.
   std::optional<std::vector<ToolCall>> tool_calls;
   // Every notice sentry printed on stderr for this run (log::Notice): "notices".

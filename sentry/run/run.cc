@@ -108,12 +108,7 @@ std::optional<RunError> Run::Prepare() {
   spec_.filter.assign(filter.begin(), filter.end());
 
   if (o_.interactive && o_.stdin_path.empty()) o_.stdin_path.push_back('-');
-  GuestStdio::Options so;
-  so.capture = o_.json;
-  so.stdin_path = o_.stdin_path;
-  so.max_output = o_.max_output;
-  so.stream_cap = o_.stream_max_output;
-  so.tee = {o_.stdout_tee_fd, o_.stderr_tee_fd};
+  GuestStdio::Options so = GuestStdio::OptionsFor(o_);
   so.pipe_uid = GuestHostUid();
   so.pipe_gid = GuestHostGid();
   so.relay_all = warm_;

@@ -40,6 +40,13 @@ struct InlineFile {
   unsigned mode = 0644;
 };
 
+// --copy-out: a guest name (file, directory, pattern) and the host directory
+// it is written into after the run.
+struct CopyOutSpec {
+  std::string guest;
+  std::string host_dir;
+};
+
 struct RunOptions {
   std::vector<std::string> argv;                            // the guest command
   std::vector<std::string> env;                             // extra K=V
@@ -71,8 +78,12 @@ struct RunOptions {
   uint64_t disk_bytes = 512ull << 20;
   uint64_t max_output = 64 << 10;  // per stream, with --json
   uint64_t stream_max_output = 0;  // per stream, streamed (not --json); 0: none
-  uint64_t nofile = 1024;          // open files per process (RLIMIT_NOFILE)
-  bool cgroups = true;             // false: rlimits only (--no-cgroups)
+  // The guest's stderr is its stdout's pipe (2>&1): one stream, in the order
+  // written ("stdout" of the result). Streamed, this is the default where
+  // the caller's stdout and stderr are one file.
+  bool merge_stderr = false;
+  uint64_t nofile = 1024;  // open files per process (RLIMIT_NOFILE)
+  bool cgroups = true;     // false: rlimits only (--no-cgroups)
   NamespaceMode namespaces = NamespaceMode::kAuto;
   // The guest's Landlock domain where the kernel has Landlock (false:
   // --no-landlock, for measuring and debugging).
@@ -129,7 +140,16 @@ struct RunOptions {
   // the rest of the copy; the result keeps it).
   std::vector<InlineFile> inline_files;
   std::vector<std::string> return_files;
+  // --copy-out GUEST:HOST_DIR (copy_out.h), with caps on all of them together.
+  std::vector<CopyOutSpec> copy_out;
+  uint64_t copy_out_max_bytes = 1ull << 30;
+  size_t copy_out_max_files = 10000;
   uint64_t return_file_max = 1 << 20;
+  // All the returned files' bytes and names (each file counted at most
+  // return_file_max), and at most kMaxReturnedEntries entries: names, patterns and directories
+  // end where either is reached, and the result says so ("filesLimit").
+  uint64_t return_total_max = 32 << 20;
+  static constexpr size_t kMaxReturnedEntries = 1000;
   int stdout_tee_fd = -1, stderr_tee_fd = -1;
   // --tool NAME=HOST_COMMAND: host tools the guest may call through the
   // sentry's channel (sentry/tools/); none: no channel, no module.

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -20,6 +21,7 @@
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/log.h"
 #include "sentry/run/audit_log.h"
+#include "sentry/run/copy_out.h"
 #include "sentry/run/denial_hint.h"
 #include "sentry/run/guest_files.h"
 #include "sentry/run/run_internal.h"
@@ -278,7 +280,17 @@ int Run::Conclude(std::optional<RunError> error) {
   // files stay open through the sentry's own fd of it).
   if (!o_.return_files.empty() && kernel_) {
     std::lock_guard<std::mutex> lock(kernel_->mu());
-    r.files = ReadGuestFiles(kernel_->vfs(), creds_, o_.return_files, o_.return_file_max);
+    r.files = ReadGuestFiles(kernel_->vfs(), creds_, cwd_, o_.return_files, o_.return_file_max,
+                             RunOptions::kMaxReturnedEntries, o_.return_total_max, &r.files_limit);
+  }
+  if (!o_.copy_out.empty() && kernel_) {
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    r.copy_out = CopyOut(kernel_->vfs(), creds_, cwd_, o_);
+    // A copy that failed fails a run that did not (a script's `&&`).
+    bool whole = o_.json ? std::all_of(r.copy_out.begin(), r.copy_out.end(),
+                                       [](const CopyOutReport& c) { return c.error.empty(); })
+                         : PrintCopyOut(r.copy_out);
+    if (!whole && code == 0) r.exit_code = code = kExitSentryError;
   }
   // A pool's client is answered before the sandbox is taken down: nothing of
   // what follows is its concern (a cold run's caller waits for this process).

@@ -113,6 +113,23 @@ bool IsDevNull(int fd) {
 
 }  // namespace
 
+bool SameOutput(int a, int b) {
+  struct stat sa, sb;
+  return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino && !IsDevNull(a);
+}
+
+GuestStdio::Options GuestStdio::OptionsFor(const RunOptions& o) {
+  Options so;
+  so.capture = o.json;
+  so.stdin_path = o.stdin_path;
+  so.max_output = o.max_output;
+  so.stream_cap = o.stream_max_output;
+  so.tee = {o.stdout_tee_fd, o.stderr_tee_fd};
+  so.merge_stderr = o.merge_stderr;
+  return so;
+}
+
 GuestStdio::~GuestStdio() { Finish(); }
 
 absl::Status GuestStdio::Setup(const Options& options) {
@@ -123,10 +140,32 @@ absl::Status GuestStdio::Setup(const Options& options) {
   if (options.relay_all) options_.tty_fds = 0;
   if (!(options_.tty_fds & 1)) RETURN_IF_ERROR(SetupStdin());
   // stdout, stderr
-  for (int i = 1; i <= 2; ++i) {
-    if (!(options_.tty_fds & (1 << i))) RETURN_IF_ERROR(MakeRelay(i));
+  bool neither_tty = !(options_.tty_fds & 6);
+  if (neither_tty && !options_.capture && !options_.relay_all && SameOutput(1, 2)) {
+    options_.merge_stderr = true;
+  }
+  if (neither_tty && options_.merge_stderr) {
+    RETURN_IF_ERROR(MergeStderr());
+  } else {
+    for (int i = 1; i <= 2; ++i) {
+      if (!(options_.tty_fds & (1 << i))) RETURN_IF_ERROR(MakeRelay(i));
+    }
   }
   SetPipeOwner(options.pipe_uid, options.pipe_gid);
+  return absl::OkStatus();
+}
+
+// One pipe, one relay: the order of the guest's writes is the pipe's, as
+// natively where fds 1 and 2 share a file. The guest gets a pipe, never the
+// caller's own file: with that file's description it could read back what the
+// caller's earlier commands wrote there, truncate it, or fchmod it (a host
+// file the caller owns), and with a terminal it could TIOCSTI into the
+// caller's shell.
+absl::Status GuestStdio::MergeStderr() {
+  RETURN_IF_ERROR(MakeRelay(1));
+  int fd = fcntl(child_[1].get(), F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) return ErrnoStatus("dup");
+  child_[2] = UniqueFd(fd);
   return absl::OkStatus();
 }
 

@@ -18,9 +18,15 @@
 #include "absl/status/status.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/output_buffer.h"
+#include "sentry/run/run.h"
 #include "sentry/run/terminal.h"
 
 namespace sentry {
+
+// The caller's fds 1 and 2 are one file (`>out.log 2>&1`, `2>&1 | cat`):
+// the same inode, which a shared open file description implies; /dev/null,
+// where order means nothing, is not.
+bool SameOutput(int a, int b);
 
 class GuestStdio final {
  public:
@@ -47,10 +53,18 @@ class GuestStdio final {
     // first byte on stdout makes ready_fd() readable (a warm interpreter's
     // "waiting for its script", see warm_bootstrap.h).
     bool drop_early = false;
+    // The guest's fd 2 is its fd 1's pipe, so the two keep the order they
+    // were written in (2>&1): with capture, stderr's bytes are in out().
+    // Without capture Setup also does so by itself where the caller's fds 1
+    // and 2 are one file (SameOutput).
+    bool merge_stderr = false;
     // With capture: pipes that also get stdout's and stderr's bytes as they
     // come (made non-blocking here: a full one stops its copy, never the guest).
     std::array<int, 2> tee = {-1, -1};
   };
+
+  // What a run's options ask of its stdio (the rest is the run's to set).
+  static Options OptionsFor(const RunOptions& o);
 
   GuestStdio() = default;
   GuestStdio(const GuestStdio&) = delete;
@@ -93,6 +107,7 @@ class GuestStdio final {
 
  private:
   absl::Status MakeRelay(int i);
+  absl::Status MergeStderr();
   absl::Status OpenStdinFile(const std::string& path);
   absl::Status SetupStdin();
   void WritePrefixNow();

@@ -58,11 +58,11 @@ TEST(Serve, RunReturnsTheJsonResultAndFiles) {
   json j = r.Json();
   EXPECT_EQ(j["stdout"], "334662843\nfrom stdin\n10 True\n");
   EXPECT_EQ(j["exitCode"], 0);
-  EXPECT_EQ(j["files"]["/home/sandbox/out.txt"]["text"], "made inside");
+  EXPECT_EQ(j["files"]["out.txt"]["text"], "made inside");  // the key as asked
   std::string raw;
   ASSERT_TRUE(absl::Base64Unescape(j["files"]["/tmp/raw.bin"]["base64"].get<std::string>(), &raw));
   EXPECT_EQ(raw, png);
-  EXPECT_TRUE(j["files"]["/home/sandbox/missing.txt"].contains("error"));
+  EXPECT_TRUE(j["files"]["missing.txt"].contains("error"));
   for (const char* key : {"stdout", "stderr", "exitCode", "signal", "timedOut", "limit",
                           "durationMs", "walls", "denied", "network", "error", "version"}) {
     EXPECT_TRUE(j.contains(key)) << key;
@@ -76,14 +76,15 @@ TEST(Serve, ReturnedFilesAreCappedAndReadAsTheGuest) {
                .Post({{"code", "open('big.txt','w').write('x'*5000)"},
                       {"returnFiles", {"big.txt", "/etc/passwd", "/root/x", "/usr"}}})
                .Json();
-  EXPECT_EQ(j["files"]["/home/sandbox/big.txt"]["size"], 5000);
-  EXPECT_EQ(j["files"]["/home/sandbox/big.txt"]["text"].get<std::string>().size(), 1024u);
-  EXPECT_TRUE(j["files"]["/home/sandbox/big.txt"]["truncated"].get<bool>());
+  EXPECT_EQ(j["files"]["big.txt"]["size"], 5000);
+  EXPECT_EQ(j["files"]["big.txt"]["text"].get<std::string>().size(), 1024u);
+  EXPECT_TRUE(j["files"]["big.txt"]["truncated"].get<bool>());
   // The sandbox's own generated passwd, not the host's.
   EXPECT_EQ(j["files"]["/etc/passwd"].value("text", "").find("root:x:0:0"), std::string::npos)
       << j["files"]["/etc/passwd"].dump();
   EXPECT_TRUE(j["files"]["/root/x"].contains("error"));
-  EXPECT_EQ(j["files"]["/usr"]["error"], "not a regular file");
+  // A directory is taken whole, up to the bytes four names may bring.
+  EXPECT_NE(j.value("filesLimit", "").find("in all"), std::string::npos) << j.dump();
 }
 
 TEST(Serve, ArgvAndBashRequests) {

@@ -126,6 +126,29 @@ TEST(PoolTest, RunsAsAColdRunDoes) {
   EXPECT_EQ(missing.exit_code, 127) << Describe(missing);
 }
 
+// A warm sandbox's stdout and stderr are two pipes and it writes no host
+// file: one ordered stream and --copy-out start cold, and say so.
+TEST(PoolTest, OneOrderedStreamAndCopyOutStartCold) {
+  Pool pool;
+  TempDir dir;
+  std::string log = dir.path() + "/out.log";
+  ProcessResult r =
+      RunProcess({"/bin/sh", "-c",
+                  "'" + SentryBinary() + "' run --pool " + pool.socket() +
+                      " -- /bin/sh -c 'printf \"out1\\n\"; printf \"err1\\n\" >&2; printf "
+                      "\"out2\\n\"; printf \"err2\\n\" >&2' >" +
+                      log + " 2>&1"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::string got = ReadHostFile(log);
+  EXPECT_NE(got.find("out1\nerr1\nout2\nerr2\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("one ordered stream"), std::string::npos) << got;
+  ProcessResult c = RunSentry(pool.Flags({"--copy-out", "f:" + dir.path() + "/res"}),
+                              {"/bin/sh", "-c", "echo made > f"});
+  EXPECT_EQ(c.exit_code, 0) << Describe(c);
+  EXPECT_EQ(ReadHostFile(dir.path() + "/res/f"), "made\n");
+  EXPECT_NE(c.err.find("--copy-out needs a cold start"), std::string::npos) << c.err;
+}
+
 TEST(PoolTest, FilesAndPathsAreTheClientsOwn) {
   Pool pool;
   TempDir dir;

@@ -345,8 +345,8 @@ TEST_F(OciCli, TerminalGoesToTheConsoleSocket) {
   ASSERT_EQ(listen(ls, 1), 0);
   int master = -1;
   std::thread t([&] { master = ReceiveOneFd(ls); });
-  std::string b =
-      Bundle("b", {"sh", "-c", "test -t 0 && test -t 1 && echo tty-yes"}, R"("terminal":true)");
+  std::string b = Bundle("b", {"sh", "-c", "test -t 0 && test -t 1 && test -t 2 && echo tty-yes"},
+                         R"("terminal":true)");
   int rc = SpawnToFiles(Argv({"create", "--bundle", b, "--console-socket", sock_path, "--pid-file",
                               PidFile("t1"), "t1"}),
                         Out("t1"), Err("t1"));
