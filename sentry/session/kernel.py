@@ -110,12 +110,15 @@ class _Wire:
         # the main thread writes with SIGINT blocked (a pending one is raised
         # when the mask is restored, after the whole frame).
         main = threading.get_ident() == _MAIN
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT) if main else None
+        if main:
+            try:
+                old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+            except KeyboardInterrupt:  # one caught before: raised, nothing sent
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
+                raise
         try:
             with self.lock:
-                view = memoryview(frame)
-                while view:
-                    view = view[os.write(self.wfd, view):]
+                _write_all(self.wfd, frame)
         finally:
             if main:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -189,9 +192,10 @@ class _Out(io.TextIOBase):
     """sys.stdout / sys.stderr: text to _Streams; fileno() is the fd-1/fd-2 pipe."""
 
     encoding, errors, line_buffering = "utf-8", "replace", False
+    forked = False  # in a forked child (os.fork, multiprocessing): write to fd 1/2
 
     def __init__(self, name, fd):
-        self._stream, self._fd = name, fd
+        self._stream, self._fd, self._line = name, fd, ""
         self.buffer = _Bytes(self)
 
     @property
@@ -201,7 +205,11 @@ class _Out(io.TextIOBase):
     def write(self, s):
         if not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
-        if s:
+        if s and _Out.forked:  # line-buffered, so children's lines do not mix
+            self._line += s
+            if "\n" in self._line:
+                self.flush()
+        elif s:
             STREAMS.write(self._stream, s)
         return len(s)
 
@@ -209,13 +217,36 @@ class _Out(io.TextIOBase):
         return True
 
     def flush(self):
-        STREAMS.flush()
+        if not _Out.forked:
+            STREAMS.flush()
+        elif self._line:
+            line, self._line = self._line, ""
+            _write_all(self._fd, line.encode("utf-8", "replace"))
 
     def fileno(self):
         return self._fd
 
     def isatty(self):
         return False
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _forked_child():
+    # Only the kernel writes frames: a forked child that goes on running
+    # Python writes its output to fd 1/2 (read back by the kernel's pipes),
+    # and never takes a lock another thread may have held at the fork.
+    _Out.forked = True
+    STREAMS.parts = []
+    for fd in (WIRE.rfd, WIRE.wfd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 class _Bytes(io.RawIOBase):
@@ -536,6 +567,9 @@ def display(*objs, raw=False, **_):
 
 
 def _emit(data):
+    if _Out.forked:
+        sys.stdout.write(str(data.get("text/plain", "")) + "\n")
+        return
     STREAMS.flush()
     WIRE.send({"op": "display", "id": ST.id, "data": data})
 
@@ -738,7 +772,7 @@ def _write_file(msg):
     """Writes (or, with append, appends) the bytes; parent directories are made."""
     path = _arg(msg, "path")
     data = base64.b64decode(msg.get("data") or "", validate=True)
-    mode = _int(msg, "mode", 0o644) & 0o7777
+    mode = _int(msg, "mode", 0o644) & 0o7777  # applied when given, or to a new file
     parent = os.path.dirname(path)
     if parent:
         os.makedirs(parent, exist_ok=True)
@@ -747,7 +781,8 @@ def _write_file(msg):
     fd = os.open(path, flags, mode)
     try:
         _regular(fd, path)
-        os.fchmod(fd, mode)
+        if "mode" in msg:
+            os.fchmod(fd, mode)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
@@ -856,6 +891,12 @@ def _main_loop():
             pass
         except OSError:
             _quit(0)  # the frames' fd is gone
+        except Exception as e:  # the kernel's own fault: the request fails, the kernel stays
+            _end()
+            WIRE.send({"op": "done", "id": msg.get("id"), "status": "error",
+                       "executionCount": ST.count, "result": None, "exitCode": None,
+                       "error": {"name": "KernelError", "value": "%s: %s" % (type(e).__name__, e),
+                                 "traceback": traceback.format_exc().splitlines()}})
 
 
 def _start():
@@ -876,6 +917,10 @@ def _start():
     ST, STREAMS, JOBS, FILES = _State(), _Streams(), queue.Queue(), queue.Queue()
     PIPES = [_Pipe("stdout", 1), _Pipe("stderr", 2)]
     sys.stdout, sys.stderr = _Out("stdout", 1), _Out("stderr", 2)
+    for f in (sys.__stdout__, sys.__stderr__):
+        if f is not None:
+            f.reconfigure(line_buffering=True)
+    os.register_at_fork(before=STREAMS.flush, after_in_child=_forked_child)
     os.environ["MPLBACKEND"] = "Agg"
     sys.meta_path.insert(0, _MplHook())
     MAIN = types.ModuleType("__main__")
