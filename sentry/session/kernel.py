@@ -34,6 +34,7 @@ import threading
 import time
 import traceback
 import types
+import weakref
 
 _G = globals()  # frames with these globals are the kernel's, left out of tracebacks
 MAX_IN = 64 << 20  # a request frame
@@ -93,15 +94,13 @@ class _Wire:
         return bytes(b)
 
     def recv(self):
-        """The next request (None at EOF); ValueError for a length past MAX_IN."""
+        """The next request's bytes (None at EOF, or at a length past MAX_IN:
+        the stream cannot be followed past it)."""
         head = self._take(4)
         if head is None:
             return None
         n = int.from_bytes(head, "big")
-        if n > MAX_IN:
-            raise ValueError("a request of %d bytes, past %d" % (n, MAX_IN))
-        body = self._take(n)
-        return None if body is None else json.loads(body)
+        return self._take(n) if n <= MAX_IN else None
 
     def send(self, msg):
         data = _encode(msg)
@@ -278,9 +277,18 @@ class _Pipe:
         self.name, self.r = name, r
         self.cond = threading.Condition()
         self.read = self.sent = 0
+        self.dead = False
         threading.Thread(target=self._run, name="sentry-" + name, daemon=True).start()
 
     def _run(self):
+        try:
+            self._loop()
+        finally:  # the read end was closed under it (a cell may close any fd)
+            with self.cond:
+                self.dead = True
+                self.cond.notify_all()
+
+    def _loop(self):
         dec = codecs.getincrementaldecoder("utf-8")("replace")
         while True:
             select.select([self.r], [], [])
@@ -311,7 +319,7 @@ class _Pipe:
             except OSError:
                 waiting = 0
             target = self.read + waiting
-            self.cond.wait_for(lambda: self.sent >= target, timeout)
+            self.cond.wait_for(lambda: self.sent >= target or self.dead, timeout)
 
 
 class _State:
@@ -324,7 +332,7 @@ class _State:
         self.proc = None
         self.interrupted = False
         self.count = 0  # cells run (executionCount)
-        self.shown = set()  # ids of figures emitted in this cell
+        self.shown = weakref.WeakSet()  # figures emitted in this cell
         self.loop = None  # the event loop of top-level await
 
 
@@ -513,7 +521,13 @@ def _mime_value(mime, v):
         v = bytes(v).decode("utf-8", "replace")
     if isinstance(v, str):
         return _clip(v)
-    return v if mime == "application/json" else None
+    if mime != "application/json":
+        return None
+    try:
+        json.dumps(v, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return v
 
 
 def _bundle(obj):
@@ -583,7 +597,7 @@ def _is_figure(obj):
 
 
 def _figure_bundle(fig):
-    ST.shown.add(id(fig))
+    ST.shown.add(fig)
     data = {"text/plain": repr(fig)}
     if fig.axes or fig.lines or fig.images or fig.texts or fig.patches:
         buf = io.BytesIO()
@@ -606,7 +620,7 @@ def _flush_figures():
         return
     try:
         for fig in _open_figures():
-            if id(fig) not in ST.shown:
+            if fig not in ST.shown:
                 _emit(_figure_bundle(fig))
     finally:
         ST.shown.clear()
@@ -714,6 +728,8 @@ def _files_worker():
             reply = {"op": "file_error", "errno": e.errno or 5, "message": e.strerror or str(e)}
         except (ValueError, TypeError, OverflowError) as e:
             reply = {"op": "file_error", "errno": 22, "message": str(e)}  # EINVAL
+        except Exception as e:
+            reply = {"op": "file_error", "errno": 5, "message": "%s: %s" % (type(e).__name__, e)}
         reply["id"] = rid
         try:
             WIRE.send(reply)
@@ -844,15 +860,15 @@ _FILE_OPS = {"read_file": _read_file, "write_file": _write_file, "list_files": _
 def _reader():
     while True:
         try:
-            msg = WIRE.recv()
-        except ValueError as e:  # a bad length: the stream cannot be followed
-            if isinstance(e, json.JSONDecodeError):
-                continue
-            _quit(2)
+            body = WIRE.recv()
         except OSError:
-            msg = None
-        if msg is None:
+            body = None
+        if body is None:
             _quit(0)
+        try:
+            msg = json.loads(body)
+        except Exception:  # not JSON, or nested past the parser's depth
+            continue
         if not isinstance(msg, dict):
             continue
         op = msg.get("op")

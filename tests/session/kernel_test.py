@@ -13,9 +13,11 @@ import base64
 import json
 import os
 import select
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -34,7 +36,11 @@ class Kernel:
                    "--", "/usr/bin/python3", "-c", source, *args]
         else:
             cmd = ["/usr/bin/python3", "-c", source, *args]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # Natively the kernel works in a directory of its own (a session's
+        # home is its sandbox's, in memory).
+        self.home = None if SENTRY else tempfile.mkdtemp(prefix="kernel_test-")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     cwd=self.home)
         self.buf = b""
         self.next_id = 0
         self.ready = self.recv(30)
@@ -53,6 +59,8 @@ class Kernel:
                 self.proc.wait()
         self.proc.stdin.close()
         self.proc.stdout.close()
+        if self.home:
+            shutil.rmtree(self.home, ignore_errors=True)
 
     def send(self, msg):
         raw = msg if isinstance(msg, bytes) else json.dumps(msg).encode()
@@ -361,6 +369,8 @@ class KernelTest(unittest.TestCase):
     def test_bad_requests_leave_the_kernel_working(self):
         self.k.send(b"not json")
         self.k.send(b"[1, 2]")
+        self.k.send(b"[" * 200000)  # past the JSON parser's depth
+        self.k.send(b"\xff\xfe")
         rid = self.k.request("frobnicate")
         done, _ = self.k.collect(rid)
         self.assertEqual(done["error"]["name"], "ProtocolError")
