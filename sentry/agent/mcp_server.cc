@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "sentry/agent/json_bounded.h"
 #include "sentry/agent/mcp_calls.h"
+#include "sentry/agent/mcp_content.h"
 #include "sentry/agent/result_text.h"
 #include "sentry/run/result.h"
 
@@ -54,7 +55,7 @@ bool ToRequest(const std::string& tool, const json& args, json* request, std::st
       r["code"] = v;
     } else if (key == "argv" && tool == "run_command") {
       r["argv"] = v;
-    } else if (key == "stdin" || key == "files") {
+    } else if (key == "stdin" || key == "files" || key == "returnFiles") {
       r[key] = v;
     } else if (key == "timeoutMs") {
       r["limits"] = {{"timeoutMs", v}};
@@ -195,14 +196,7 @@ json McpServer::CallTool(const json& params, int cancel_fd, Outcome* out) {
     return nullptr;
   }
   const json& r = a.result;
-  json content = json::array();
-  std::string text = r.value("stdout", ""), err = r.value("stderr", "");
-  if (!text.empty()) content.push_back({{"type", "text"}, {"text", Clip(text, kMaxStreamText)}});
-  if (!err.empty()) {
-    content.push_back({{"type", "text"}, {"text", "stderr:\n" + Clip(err, kMaxStreamText)}});
-  }
-  content.push_back({{"type", "text"}, {"text", StatusLine(r)}});
-  return {{"content", content}, {"structuredContent", r}, {"isError", RunFailed(r)}};
+  return {{"content", RunContent(r)}, {"structuredContent", r}, {"isError", RunFailed(r)}};
 }
 
 void McpServer::Serve(int in_fd, int out_fd) {

@@ -27,7 +27,13 @@ json CommonProperties() {
           {"timeoutMs",
            {{"type", "integer"},
             {"minimum", 1},
-            {"description", "Wall-clock cap in milliseconds (at most the server's)."}}}};
+            {"description", "Wall-clock cap in milliseconds (at most the server's)."}}},
+          {"returnFiles",
+           {{"type", "array"},
+            {"items", {{"type", "string"}}},
+            {"description",
+             "Guest paths of files to return after the run (e.g. [\"plot.png\"]): images come "
+             "back as image content, text as text."}}}};
 }
 
 json OutputSchema() {
@@ -64,6 +70,9 @@ json OutputSchema() {
                 {"bytesOut", {{"type", "integer"}}},
                 {"bytesIn", {{"type", "integer"}}}}}}},
             {"error", nullable_string},
+            {"files",
+             {{"type", "object"},
+              {"description", "returnFiles: path -> {size, truncated, text | base64} or {error}"}}},
             {"version", {{"type", "string"}}}}},
           {"required", {"stdout", "stderr", "exitCode", "timedOut", "limit", "error"}}};
 }
