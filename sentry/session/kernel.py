@@ -828,7 +828,7 @@ def _list_files(msg):
     recursive, pattern = bool(msg.get("recursive")), msg.get("glob")
     if not stat.S_ISDIR(os.stat(top).st_mode):
         raise NotADirectoryError(20, "Not a directory", top)
-    if pattern is not None:
+    if pattern:  # "" and null: no glob
         import glob
         names = glob.iglob(_arg(msg, "glob"), root_dir=top, recursive=recursive)
     elif recursive:

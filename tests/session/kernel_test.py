@@ -322,7 +322,7 @@ class KernelTest(unittest.TestCase):
         self.assertGreater(m["entries"][0]["size"], 1000)
         m = k.file_op("list_files", dir=".", glob="out/*.png")
         self.assertEqual(len(m["entries"]), 3)
-        m = k.file_op("list_files", dir="out")
+        m = k.file_op("list_files", dir="out", glob="")
         self.assertEqual([(e["path"], e["type"]) for e in m["entries"]],
                          [("deep", "dir"), ("p0.png", "file"), ("p1.png", "file"), ("p2.png", "file")])
         m = k.file_op("list_files", dir="out", recursive=True)
