@@ -4,6 +4,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "sentry/agent/result_text.h"
 
 namespace sentry::agent {
@@ -71,7 +72,9 @@ std::string CellStatus(const json& r) {
   if (r.contains("sessionEnded") && r["sessionEnded"].is_object()) {
     absl::StrAppend(&line, "; the session ended: ", Str(r["sessionEnded"].value("reason", json())));
   }
-  if (r.contains("durationMs")) absl::StrAppend(&line, "; ", Str(r["durationMs"]), " ms");
+  if (r.contains("durationMs") && r["durationMs"].is_number()) {
+    absl::StrAppend(&line, "; ", absl::StrFormat("%.1f", r["durationMs"].get<double>()), " ms");
+  }
   line += "]";
   return Clip(line, kMaxStatusText);
 }
@@ -89,12 +92,14 @@ std::string ImageType(const std::string& b) {
   return "";
 }
 
-json FileBlock(const std::string& path, const std::string& bytes, bool truncated) {
+json FileBlock(const std::string& path, const std::string& bytes, bool truncated, bool labelled) {
   std::string image = truncated ? "" : ImageType(bytes);
   if (!image.empty()) return Image(absl::Base64Escape(bytes), image);
   if (ValidUtf8(bytes)) {
-    return Text(absl::StrCat("file ", path, truncated ? " (truncated)" : "", ":\n",
-                             Clip(bytes, kMaxStreamText)));
+    std::string label = labelled || truncated
+                            ? absl::StrCat("file ", path, truncated ? " (truncated)" : "", ":\n")
+                            : "";
+    return Text(label + Clip(bytes, kMaxStreamText));
   }
   if (bytes.size() > kMaxBlobBytes) {
     return Text(absl::StrCat("file ", path, ": ", bytes.size(), " bytes of binary data"));

@@ -21,9 +21,10 @@ namespace sentry::agent {
 // The image MIME type of bytes (by their magic), or "" if they are none.
 std::string ImageType(const std::string& bytes);
 
-// A block for a file's bytes: an image, text (UTF-8, clipped), or an
-// embedded resource with its base64 blob.
-nlohmann::json FileBlock(const std::string& path, const std::string& bytes, bool truncated);
+// A block for a file's bytes: an image, text (UTF-8, clipped; labelled:
+// "file PATH:" first), or an embedded resource with its base64 blob.
+nlohmann::json FileBlock(const std::string& path, const std::string& bytes, bool truncated,
+                         bool labelled = true);
 
 // The blocks of a run's result (`sentry run --json`'s object).
 nlohmann::json RunContent(const nlohmann::json& result);
