@@ -15,12 +15,9 @@
 #include "sentry/cli/flag_set.h"
 #include "sentry/cli/server_flags.h"
 #include "sentry/run/run.h"
+#include "sentry/session/kernel_source.h"
 #include "sentry/session/sandbox_launcher.h"
 #include "sentry/session/session_manager.h"
-#if __has_include("sentry/session/kernel_source.h")
-#include "sentry/session/kernel_source.h"
-#define SENTRY_HAS_SESSION_KERNEL 1
-#endif
 
 namespace sentry::cli {
 namespace {
@@ -161,9 +158,7 @@ int ServeCommand(const std::vector<std::string>& args) {
     if (!in) why = "cannot read the session kernel " + kernel_file;
     kernel = text.str();
   }
-#ifdef SENTRY_HAS_SESSION_KERNEL
   if (kernel_file.empty()) kernel = std::string(SessionKernelSource());
-#endif
   if (why.empty() && so.idle_timeout_sec <= 0) why = "--session-idle-timeout must be positive";
   if (why.empty() && so.max_lifetime_sec <= 0) why = "--session-max-lifetime must be positive";
   if (!why.empty()) return UsageError("serve", why);
