@@ -78,7 +78,9 @@ bool HttpSession::Send(FdStream& s, http::status status, const std::string& body
   for (const auto& [f, v] : extra) res.set(f, v);
   res.keep_alive(keep_alive);
   res.body() = body;
-  if (!body.empty() && body.back() != '\n') res.body() += "\n";
+  // A JSON or text answer ends its line; a file's bytes are sent as they are.
+  bool bytes = std::string_view(content_type) == "application/octet-stream";
+  if (!bytes && !body.empty() && body.back() != '\n') res.body() += "\n";
   res.prepare_payload();
   boost::system::error_code ec;
   http::write(s, res, ec);

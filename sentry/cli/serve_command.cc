@@ -15,12 +15,8 @@
 #include "sentry/cli/flag_set.h"
 #include "sentry/cli/server_flags.h"
 #include "sentry/run/run.h"
-#include "sentry/session/sandbox_launcher.h"
 #include "sentry/session/session_manager.h"
-#if __has_include("sentry/session/kernel_source.h")
-#include "sentry/session/kernel_source.h"
-#define SENTRY_HAS_SESSION_KERNEL 1
-#endif
+#include "sentry/session/session_setup.h"
 
 namespace sentry::cli {
 namespace {
@@ -45,8 +41,6 @@ A flag takes its value as --timeout 5 or --timeout=5; a SIZE as 512m, 1.5g or
 64MiB (a bare number is MiB).)TXT";
 
 constexpr const char* kHttp = "HTTP";
-
-constexpr const char* kSessions = "Sessions";
 
 // --token-file: either one token (the first line, as before: its tenant is
 // "default"), or lines "NAME TOKEN", one tenant each ('#' starts a comment).
@@ -99,8 +93,6 @@ int ServeCommand(const std::vector<std::string>& args) {
   agent::HttpOptions http;
   std::string token_file;
   std::string token;
-  session::ManagerOptions so;
-  std::string kernel_file;
   ServerCommand command{
       "serve", kServeUsage, kHttp, kServeFooter, [&](FlagSet& f) {
         f.Value("--listen", kHttp, "ADDR",
@@ -121,25 +113,6 @@ int ServeCommand(const std::vector<std::string>& args) {
         f.Value("--max-connections-per-peer", kHttp, "N",
                 "open connections from one client address at once (default 64; 0: no cap)",
                 Whole(&http.max_connections_per_peer, 0, 1 << 20, "needs a number"));
-        f.Value("--max-sessions", kSessions, "N", "sessions open at once (default 64; 0: none)",
-                Whole(&so.max_sessions, 0, 1 << 16, "needs 0 to 65536"));
-        f.Value("--max-sessions-per-token", kSessions, "N",
-                "sessions open at once for one token (default 16)",
-                Whole(&so.max_sessions_per_tenant, 1, 1 << 16, "needs 1 to 65536"));
-        f.Value("--session-idle-timeout", kSessions, "DURATION",
-                "a session unused this long ends, \"idle\" (default 10m; a request may ask less)",
-                Duration(&so.idle_timeout_sec));
-        f.Value("--session-max-lifetime", kSessions, "DURATION",
-                "a session ends this long after it was made, \"lifetime\" (default 1h)",
-                Duration(&so.max_lifetime_sec));
-        f.Value("--session-spares", kSessions, "N",
-                "sessions started ahead, so that a new one is handed out in milliseconds "
-                "(default 1; 0: each started on demand)",
-                Whole(&so.spares, 0, 64, "needs 0 to 64"));
-        f.Value("--session-kernel", kSessions, "FILE",
-                "the Python program a session runs instead of sentry's own kernel (it speaks "
-                "the same frames: for testing a kernel)",
-                Text(&kernel_file, "needs a file"));
       }};
   FlagsOutcome parsed = ParseServerFlags(command, args, &flags, &warm);
   if (parsed.kind == FlagsOutcome::Kind::kHelp) {
@@ -153,38 +126,14 @@ int ServeCommand(const std::vector<std::string>& args) {
   if (why.empty() && (http.tokens.empty() || http.tokens[0].second.size() < 16)) {
     why = "a token of at least 16 characters is required (--token-file FILE or --token TOKEN)";
   }
-  std::string kernel;
-  if (why.empty() && !kernel_file.empty()) {
-    std::ifstream in(kernel_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) why = "cannot read the session kernel " + kernel_file;
-    kernel = text.str();
-  }
-#ifdef SENTRY_HAS_SESSION_KERNEL
-  if (kernel_file.empty()) kernel = std::string(SessionKernelSource());
-#endif
-  if (why.empty() && so.idle_timeout_sec <= 0) why = "--session-idle-timeout must be positive";
-  if (why.empty() && so.max_lifetime_sec <= 0) why = "--session-max-lifetime must be positive";
   if (!why.empty()) return UsageError("serve", why);
   signal(SIGPIPE, SIG_IGN);
   // The sessions' launcher is forked first, while this process has one
   // thread (the warm pool below starts threads).
-  std::unique_ptr<session::SessionManager> sessions;
-  if (so.max_sessions > 0 && !kernel.empty()) {
-    auto launcher = session::SandboxLauncher::Start(flags.policy.base);
-    if (!launcher.ok()) {
-      std::fprintf(stderr, "sentry serve: %s\n", std::string(launcher.status().message()).c_str());
-      return kExitSentryError;
-    }
-    so.policy = flags.policy;
-    so.log_path = flags.log_path;
-    so.kernel_argv = {"python3", "-c", kernel};
-    if (!warm.preload.empty()) {
-      so.kernel_argv.push_back("--preload");
-      so.kernel_argv.push_back(absl::StrJoin(warm.preload, ","));
-    }
-    sessions = std::make_unique<session::SessionManager>(so, std::move(*launcher));
+  auto sessions = session::MakeSessionManager(flags, warm.preload);
+  if (!sessions.ok()) {
+    std::fprintf(stderr, "sentry serve: %s\n", std::string(sessions.status().message()).c_str());
+    return kExitSentryError;
   }
   // The runner's zygote is forked now, while this process has one thread,
   // and before SIGTERM is blocked (it ignores it).
@@ -201,9 +150,9 @@ int ServeCommand(const std::vector<std::string>& args) {
   sigaddset(&mask, SIGINT);
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   agent::AgentService service(flags, std::move(*runner));
-  if (sessions) {
-    sessions->Start();
-    service.set_sessions(sessions.get());
+  if (*sessions) {
+    (*sessions)->Start();
+    service.set_sessions(sessions->get());
   }
   if (absl::Status s = agent::ServeHttp(service, http); !s.ok()) {
     std::fprintf(stderr, "sentry serve: %s\n", std::string(s.message()).c_str());

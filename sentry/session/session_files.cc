@@ -98,9 +98,9 @@ Answer SessionManager::ListFiles(const std::string& tenant, const std::string& i
   std::string guest = agent::ConfineGuestPath(dir.empty() ? agent::kHome : dir, &why);
   if (guest.empty()) return Error(400, why, "dir");
   json reply;
-  Status st =
-      s->FileOp({{"op", "list_files"}, {"dir", guest}, {"recursive", recursive}, {"glob", glob}},
-                kFileTimeoutSec, &reply);
+  json op = {{"op", "list_files"}, {"dir", guest}, {"recursive", recursive}};
+  if (!glob.empty()) op["glob"] = glob;
+  Status st = s->FileOp(std::move(op), kFileTimeoutSec, &reply);
   if (st == Status::kEnded) return EndedAnswer(*s->ended());
   if (st == Status::kTimeout) return Error(504, "the session's kernel did not answer in time");
   if (Str(reply, "op") == "file_error") return FileError(reply);
@@ -119,7 +119,9 @@ Answer SessionManager::ListFiles(const std::string& tenant, const std::string& i
                                                                  : Ordered(nullptr);
     list.push_back(std::move(item));
   }
-  bool truncated = entries->size() > list.size();
+  auto said = reply.find("truncated");
+  bool truncated = entries->size() > list.size() ||
+                   (said != reply.end() && said->is_boolean() && said->get<bool>());
   Answer a;
   a.body = {{"dir", guest}, {"entries", std::move(list)}, {"truncated", truncated}};
   return a;
