@@ -586,6 +586,14 @@ def display(*objs, raw=False, **_):
         _emit(data)
 
 
+def _input(prompt="", _original=builtins.input):
+    """input(): the original, unless stdin is still the kernel's /dev/null."""
+    if sys.stdin is not None and sys.stdin is sys.__stdin__:
+        raise EOFError("input(): a session's stdin is empty (/dev/null): give the data in a "
+                       "file or a variable")
+    return _original(prompt)
+
+
 def _emit(data):
     if _Out.forked:
         sys.stdout.write(str(data.get("text/plain", "")) + "\n")
@@ -949,7 +957,7 @@ def _start():
     MAIN = types.ModuleType("__main__")
     MAIN.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = MAIN
-    builtins.display = display
+    builtins.display, builtins.input = display, _input
     sys.argv = [""]
     for target in (STREAMS.ticker, _files_worker, _reader):
         threading.Thread(target=target, name="sentry-kernel", daemon=True).start()

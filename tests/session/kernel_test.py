@@ -211,6 +211,11 @@ class KernelTest(unittest.TestCase):
                          ("error", "SystemExit", "4"))
         self.assertEqual(self.k.ok("kept")["result"]["text/plain"], "1")
         self.assertEqual(self.k.cell("exit()")["error"]["name"], "SystemExit")
+        r = self.k.cell("input('name? ')")
+        self.assertEqual(r["error"]["name"], "EOFError")
+        self.assertIn("stdin is empty", r["error"]["value"])
+        r = self.k.ok("import io, sys\nsys.stdin = io.StringIO('typed\\n')\ninput()")
+        self.assertEqual(r["result"]["text/plain"], "'typed'")
 
     def test_interrupt_keeps_state(self):
         self.k.ok("y = 5")
