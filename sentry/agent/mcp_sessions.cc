@@ -44,6 +44,11 @@ json Fail(McpCallError* error, int code, std::string message) {
   return nullptr;
 }
 
+bool Invalid(McpCallError* error, std::string message) {
+  Fail(error, kInvalidParams, std::move(message));
+  return false;
+}
+
 std::string Str(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 // The sentence of a refusal (its body is {"error": {message, field?, reason?...}}).
@@ -161,10 +166,9 @@ json Close(SessionManager& sessions, const std::string& id, McpCallError* error)
 // files: written into the session before its cell runs.
 bool WriteFiles(SessionManager& sessions, const std::string& id, const json& files, json* refusal,
                 McpCallError* error) {
-  if (!files.is_object())
-    return Fail(error, kInvalidParams, "files must map paths to contents"), false;
+  if (!files.is_object()) return Invalid(error, "files must map paths to contents");
   if (files.size() > kMaxFiles) {
-    return Fail(error, kInvalidParams, absl::StrCat("more than ", kMaxFiles, " files")), false;
+    return Invalid(error, absl::StrCat("more than ", kMaxFiles, " files"));
   }
   for (const auto& [path, v] : files.items()) {
     std::string bytes;
@@ -191,7 +195,7 @@ bool ReturnFiles(SessionManager& sessions, const std::string& id, const json& pa
     return false;
   }
   for (const json& p : paths) {
-    if (!p.is_string()) return Fail(error, kInvalidParams, "returnFiles holds paths"), false;
+    if (!p.is_string()) return Invalid(error, "returnFiles holds paths");
     std::string path = p.get<std::string>();
     Answer a = sessions.ReadFile(kMcpTenant, id, path);
     if (a.status / 100 != 2) {
