@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "sentry/agent/json_bounded.h"
+#include "sentry/agent/ndjson_sink.h"
+#include "sentry/agent/session_routes.h"
 #include "sentry/base/json_out.h"
 #include "sentry/run/result.h"
 
@@ -24,72 +26,6 @@ namespace {
 constexpr uint64_t kBodyBytesPerSecond = 64 << 10;
 
 std::string ErrorBody(const std::string& message) { return RequestError{400, "", message}.Json(); }
-
-// Where the bytes of a UTF-8 text can be cut: before any incomplete
-// sequence at its end (kept for the next chunk).
-size_t CompleteUtf8(std::string_view s) {
-  size_t n = s.size();
-  for (size_t back = 1; back <= 3 && back <= n; ++back) {
-    auto c = static_cast<unsigned char>(s[n - back]);
-    if ((c & 0xc0) == 0x80) continue;  // a continuation byte: look further back
-    size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-    return len > back ? n - back : n;
-  }
-  return n;
-}
-
-// The live output of POST /v1/runs?stream=1, as NDJSON chunks: the headers
-// go with the first line (a request refused before its run gets an
-// ordinary answer instead).
-class NdjsonSink final : public OutputSink {
- public:
-  NdjsonSink(FdStream& s, uint64_t max_per_stream) : s_(s), max_(max_per_stream) {}
-
-  void Chunk(int stream, std::string_view data) override {
-    uint64_t& sent = sent_[stream - 1];
-    std::string& carry = carry_[stream - 1];
-    if (sent >= max_) return;  // the rest is in the result (head and tail)
-    carry.append(data.substr(0, static_cast<size_t>(std::min<uint64_t>(data.size(), max_ - sent))));
-    size_t cut = CompleteUtf8(carry);
-    if (cut == 0) return;
-    sent += cut;
-    nlohmann::ordered_json line = {{"stream", stream == 1 ? "stdout" : "stderr"},
-                                   {"data", JsonText(carry.substr(0, cut))}};
-    Line(JsonDump(line) + "\n");
-    carry.erase(0, cut);
-  }
-  bool started() const { return started_; }
-  void Finish(const std::string& last_line) {
-    Line(last_line);
-    if (ok_) boost::asio::write(s_, http::make_chunk_last(), ec_);
-  }
-
- private:
-  void Line(const std::string& line) {
-    if (!ok_) return;  // the client left: the run goes on to its end
-    if (!started_) {
-      started_ = true;
-      http::response<http::empty_body> res{http::status::ok, 11};
-      res.set(http::field::server, "sentry");
-      res.set(http::field::content_type, "application/x-ndjson");
-      res.set(http::field::cache_control, "no-store");
-      res.chunked(true);
-      http::response_serializer<http::empty_body> sr{res};
-      http::write_header(s_, sr, ec_);
-      ok_ = !ec_;
-    }
-    if (ok_) boost::asio::write(s_, http::make_chunk(boost::asio::buffer(line)), ec_);
-    ok_ = ok_ && !ec_;
-  }
-
-  FdStream& s_;
-  uint64_t max_;
-  uint64_t sent_[2] = {0, 0};
-  std::string carry_[2];
-  bool started_ = false;
-  bool ok_ = true;
-  boost::system::error_code ec_;
-};
 
 }  // namespace
 
@@ -142,19 +78,26 @@ bool HttpSession::Send(FdStream& s, http::status status, const std::string& body
   for (const auto& [f, v] : extra) res.set(f, v);
   res.keep_alive(keep_alive);
   res.body() = body;
-  if (!body.empty() && body.back() != '\n') res.body() += "\n";
+  // A JSON or text answer ends its line; a file's bytes are sent as they are.
+  bool bytes = std::string_view(content_type) == "application/octet-stream";
+  if (!bytes && !body.empty() && body.back() != '\n') res.body() += "\n";
   res.prepare_payload();
   boost::system::error_code ec;
   http::write(s, res, ec);
   return !ec && keep_alive;
 }
 
-bool HttpSession::Authorized(const http::request_header<>& req) const {
+std::optional<std::string> HttpSession::Tenant(const http::request_header<>& req) const {
   auto it = req.find(http::field::authorization);
-  if (it == req.end()) return false;
+  if (it == req.end()) return std::nullopt;
   std::string v(it->value().data(), it->value().size());
-  if (!absl::StartsWithIgnoreCase(v, "Bearer ")) return false;
-  return TokensEqual(v.substr(7), options_.token);
+  if (!absl::StartsWithIgnoreCase(v, "Bearer ")) return std::nullopt;
+  // Every token is compared, whichever matches: the time says nothing of which.
+  std::optional<std::string> tenant;
+  for (const auto& [name, token] : options_.tokens) {
+    if (TokensEqual(v.substr(7), token) && !tenant) tenant = name;
+  }
+  return tenant;
 }
 
 bool HttpSession::Handle(FdStream& s, boost::beast::flat_buffer& buf,
@@ -182,7 +125,8 @@ bool HttpSession::Handle(FdStream& s, boost::beast::flat_buffer& buf,
               {"queued", service_.metrics().queued.load()}};
     return early(http::status::ok, h.dump());
   }
-  if (!Authorized(req)) {
+  std::optional<std::string> tenant = Tenant(req);
+  if (!tenant) {
     service_.metrics().RecordRejected("unauthorized");
     return Send(s, http::status::unauthorized,
                 ErrorBody("missing or wrong token: send Authorization: Bearer TOKEN"), false,
@@ -196,16 +140,18 @@ bool HttpSession::Handle(FdStream& s, boost::beast::flat_buffer& buf,
     return Send(s, http::status::ok, service_.MetricsText(), keep && !has_body,
                 "text/plain; version=0.0.4");
   }
-  if (path != "/v1/runs") {
+  bool sessions = IsSessionPath(path) && service_.sessions() != nullptr;
+  if (path != "/v1/runs" && !sessions) {
     return early(http::status::not_found,
-                 ErrorBody("no such endpoint (POST /v1/runs, GET /v1/health, GET /metrics)"));
+                 ErrorBody("no such endpoint (POST /v1/runs, /v1/sessions, GET /v1/health, GET "
+                           "/metrics)"));
   }
-  if (req.method() != http::verb::post) {
+  if (!sessions && req.method() != http::verb::post) {
     return early(http::status::method_not_allowed, ErrorBody("use POST"),
                  {{http::field::allow, "POST"}});
   }
   bool stream = false;
-  for (absl::string_view kv : absl::StrSplit(query, '&', absl::SkipEmpty())) {
+  for (absl::string_view kv : absl::StrSplit(sessions ? "" : query, '&', absl::SkipEmpty())) {
     if (kv == "stream=1" || kv == "stream=true") {
       stream = true;
     } else if (kv != "stream=0" && kv != "stream=false") {
@@ -246,6 +192,18 @@ bool HttpSession::Handle(FdStream& s, boost::beast::flat_buffer& buf,
         false);
   }
   if (ec) return false;
+  if (sessions) {
+    SessionRequest r{std::string(req.method_string()), path, query, std::move(parser.get().body()),
+                     *tenant};
+    NdjsonSink sink(s, service_.flags().policy.base.max_output);
+    SessionReply reply = RouteSession(*service_.sessions(), r, &sink);
+    keep = parser.get().keep_alive();
+    if (reply.streamed && sink.started()) {
+      sink.Finish(reply.body + "\n");
+      return keep;
+    }
+    return Send(s, static_cast<http::status>(reply.status), reply.body, keep, reply.content_type);
+  }
   return Runs(s, parser.get().body(), stream, parser.get().keep_alive());
 }
 

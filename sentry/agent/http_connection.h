@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,7 +63,8 @@ class HttpSession final {
   bool Send(FdStream& s, boost::beast::http::status status, const std::string& body,
             bool keep_alive, const char* content_type = "application/json",
             const std::vector<std::pair<boost::beast::http::field, std::string>>& extra = {});
-  bool Authorized(const boost::beast::http::request_header<>& req) const;
+  // The name of the caller's token (its tenant), or nullopt.
+  std::optional<std::string> Tenant(const boost::beast::http::request_header<>& req) const;
   bool Runs(FdStream& s, const std::string& body, bool stream, bool keep_alive);
 
   AgentService& service_;

@@ -20,6 +20,7 @@
 #include "sentry/agent/http_connection.h"
 #include "sentry/base/status_macros.h"
 #include "sentry/base/unique_fd.h"
+#include "sentry/session/session_manager.h"
 
 namespace sentry::agent {
 namespace {
@@ -152,6 +153,8 @@ absl::Status ServeHttp(AgentService& service, const HttpOptions& options) {
   if (absl::StartsWith(options.listen, "unix:")) unlink(options.listen.substr(5).c_str());
   service.Drain();
   connections.StopReading();
+  // Every session ends, "shutdown"; a cell in progress answers with that.
+  if (service.sessions()) service.sessions()->Shutdown();
   service.WaitIdle();
   connections.WaitEmpty();
   return absl::OkStatus();

@@ -15,6 +15,8 @@
 #define SENTRY_AGENT_HTTP_SERVER_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "sentry/agent/service.h"
@@ -23,7 +25,9 @@ namespace sentry::agent {
 
 struct HttpOptions {
   std::string listen;  // "HOST:PORT" (an IP address; port 0 picks one) or "unix:PATH"
-  std::string token;
+  // The bearer tokens, each with its name (its tenant: the sessions it makes
+  // are its own). A lone --token or one-token file is named "default".
+  std::vector<std::pair<std::string, std::string>> tokens;
   int max_connections = 256;
   // Connections from one client address at once (TCP; 0: no cap), so that
   // one client cannot hold every slot.

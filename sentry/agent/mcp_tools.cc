@@ -37,6 +37,8 @@ json CommonProperties() {
             {"description", "Wall-clock cap in milliseconds (at most the server's)."}}}};
 }
 
+// A run's result (`sentry run --json`), or a session cell's (its
+// executionCount, results, an error object, a null exitCode for a cell).
 json OutputSchema() {
   // No type array (["string", "null"]): not every client takes one (the
   // MCP Inspector warns); a value that may be null is described instead.
@@ -45,11 +47,11 @@ json OutputSchema() {
           {"properties",
            {{"stdout", {{"type", "string"}}},
             {"stderr", {{"type", "string"}}},
-            {"exitCode", {{"type", "integer"}}},
+            {"exitCode", {{"description", "an integer, or null (a cell, a signal)"}}},
             {"signal", nullable_string},
             {"timedOut", {{"type", "boolean"}}},
             {"limit", nullable_string},
-            {"durationMs", {{"type", "integer"}}},
+            {"durationMs", {{"type", "number"}}},
             {"cpuMs", {{"type", "integer"}}},
             {"sentryCpuMs", {{"type", "integer"}}},
             {"sentryThrottledMs", {{"type", "integer"}}},
@@ -73,7 +75,18 @@ json OutputSchema() {
                 {"bytesOut", {{"type", "integer"}}},
                 {"bytesIn", {{"type", "integer"}}}}}}},
             {"notices", {{"type", "array"}, {"items", {{"type", "string"}}}}},
-            {"error", nullable_string},
+            {"error", {{"description", "null, a string (a run), or {name, value, traceback} (a cell)"}}},
+            {"executionCount", {{"type", "integer"}}},
+            {"results",
+             {{"type", "array"},
+              {"description",
+               "a session cell's MIME bundles: {\"text/plain\": ..., "
+               "\"image/png\": base64, ...}"},
+              {"items", {{"type", "object"}}}}},
+            {"sessionId", {{"type", "string"}}},
+            {"files",
+             {{"type", "object"},
+              {"description", "returnFiles: path -> {size, truncated, text | base64} or {error}"}}},
             {"version", {{"type", "string"}}}}},
           {"required", {"stdout", "stderr", "exitCode", "timedOut", "limit", "error"}}};
 }

@@ -10,6 +10,16 @@
 
 namespace sentry::agent {
 
+// The sessions (sentry/session/session_manager.h): caps, clocks, spares.
+struct SessionFlags {
+  int max_sessions = 64;  // 0: no sessions
+  int max_per_token = 16;
+  double idle_timeout_sec = 600;   // the default, and a request's ceiling
+  double max_lifetime_sec = 3600;  // likewise
+  int spares = 1;                  // sessions started ahead
+  std::string kernel_file;         // --session-kernel: a kernel of one's own ("": sentry's)
+};
+
 struct ServerFlags {
   ServerPolicy policy;
   std::string log_path;    // --log: one JSON line per run
@@ -18,6 +28,7 @@ struct ServerFlags {
   // The bytes of results (returned files, output) the server may hold at
   // once, each run counted at the most its result can be (service.h).
   uint64_t result_memory = 256 << 20;
+  SessionFlags sessions;
 };
 
 }  // namespace sentry::agent

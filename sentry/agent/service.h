@@ -23,6 +23,10 @@
 #include "sentry/agent/runner.h"
 #include "sentry/agent/server_flags.h"
 
+namespace sentry::session {
+class SessionManager;
+}  // namespace sentry::session
+
 namespace sentry::agent {
 
 class AgentService final {
@@ -51,6 +55,9 @@ class AgentService final {
   Answer Run(const nlohmann::json& request, bool stream, OutputSink* sink, int cancel_fd = -1);
 
   const ServerFlags& flags() const { return flags_; }
+  // The sessions (POST /v1/sessions...), or nullptr where the server has none.
+  void set_sessions(session::SessionManager* sessions) { sessions_ = sessions; }
+  session::SessionManager* sessions() const { return sessions_; }
   Metrics& metrics() { return metrics_; }
   std::string MetricsText() const { return metrics_.Text(runner_->Ready(), runner_->WarmRuns()); }
 
@@ -62,6 +69,7 @@ class AgentService final {
 
   const ServerFlags flags_;
   std::unique_ptr<Runner> runner_;
+  session::SessionManager* sessions_ = nullptr;
   Metrics metrics_;
   std::mutex mu_;
   std::condition_variable cv_;

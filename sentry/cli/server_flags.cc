@@ -18,6 +18,7 @@ constexpr const char* kLimits = "Limits of each run (a request may only lower th
 constexpr const char* kNetwork = "Network (a request may name a subset)";
 constexpr const char* kSandbox = "Sandbox";
 constexpr const char* kWarm = "Warm interpreters (python runs without a network)";
+constexpr const char* kSessions = "Sessions (POST /v1/sessions)";
 
 // The flags the command line alone says.
 struct Extra {
@@ -130,6 +131,28 @@ void DefineServerFlags(FlagSet& f, agent::ServerFlags* server, agent::WarmFlags*
           Whole(&warm->pool_wait_ms, 0, 60000, "needs 0 to 60000 (ms)"));
   f.Value("--preload", kWarm, "MODULES", "modules imported ahead in each, e.g. numpy,pandas",
           Modules(&warm->preload));
+
+  // Sessions.
+  agent::SessionFlags& s = server->sessions;
+  f.Value("--max-sessions", kSessions, "N", "sessions open at once (default 64; 0: none)",
+          Whole(&s.max_sessions, 0, 1 << 16, "needs 0 to 65536"));
+  f.Value("--max-sessions-per-token", kSessions, "N",
+          "sessions open at once for one token (default 16)",
+          Whole(&s.max_per_token, 1, 1 << 16, "needs 1 to 65536"));
+  f.Value("--session-idle-timeout", kSessions, "DURATION",
+          "a session unused this long ends, \"idle\" (default 10m; a request may ask less)",
+          Duration(&s.idle_timeout_sec));
+  f.Value("--session-max-lifetime", kSessions, "DURATION",
+          "a session ends this long after it was made, \"lifetime\" (default 1h)",
+          Duration(&s.max_lifetime_sec));
+  f.Value("--session-spares", kSessions, "N",
+          "sessions started ahead, so that a new one is handed out in milliseconds "
+          "(default 1; 0: each started on demand)",
+          Whole(&s.spares, 0, 64, "needs 0 to 64"));
+  f.Value("--session-kernel", kSessions, "FILE",
+          "the Python program a session runs instead of sentry's own kernel (it speaks "
+          "the same frames: for testing a kernel)",
+          Text(&s.kernel_file, "needs a file"));
 }
 
 // What no single flag can say.
@@ -152,7 +175,7 @@ FlagsOutcome ParseOnce(const ServerCommand& command, const std::vector<std::stri
   DefineServerFlags(f, server, warm, x);
   FlagsOutcome out = ParseFlagsOnly(app, args);
   if (out.kind == FlagsOutcome::Kind::kHelp) {
-    std::vector<const char*> groups = {kServer, kLimits, kNetwork, kSandbox, kWarm};
+    std::vector<const char*> groups = {kServer, kLimits, kNetwork, kSandbox, kWarm, kSessions};
     if (command.own_group) groups.insert(groups.begin(), command.own_group);
     out.text = Help(app, groups);
   }
