@@ -207,8 +207,10 @@ TEST_P(RootlessAttack, NoWriteOutsideTheReadWriteMount) {
 }
 
 TEST_P(RootlessAttack, ProcessBudgetOfTheCallerSurvives) {
-  // The caller's RLIMIT_NPROC: what it runs now plus a margin. The guest
-  // forks all it can; the caller still forks after.
+  // The caller's RLIMIT_NPROC: what it runs now plus a margin. The guest,
+  // with the default pids cap (128, above the margin), forks all it can
+  // while the caller forks beside it; the guest gets half of what was left
+  // (nproc_budget.h), so the caller's fork succeeds, during and after.
   ProcessResult count =
       RunAsCaller(c(), {"/bin/sh", "-c", "ps -u $(id -u) -L --no-headers | wc -l"});
   long budget = std::stol(count.out) + 64;
@@ -223,11 +225,20 @@ TEST_P(RootlessAttack, ProcessBudgetOfTheCallerSurvives) {
       "  except OSError:\n"
       "    break\n"
       "print('forked', n)\n";
-  std::vector<std::string> argv = {SentryBinary(), "run", "--timeout=20", "--pids-limit", "32"};
-  if (!GetParam().namespaces) argv.push_back("--no-namespaces");
-  argv.insert(argv.end(), {"--", "/usr/bin/python3", "-c", bomb});
-  ProcessResult r = RunAsCaller(c(), argv, {}, "", 60, budget);
-  EXPECT_NE(r.out.find("forked"), std::string::npos) << Describe(r);
+  // The caller's own program forks once the guest holds all it got.
+  std::string script = absl::StrCat(
+      SentryBinary(), " run --timeout=20 ", GetParam().namespaces ? "" : "--no-namespaces ",
+      "-- /usr/bin/python3 -c \"$B\" & sleep 3; /bin/true & wait $!; echo during=$?; wait");
+  ProcessResult r =
+      RunAsCaller(c(), {"/bin/sh", "-c", script}, {std::string("B=") + bomb}, "", 60, budget);
+  EXPECT_NE(r.out.find("during=0"), std::string::npos) << Describe(r);
+  long forked = -1;
+  if (size_t at = r.out.find("forked "); at != std::string::npos) {
+    forked = std::stol(r.out.substr(at + 7));
+  }
+  EXPECT_GE(forked, 8) << "the guest itself should get its share\n" << Describe(r);
+  EXPECT_LE(forked, 40) << Describe(r);
+  EXPECT_NE(r.err.find("half of what uid"), std::string::npos) << Describe(r);
   ProcessResult after =
       RunAsCaller(c(), {"/bin/sh", "-c", "/bin/true & wait; echo forked-ok"}, {}, "", 30, budget);
   EXPECT_EQ(after.out, "forked-ok\n") << Describe(after);
