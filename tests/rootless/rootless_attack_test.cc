@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "tests/rootless/rootless_util.h"
 #include "tests/util/json_read.h"
@@ -242,6 +243,43 @@ TEST_P(RootlessAttack, ProcessBudgetOfTheCallerSurvives) {
   ProcessResult after =
       RunAsCaller(c(), {"/bin/sh", "-c", "/bin/true & wait; echo forked-ok"}, {}, "", 30, budget);
   EXPECT_EQ(after.out, "forked-ok\n") << Describe(after);
+}
+
+TEST_P(RootlessAttack, ChangesNameOnlyTheGuestsOwnProcessWithoutNamespaces) {
+  // Without namespaces the guest is the caller's uid: a pid it checked
+  // could be reused by another of the caller's processes before the kernel
+  // ran the call, so a change may name the calling process alone (sys_pid.cc).
+  // With namespaces the child is the sandbox's, and the change runs.
+  const char* code =
+      "import os, resource, time\n"
+      "pid = os.fork()\n"
+      "if pid == 0:\n"
+      "  time.sleep(5); os._exit(0)\n"
+      "def t(name, f):\n"
+      "  try:\n"
+      "    f(); print(name, 'ok')\n"
+      "  except OSError as e:\n"
+      "    print(name, e.errno)\n"
+      "t('self-nice', lambda: os.setpriority(os.PRIO_PROCESS, 0, 1))\n"
+      "t('self-prlimit', lambda: resource.prlimit(os.getpid(), resource.RLIMIT_NOFILE, (256, "
+      "256)))\n"
+      "t('self-affinity', lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))\n"
+      "t('child-nice', lambda: os.setpriority(os.PRIO_PROCESS, pid, 2))\n"
+      "t('child-prlimit', lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE, (128, 128)))\n"
+      "t('child-prlimit-get', lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE))\n"
+      "t('child-sched', lambda: os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0)))\n"
+      "os.kill(pid, 9); os.wait()\n";
+  ProcessResult r = SentryAs(c(), Flags(), {"/usr/bin/python3", "-c", code});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  for (const char* self :
+       {"self-nice ok", "self-prlimit ok", "self-affinity ok", "child-prlimit-get ok"}) {
+    EXPECT_NE(r.out.find(self), std::string::npos) << self << "\n" << Describe(r);
+  }
+  for (const char* name : {"child-nice", "child-prlimit ", "child-sched"}) {
+    std::string want = absl::StrCat(name, GetParam().namespaces ? " ok" : " 1");  // EPERM
+    absl::StrReplaceAll({{"  ", " "}}, &want);
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << Describe(r);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, RootlessAttack, ::testing::ValuesIn(Modes()), Name);
