@@ -130,7 +130,6 @@ SysStatus CheckSharedUidChange(SyscallContext& ctx, int nr) {
 SysStatus CheckCall(SyscallContext& ctx, int nr) {
   const SyscallArgs& a = ctx.args;
   pid_t p0 = a.Int(0), p1 = a.Int(1);
-  if (ctx.kernel.config().host_uid_shared) SYS_TRY(CheckSharedUidChange(ctx, nr));
   switch (nr) {
     case SYS_kill:
       // -1: every process the caller may signal, which the kernel limits to
@@ -183,6 +182,8 @@ SysResult<uint64_t> ConfinePids(SyscallContext& ctx) {
     return KillEverySandboxProcess(ctx);
   }
   SYS_TRY(CheckCall(ctx, ctx.nr));
+  // (After it: a pid the sandbox no longer has is ESRCH, as ever.)
+  if (ctx.kernel.config().host_uid_shared) SYS_TRY(CheckSharedUidChange(ctx, ctx.nr));
   ctx.let_kernel_run = true;
   return 0;
 }
