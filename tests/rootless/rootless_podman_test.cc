@@ -84,6 +84,12 @@ class RootlessPodman : public ::testing::Test {
     dir_ = setup_error_ = nullptr;
   }
   void SetUp() override {
+#ifdef SENTRY_SANITIZED
+    // podman runs the runtime with an environment of its own (no
+    // ASAN_OPTIONS), and a sanitizer's exit report would read to it as the
+    // runtime failing: the plain build's pass runs these.
+    GTEST_SKIP() << "the sanitized sentry is not podman's runtime here";
+#endif
     if (geteuid() != 0) GTEST_SKIP() << "makes its user: run as root";
     if (access(kPodman, X_OK) != 0) {
       if (EnginesRequired()) GTEST_FAIL() << "podman is not installed (SENTRY_REQUIRE_ENGINES=1)";
