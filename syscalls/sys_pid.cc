@@ -10,6 +10,17 @@
 // a host process between the check and the call: the kernel's own check then
 // still holds, a process without capabilities reaching only its own uid's
 // processes, which are the run's alone.
+//
+// Not so without root (host_uid_shared): the guest's uid is the caller's, so
+// a pid reused by another of the caller's processes would be reached. There
+// a call that changes a process (its priority, I/O priority, scheduling, CPU
+// mask or rlimits) may name only the calling process itself (0, its pid or
+// its own tid: alive while it waits in the call, so never reused): EPERM
+// otherwise. Signals are the guest's Landlock signal scope's (ABI 6+): the
+// kernel refuses one to a process outside the sandbox's domain, whatever its
+// pid. Reads (getpriority, sched_get*, prlimit64 without a new limit,
+// getpgid, getsid) keep the race: at worst they tell the caller's own
+// process's value.
 #include <linux/capability.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -88,6 +99,34 @@ SysStatus CheckPidOrSelf(SyscallContext& ctx, pid_t pid) {
   return Errno{ESRCH};
 }
 
+// The calling process itself (see the top): 0, its pid, its own tid.
+bool IsSelf(SyscallContext& ctx, pid_t pid) {
+  return pid == 0 || pid == ctx.task.ns_tid || pid == ctx.task.process->ns_pid;
+}
+
+// Without root, a change names the calling process alone (see the top).
+SysStatus CheckSharedUidChange(SyscallContext& ctx, int nr) {
+  const SyscallArgs& a = ctx.args;
+  switch (nr) {
+    case SYS_setpriority:
+    case SYS_ioprio_set: {
+      Who kind = nr == SYS_setpriority ? PriorityWho(a.Ulong(0)) : IoprioWho(a.Ulong(0));
+      if (kind == Who::kOther) return {};  // the kernel's EINVAL
+      if (kind == Who::kProcess && IsSelf(ctx, a.Int(1))) return {};
+      return a.Int(1) == 0 ? SysStatus{} : Errno{EPERM};  // 0: the caller's own group or uid
+    }
+    case SYS_sched_setaffinity:
+    case SYS_sched_setscheduler:
+    case SYS_sched_setparam:
+    case SYS_sched_setattr:
+      return IsSelf(ctx, a.Int(0)) ? SysStatus{} : Errno{EPERM};
+    case SYS_prlimit64:
+      // A new limit is a register's pointer being non-null: no guest memory read.
+      return a.Ulong(2) == 0 || IsSelf(ctx, a.Int(0)) ? SysStatus{} : Errno{EPERM};
+  }
+  return {};
+}
+
 SysStatus CheckCall(SyscallContext& ctx, int nr) {
   const SyscallArgs& a = ctx.args;
   pid_t p0 = a.Int(0), p1 = a.Int(1);
@@ -143,6 +182,8 @@ SysResult<uint64_t> ConfinePids(SyscallContext& ctx) {
     return KillEverySandboxProcess(ctx);
   }
   SYS_TRY(CheckCall(ctx, ctx.nr));
+  // (After it: a pid the sandbox no longer has is ESRCH, as ever.)
+  if (ctx.kernel.config().host_uid_shared) SYS_TRY(CheckSharedUidChange(ctx, ctx.nr));
   ctx.let_kernel_run = true;
   return 0;
 }

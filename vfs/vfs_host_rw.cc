@@ -109,6 +109,8 @@ bool Vfs::RwStat(const Node& node, struct stat* st) {
       (st->st_mode & S_IFMT) != (node.attr().mode & S_IFMT))
     return false;
   st->st_dev = kVfsDev;
+  // The caller's own ids read as the guest's, as its lookups show them.
+  if (node.RwHost()->owner_view) g_host_owner_view.Apply(st->st_uid, st->st_gid);
   return true;
 }
 

@@ -21,8 +21,16 @@ namespace sentry {
 // Room for `fds` descriptors (at most the soft RLIMIT_NOFILE). Call it where
 // the process has one thread: at start, and in a child after fork, whose
 // table the kernel sizes anew from the fds it has open.
+// A soft limit below `fds` is raised toward the hard one first: a user's
+// session often starts at 1024 (the sentry's own fds, not the guest's, which
+// gets its own limit).
 inline void ReserveFdTable(int fds = 4096) {
   struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < static_cast<rlim_t>(fds) &&
+      rl.rlim_max > rl.rlim_cur) {
+    rlimit raised{std::min<rlim_t>(rl.rlim_max, static_cast<rlim_t>(fds)), rl.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
     fds = static_cast<int>(std::min<rlim_t>(static_cast<rlim_t>(fds), rl.rlim_cur));
   }

@@ -13,6 +13,7 @@
 #include "sentry/oci/spec.h"
 #include "sentry/run/result.h"
 #include "sentry/run/run.h"
+#include "sentry/run/userns_root.h"
 
 namespace {
 
@@ -49,10 +50,19 @@ int main(int argc, char** argv) {
   // secrets. Its children inherit this until they exec.
   prctl(PR_SET_DUMPABLE, 0);
   sentry::log::LevelFromEnvironment();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // uid 0 of a user namespace without host ids (rootless podman's runtime
+  // call, `unshare -r`) becomes the caller it stands for (OCI commands: their
+  // create and run only; see OciCommand).
+  if (!sentry::cli::IsOciInvocation(args)) {
+    if (std::string err = sentry::LeaveNamespacedRoot(); !err.empty()) {
+      std::fprintf(stderr, "sentry: %s\n", err.c_str());
+      return sentry::kExitSentryError;
+    }
+  }
   if (!sentry::DropSupplementaryGroups()) {
     sentry::log::Notice("notice: cannot drop the supplementary groups of root (setgroups refused)");
   }
-  std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? sentry::kExitSentryError : 0;

@@ -20,6 +20,7 @@
 #include "sentry/oci/oci_log.h"
 #include "sentry/oci/spec.h"
 #include "sentry/run/result.h"
+#include "sentry/run/userns_root.h"
 
 namespace sentry::cli {
 namespace {
@@ -118,7 +119,8 @@ sentry speaks runc's command line: podman (--runtime), containerd's runc v2
 shim (BinaryName) and Kubernetes (a RuntimeClass) run containers in it.
 
 Global flags (before the command):
-  --root DIR           state of the containers (default /run/sentry-oci)
+  --root DIR           state of the containers (default /run/sentry-oci; without
+                       root $XDG_RUNTIME_DIR/sentry-oci or /tmp/sentry-oci-UID)
   --log FILE           the log (default stderr)
   --log-format FORMAT  text (default) or json ({"level","msg","time"} lines)
   --debug              debug lines in the log
@@ -269,6 +271,13 @@ int OciCommand(const std::vector<std::string>& raw) {
     c.pidfd_socket = p.values["pidfd-socket"];
     c.preserve_fds = PreserveFds(p, inherited, log);
     if (c.preserve_fds < 0) return 1;
+    // uid 0 of rootless podman's user namespace makes the sandbox as the
+    // caller it stands for (userns_root.h); the other verbs stay that uid 0,
+    // which owns the sandbox's namespaces (their /proc files, exec's setns).
+    if (std::string err = LeaveNamespacedRoot(); !err.empty()) {
+      log.Error(err);
+      return 1;
+    }
     if (verb == "create") return oci::Create(g, c);
     return oci::RunContainer(g, c, p.values.count("detach") > 0);
   }

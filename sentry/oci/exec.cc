@@ -191,7 +191,11 @@ int WaitStatus(pid_t pid) {
     if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) Die(p.report, kCaps);
   }
   prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-  if (syscall(SYS_setgroups, p.groups.size(), p.groups.data()) < 0 ||
+  // A rootless sandbox (single-id: setgroups denied in its namespace) keeps
+  // the groups the process came with, as its first process did: none from
+  // rootless podman (uid 0 there drops them), else the caller's own.
+  if ((syscall(SYS_setgroups, p.groups.size(), p.groups.data()) < 0 &&
+       !(p.groups.empty() && errno == EPERM)) ||
       syscall(SYS_setresgid, p.gid, p.gid, p.gid) < 0 ||
       syscall(SYS_setresuid, p.uid, p.uid, p.uid) < 0) {
     Die(p.report, kIds);
@@ -201,6 +205,11 @@ int WaitStatus(pid_t pid) {
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
   if (syscall(SYS_capset, &hdr, data) < 0) Die(p.report, kCaps);
+  // A copy of exec (not dumpable, see main.cc) with no capability and the
+  // sandbox's ids: dumpable, as the loader makes itself, so that a monitor
+  // without root can reach it (its /proc files, pidfd_getfd, PTRACE_SEIZE),
+  // as it will the process after its execve.
+  prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) Die(p.report, kNoNewPrivs);
   if (int err = ApplyLandlock(p.landlock, p.mqueue_root)) {
     errno = err;

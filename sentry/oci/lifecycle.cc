@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,7 @@
 #include "sentry/oci/monitor.h"
 #include "sentry/oci/state.h"
 #include "sentry/run/cgroups.h"
+#include "sentry/run/userns_root.h"
 
 namespace sentry::oci {
 namespace {
@@ -195,6 +197,19 @@ void EndContainer(const StateDir& dir, const ContainerState& s, Status st) {
 }
 
 }  // namespace
+
+std::string DefaultStateRoot() {
+  // (uid 0 of rootless podman's namespace is its caller: see userns_root.h.)
+  const uid_t caller = CallerUid();
+  if (caller == 0) return "/run/sentry-oci";
+  const char* xdg = getenv("XDG_RUNTIME_DIR");
+  struct stat st;
+  if (xdg && xdg[0] == '/' && stat(xdg, &st) == 0 && S_ISDIR(st.st_mode) &&
+      st.st_uid == geteuid()) {
+    return absl::StrCat(xdg, "/sentry-oci");
+  }
+  return absl::StrCat("/tmp/sentry-oci-", caller);
+}
 
 int ParseSignal(const std::string& text) {
   int n;

@@ -13,8 +13,13 @@
 
 namespace sentry::oci {
 
+// Where the containers' state goes without --root: /run/sentry-oci for root,
+// else (as runc's $XDG_RUNTIME_DIR/runc) $XDG_RUNTIME_DIR/sentry-oci where
+// that directory is the caller's, or /tmp/sentry-oci-UID.
+std::string DefaultStateRoot();
+
 struct Globals {
-  std::string root = "/run/sentry-oci";
+  std::string root = DefaultStateRoot();
   OciLog* log = nullptr;
 };
 

@@ -97,6 +97,14 @@ uint64_t ProcessStartTime(pid_t pid) {
 
 absl::StatusOr<StateDir> StateDir::Create(const std::string& root, const std::string& id) {
   RETURN_IF_ERROR(MakeDirs(root));
+  // Without root the state is the caller's alone: a directory another user
+  // made first (a /tmp default) is not used.
+  struct stat rs;
+  if (geteuid() != 0 && (lstat(root.c_str(), &rs) < 0 || !S_ISDIR(rs.st_mode) ||
+                         rs.st_uid != geteuid() || (rs.st_mode & 022) != 0)) {
+    return absl::PermissionDeniedError(absl::StrCat(root, " is not a directory of uid ", geteuid(),
+                                                    "'s alone (owned by it, mode 0700 or 0711)"));
+  }
   std::string path = absl::StrCat(root, "/", id);
   if (mkdir(path.c_str(), 0700) < 0) {
     if (errno == EEXIST)

@@ -94,7 +94,12 @@ std::vector<GuestLaunch::Rlimit> GuestRlimits(const RunOptions& o, bool memory_c
   // RLIMIT_NPROC is counted per user namespace and uid (the kernel's ucounts),
   // so it is this sandbox's own task count, threads included: the pids cap
   // holds without the pids cgroup too (which also counts the sandbox's init).
-  if (o.pids) out.push_back({RLIMIT_NPROC, o.pids});
+  // Without root the run sets its own from the caller's budget (a wall
+  // rlimit in base: nproc_budget.h), which stands.
+  bool nproc_set = std::any_of(out.begin(), out.end(), [](const GuestLaunch::Rlimit& r) {
+    return r.resource == RLIMIT_NPROC;
+  });
+  if (o.pids && !nproc_set) out.push_back({RLIMIT_NPROC, o.pids});
   out.push_back({RLIMIT_NOFILE, o.nofile});
   // The guest's share of the kernel's per-user pools (loader/pool_caps.h);
   // without namespaces these are the only ceiling on them.

@@ -35,6 +35,7 @@
 #include "sentry/run/cgroups.h"
 #include "sentry/run/guest_files.h"
 #include "sentry/run/guest_program.h"
+#include "sentry/run/nproc_budget.h"
 #include "sentry/run/phase_clock.h"
 #include "sentry/run/result.h"
 #include "sentry/run/run_internal.h"
@@ -150,6 +151,15 @@ std::optional<RunError> Run::BuildSandbox() {
   auto spawned = StartSandbox();
   if (!spawned.ok()) return RunError{kExitSentryError, std::string(spawned.status().message())};
   spawned_.emplace(std::move(*spawned));
+  // Without root the guest's tasks are the caller's too: it gets at most
+  // half of what the caller has left (nproc_budget.h). Here, where the mode
+  // is known (a kernel without namespaces falls back above).
+  if (rootless_) {
+    NprocShare share = ShareCallerNproc(o_.pids, ReadCallerNproc(), !seccomp_only());
+    if (!share.lowered.empty()) log::Info(absl::StrCat("notice: ", share.lowered));
+    o_.pids = share.pids;
+    wall_rlimits_.push_back({RLIMIT_NPROC, share.rlimit});
+  }
   if (warm_) stdio_.StartOutputsEarly();
   // The loader was cloned onto this thread's CPU (see PinCallerEarly): it
   // builds its view on another, while this thread does the rest.

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "tests/rootless/rootless_util.h"
 #include "tests/util/json_read.h"
@@ -207,8 +208,10 @@ TEST_P(RootlessAttack, NoWriteOutsideTheReadWriteMount) {
 }
 
 TEST_P(RootlessAttack, ProcessBudgetOfTheCallerSurvives) {
-  // The caller's RLIMIT_NPROC: what it runs now plus a margin. The guest
-  // forks all it can; the caller still forks after.
+  // The caller's RLIMIT_NPROC: what it runs now plus a margin. The guest,
+  // with the default pids cap (128, above the margin), forks all it can
+  // while the caller forks beside it; the guest gets half of what was left
+  // (nproc_budget.h), so the caller's fork succeeds, during and after.
   ProcessResult count =
       RunAsCaller(c(), {"/bin/sh", "-c", "ps -u $(id -u) -L --no-headers | wc -l"});
   long budget = std::stol(count.out) + 64;
@@ -223,14 +226,60 @@ TEST_P(RootlessAttack, ProcessBudgetOfTheCallerSurvives) {
       "  except OSError:\n"
       "    break\n"
       "print('forked', n)\n";
-  std::vector<std::string> argv = {SentryBinary(), "run", "--timeout=20", "--pids-limit", "32"};
-  if (!GetParam().namespaces) argv.push_back("--no-namespaces");
-  argv.insert(argv.end(), {"--", "/usr/bin/python3", "-c", bomb});
-  ProcessResult r = RunAsCaller(c(), argv, {}, "", 60, budget);
-  EXPECT_NE(r.out.find("forked"), std::string::npos) << Describe(r);
+  // The caller's own program forks once the guest holds all it got.
+  std::string script = absl::StrCat(
+      SentryBinary(), " run --timeout=20 ", GetParam().namespaces ? "" : "--no-namespaces ",
+      "-- /usr/bin/python3 -c \"$B\" & sleep 3; /bin/true & wait $!; echo during=$?; wait");
+  ProcessResult r =
+      RunAsCaller(c(), {"/bin/sh", "-c", script}, {std::string("B=") + bomb}, "", 60, budget);
+  EXPECT_NE(r.out.find("during=0"), std::string::npos) << Describe(r);
+  long forked = -1;
+  if (size_t at = r.out.find("forked "); at != std::string::npos) {
+    forked = std::stol(r.out.substr(at + 7));
+  }
+  EXPECT_GE(forked, 8) << "the guest itself should get its share\n" << Describe(r);
+  EXPECT_LE(forked, 40) << Describe(r);
+  EXPECT_NE(r.err.find("half of what uid"), std::string::npos) << Describe(r);
   ProcessResult after =
       RunAsCaller(c(), {"/bin/sh", "-c", "/bin/true & wait; echo forked-ok"}, {}, "", 30, budget);
   EXPECT_EQ(after.out, "forked-ok\n") << Describe(after);
+}
+
+TEST_P(RootlessAttack, ChangesNameOnlyTheGuestsOwnProcessWithoutNamespaces) {
+  // Without namespaces the guest is the caller's uid: a pid it checked
+  // could be reused by another of the caller's processes before the kernel
+  // ran the call, so a change may name the calling process alone (sys_pid.cc).
+  // With namespaces the child is the sandbox's, and the change runs.
+  const char* code =
+      "import os, resource, time\n"
+      "pid = os.fork()\n"
+      "if pid == 0:\n"
+      "  time.sleep(5); os._exit(0)\n"
+      "def t(name, f):\n"
+      "  try:\n"
+      "    f(); print(name, 'ok')\n"
+      "  except OSError as e:\n"
+      "    print(name, e.errno)\n"
+      "t('self-nice', lambda: os.setpriority(os.PRIO_PROCESS, 0, 1))\n"
+      "t('self-prlimit', lambda: resource.prlimit(os.getpid(), resource.RLIMIT_NOFILE, (256, "
+      "256)))\n"
+      "t('self-affinity', lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))\n"
+      "t('child-nice', lambda: os.setpriority(os.PRIO_PROCESS, pid, 2))\n"
+      "t('child-prlimit', lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE, (128, 128)))\n"
+      "t('child-prlimit-get', lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE))\n"
+      "t('child-sched', lambda: os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0)))\n"
+      "os.kill(pid, 9); os.wait()\n";
+  ProcessResult r = SentryAs(c(), Flags(), {"/usr/bin/python3", "-c", code});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  for (const char* self :
+       {"self-nice ok", "self-prlimit ok", "self-affinity ok", "child-prlimit-get ok"}) {
+    EXPECT_NE(r.out.find(self), std::string::npos) << self << "\n" << Describe(r);
+  }
+  for (const char* name : {"child-nice", "child-prlimit ", "child-sched"}) {
+    std::string want = absl::StrCat(name, GetParam().namespaces ? " ok" : " 1");  // EPERM
+    absl::StrReplaceAll({{"  ", " "}}, &want);
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << Describe(r);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, RootlessAttack, ::testing::ValuesIn(Modes()), Name);

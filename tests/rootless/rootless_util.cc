@@ -91,7 +91,9 @@ ProcessResult RunAsCaller(const Caller& c, const std::vector<std::string>& argv,
   full.insert(full.end(), env.begin(), env.end());
   if (ulimit_u > 0) {
     full.insert(full.end(),
-                {"/bin/sh", "-c", absl::StrCat("ulimit -u ", ulimit_u, "; exec \"$@\""), "sh"});
+                // (bash: dash has no ulimit -u.)
+                {"/bin/bash", "-c",
+                 absl::StrCat("ulimit -u ", ulimit_u, " || exit 99; exec \"$@\""), "bash"});
   }
   full.insert(full.end(), argv.begin(), argv.end());
   return RunProcess(full, input, timeout_sec);
