@@ -330,14 +330,54 @@ def check_links(path, text, root):
     return errors
 
 
+def check_listing(body, ref, where):
+    """A text block that starts with a synopsis `sentry SUB ...` and lists
+    flags below it (`  --json  what it does`): each flag listed must exist."""
+    m = re.match(r"^sentry (\w+)\b", body[0]) if body else None
+    if not m or m.group(1) not in ref.sub:
+        return []
+    flags = ref.sub[m.group(1)]
+    errors = []
+    for n, line in enumerate(body[1:], 1):
+        for name in re.findall(r"^\s+(?:(-\w),\s*)?(--[\w-]+)", line):
+            for flag in name:
+                if flag and flag not in flags.kinds:
+                    errors.append(f"{where}+{n}: the listing names {flag}, which "
+                                  f"`sentry {m.group(1)} --help` does not list")
+    return errors
+
+
+# Where an engine or a client is told which binary to start.
+BINARY_NAMED = re.compile(
+    r"(?:--runtime[= ]|--runc-binary[= ]|BinaryName\s*=\s*\"|\"command\":\s*\"|--cli\s+)"
+    r"([^\s\"']+)")
+
+
+def check_binaries(text, rel):
+    """An engine's runtime, a shim's binary, an MCP client's command: a sentry
+    binary the first command leaves (the MCP Inspector's bare `sentry` failed
+    with spawn ENOENT where nothing installed one)."""
+    errors = []
+    for m in BINARY_NAMED.finditer(text):
+        name = m.group(1)
+        if os.path.basename(name) == "sentry" and name not in BINARY_PATHS - {"sentry"}:
+            line = text.count("\n", 0, m.start()) + 1
+            errors.append(f"{rel}:{line}: names the binary {name}: use /usr/local/bin/sentry "
+                          f"(scripts/install.sh installs it) or build/sentry/sentry")
+    return errors
+
+
 def check_file(path, root, ref):
     with open(path, encoding="utf-8") as f:
         text = f.read()
     rel = os.path.relpath(path, root)
-    errors = check_links(path, text, root)
+    errors = check_links(path, text, root) + check_binaries(text, rel)
     commands = 0
     for lang, first, body in code_blocks(text):
-        if lang in ("text", "yaml", "toml", "python", "c", "cpp"):
+        if lang == "text":
+            errors += check_listing(body, ref, f"{rel}:{first}")
+            continue
+        if lang in ("yaml", "toml", "python", "c", "cpp"):
             continue
         if lang == "json":
             try:
@@ -413,11 +453,17 @@ def self_test(binary, root):
         "a subcommand that does not exist": "```sh\nsentry frobnicate --x\n```\n",
         "an OCI command's made-up flag": "```sh\nsentry --root /tmp/s spec --no-such\n```\n",
         "a made-up flag in an inline span": "Use `sentry mcp --sessions 4`.\n",
+        "a made-up flag in a flag listing":
+            "```text\nsentry run [FLAGS] -- CMD\n  --json   one object\n  --jsonl  lines\n```\n",
         "an MCP config with a bad flag":
             '```json\n{"mcpServers": {"s": {"command": "/usr/local/bin/sentry", '
             '"args": ["mcp", "--bogus"]}}}\n```\n',
         "a binary the first command does not install":
             "```sh\n/usr/bin/sentry run -- true\n```\n",
+        "an engine told a binary nothing installs":
+            "```sh\npodman --runtime /usr/bin/sentry run --rm --rootfs /r true\n```\n",
+        "an MCP Inspector told a bare sentry":
+            "```sh\nnpx @modelcontextprotocol/inspector --cli sentry mcp --method tools/list\n```\n",
         "a link outside the repository": "[design](../shared/DESIGN.md)\n",
         "a link to a missing file": "[x](docs/no-such-file.md)\n",
         "a link to a missing heading": "[x](#no-such-heading)\n",
