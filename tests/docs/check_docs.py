@@ -12,6 +12,10 @@
    inside the repository that exists; a link to a heading of a markdown file
    names a heading it has.
 
+A command shown to be refused (an error's example) goes in a ```text block,
+whose lines are not run through the parser (but a ```text block that opens
+with a `sentry SUB ...` synopsis has each flag it lists checked).
+
 usage: check_docs.py SENTRY_BINARY REPO_ROOT
        check_docs.py --self-test SENTRY_BINARY REPO_ROOT
            (proves that a made-up flag and an outside link fail the check)
