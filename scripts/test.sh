@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs, builds and runs every test (unit, conformance natively and under
-# sentry, security, e2e, limits, hostile corpus) through ctest.
+# The second command: installs (scripts/install.sh: the packages and the
+# sentry binary), builds every test and benchmark target, and runs every test
+# (unit, conformance natively and under sentry, security, e2e, limits, hostile
+# corpus, the docs' commands and links) through ctest.
 #
 # With SENTRY_SANITIZERS=1 it then builds again with ASan + UBSan (build-asan/)
 # and runs the suites that do not measure time (limits and the hostile corpus
@@ -8,10 +10,11 @@
 # its main mode: the `_seccomp_only` repeats run the same sentry code without
 # namespaces, and ran unsanitized above (sanitized, they added minutes to CI).
 #
-# SENTRY_DEBUG_INFO=OFF (what CI sets) builds both without -g.
+# SENTRY_DEBUG_INFO=OFF (what CI sets, and install.sh's default for build/)
+# builds both without -g.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install.sh
+SENTRY_NO_EXAMPLE=1 scripts/install.sh
 # What the tests drive for real: the engines (podman, containerd and the
 # runtimes sentry is compared with), strace for the trace, Debian's
 # data-science stack, and for the CRI test gRPC (kubelet's calls), the CNI
@@ -25,6 +28,7 @@ if [ "${SENTRY_SKIP_APT:-0}" != 1 ]; then
   # rather than skipping (ctest counts a skip as a pass).
   export SENTRY_REQUIRE_ENGINES=1
 fi
+ninja -C build
 ctest --test-dir build --output-on-failure --timeout 600 "$@"
 if [ "${SENTRY_SANITIZERS:-0}" = 1 ]; then
   cmake -S . -B build-asan -G Ninja -DSENTRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
