@@ -95,6 +95,9 @@ class SessionManager final {
   // For /metrics and tests: live sessions, spares ready.
   size_t live() const;
   size_t spares_ready() const;
+  // Prometheus text: sentry_sessions_open, sentry_session_spares_ready,
+  // sentry_sessions_ended_total{reason}, sentry_session_cells_total.
+  std::string MetricsText() const;
 
  private:
   struct EndedRecord {
@@ -122,6 +125,8 @@ class SessionManager final {
   std::deque<std::string> ended_order_;
   std::thread reaper_, refill_;
   std::atomic<uint64_t> logged_{0};
+  std::atomic<uint64_t> cells_{0};
+  std::map<std::string, uint64_t> ended_by_reason_;
 };
 
 // Ended ids kept for their 410s (the oldest forgotten first).
