@@ -454,6 +454,13 @@ Answer SessionManager::Delete(const std::string& tenant, const std::string& id) 
   return a;
 }
 
+Answer SessionManager::Get(const std::string& tenant, const std::string& id) {
+  Answer a;
+  std::shared_ptr<Session> s = Find(tenant, id, &a);
+  if (s) a.body = s->Info();
+  return a;
+}
+
 Answer SessionManager::List(const std::string& tenant) {
   std::vector<std::shared_ptr<Session>> mine;
   {

@@ -87,6 +87,9 @@ TEST(SessionTest, StateResultsCommandsAndFiles) {
   ASSERT_EQ(sessions["sessions"].size(), 1u) << sessions;
   EXPECT_EQ(sessions["sessions"][0]["id"], id);
   EXPECT_GE(sessions["sessions"][0]["cells"].get<int>(), 8);
+  json one = c.Call("GET", "/v1/sessions/" + id).Json();
+  EXPECT_EQ(one["id"], id);
+  EXPECT_EQ(one["state"], "idle");
 
   // Streamed: NDJSON lines, then the result.
   HttpReply streamed = c.Call("POST", "/v1/sessions/" + id + "/cells?stream=1",
