@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "sentry/agent/json_bounded.h"
 #include "sentry/agent/mcp_calls.h"
+#include "sentry/agent/mcp_content.h"
+#include "sentry/agent/mcp_sessions.h"
 #include "sentry/agent/result_text.h"
 #include "sentry/run/result.h"
 
@@ -54,7 +56,7 @@ bool ToRequest(const std::string& tool, const json& args, json* request, std::st
       r["code"] = v;
     } else if (key == "argv" && tool == "run_command") {
       r["argv"] = v;
-    } else if (key == "stdin" || key == "files") {
+    } else if (key == "stdin" || key == "files" || key == "returnFiles") {
       r[key] = v;
     } else if (key == "timeoutMs") {
       r["limits"] = {{"timeoutMs", v}};
@@ -140,12 +142,24 @@ json McpServer::Dispatch(const std::string& method, const json& params, int canc
             {"capabilities", {{"tools", {{"listChanged", false}}}}},
             {"serverInfo", {{"name", "sentry"}, {"title", "sentry"}, {"version", SentryVersion()}}},
             {"instructions",
-             "Runs code in a fresh sandbox per call: run_python for Python, run_command for any "
-             "program. Files you pass are placed in the sandbox's home; nothing persists "
-             "between calls."}};
+             service_.sessions()
+                 ? "Runs code in sandboxes: run_python for Python, run_command for any program. "
+                   "Without a sessionId each call gets a fresh sandbox and nothing persists. "
+                   "For a task of several steps, create_session once and pass its sessionId: "
+                   "variables, imports and files then stay between calls, the last "
+                   "expression's value and plots come back (images as image content), and "
+                   "read_file, write_file and list_files reach its files. close_session at "
+                   "the end."
+                 : "Runs code in a fresh sandbox per call: run_python for Python, run_command "
+                   "for any program. Files you pass are placed in the sandbox's home; nothing "
+                   "persists between calls."}};
   }
   if (method == "ping") return json::object();
-  if (method == "tools/list") return {{"tools", McpTools()}};
+  if (method == "tools/list") {
+    json tools = McpTools();
+    if (service_.sessions()) AddSessionTools(&tools);
+    return {{"tools", tools}};
+  }
   if (method == "tools/call") return CallTool(params, cancel_fd, out);
   out->error = true;
   out->code = kMethodNotFound;
@@ -160,9 +174,29 @@ json McpServer::CallTool(const json& params, int cancel_fd, Outcome* out) {
   std::string name = TextOf(params, "name");
   json request;
   std::string why;
+  const json args = params.value("arguments", json::object());
+  if (IsSessionCall(name, args)) {
+    if (!service_.sessions()) {
+      *error = true;
+      *code = kInvalidParams;
+      *message = absl::StrCat(name == "run_python" || name == "run_command"
+                                  ? "sessionId: this server has no sessions"
+                                  : "Unknown tool: " + name,
+                              " (sentry mcp --max-sessions 0)");
+      return nullptr;
+    }
+    McpCallError e;
+    json result = CallSessionTool(*service_.sessions(), name, args, cancel_fd, &e);
+    if (e.code != 0) {
+      *error = true;
+      *code = e.code;
+      *message = e.message;
+    }
+    return result;
+  }
   if (name != "run_python" && name != "run_command") {
     why = absl::StrCat("Unknown tool: ", name.empty() ? "(no name)" : name);
-  } else if (!ToRequest(name, params.value("arguments", json::object()), &request, &why)) {
+  } else if (!ToRequest(name, args, &request, &why)) {
     // why says it
   }
   if (!why.empty()) {
@@ -195,14 +229,7 @@ json McpServer::CallTool(const json& params, int cancel_fd, Outcome* out) {
     return nullptr;
   }
   const json& r = a.result;
-  json content = json::array();
-  std::string text = r.value("stdout", ""), err = r.value("stderr", "");
-  if (!text.empty()) content.push_back({{"type", "text"}, {"text", Clip(text, kMaxStreamText)}});
-  if (!err.empty()) {
-    content.push_back({{"type", "text"}, {"text", "stderr:\n" + Clip(err, kMaxStreamText)}});
-  }
-  content.push_back({{"type", "text"}, {"text", StatusLine(r)}});
-  return {{"content", content}, {"structuredContent", r}, {"isError", RunFailed(r)}};
+  return {{"content", RunContent(r)}, {"structuredContent", r}, {"isError", RunFailed(r)}};
 }
 
 void McpServer::Serve(int in_fd, int out_fd) {

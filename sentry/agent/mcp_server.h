@@ -4,11 +4,14 @@
 // answer; a cancelled tools/call is ended (its sandbox killed) and gets no
 // answer, as the spec's cancellation says. Every line is parsed with its size
 // and depth bounded (json_bounded.h) before anything copies it. Tools:
-//   run_python {code, stdin?, files?, timeoutMs?}: code runs as a script
-//   run_command {argv, stdin?, files?, timeoutMs?}: a program runs
-// A call's result is text content for the model (result_text.h) and the whole
-// `sentry run --json` object as structuredContent (with an outputSchema in
-// tools/list); isError when the code failed, its error text intact.
+//   run_python {code, stdin?, files?, returnFiles?, timeoutMs?}: code runs as a script
+//   run_command {argv, stdin?, files?, returnFiles?, timeoutMs?}: a program runs
+// A call's result is content for the model (mcp_content.h: text, an image
+// block for each returned image) and the whole `sentry run --json` object as
+// structuredContent (with an outputSchema in tools/list); isError when the
+// code failed, its error text intact. Where the service has sessions, the
+// session tools (mcp_sessions.h) come too, and run_python / run_command take
+// a sessionId.
 #ifndef SENTRY_AGENT_MCP_SERVER_H_
 #define SENTRY_AGENT_MCP_SERVER_H_
 

@@ -27,20 +27,28 @@ json CommonProperties() {
           {"timeoutMs",
            {{"type", "integer"},
             {"minimum", 1},
-            {"description", "Wall-clock cap in milliseconds (at most the server's)."}}}};
+            {"description", "Wall-clock cap in milliseconds (at most the server's)."}}},
+          {"returnFiles",
+           {{"type", "array"},
+            {"items", {{"type", "string"}}},
+            {"description",
+             "Guest paths of files to return after the run (e.g. [\"plot.png\"]): images come "
+             "back as image content, text as text."}}}};
 }
 
+// A run's result (`sentry run --json`), or a session cell's (its
+// executionCount, results, an error object, a null exitCode for a cell).
 json OutputSchema() {
   json nullable_string = {{"type", json::array({"string", "null"})}};
   return {{"type", "object"},
           {"properties",
            {{"stdout", {{"type", "string"}}},
             {"stderr", {{"type", "string"}}},
-            {"exitCode", {{"type", "integer"}}},
+            {"exitCode", {{"type", json::array({"integer", "null"})}}},
             {"signal", nullable_string},
             {"timedOut", {{"type", "boolean"}}},
             {"limit", nullable_string},
-            {"durationMs", {{"type", "integer"}}},
+            {"durationMs", {{"type", "number"}}},
             {"cpuMs", {{"type", "integer"}}},
             {"sentryCpuMs", {{"type", "integer"}}},
             {"sentryThrottledMs", {{"type", "integer"}}},
@@ -63,7 +71,18 @@ json OutputSchema() {
                {{"connections", {{"type", "integer"}}},
                 {"bytesOut", {{"type", "integer"}}},
                 {"bytesIn", {{"type", "integer"}}}}}}},
-            {"error", nullable_string},
+            {"error", {{"type", json::array({"string", "object", "null"})}}},
+            {"executionCount", {{"type", "integer"}}},
+            {"results",
+             {{"type", "array"},
+              {"description",
+               "a session cell's MIME bundles: {\"text/plain\": ..., "
+               "\"image/png\": base64, ...}"},
+              {"items", {{"type", "object"}}}}},
+            {"sessionId", {{"type", "string"}}},
+            {"files",
+             {{"type", "object"},
+              {"description", "returnFiles: path -> {size, truncated, text | base64} or {error}"}}},
             {"version", {{"type", "string"}}}}},
           {"required", {"stdout", "stderr", "exitCode", "timedOut", "limit", "error"}}};
 }

@@ -1,4 +1,4 @@
-# Writes OUT, a C++ file that defines sentry::SessionKernelSource() as the
+# Writes OUT, a C++ file that defines sentry::SessionKernelFile() as the
 # bytes of IN (sentry/session/kernel.py). Run by the build (cmake -P), so a
 # change of the .py regenerates it. The bytes go in as a hex array: no raw
 # string delimiter to collide with, no length limit of a string literal.
@@ -18,7 +18,7 @@ ${body}
 };
 }  // namespace
 
-std::string_view SessionKernelSource() { return std::string_view(kKernel, ${bytes}); }
+std::string_view SessionKernelFile() { return std::string_view(kKernel, ${bytes}); }
 
 }  // namespace sentry
 ")

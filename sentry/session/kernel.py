@@ -1,6 +1,8 @@
 """A session's kernel: the Python that lives in a sentry session's sandbox.
 
-Run as `python3 -c SOURCE [--preload MOD,...]` (or as a file). Requests come
+Run as `python3 -c SOURCE [--preload MOD,...]` (or as a file; sessions run
+it through the loader of kernel_source.h, which compiles it one top-level
+block at a time: blocks are separated by two blank lines). Requests come
 as frames on fd 0, frames go out on fd 1: a 4-byte big-endian length, then
 that many bytes of UTF-8 JSON, an object (the protocol is in
 sentry/session/README.md). At start both fds move to private close-on-exec
@@ -17,8 +19,8 @@ The kernel runs as the guest, so it is no wall: its bounds keep what it
 writes within what the sentry accepts, and nothing more.
 """
 
-import ast
-import base64
+import _ast  # not ast, nor base64 or traceback (imported at the first error): an idle
+import binascii  # kernel's memory is mostly its modules
 import builtins
 import codecs
 import io
@@ -32,7 +34,6 @@ import stat
 import sys
 import threading
 import time
-import traceback
 import types
 import weakref
 
@@ -421,18 +422,18 @@ def _execute(code, n):
     linecache.cache[name] = (len(code), None, code.splitlines(True), name)
     linecache.cache.pop("<cell %d>" % (n - 1000), None)
     try:
-        tree = ast.parse(code, name, "exec")
+        tree = compile(code, name, "exec", _ast.PyCF_ONLY_AST)  # ast.parse
     except SyntaxError as e:
         raise e.with_traceback(None)
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr) and not code.rstrip().endswith(";"):
-        last = ast.Expression(tree.body.pop().value)
+    if tree.body and isinstance(tree.body[-1], _ast.Expr) and not code.rstrip().endswith(";"):
+        last = _ast.Expression(tree.body.pop().value)
     ns = MAIN.__dict__
     if tree.body:
-        _eval(compile(tree, name, "exec", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), ns)
+        _eval(compile(tree, name, "exec", _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), ns)
     if last is None:
         return None
-    value = _eval(compile(last, name, "eval", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), ns)
+    value = _eval(compile(last, name, "eval", _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT), ns)
     if value is None:
         return None
     ns["___"], ns["__"], ns["_"] = ns.get("__"), ns.get("_"), value
@@ -456,6 +457,7 @@ def _error(exc):
     except BaseException:
         value = "<unprintable %s>" % type(exc).__name__
     try:
+        import traceback
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     except BaseException:
         text = "%s: %s" % (type(exc).__name__, value)
@@ -483,6 +485,10 @@ def _strip(exc):
             new = types.TracebackType(new, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
         e.__traceback__ = new
         todo += [e.__cause__, e.__context__]
+
+
+def _b64(data):
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
 def _clip(text, limit=MAX_TEXT):
@@ -517,7 +523,7 @@ def _mime_value(mime, v):
         v = v[0]  # (data, metadata)
     if isinstance(v, (bytes, bytearray)):
         if mime.startswith("image/") and mime != "image/svg+xml":
-            return base64.b64encode(v).decode()
+            return _b64(v)
         v = bytes(v).decode("utf-8", "replace")
     if isinstance(v, str):
         return _clip(v)
@@ -602,7 +608,7 @@ def _figure_bundle(fig):
     if fig.axes or fig.lines or fig.images or fig.texts or fig.patches:
         buf = io.BytesIO()
         fig.savefig(buf, format="png")
-        data["image/png"] = base64.b64encode(buf.getvalue()).decode()
+        data["image/png"] = _b64(buf.getvalue())
     return data
 
 
@@ -781,13 +787,13 @@ def _read_file(msg):
             want -= len(b)
     finally:
         os.close(fd)
-    return {"op": "file", "data": base64.b64encode(b"".join(parts)).decode(), "size": st.st_size}
+    return {"op": "file", "data": _b64(b"".join(parts)), "size": st.st_size}
 
 
 def _write_file(msg):
     """Writes (or, with append, appends) the bytes; parent directories are made."""
     path = _arg(msg, "path")
-    data = base64.b64decode(msg.get("data") or "", validate=True)
+    data = binascii.a2b_base64(msg.get("data") or "", strict_mode=True)
     mode = _int(msg, "mode", 0o644) & 0o7777  # applied when given, or to a new file
     parent = os.path.dirname(path)
     if parent:
@@ -822,7 +828,7 @@ def _list_files(msg):
     recursive, pattern = bool(msg.get("recursive")), msg.get("glob")
     if not stat.S_ISDIR(os.stat(top).st_mode):
         raise NotADirectoryError(20, "Not a directory", top)
-    if pattern is not None:
+    if pattern:  # "" and null: no glob
         import glob
         names = glob.iglob(_arg(msg, "glob"), root_dir=top, recursive=recursive)
     elif recursive:
@@ -908,6 +914,7 @@ def _main_loop():
         except OSError:
             _quit(0)  # the frames' fd is gone
         except Exception as e:  # the kernel's own fault: the request fails, the kernel stays
+            import traceback
             _end()
             WIRE.send({"op": "done", "id": msg.get("id"), "status": "error",
                        "executionCount": ST.count, "result": None, "exitCode": None,
@@ -950,6 +957,7 @@ def _start():
         for m in preload:
             __import__(m)
     except BaseException:
+        import traceback
         STREAMS.write("stderr", traceback.format_exc())
         _quit(3)
     v = sys.version_info

@@ -29,9 +29,11 @@ TEST(Mcp, InitializeListsToolsWithSchemas) {
   EXPECT_EQ(init["result"]["serverInfo"]["name"], "sentry");
   EXPECT_TRUE(init["result"]["capabilities"].contains("tools"));
   json list = mcp.Call(2, "tools/list", json::object());
-  ASSERT_EQ(list["result"]["tools"].size(), 2u) << list.dump();
+  // run_python, run_command, and the five session tools (mcp_session_test.cc)
+  ASSERT_EQ(list["result"]["tools"].size(), 7u) << list.dump();
   for (const json& t : list["result"]["tools"]) {
     EXPECT_EQ(t["inputSchema"]["type"], "object");
+    if (t["name"] != "run_python" && t["name"] != "run_command") continue;
     EXPECT_EQ(t["outputSchema"]["type"], "object");
     EXPECT_TRUE(t["outputSchema"]["properties"].contains("exitCode"));
   }
@@ -55,6 +57,34 @@ TEST(Mcp, RunPythonGivesTextAndStructuredResult) {
   EXPECT_EQ(res["content"][0]["text"], "HELLO\ncba\n");
   std::string status = res["content"].back()["text"];
   EXPECT_NE(status.find("exit code 0"), std::string::npos) << status;
+}
+
+TEST(Mcp, ReturnFilesGiveImagesAsImageContent) {
+  McpProcess mcp;
+  Initialize(mcp);
+  json r = Tool(mcp, 2, "run_python",
+                {{"code",
+                  "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                  "plt.plot([1, 3, 2])\nplt.savefig('plot.png')\n"
+                  "open('notes.txt', 'w').write('three points')"},
+                 {"returnFiles", {"plot.png", "notes.txt", "missing.txt"}}});
+  const json& res = r["result"];
+  ASSERT_FALSE(res["isError"].get<bool>()) << r.dump().substr(0, 2000);
+  int images = 0;
+  std::string text;
+  for (const json& c : res["content"]) {
+    if (c["type"] == "image") {
+      ++images;
+      EXPECT_EQ(c["mimeType"], "image/png");
+      EXPECT_EQ(c["data"].get<std::string>().substr(0, 8), "iVBORw0K");  // \x89PNG
+    } else {
+      text += c["text"].get<std::string>() + "\n";
+    }
+  }
+  EXPECT_EQ(images, 1);
+  EXPECT_NE(text.find("file /home/sandbox/notes.txt:\nthree points"), std::string::npos) << text;
+  EXPECT_NE(text.find("file /home/sandbox/missing.txt: ENOENT"), std::string::npos) << text;
+  EXPECT_TRUE(res["structuredContent"]["files"].contains("/home/sandbox/plot.png"));
 }
 
 TEST(Mcp, FailingCodeIsAnErrorWithItsTracebackIntact) {

@@ -2,8 +2,10 @@
 """The session kernel (sentry/session/kernel.py), spoken to in frames.
 
   kernel_test.py KERNEL_PY                 natively: /usr/bin/python3 KERNEL_PY
-  kernel_test.py KERNEL_PY --sentry BIN    as a session runs it: the guest of
-                                           `BIN run -i --no-tty -- python3 -c SOURCE`
+  kernel_test.py KERNEL_PY --sentry BIN [--program-from PRINTER]
+      as a session runs it: the guest of `BIN run -i --no-tty -- python3 -c
+      PROGRAM`, PROGRAM what PRINTER prints (SessionKernelSource(), the loader
+      of kernel.py), else kernel.py's text
 
 Every frame the kernel writes is checked as the sentry checks it: a length
 of at most 16 MiB, a JSON object, stream text of at most 64 KiB.
@@ -23,14 +25,18 @@ import unittest
 
 KERNEL = None
 SENTRY = None
+PROGRAM = None  # the -c program, if not kernel.py's text
 MAX_FRAME = 16 << 20
 CHUNK = 64 << 10
 
 
 class Kernel:
     def __init__(self, *args):
-        with open(KERNEL) as f:
-            source = f.read()
+        if PROGRAM is not None:
+            source = PROGRAM
+        else:
+            with open(KERNEL) as f:
+                source = f.read()
         if SENTRY:
             cmd = [SENTRY, "run", "-i", "--no-tty", "--timeout", "0", "--log-level", "warn",
                    "--", "/usr/bin/python3", "-c", source, *args]
@@ -316,7 +322,7 @@ class KernelTest(unittest.TestCase):
         self.assertGreater(m["entries"][0]["size"], 1000)
         m = k.file_op("list_files", dir=".", glob="out/*.png")
         self.assertEqual(len(m["entries"]), 3)
-        m = k.file_op("list_files", dir="out")
+        m = k.file_op("list_files", dir="out", glob="")
         self.assertEqual([(e["path"], e["type"]) for e in m["entries"]],
                          [("deep", "dir"), ("p0.png", "file"), ("p1.png", "file"), ("p2.png", "file")])
         m = k.file_op("list_files", dir="out", recursive=True)
@@ -417,5 +423,9 @@ if __name__ == "__main__":
     KERNEL = args.pop(0)
     if args[:1] == ["--sentry"]:
         SENTRY = args[1]
+        args = args[2:]
+    if args[:1] == ["--program-from"]:
+        PROGRAM = subprocess.run([args[1]], check=True, stdout=subprocess.PIPE,
+                                 text=True).stdout
         args = args[2:]
     unittest.main(argv=[sys.argv[0], *args], verbosity=2)
