@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
 #include "tests/session/session_client.h"
+#include "tests/util/subprocess.h"
 
 namespace sentry::testing {
 namespace {
@@ -178,6 +180,23 @@ TEST(SessionTest, TenantsSeeOnlyTheirOwn) {
   EXPECT_EQ(third.status, 429) << third.body;
   EXPECT_EQ(alice.Delete(a).status, 200);
   EXPECT_EQ(bob.Eval(b, "2 + 2"), "4");
+}
+
+TEST(SessionTest, TokenFilesAreChecked) {
+  // NAME TOKEN lines: a short token, a name or token twice, a bad name.
+  for (const char* text : {"alice short\n", "a 0123456789abcdef0\na 0123456789abcdef1\n",
+                           "a 0123456789abcdef0\nb 0123456789abcdef0\n", "a/b 0123456789abcdef0\n",
+                           "a 0123456789abcdef0 extra\n"}) {
+    char tmpl[] = "/tmp/sentry-tokens-XXXXXX";
+    int fd = mkstemp(tmpl);
+    (void)!write(fd, text, strlen(text));
+    close(fd);
+    ProcessResult r =
+        RunProcess({SentryBinary(), "serve", "--listen", "127.0.0.1:0", "--token-file", tmpl});
+    EXPECT_EQ(r.exit_code, 125) << text << r.err;
+    EXPECT_NE(r.err.find("token file"), std::string::npos) << r.err;
+    unlink(tmpl);
+  }
 }
 
 TEST(SessionTest, CellsAreLoggedWithTheSessionId) {
