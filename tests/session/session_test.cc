@@ -22,14 +22,15 @@ TEST(SessionTest, StateResultsCommandsAndFiles) {
   ASSERT_TRUE(server.ok()) << server.Stderr();
   SessionClient c(server);
   HttpReply created;
-  std::string id = c.Create({}, &created);
+  std::string id = c.Create({{"files", {{"data.csv", "a,b\n1,2\n"}}}}, &created);
   ASSERT_FALSE(id.empty()) << created.status << " " << created.body;
+  EXPECT_EQ(c.Eval(id, "open('/home/sandbox/data.csv').read()"), "'a,b\\n1,2\\n'");
   EXPECT_TRUE(created.Json().contains("expiresAt"));
 
   // Globals, imports and the working directory persist between cells.
   json first =
       c.Cell(id, "import os\nx = 41\nos.makedirs('w', exist_ok=True)\nos.chdir('w')").Json();
-  EXPECT_EQ(first["executionCount"], 1) << first;
+  EXPECT_EQ(first["executionCount"], 2) << first;
   EXPECT_EQ(c.Eval(id, "x + 1"), "42");
   EXPECT_EQ(c.Eval(id, "os.getcwd()"), "'/home/sandbox/w'");
 
