@@ -15,6 +15,7 @@
 #include "sentry/base/log.h"
 #include "sentry/base/sha256.h"
 #include "sentry/run/audit_log.h"
+#include "sentry/session/session_manager.h"
 
 namespace sentry::agent {
 namespace {
@@ -157,6 +158,12 @@ AgentService::Answer AgentService::Run(const json& request, bool stream, OutputS
   if (!flags_.log_path.empty()) Log(job, out->result_json);
   a.body = std::move(out->result_json);
   return a;
+}
+
+std::string AgentService::MetricsText() const {
+  std::string text = metrics_.Text(runner_->Ready(), runner_->WarmRuns());
+  if (sessions_) text += sessions_->MetricsText();
+  return text;
 }
 
 void AgentService::Log(const RunJob& job, const std::string& result_json) {

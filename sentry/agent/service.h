@@ -59,7 +59,8 @@ class AgentService final {
   void set_sessions(session::SessionManager* sessions) { sessions_ = sessions; }
   session::SessionManager* sessions() const { return sessions_; }
   Metrics& metrics() { return metrics_; }
-  std::string MetricsText() const { return metrics_.Text(runner_->Ready(), runner_->WarmRuns()); }
+  // The runs' metrics, and the sessions' if the server has them.
+  std::string MetricsText() const;
 
  private:
   void Log(const RunJob& job, const std::string& result_json);

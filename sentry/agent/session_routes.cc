@@ -116,7 +116,8 @@ SessionReply RouteSession(SessionManager& sessions, const SessionRequest& r, Ndj
   const std::string& id = parts[2];
   if (parts.size() == 3) {
     if (r.method == "DELETE") return FromAnswer(sessions.Delete(r.tenant, id));
-    return Refuse(405, "use DELETE");
+    if (r.method == "GET") return FromAnswer(sessions.Get(r.tenant, id));
+    return Refuse(405, "use GET or DELETE");
   }
   if (parts.size() != 4) return Refuse(404, "no such endpoint");
   const std::string& action = parts[3];

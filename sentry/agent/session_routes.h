@@ -5,7 +5,8 @@
 //                                             maxLifetimeMs} -> 201 {id, expiresAt}
 //   GET    /v1/sessions                      {sessions: [{id, state, ageMs, idleMs,
 //                                             memoryBytes, cells, expiresAt}]}
-//   DELETE /v1/sessions/ID                   {id, ended: {reason, at}}
+//   GET    /v1/sessions/ID                   one entry of the list
+//   DELETE /v1/sessions/ID                   {id, ended: {reason, at}, gone}
 //   POST   /v1/sessions/ID/cells[?stream=1]  {code, timeoutMs} -> the cell's result
 //   POST   /v1/sessions/ID/commands[?stream=1] {argv | bash, timeoutMs}
 //   POST   /v1/sessions/ID/interrupt         {interrupted: true}

@@ -144,6 +144,7 @@ void SessionManager::Retire(const std::shared_ptr<Session>& s) {
   if (!e || s->id().empty()) return;
   live_.erase(s->id());
   if (ended_.emplace(s->id(), EndedRecord{s->tenant(), *e}).second) {
+    ++ended_by_reason_[ReasonName(e->reason)];
     ended_order_.push_back(s->id());
     while (ended_order_.size() > kEndedKept) {
       ended_.erase(ended_order_.front());
@@ -217,6 +218,25 @@ size_t SessionManager::live() const {
 size_t SessionManager::spares_ready() const {
   std::lock_guard<std::mutex> lock(mu_);
   return spares_.size();
+}
+
+std::string SessionManager::MetricsText() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string t = absl::StrCat(
+      "# HELP sentry_sessions_open Sessions open now.\n# TYPE sentry_sessions_open gauge\n",
+      "sentry_sessions_open ", live_.size(),
+      "\n# HELP sentry_session_spares_ready Sessions started ahead, waiting for an owner.\n"
+      "# TYPE sentry_session_spares_ready gauge\nsentry_session_spares_ready ",
+      spares_.size(),
+      "\n# HELP sentry_session_cells_total Cells and commands run in sessions.\n"
+      "# TYPE sentry_session_cells_total counter\nsentry_session_cells_total ",
+      cells_.load(),
+      "\n# HELP sentry_sessions_ended_total Sessions ended, by reason.\n"
+      "# TYPE sentry_sessions_ended_total counter\n");
+  for (const auto& [reason, n] : ended_by_reason_) {
+    absl::StrAppend(&t, "sentry_sessions_ended_total{reason=\"", reason, "\"} ", n, "\n");
+  }
+  return t;
 }
 
 Answer SessionManager::EndedAnswer(const Ended& e) const {
@@ -400,6 +420,7 @@ Answer SessionManager::Execute(const std::string& tenant, const std::string& id,
     return Error(409, "a cell or command is already running in this session (one at a time)");
   }
   if (st == Status::kEnded) return EndedAnswer(*s->ended());
+  ++cells_;
   LogCell(*s, op, result);
   Answer a;
   a.body = std::move(result);
@@ -430,6 +451,13 @@ Answer SessionManager::Delete(const std::string& tenant, const std::string& id) 
   }
   Answer a;
   a.body = {{"id", id}, {"ended", e->Json()}, {"gone", s->gone()}};
+  return a;
+}
+
+Answer SessionManager::Get(const std::string& tenant, const std::string& id) {
+  Answer a;
+  std::shared_ptr<Session> s = Find(tenant, id, &a);
+  if (s) a.body = s->Info();
   return a;
 }
 

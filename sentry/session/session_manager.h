@@ -14,7 +14,7 @@
 //   Interrupt(tenant, id) -> 200 {interrupted}
 //   ReadFile / WriteFile / ListFiles (tenant, id, path | dir, ...)
 //   Delete(tenant, id) -> 200 {id, ended}
-//   List(tenant) -> 200 {sessions: [...]}
+//   List(tenant) -> 200 {sessions: [...]}; Get(tenant, id) -> 200 one of them
 //
 // A session another tenant made is 404 for this one, exactly as an id never
 // made; an ended one is 410 {"error": {"reason", "at"}} to its owner, for as
@@ -87,6 +87,8 @@ class SessionManager final {
                    bool recursive, const std::string& glob);
   Answer Delete(const std::string& tenant, const std::string& id);
   Answer List(const std::string& tenant);
+  // One session's entry of List.
+  Answer Get(const std::string& tenant, const std::string& id);
 
   // The session itself, for a caller that needs more (nullptr and *refusal
   // set, 404 or 410, if the tenant has no live session of that id).
@@ -95,6 +97,9 @@ class SessionManager final {
   // For /metrics and tests: live sessions, spares ready.
   size_t live() const;
   size_t spares_ready() const;
+  // Prometheus text: sentry_sessions_open, sentry_session_spares_ready,
+  // sentry_sessions_ended_total{reason}, sentry_session_cells_total.
+  std::string MetricsText() const;
 
  private:
   struct EndedRecord {
@@ -122,6 +127,8 @@ class SessionManager final {
   std::deque<std::string> ended_order_;
   std::thread reaper_, refill_;
   std::atomic<uint64_t> logged_{0};
+  std::atomic<uint64_t> cells_{0};
+  std::map<std::string, uint64_t> ended_by_reason_;
 };
 
 // Ended ids kept for their 410s (the oldest forgotten first).

@@ -88,6 +88,13 @@ TEST(SessionEndTest, EveryReasonIsReported) {
   EXPECT_EQ(c.Delete(deleted).status, 410);
   EXPECT_EQ(c.Call("GET", "/v1/sessions/" + deleted + "/files?path=x").status, 410);
   EXPECT_EQ(c.Cell("ses_000000000000000000000000", "1").status, 404);
+  std::string metrics = c.Call("GET", "/metrics").body;
+  for (const char* reason : {"idle", "lifetime", "memory", "crashed", "timeout", "deleted"}) {
+    EXPECT_NE(metrics.find(std::string("sentry_sessions_ended_total{reason=\"") + reason + "\"} 1"),
+              std::string::npos)
+        << reason << "\n"
+        << metrics;
+  }
 
   // The server's shutdown ends the sessions; a cell in progress says so.
   std::string last = c.Create();

@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
 #include "tests/session/session_client.h"
+#include "tests/util/subprocess.h"
 
 namespace sentry::testing {
 namespace {
@@ -20,14 +22,15 @@ TEST(SessionTest, StateResultsCommandsAndFiles) {
   ASSERT_TRUE(server.ok()) << server.Stderr();
   SessionClient c(server);
   HttpReply created;
-  std::string id = c.Create({}, &created);
+  std::string id = c.Create({{"files", {{"data.csv", "a,b\n1,2\n"}}}}, &created);
   ASSERT_FALSE(id.empty()) << created.status << " " << created.body;
+  EXPECT_EQ(c.Eval(id, "open('/home/sandbox/data.csv').read()"), "'a,b\\n1,2\\n'");
   EXPECT_TRUE(created.Json().contains("expiresAt"));
 
   // Globals, imports and the working directory persist between cells.
   json first =
       c.Cell(id, "import os\nx = 41\nos.makedirs('w', exist_ok=True)\nos.chdir('w')").Json();
-  EXPECT_EQ(first["executionCount"], 1) << first;
+  EXPECT_EQ(first["executionCount"], 2) << first;
   EXPECT_EQ(c.Eval(id, "x + 1"), "42");
   EXPECT_EQ(c.Eval(id, "os.getcwd()"), "'/home/sandbox/w'");
 
@@ -87,6 +90,9 @@ TEST(SessionTest, StateResultsCommandsAndFiles) {
   ASSERT_EQ(sessions["sessions"].size(), 1u) << sessions;
   EXPECT_EQ(sessions["sessions"][0]["id"], id);
   EXPECT_GE(sessions["sessions"][0]["cells"].get<int>(), 8);
+  json one = c.Call("GET", "/v1/sessions/" + id).Json();
+  EXPECT_EQ(one["id"], id);
+  EXPECT_EQ(one["state"], "idle");
 
   // Streamed: NDJSON lines, then the result.
   HttpReply streamed = c.Call("POST", "/v1/sessions/" + id + "/cells?stream=1",
@@ -175,6 +181,23 @@ TEST(SessionTest, TenantsSeeOnlyTheirOwn) {
   EXPECT_EQ(third.status, 429) << third.body;
   EXPECT_EQ(alice.Delete(a).status, 200);
   EXPECT_EQ(bob.Eval(b, "2 + 2"), "4");
+}
+
+TEST(SessionTest, TokenFilesAreChecked) {
+  // NAME TOKEN lines: a short token, a name or token twice, a bad name.
+  for (const char* text : {"alice short\n", "a 0123456789abcdef0\na 0123456789abcdef1\n",
+                           "a 0123456789abcdef0\nb 0123456789abcdef0\n", "a/b 0123456789abcdef0\n",
+                           "a 0123456789abcdef0 extra\n"}) {
+    char tmpl[] = "/tmp/sentry-tokens-XXXXXX";
+    int fd = mkstemp(tmpl);
+    (void)!write(fd, text, strlen(text));
+    close(fd);
+    ProcessResult r =
+        RunProcess({SentryBinary(), "serve", "--listen", "127.0.0.1:0", "--token-file", tmpl});
+    EXPECT_EQ(r.exit_code, 125) << text << r.err;
+    EXPECT_NE(r.err.find("token file"), std::string::npos) << r.err;
+    unlink(tmpl);
+  }
 }
 
 TEST(SessionTest, CellsAreLoggedWithTheSessionId) {
