@@ -13,16 +13,11 @@ namespace {
 using nlohmann::json;
 using Ordered = nlohmann::ordered_json;
 
-constexpr double kFileTimeoutSec = 30;
 // A listing's entries kept (a cell may make a million files).
 constexpr size_t kMaxEntries = 100000;
 
 Answer Error(int status, const std::string& message, const std::string& field = "") {
-  Answer a;
-  a.status = status;
-  a.body = {{"error", {{"message", message}}}};
-  if (!field.empty()) a.body["error"]["field"] = field;
-  return a;
+  return ErrorAnswer(status, message, field);
 }
 
 // The kernel's file_error as an answer: a missing file 404, a directory or

@@ -22,15 +22,6 @@ using Clock = std::chrono::steady_clock;
 // A spare waits at most this long for its owner, then is made again (its
 // supervisor's backstop clock runs from its start).
 constexpr double kSpareMaxAgeSec = 600;
-constexpr double kFileTimeoutSec = 30;
-
-Answer Error(int status, const std::string& message, const std::string& field = "") {
-  Answer a;
-  a.status = status;
-  a.body = {{"error", {{"message", message}}}};
-  if (!field.empty()) a.body["error"]["field"] = field;
-  return a;
-}
 
 std::string NewId() {
   unsigned char bytes[12];
@@ -52,12 +43,13 @@ bool Duration(const json& request, const char* key, double ceiling_sec, double* 
   auto it = request.find(key);
   if (it == request.end()) return true;
   if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0) {
-    *err = Error(400, "a positive number of milliseconds", key);
+    *err = ErrorAnswer(400, "a positive number of milliseconds", key);
     return false;
   }
   double sec = it->get<double>() / 1000;
   if (sec > ceiling_sec) {
-    *err = Error(403, absl::StrCat("above the server's limit (", ceiling_sec * 1000, " ms)"), key);
+    *err = ErrorAnswer(403, absl::StrCat("above the server's limit (", ceiling_sec * 1000, " ms)"),
+                       key);
     return false;
   }
   *out = sec;
@@ -65,6 +57,14 @@ bool Duration(const json& request, const char* key, double ceiling_sec, double* 
 }
 
 }  // namespace
+
+Answer ErrorAnswer(int status, const std::string& message, const std::string& field) {
+  Answer a;
+  a.status = status;
+  a.body = {{"error", {{"message", message}}}};
+  if (!field.empty()) a.body["error"]["field"] = field;
+  return a;
+}
 
 SessionManager::SessionManager(ManagerOptions options, std::unique_ptr<SandboxLauncher> launcher)
     : options_(std::move(options)), launcher_(std::move(launcher)) {}
@@ -264,15 +264,15 @@ std::shared_ptr<Session> SessionManager::Find(const std::string& tenant, const s
     return nullptr;
   }
   if (stopping_) {
-    *refusal = Error(503, "the server is shutting down");
+    *refusal = ErrorAnswer(503, "the server is shutting down");
     return nullptr;
   }
-  *refusal = Error(404, "no such session");
+  *refusal = ErrorAnswer(404, "no such session");
   return nullptr;
 }
 
 Answer SessionManager::Create(const std::string& tenant, const json& request) {
-  if (!request.is_object()) return Error(400, "the body must be a JSON object");
+  if (!request.is_object()) return ErrorAnswer(400, "the body must be a JSON object");
   double idle = options_.idle_timeout_sec, lifetime = options_.max_lifetime_sec;
   Answer err;
   if (!Duration(request, "idleTimeoutMs", options_.idle_timeout_sec, &idle, &err) ||
@@ -285,10 +285,10 @@ Answer SessionManager::Create(const std::string& tenant, const json& request) {
     if (key == "limits" || key == "network" || key == "files") {
       run[key] = value;
     } else if (key != "idleTimeoutMs" && key != "maxLifetimeMs") {
-      return Error(400,
-                   "unknown field (known: limits, network, files, idleTimeoutMs, "
-                   "maxLifetimeMs)",
-                   key);
+      return ErrorAnswer(400,
+                         "unknown field (known: limits, network, files, idleTimeoutMs, "
+                         "maxLifetimeMs)",
+                         key);
     }
   }
   agent::RunJob job;
@@ -300,23 +300,23 @@ Answer SessionManager::Create(const std::string& tenant, const json& request) {
     rerr = agent::RequestError{400, "", absl::StrCat("malformed request: ", e.what())};
   }
   if (!parsed) {
-    Answer a = Error(rerr.http_status, rerr.message, rerr.field);
+    Answer a = ErrorAnswer(rerr.http_status, rerr.message, rerr.field);
     return a;
   }
   const RunOptions& o = job.options;
   const RunOptions& base = options_.policy.base;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return Error(503, "the server is shutting down");
+    if (stopping_) return ErrorAnswer(503, "the server is shutting down");
     int mine = 0;
     for (const auto& [id, s] : live_) mine += s->tenant() == tenant;
     if (mine >= options_.max_sessions_per_tenant) {
-      return Error(429, absl::StrCat("this token has ", mine,
-                                     " sessions open, its cap "
-                                     "(--max-sessions-per-token); delete one first"));
+      return ErrorAnswer(429, absl::StrCat("this token has ", mine,
+                                           " sessions open, its cap "
+                                           "(--max-sessions-per-token); delete one first"));
     }
     if (static_cast<int>(live_.size()) >= options_.max_sessions) {
-      return Error(429, "the server holds as many sessions as it allows (--max-sessions)");
+      return ErrorAnswer(429, "the server holds as many sessions as it allows (--max-sessions)");
     }
   }
   // A spare has the server's limits and network; other sessions start now.
@@ -327,9 +327,9 @@ Answer SessionManager::Create(const std::string& tenant, const json& request) {
   std::shared_ptr<Session> s = spare_shape ? TakeSpare() : nullptr;
   if (!s) {
     auto launched = Session::Launch(*launcher_, SpecFor(o, job.network_none, job.allow));
-    if (!launched.ok()) return Error(500, std::string(launched.status().message()));
+    if (!launched.ok()) return ErrorAnswer(500, std::string(launched.status().message()));
     std::string why;
-    if (!(*launched)->WaitReady(options_.ready_timeout_sec, &why)) return Error(500, why);
+    if (!(*launched)->WaitReady(options_.ready_timeout_sec, &why)) return ErrorAnswer(500, why);
     s = std::move(*launched);
   }
   SessionTerms terms;
@@ -352,15 +352,15 @@ Answer SessionManager::Create(const std::string& tenant, const json& request) {
                           kFileTimeoutSec, &reply);
     if (st != Status::kOk || reply.value("op", "") == "file_error") {
       s->End(EndReason::kCrashed);
-      return Error(500, absl::StrCat("could not write ", f.guest_path, " into the session: ",
-                                     reply.value("message", json("")).dump()));
+      return ErrorAnswer(500, absl::StrCat("could not write ", f.guest_path, " into the session: ",
+                                           reply.value("message", json("")).dump()));
     }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
       s->End(EndReason::kShutdown);
-      return Error(503, "the server is shutting down");
+      return ErrorAnswer(503, "the server is shutting down");
     }
     live_[terms.id] = s;
   }
@@ -375,41 +375,41 @@ Answer SessionManager::Execute(const std::string& tenant, const std::string& id,
   Answer refusal;
   std::shared_ptr<Session> s = Find(tenant, id, &refusal);
   if (!s) return refusal;
-  if (!request.is_object()) return Error(400, "the body must be a JSON object");
+  if (!request.is_object()) return ErrorAnswer(400, "the body must be a JSON object");
   json op;
   double timeout = 0;
   for (const auto& [key, value] : request.items()) {
     if (key == "timeoutMs") {
       if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
-        return Error(400, "a positive number of milliseconds", key);
+        return ErrorAnswer(400, "a positive number of milliseconds", key);
       }
       timeout = value.get<double>() / 1000;
     } else if (kind == Kind::kCell && key == "code") {
-      if (!value.is_string()) return Error(400, "must be a string", key);
+      if (!value.is_string()) return ErrorAnswer(400, "must be a string", key);
       op = {{"op", "cell"}, {"code", value}};
     } else if (kind == Kind::kCommand && key == "argv") {
       if (!value.is_array() || value.empty() || value.size() > options_.policy.max_argv) {
-        return Error(400, "a non-empty list of strings", key);
+        return ErrorAnswer(400, "a non-empty list of strings", key);
       }
       for (const json& a : value) {
-        if (!a.is_string()) return Error(400, "a non-empty list of strings", key);
+        if (!a.is_string()) return ErrorAnswer(400, "a non-empty list of strings", key);
       }
       op = {{"op", "command"}, {"argv", value}};
     } else if (kind == Kind::kCommand && key == "bash") {
-      if (!value.is_string()) return Error(400, "must be a string", key);
+      if (!value.is_string()) return ErrorAnswer(400, "must be a string", key);
       op = {{"op", "command"}, {"bash", value}};
     } else {
-      return Error(400,
-                   kind == Kind::kCell ? "unknown field (known: code, timeoutMs)"
-                                       : "unknown field (known: argv or bash, timeoutMs)",
-                   key);
+      return ErrorAnswer(400,
+                         kind == Kind::kCell ? "unknown field (known: code, timeoutMs)"
+                                             : "unknown field (known: argv or bash, timeoutMs)",
+                         key);
     }
   }
   if (op.is_null()) {
-    return Error(400, kind == Kind::kCell ? "needs \"code\"" : "needs \"argv\" or \"bash\"");
+    return ErrorAnswer(400, kind == Kind::kCell ? "needs \"code\"" : "needs \"argv\" or \"bash\"");
   }
   if (timeout > s->terms().max_cell_timeout_sec) {
-    return Error(
+    return ErrorAnswer(
         403,
         absl::StrCat("above the server's limit (", s->terms().max_cell_timeout_sec * 1000, " ms)"),
         "timeoutMs");
@@ -417,7 +417,7 @@ Answer SessionManager::Execute(const std::string& tenant, const std::string& id,
   Ordered result;
   Status st = s->Execute(op, timeout, live, &result);
   if (st == Status::kBusy) {
-    return Error(409, "a cell or command is already running in this session (one at a time)");
+    return ErrorAnswer(409, "a cell or command is already running in this session (one at a time)");
   }
   if (st == Status::kEnded) return EndedAnswer(*s->ended());
   ++cells_;

@@ -60,6 +60,12 @@ struct Answer {
   bool raw = false;
 };
 
+// An error answer: {"error": {"message", "field"?}} with an HTTP status.
+Answer ErrorAnswer(int status, const std::string& message, const std::string& field = "");
+
+// How long a file request waits for the session's kernel.
+inline constexpr double kFileTimeoutSec = 30;
+
 class SessionManager final {
  public:
   // Takes a launcher started while the process had one thread.
