@@ -75,6 +75,26 @@ class Server:
         os.unlink(self.tokens)
 
 
+PLOT = ("plt.figure(figsize=(6.4, 4.8), dpi=100)\n"
+        "plt.plot([i * i % 17 for i in range(200)])\n"
+        "plt.show()")
+# The same figure saved natively as a PNG in memory, timed per line read.
+NATIVE_PLOT = """
+import io, sys, time
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+for _ in sys.stdin:
+    t = time.perf_counter()
+    plt.figure(figsize=(6.4, 4.8), dpi=100)
+    plt.plot([i * i % 17 for i in range(200)])
+    buf = io.BytesIO()
+    plt.savefig(buf, format="png")
+    plt.close("all")
+    print((time.perf_counter() - t) * 1000, flush=True)
+"""
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
@@ -139,6 +159,7 @@ def main():
     ap.add_argument("--creates", type=int, default=40)
     ap.add_argument("--idle", type=int, default=100)
     ap.add_argument("--cycles", type=int, default=200)
+    ap.add_argument("--plots", type=int, default=20)
     a = ap.parse_args()
     out = {}
 
@@ -164,6 +185,27 @@ def main():
         assert r["results"][0]["text/plain"] == "2"
     out["cell_ms"] = (pct(e2e, 50), pct(e2e, 99))
     out["cell_server_ms"] = (pct(kernel, 50), pct(kernel, 99))
+
+    # A 640x480 line plot returned as a PNG, against the same savefig in a
+    # warm native interpreter; the two taken in turn, so load falls on both.
+    srv.cell(sid, "import matplotlib.pyplot as plt")
+    native = subprocess.Popen(["/usr/bin/python3", "-c", NATIVE_PLOT], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    cell_t, native_t = [], []
+    for i in range(a.plots + 2):
+        t = time.perf_counter()
+        r = srv.cell(sid, PLOT)
+        el = (time.perf_counter() - t) * 1000
+        assert [b for b in r["results"] if "image/png" in b], r
+        native.stdin.write("\n")
+        native.stdin.flush()
+        nt = float(native.stdout.readline())
+        if i >= 2:  # the first ones warm the font cache up
+            cell_t.append(el)
+            native_t.append(nt)
+    native.stdin.close()
+    native.wait()
+    out["plot_ms"] = (pct(cell_t, 50), pct(native_t, 50))
     srv.stop()
 
     srv = Server(a.sentry, ["--session-spares", "0", "--max-sessions", str(a.idle + 8),
@@ -230,6 +272,9 @@ def main():
     print(f"cell x + 1 end to end p50/p99       : {out['cell_ms'][0]:.2f} / {out['cell_ms'][1]:.2f} ms"
           f"   (target <= 1.5 / 5 ms); server-side {out['cell_server_ms'][0]:.2f} / "
           f"{out['cell_server_ms'][1]:.2f} ms")
+    pc, pn = out["plot_ms"]
+    print(f"640x480 plot cell, PNG returned p50   : {pc:.1f} ms; native savefig (warm) {pn:.1f} ms:"
+          f" {pc / pn:.2f}x   (target <= 1.2x)")
     s, kp, n, k = out["idle_pss_kib"]
     print(f"idle session PSS                    : {s / 1024:.1f} MiB in {k} processes; beyond the "
           f"interpreter (supervisor + pid 1) {(s - kp) / 1024:.1f} MiB (target <= 4); the "
