@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "sentry/run/warm_python.h"
+#include "sentry/pool/warm_python.h"
 
 extern char** environ;
 

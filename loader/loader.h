@@ -135,7 +135,7 @@ struct LoaderSpec {
 inline constexpr size_t kMaxExtraFds = 128;
 
 // What the guest needs to call execve, sent with the go (so that a sandbox can
-// be made before its command is known: see sentry/run/pool.h).
+// be made before its command is known: see sentry/pool/pool.h).
 struct GuestLaunch {
   std::string path;  // the program, resolved by the sentry in its VFS
   std::vector<std::string> argv;

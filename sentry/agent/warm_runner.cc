@@ -4,8 +4,8 @@
 #include "nlohmann/json.hpp"
 #include "sentry/agent/cold_runner.h"
 #include "sentry/base/log.h"
-#include "sentry/run/pool_wire.h"
-#include "sentry/run/warm_sweep.h"
+#include "sentry/pool/pool_wire.h"
+#include "sentry/pool/warm_sweep.h"
 
 namespace sentry::agent {
 

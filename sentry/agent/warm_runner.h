@@ -1,5 +1,5 @@
 // WarmRunner: the Runner of `sentry serve` and `sentry mcp` with a pool of
-// warm Python interpreters (sentry/run/warm_python.h) in front of the cold
+// warm Python interpreters (sentry/pool/warm_python.h) in front of the cold
 // runner.
 //
 // A request goes warm only when a warm interpreter runs it exactly as a cold
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "sentry/agent/runner.h"
-#include "sentry/run/warm_python.h"
+#include "sentry/pool/warm_python.h"
 
 namespace sentry::agent {
 

@@ -5,7 +5,7 @@
 
 #include "sentry/cli/commands.h"
 #include "sentry/cli/flag_set.h"
-#include "sentry/run/pool.h"
+#include "sentry/pool/pool.h"
 
 namespace sentry::cli {
 namespace {

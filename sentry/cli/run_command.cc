@@ -17,7 +17,7 @@
 #include "sentry/cli/flag_values.h"
 #include "sentry/cli/limits_file.h"
 #include "sentry/cli/run_flags.h"
-#include "sentry/run/pool.h"
+#include "sentry/pool/pool.h"
 #include "sentry/run/result.h"
 #include "sentry/run/run.h"
 #include "sentry/run/terminal.h"

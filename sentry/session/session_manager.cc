@@ -222,9 +222,20 @@ size_t SessionManager::spares_ready() const {
 
 std::string SessionManager::MetricsText() const {
   std::lock_guard<std::mutex> lock(mu_);
+  // Ended sessions the reaper has yet to retire (it runs every 100 ms) count
+  // as ended already: a client that saw a session end finds it counted.
+  auto by_reason = ended_by_reason_;
+  size_t open = 0;
+  for (const auto& [id, s] : live_) {
+    if (std::optional<Ended> e = s->ended()) {
+      ++by_reason[ReasonName(e->reason)];
+    } else {
+      ++open;
+    }
+  }
   std::string t = absl::StrCat(
       "# HELP sentry_sessions_open Sessions open now.\n# TYPE sentry_sessions_open gauge\n",
-      "sentry_sessions_open ", live_.size(),
+      "sentry_sessions_open ", open,
       "\n# HELP sentry_session_spares_ready Sessions started ahead, waiting for an owner.\n"
       "# TYPE sentry_session_spares_ready gauge\nsentry_session_spares_ready ",
       spares_.size(),
@@ -233,7 +244,7 @@ std::string SessionManager::MetricsText() const {
       cells_.load(),
       "\n# HELP sentry_sessions_ended_total Sessions ended, by reason.\n"
       "# TYPE sentry_sessions_ended_total counter\n");
-  for (const auto& [reason, n] : ended_by_reason_) {
+  for (const auto& [reason, n] : by_reason) {
     absl::StrAppend(&t, "sentry_sessions_ended_total{reason=\"", reason, "\"} ", n, "\n");
   }
   return t;

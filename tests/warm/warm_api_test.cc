@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "sentry/run/cgroups.h"
-#include "sentry/run/pool_wire.h"
-#include "sentry/run/warm_bootstrap.h"
-#include "sentry/run/warm_python.h"
+#include "sentry/pool/pool_wire.h"
+#include "sentry/pool/warm_bootstrap.h"
+#include "sentry/pool/warm_python.h"
 #include "tests/util/subprocess.h"
 
 namespace sentry {

@@ -1,4 +1,4 @@
-#include "sentry/run/warm_sweep.h"
+#include "sentry/pool/warm_sweep.h"
 
 #include <dirent.h>
 #include <fcntl.h>

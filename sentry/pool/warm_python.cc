@@ -1,4 +1,4 @@
-#include "sentry/run/warm_python.h"
+#include "sentry/pool/warm_python.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -19,9 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sentry/base/unique_fd.h"
-#include "sentry/run/pool_wire.h"
-#include "sentry/run/warm_bootstrap.h"
-#include "sentry/run/warm_sweep.h"
+#include "sentry/pool/pool_wire.h"
+#include "sentry/pool/warm_bootstrap.h"
+#include "sentry/pool/warm_sweep.h"
 
 namespace sentry {
 namespace {

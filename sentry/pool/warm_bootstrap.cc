@@ -1,4 +1,4 @@
-#include "sentry/run/warm_bootstrap.h"
+#include "sentry/pool/warm_bootstrap.h"
 
 #include <cstdint>
 

@@ -7,8 +7,8 @@
 // without a lock yet (a server between mkdtemp and flock) is stale only
 // when the pid in its name is gone. Only directories of the caller's own
 // uid, never through a symlink, are looked at.
-#ifndef SENTRY_RUN_WARM_SWEEP_H_
-#define SENTRY_RUN_WARM_SWEEP_H_
+#ifndef SENTRY_POOL_WARM_SWEEP_H_
+#define SENTRY_POOL_WARM_SWEEP_H_
 
 #include <string>
 
@@ -27,4 +27,4 @@ UniqueFd LockWarmDir(const std::string& dir);
 
 }  // namespace sentry
 
-#endif  // SENTRY_RUN_WARM_SWEEP_H_
+#endif  // SENTRY_POOL_WARM_SWEEP_H_

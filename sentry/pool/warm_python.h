@@ -15,8 +15,8 @@
 // Each interpreter serves one run and is destroyed; the daemon makes the next
 // with at most `refill` being made at once. Thread-safe: concurrent Run calls
 // each take their own interpreter.
-#ifndef SENTRY_RUN_WARM_PYTHON_H_
-#define SENTRY_RUN_WARM_PYTHON_H_
+#ifndef SENTRY_POOL_WARM_PYTHON_H_
+#define SENTRY_POOL_WARM_PYTHON_H_
 
 #include <sys/types.h>
 
@@ -101,4 +101,4 @@ class WarmPythonPool final {
 
 }  // namespace sentry
 
-#endif  // SENTRY_RUN_WARM_PYTHON_H_
+#endif  // SENTRY_POOL_WARM_PYTHON_H_

@@ -1,4 +1,4 @@
-#include "sentry/run/pool.h"
+#include "sentry/pool/pool.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -23,10 +23,10 @@
 #include "sentry/base/log.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/cgroups.h"
-#include "sentry/run/pool_wire.h"
+#include "sentry/pool/pool_wire.h"
 #include "sentry/run/stdio.h"
 #include "sentry/run/terminal.h"
-#include "sentry/run/warm_bootstrap.h"
+#include "sentry/pool/warm_bootstrap.h"
 
 namespace sentry {
 namespace {

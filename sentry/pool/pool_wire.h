@@ -11,8 +11,8 @@
 //
 // Both ends are the same user's (the sandbox checks SO_PEERCRED), but the
 // decoder still bounds every length and rejects what it does not know.
-#ifndef SENTRY_RUN_POOL_WIRE_H_
-#define SENTRY_RUN_POOL_WIRE_H_
+#ifndef SENTRY_POOL_POOL_WIRE_H_
+#define SENTRY_POOL_POOL_WIRE_H_
 
 #include <array>
 #include <span>
@@ -59,4 +59,4 @@ bool ReceiveVerdict(int sock, std::string* reason);
 
 }  // namespace sentry::pool
 
-#endif  // SENTRY_RUN_POOL_WIRE_H_
+#endif  // SENTRY_POOL_POOL_WIRE_H_

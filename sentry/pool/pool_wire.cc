@@ -1,4 +1,4 @@
-#include "sentry/run/pool_wire.h"
+#include "sentry/pool/pool_wire.h"
 
 #include <sys/socket.h>
 #include <unistd.h>

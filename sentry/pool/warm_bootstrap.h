@@ -29,8 +29,8 @@
 // script it starts; what it parses is the sentry's, bounded by it
 // (kMaxBootstrapRequest), and it imports nothing beyond what Python's start
 // already loaded.
-#ifndef SENTRY_RUN_WARM_BOOTSTRAP_H_
-#define SENTRY_RUN_WARM_BOOTSTRAP_H_
+#ifndef SENTRY_POOL_WARM_BOOTSTRAP_H_
+#define SENTRY_POOL_WARM_BOOTSTRAP_H_
 
 #include <string>
 #include <vector>
@@ -58,4 +58,4 @@ std::string EncodeBootstrapRequest(const std::vector<std::string>& argv,
 
 }  // namespace sentry
 
-#endif  // SENTRY_RUN_WARM_BOOTSTRAP_H_
+#endif  // SENTRY_POOL_WARM_BOOTSTRAP_H_

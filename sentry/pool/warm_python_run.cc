@@ -23,7 +23,7 @@
 #include "sentry/base/fs_identity.h"
 #include "sentry/run/guest_program.h"
 #include "sentry/run/run_internal.h"
-#include "sentry/run/warm_bootstrap.h"
+#include "sentry/pool/warm_bootstrap.h"
 
 namespace sentry::run_internal {
 namespace {

@@ -13,8 +13,8 @@
 // Only the run's owner may use it (SO_PEERCRED, and a 0600 socket), and a
 // request the warm sandboxes cannot serve (--root, --disk, a network,
 // --no-namespaces, --no-cgroups, a terminal on stdio) runs cold instead.
-#ifndef SENTRY_RUN_POOL_H_
-#define SENTRY_RUN_POOL_H_
+#ifndef SENTRY_POOL_POOL_H_
+#define SENTRY_POOL_POOL_H_
 
 #include <optional>
 #include <string>
@@ -53,4 +53,4 @@ std::optional<int> RunInPool(const std::string& socket_path, const RunOptions& o
 
 }  // namespace sentry
 
-#endif  // SENTRY_RUN_POOL_H_
+#endif  // SENTRY_POOL_POOL_H_
