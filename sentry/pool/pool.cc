@@ -22,11 +22,11 @@
 #include "sentry/base/fd_table.h"
 #include "sentry/base/log.h"
 #include "sentry/base/unique_fd.h"
-#include "sentry/run/cgroups.h"
 #include "sentry/pool/pool_wire.h"
+#include "sentry/pool/warm_bootstrap.h"
+#include "sentry/run/cgroups.h"
 #include "sentry/run/stdio.h"
 #include "sentry/run/terminal.h"
-#include "sentry/pool/warm_bootstrap.h"
 
 namespace sentry {
 namespace {

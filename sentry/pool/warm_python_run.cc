@@ -21,9 +21,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "sentry/base/fs_identity.h"
+#include "sentry/pool/warm_bootstrap.h"
 #include "sentry/run/guest_program.h"
 #include "sentry/run/run_internal.h"
-#include "sentry/pool/warm_bootstrap.h"
 
 namespace sentry::run_internal {
 namespace {

@@ -13,10 +13,10 @@
 #include <string>
 #include <thread>
 
-#include "sentry/run/cgroups.h"
 #include "sentry/pool/pool_wire.h"
 #include "sentry/pool/warm_bootstrap.h"
 #include "sentry/pool/warm_python.h"
+#include "sentry/run/cgroups.h"
 #include "tests/util/subprocess.h"
 
 namespace sentry {
