@@ -177,20 +177,9 @@ int Run::ServePython(const RunOptions& request, int peer_fd) {
 std::optional<RunError> Run::AdmitPython() {
   vfs::Vfs& v = kernel_->vfs();
   kernel_->set_memory_bytes(o_.memory_bytes);
-  for (const auto& [host, guest] : o_.copies) {
-    if (absl::Status s = CopyIntoSandbox(v, creds_, host, guest); !s.ok()) {
-      return RunError{kExitSentryError,
-                      absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
-    }
-  }
-  std::string cwd = tree_.home;  // --root too, as Admit's (run.cc)
-  if (!o_.workdir.empty()) {
-    cwd = o_.workdir;
-    if (auto made = MakeSandboxDirs(v, creds_, cwd); !made.ok()) {
-      return RunError{kExitSentryError,
-                      absl::StrCat("--workdir ", cwd, ": ", made.status().message())};
-    }
-  }
+  if (auto e = CopyIn()) return e;
+  std::string cwd;
+  if (auto e = MakeGuestCwd(&cwd)) return e;
   if (auto e = WriteRequestFiles(cwd)) return e;
   script_ = CopyScriptArgument(o_, v, creds_, cwd);
   if (auto e = ApplyRequestRlimits()) return e;

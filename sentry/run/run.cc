@@ -244,6 +244,27 @@ std::optional<RunError> Run::BuildSandbox() {
   return std::nullopt;
 }
 
+std::optional<RunError> Run::CopyIn() {
+  for (const auto& [host, guest] : o_.copies) {
+    if (absl::Status s = CopyIntoSandbox(kernel_->vfs(), creds_, host, guest); !s.ok()) {
+      return RunError{kExitSentryError,
+                      absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<RunError> Run::MakeGuestCwd(std::string* cwd) {
+  *cwd = tree_.home;
+  if (o_.workdir.empty()) return std::nullopt;
+  *cwd = o_.workdir;
+  if (auto made = MakeSandboxDirs(kernel_->vfs(), creds_, *cwd); !made.ok()) {
+    return RunError{kExitSentryError,
+                    absl::StrCat("--workdir ", *cwd, ": ", made.status().message())};
+  }
+  return std::nullopt;
+}
+
 // What depends on the command: the guest's stdio relays, the files copied in,
 // its cwd, program, argv, environment and rlimits.
 std::optional<RunError> Run::Admit() {
@@ -264,12 +285,7 @@ std::optional<RunError> Run::Admit() {
   kernel_->set_cpus(o_.cpus);
   cpu_share_.set_share(o_.cpus);
   kernel_->set_pids(o_.pids);
-  for (const auto& [host, guest] : o_.copies) {
-    if (absl::Status s = CopyIntoSandbox(v, creds_, host, guest); !s.ok()) {
-      return RunError{kExitSentryError,
-                      absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
-    }
-  }
+  if (auto e = CopyIn()) return e;
   for (const std::string& dir : o_.dirs) {
     if (auto made = MakeSandboxDirs(v, creds_, dir); !made.ok()) {
       return RunError{kExitSentryError, absl::StrCat(dir, ": ", made.status().message())};
@@ -283,15 +299,8 @@ std::optional<RunError> Run::Admit() {
   if (absl::Status s = WriteInlineFiles(v, creds_, o_.inline_files); !s.ok()) {
     return RunError{kExitSentryError, std::string(s.message())};
   }
-  // The home whatever the uid (--root too): -v recipes mean one place for all.
-  std::string cwd = tree_.home;
-  if (!o_.workdir.empty()) {
-    cwd = o_.workdir;
-    if (auto made = MakeSandboxDirs(v, creds_, cwd); !made.ok()) {
-      return RunError{kExitSentryError,
-                      absl::StrCat("--workdir ", cwd, ": ", made.status().message())};
-    }
-  }
+  std::string cwd;
+  if (auto e = MakeGuestCwd(&cwd)) return e;
   if (auto e = WriteRequestFiles(cwd)) return e;
   if (auto e = AdmitTools()) return e;
   script_ = CopyScriptArgument(o_, v, creds_, cwd);

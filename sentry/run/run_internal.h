@@ -73,6 +73,11 @@ class Run {
   int ServePython(const RunOptions& request, int peer_fd);
   std::optional<RunError> AdmitPython();
   std::optional<RunError> ApplyRequestRlimits();
+  // --copy HOST:GUEST, each copied into the VFS (cold and warm runs).
+  std::optional<RunError> CopyIn();
+  // The guest's cwd into *cwd: the home whatever the uid (--root too, so
+  // that -v recipes mean one place for all), or --workdir, made if missing.
+  std::optional<RunError> MakeGuestCwd(std::string* cwd);
   // RunOptions::files, written into the VFS (relative paths under cwd).
   std::optional<RunError> WriteRequestFiles(const std::string& cwd);
   absl::StatusOr<Spawned> StartSandbox();
