@@ -224,5 +224,35 @@ TEST(SessionTest, CellsAreLoggedWithTheSessionId) {
   unlink(tmpl);
 }
 
+// The file routes as an attacker would try them first: names that leave the
+// tree, system paths, a symlink the guest planted toward a host secret. Each
+// is refused or answered inside the sandbox, and the host is unchanged.
+TEST(SessionTest, FileRoutesStayInsideTheSandbox) {
+  ServeProcess server({"--session-spares", "0", "--pool-size", "0"});
+  ASSERT_TRUE(server.ok()) << server.Stderr();
+  SessionClient c(server);
+  std::string id = c.Create();
+  ASSERT_FALSE(id.empty());
+  const std::string files = "/v1/sessions/" + id + "/files";
+  // Names that climb out, or into the kernel's own files, are refused.
+  for (const char* bad : {"../../../tmp/sentry-session-escape", "/proc/self/mem", "%00x", ""}) {
+    HttpReply r = c.Call("PUT", files + "?path=" + bad, "x");
+    EXPECT_GE(r.status, 400) << bad << " " << r.body;
+  }
+  EXPECT_NE(access("/tmp/sentry-session-escape", F_OK), 0);
+  // A write to a system path stays in the sandbox's memory, if allowed at all.
+  c.Call("PUT", files + "?path=/usr/bin/sentry-session-planted", "x");
+  EXPECT_NE(access("/usr/bin/sentry-session-planted", F_OK), 0);
+  // The host's secrets are not the sandbox's: /etc/shadow is the sandbox's
+  // view (or absent), and a guest symlink to it reads the same.
+  std::string shadow = c.Call("GET", files + "?path=/etc/shadow").body;
+  EXPECT_EQ(shadow.find("root:$"), std::string::npos);
+  EXPECT_EQ(c.Eval(id, "import os\nos.symlink('/etc/shadow', 'link')\n'ok'"), "'ok'");
+  EXPECT_EQ(c.Call("GET", files + "?path=link").body.find("root:$"), std::string::npos);
+  // A listing of / names the sandbox's tree, never a path outside it.
+  HttpReply listing = c.Call("GET", files + "?dir=/..");
+  EXPECT_EQ(listing.body.find("sentry-session-escape"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sentry::testing
