@@ -244,27 +244,6 @@ std::optional<RunError> Run::BuildSandbox() {
   return std::nullopt;
 }
 
-std::optional<RunError> Run::CopyIn() {
-  for (const auto& [host, guest] : o_.copies) {
-    if (absl::Status s = CopyIntoSandbox(kernel_->vfs(), creds_, host, guest); !s.ok()) {
-      return RunError{kExitSentryError,
-                      absl::StrCat("--copy ", host, ":", guest, ": ", s.message())};
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<RunError> Run::MakeGuestCwd(std::string* cwd) {
-  *cwd = tree_.home;
-  if (o_.workdir.empty()) return std::nullopt;
-  *cwd = o_.workdir;
-  if (auto made = MakeSandboxDirs(kernel_->vfs(), creds_, *cwd); !made.ok()) {
-    return RunError{kExitSentryError,
-                    absl::StrCat("--workdir ", *cwd, ": ", made.status().message())};
-  }
-  return std::nullopt;
-}
-
 // What depends on the command: the guest's stdio relays, the files copied in,
 // its cwd, program, argv, environment and rlimits.
 std::optional<RunError> Run::Admit() {
