@@ -30,7 +30,11 @@ if [ "${SENTRY_SKIP_APT:-0}" != 1 ]; then
   export SENTRY_REQUIRE_ENGINES=1
 fi
 ninja -C build
-ctest --test-dir build --output-on-failure --timeout 600 "$@"
+# Two tests at a time (one per core of the CI machine): the suites that
+# measure time or count the host's resources are RUN_SERIAL in their
+# CMakeLists, and those that share a made user take turns (RESOURCE_LOCK).
+jobs=${SENTRY_TEST_JOBS:-2}
+ctest --test-dir build --output-on-failure --timeout 600 -j "$jobs" "$@"
 if [ "${SENTRY_SANITIZERS:-0}" = 1 ]; then
   cmake -S . -B build-asan -G Ninja -DSENTRY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
     -DSENTRY_DEBUG_INFO="${SENTRY_DEBUG_INFO:-ON}" \
@@ -39,6 +43,6 @@ if [ "${SENTRY_SANITIZERS:-0}" = 1 ]; then
   # Left out here as well: what runs no sentry code of its own (the docs
   # checks, the session kernel natively), the Inspector's npx start-ups, and
   # the as-a-user repeats of suites (rootless_test runs sanitized).
-  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure --timeout 900 \
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure --timeout 900 -j "$jobs" \
     -E '_seccomp_only$|_rootless$|_mcp_inspector$|^docs_check|^session_kernel(_source)?$|_doc$'
 fi
