@@ -10,12 +10,15 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/net/dns_wire.h"
 
 namespace sentry::net {
 namespace {
 
-constexpr uint16_t kTypeA = 1;
-constexpr uint16_t kTypeAAAA = 28;
+using dns::Get16;
+using dns::kTypeA;
+using dns::kTypeAAAA;
+
 constexpr uint16_t kClassIn = 1;
 constexpr int kRcodeNoError = 0;
 constexpr int kRcodeFormErr = 1;
@@ -23,7 +26,6 @@ constexpr int kRcodeNxDomain = 3;
 constexpr int kRcodeNotImp = 4;
 constexpr uint32_t kTtl = 60;
 
-uint16_t Get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 void Put16(std::vector<uint8_t>* out, uint16_t v) {
   out->push_back(static_cast<uint8_t>(v >> 8));
   out->push_back(static_cast<uint8_t>(v));

@@ -23,7 +23,7 @@ constexpr auto kMeterPeriod = std::chrono::milliseconds(100);
 // and the late calls) must outlast anything the guest does: past this,
 // connect fails with EAGAIN, as connect(2) does when the kernel has no room.
 // 512 is far more than a script keeps open to the few hosts it may reach.
-constexpr size_t kMaxConnections = 512;
+constexpr size_t kMaxEgressConnections = 512;
 
 void ReadCounters(int fd, uint64_t* out, uint64_t* in) {
   tcp_info ti{};
@@ -86,8 +86,8 @@ SysResult<UniqueFd> Egress::Connect(const SocketShape& shape, const sockaddr* ad
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_ || stats_.cap_hit) return Errno{ENETUNREACH};
     // Let go of what the guest closed before counting what it holds.
-    if (conns_.size() >= kMaxConnections) SampleLocked();
-    if (conns_.size() >= kMaxConnections) return Errno{EAGAIN};
+    if (conns_.size() >= kMaxEgressConnections) SampleLocked();
+    if (conns_.size() >= kMaxEgressConnections) return Errno{EAGAIN};
   }
   SysResult<UniqueFd> made =
       OutsideSocket(shape.domain, shape.type | SOCK_NONBLOCK, shape.protocol);

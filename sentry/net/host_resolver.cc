@@ -15,14 +15,14 @@
 #include "absl/strings/str_split.h"
 #include "sentry/base/fiber_loop.h"
 #include "sentry/base/unique_fd.h"
+#include "sentry/net/dns_wire.h"
 
 namespace sentry::net {
 namespace {
 
-constexpr uint16_t kTypeA = 1;
-constexpr uint16_t kTypeAAAA = 28;
-
-uint16_t Get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+using dns::Get16;
+using dns::kTypeA;
+using dns::kTypeAAAA;
 
 // Skips a (possibly compressed) name at *i; false if malformed.
 bool SkipName(const uint8_t* p, size_t n, size_t* i) {

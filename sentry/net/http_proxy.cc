@@ -31,7 +31,7 @@ constexpr int kIoSliceMs = 250;                        // how often a stop is no
 constexpr auto kIdleLimit = std::chrono::seconds(60);  // no byte either way for this long: done
 // Connections served at once, each on a fiber of the sentry's (see
 // base/fiber_loop.h; outside the guest's cgroups): past it, 503 at once.
-constexpr int kMaxConnections = 512;
+constexpr int kMaxProxyConnections = 512;
 
 bool IsToken(absl::string_view s) {
   if (s.empty()) return false;
@@ -348,7 +348,7 @@ void HttpProxy::AcceptLoop() {
     if (!(p[0].revents & POLLIN)) continue;
     int c = accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (c < 0) continue;
-    if (active_.load() >= kMaxConnections) {
+    if (active_.load() >= kMaxProxyConnections) {
       Refuse(UniqueFd(c));
       continue;
     }
