@@ -1,0 +1,437 @@
+// fork_probe: checks, on this kernel, the kernel facts a session fork
+// (issue 26) is built on, with real processes and no sentry code: a
+// miniature of the sandbox (a user/pid/net/ipc/uts/mnt namespace set, caps
+// dropped, no_new_privs, a seccomp filter whose listener a supervisor took
+// with pidfd_getfd, ptrace with TRACEFORK) forks a child into namespaces of
+// its own, and the child is handed to a second supervisor.
+//
+// Roles (each a real process):
+//   S1: this program's first process, the sandbox's supervisor: it made G,
+//       holds G's listener L1 and is G's ptracer.
+//   G:  the guest (the session kernel), in the sandbox's namespaces.
+//   C:  G's child, made by clone(NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS|NEWNS).
+//   S2: the child's supervisor (forked by S1 while single-threaded): it takes
+//       over ptrace, writes C's uid/gid maps from G's user namespace, and
+//       takes C's new listener L2 with pidfd_getfd.
+//
+// Each fact prints one line "ok NAME" or "FAIL NAME: detail"; the exit
+// status is 0 when all hold, 1 otherwise, 77 when user namespaces cannot be
+// made here (skipped).
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr unsigned long kSandboxFlags =
+    CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS;
+constexpr unsigned long kForkFlags = kSandboxFlags | SIGCHLD;
+constexpr const char* kNs[] = {"user", "pid", "net", "ipc", "uts", "mnt"};
+constexpr int kAnswerGetppid = 4242;  // S2's answer to the child
+constexpr int kAnswerParent = 1111;   // S1's answer to the guest
+
+int g_results = -1;  // write end: every process reports its lines here
+
+void Report(const std::string& line) {
+  std::string l = line + "\n";
+  (void)!write(g_results, l.data(), l.size());
+  if (getenv("FORK_PROBE_VERBOSE")) (void)!write(2, l.data(), l.size());
+}
+void Check(bool ok, const std::string& name, const std::string& detail = "") {
+  Report(ok ? "ok " + name
+            : "FAIL " + name + ": " + detail + " (errno " + std::strerror(errno) + ")");
+}
+
+long RawClone(unsigned long flags) {
+  return syscall(SYS_clone, flags, nullptr, nullptr, nullptr, 0);
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return ok;
+}
+
+std::string NsId(pid_t pid, const char* ns) {
+  char buf[128] = {};
+  std::string path = "/proc/" + std::to_string(pid) + "/ns/" + ns;
+  ssize_t n = readlink(path.c_str(), buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, n) : "?";
+}
+
+// A filter: every syscall in `notify` goes to a new listener, the rest runs.
+int InstallFilter(const std::vector<int>& notify) {
+  std::vector<sock_filter> prog;
+  prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)));
+  prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+  prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+  prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+  for (int nr : notify) {
+    prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1));
+    prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+  }
+  prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
+  return static_cast<int>(
+      syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog));
+}
+
+void DropCaps() {
+  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  syscall(SYS_capset, &hdr, data);
+  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
+bool LoopbackUp() {
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ifreq ifr{};
+  std::strcpy(ifr.ifr_name, "lo");
+  bool ok = s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
+  ifr.ifr_flags |= IFF_UP;
+  ok = ok && ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
+  close(s);
+  return ok;
+}
+
+void ReadLine(int fd, char* buf, size_t n) {
+  size_t i = 0;
+  while (i + 1 < n && read(fd, buf + i, 1) == 1 && buf[i] != '\n') ++i;
+  buf[i] = 0;
+}
+
+// The child C: it runs once S2 has seized it, continued it and mapped its ids.
+[[noreturn]] void ChildMain(int l2_pipe, const char* abstract_name, int tcp_port) {
+  alarm(10);
+  for (int i = 0; i < 2000 && getuid() == 65534; ++i) usleep(1000);
+  Check(getuid() == 0, "child: uid map written by S2 from G's user namespace");
+  Check(getpid() == 1, "child: pid 1 of its own pid namespace");
+  // Its filter: getppid to its own listener; uname not (G's filter sends it to L1).
+  int l2 = InstallFilter({SYS_getppid});
+  Check(l2 >= 0, "child: a new listener stacks on the inherited filter once S1 closed L1");
+  std::string num = std::to_string(l2) + "\n";
+  (void)!write(l2_pipe, num.data(), num.size());
+  long ppid = syscall(SYS_getppid);
+  Check(ppid == kAnswerGetppid,
+        "child: tie (both filters USER_NOTIF) goes to the newest listener (S2)",
+        "getppid=" + std::to_string(ppid));
+  utsname u{};
+  errno = 0;
+  int r = uname(&u);
+  Check(r < 0 && errno == ENOSYS,
+        "child: a call only the old filter traps fails closed (ENOSYS), reaches no supervisor",
+        "uname=" + std::to_string(r));
+  // Walls: the parent is not in its pid namespace; sockets are not reached.
+  errno = 0;
+  Check(kill(-1, 0) < 0 && errno == ESRCH,
+        "child: kill(-1) reaches no process (G not in its pid ns)");
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un un{};
+  un.sun_family = AF_UNIX;
+  std::memcpy(un.sun_path + 1, abstract_name, std::strlen(abstract_name));
+  socklen_t len = offsetof(sockaddr_un, sun_path) + 1 + std::strlen(abstract_name);
+  errno = 0;
+  Check(connect(s, reinterpret_cast<sockaddr*>(&un), len) < 0 && errno == ECONNREFUSED,
+        "child: G's abstract unix socket unreachable (net ns)");
+  close(s);
+  s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in in{};
+  in.sin_family = AF_INET;
+  in.sin_port = htons(tcp_port);
+  in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  errno = 0;
+  Check(connect(s, reinterpret_cast<sockaddr*>(&in), sizeof(in)) < 0,
+        "child: G's 127.0.0.1 listener unreachable (own loopback, down until brought up)");
+  close(s);
+  _exit(0);
+}
+
+// The guest G, in the sandbox's namespaces under S1's filter and ptrace.
+[[noreturn]] void GuestMain(int go, int l1_pipe, int l2_pipe, pid_t s1) {
+  alarm(10);
+  char buf[64];
+  ReadLine(go, buf, sizeof(buf));  // S1 wrote our id maps
+  if (!LoopbackUp()) Report("FAIL guest: lo up");
+  DropCaps();
+  int l1 = InstallFilter({SYS_getppid, SYS_uname});
+  std::string num = std::to_string(l1) + "\n";
+  (void)!write(l1_pipe, num.data(), num.size());
+  ReadLine(go, buf, sizeof(buf));  // S1 took L1 and seized us
+  close(l1);                       // as the loader does: the guest never holds it
+  errno = 0;
+  Check(InstallFilter({SYS_getppid}) < 0 && errno == EBUSY,
+        "guest: a second listener is refused while one is open (EBUSY: one per filter chain)");
+  // Sockets the child must not reach.
+  std::string abstract_name = "sentry-fork-probe-" + std::to_string(s1);
+  int a = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un un{};
+  un.sun_family = AF_UNIX;
+  std::memcpy(un.sun_path + 1, abstract_name.data(), abstract_name.size());
+  socklen_t len = offsetof(sockaddr_un, sun_path) + 1 + abstract_name.size();
+  Check(bind(a, reinterpret_cast<sockaddr*>(&un), len) == 0 && listen(a, 4) == 0,
+        "guest: abstract listener");
+  int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in in{};
+  in.sin_family = AF_INET;
+  in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t inlen = sizeof(in);
+  Check(bind(t, reinterpret_cast<sockaddr*>(&in), sizeof(in)) == 0 && listen(t, 4) == 0 &&
+            getsockname(t, reinterpret_cast<sockaddr*>(&in), &inlen) == 0,
+        "guest: 127.0.0.1 listener");
+  // The fork: caps dropped, no_new_privs, a filter and a ptracer do not stop it.
+  long c = RawClone(kForkFlags);
+  if (c == 0) ChildMain(l2_pipe, abstract_name.c_str(), ntohs(in.sin_port));
+  Check(c > 0, "guest: clone(NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS|NEWNS) with caps dropped");
+  // The gap the sentry's pid rule must close: the parent names the child.
+  Check(c > 0 && kill(static_cast<pid_t>(c), 0) == 0,
+        "guest: kill(child, 0) succeeds natively (the gap: a descendant pid ns is visible)");
+  // S1 closed L1 at the fork stop: the old filter now fails closed (ENOSYS)
+  // where no newer filter takes the call, and the parent moves to a new
+  // listener as the child does.
+  int lp = InstallFilter({SYS_getppid, SYS_uname});
+  Check(lp >= 0, "guest: once S1 closed L1, a new listener stacks (the parent moves too)");
+  num = std::to_string(lp) + "\n";
+  (void)!write(l1_pipe, num.data(), num.size());
+  ReadLine(go, buf, sizeof(buf));  // S1 took it
+  close(lp);
+  long pp = syscall(SYS_getppid);
+  Check(pp == kAnswerParent, "guest: its trapped calls reach S1 on its new listener",
+        "getppid=" + std::to_string(pp));
+  int status = 0;
+  waitpid(static_cast<pid_t>(c), &status, 0);
+  Check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "guest: child exited 0",
+        "status " + std::to_string(status));
+  _exit(0);
+}
+
+// S2: takes C over from S1 and serves C's new listener.
+[[noreturn]] void Supervisor2(pid_t g, pid_t c, int l2_pipe) {
+  alarm(10);
+  long seized =
+      ptrace(PTRACE_SEIZE, c, 0, PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL);
+  Check(seized == 0, "S2: PTRACE_SEIZE of the child S1 detached into group-stop");
+  int status = 0;
+  pid_t w = waitpid(c, &status, __WALL);
+  // A group-stop (event stop) or, if it had not dequeued the SIGSTOP yet,
+  // that signal's delivery stop: either way it ran no instruction untraced.
+  Check(w == c && WIFSTOPPED(status) && WSTOPSIG(status) == SIGSTOP,
+        "S2: the child is reported stopped (it never ran untraced)",
+        "status " + std::to_string(status));
+  // Its id maps, written from G's user namespace (the child's parent one),
+  // by a single-threaded helper as sentry/net/netns_socket.cc joins it.
+  pid_t h = fork();
+  if (h == 0) {
+    std::string userns = "/proc/" + std::to_string(g) + "/ns/user";
+    int fd = open(userns.c_str(), O_RDONLY | O_CLOEXEC);
+    std::string base = "/proc/" + std::to_string(c);
+    bool ok = fd >= 0 && setns(fd, CLONE_NEWUSER) == 0 && WriteFile(base + "/uid_map", "0 0 1\n") &&
+              WriteFile(base + "/setgroups", "deny\n") && WriteFile(base + "/gid_map", "0 0 1\n");
+    _exit(ok ? 0 : 1);
+  }
+  int hs = 0;
+  waitpid(h, &hs, 0);
+  Check(WIFEXITED(hs) && WEXITSTATUS(hs) == 0, "S2: wrote the child's uid/gid map from G's userns");
+  kill(c, SIGCONT);
+  ptrace(PTRACE_CONT, c, 0, 0);
+  // Serve: the child's listener number arrives on l2_pipe, then one getppid;
+  // meanwhile the child's ptrace stops are continued.
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, c, 0));
+  int l2 = -1;
+  bool answered = false;
+  while (true) {
+    if (l2 < 0) {
+      pollfd p{l2_pipe, POLLIN, 0};
+      if (poll(&p, 1, 5) == 1 && (p.revents & POLLIN)) {
+        char buf[32];
+        ReadLine(l2_pipe, buf, sizeof(buf));
+        l2 = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, std::atoi(buf), 0));
+        Check(l2 >= 0, "S2: took the child's listener with pidfd_getfd");
+      }
+    }
+    pollfd p{l2, POLLIN, 0};
+    if (l2 >= 0 && !answered && poll(&p, 1, 5) == 1 && (p.revents & POLLIN)) {
+      seccomp_notif n{};
+      seccomp_notif_resp resp{};
+      if (ioctl(l2, SECCOMP_IOCTL_NOTIF_RECV, &n) == 0) {
+        Check(n.pid == static_cast<uint32_t>(c) && n.data.nr == SYS_getppid,
+              "S2: the child's getppid arrived on L2", "nr " + std::to_string(n.data.nr));
+        resp.id = n.id;
+        resp.val = kAnswerGetppid;
+        ioctl(l2, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+        answered = true;
+      }
+    }
+    w = waitpid(c, &status, __WALL | WNOHANG);
+    if (w == c) {
+      if (WIFEXITED(status) || WIFSIGNALED(status)) break;
+      int sig = WIFSTOPPED(status) && (status >> 16) == 0 ? WSTOPSIG(status) : 0;
+      if (sig == SIGSTOP) sig = 0;
+      ptrace(PTRACE_CONT, c, 0, sig);
+    } else if (w < 0) {
+      break;  // reaped by its parent G
+    }
+  }
+  _exit(0);
+}
+
+int Main() {
+  alarm(20);
+  int results[2], go[2], l1p[2], l2p[2];
+  if (pipe(results) || pipe(go) || pipe(l1p) || pipe(l2p)) return 1;
+  g_results = results[1];
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  pid_t s1 = getpid();
+  long g = RawClone(kForkFlags);
+  if (g == 0) GuestMain(go[0], l1p[1], l2p[1], s1);
+  if (g < 0) {
+    std::printf("skip: cannot make the sandbox's namespaces here: %s\n", std::strerror(errno));
+    return 77;
+  }
+  std::string base = "/proc/" + std::to_string(g);
+  if (!WriteFile(base + "/uid_map", "0 " + std::to_string(uid) + " 1\n") ||
+      !WriteFile(base + "/setgroups", "deny\n") ||
+      !WriteFile(base + "/gid_map", "0 " + std::to_string(gid) + " 1\n")) {
+    std::printf("FAIL S1: the guest's id maps: %s\n", std::strerror(errno));
+    kill(static_cast<pid_t>(g), SIGKILL);
+    return 1;
+  }
+  (void)!write(go[1], "1\n", 2);
+  char buf[32];
+  ReadLine(l1p[0], buf, sizeof(buf));
+  int gpidfd = static_cast<int>(syscall(SYS_pidfd_open, g, 0));
+  int l1 = static_cast<int>(syscall(SYS_pidfd_getfd, gpidfd, std::atoi(buf), 0));
+  Check(l1 >= 0, "S1: took the guest's listener with pidfd_getfd");
+  Check(
+      ptrace(PTRACE_SEIZE, g, 0, PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL) == 0,
+      "S1: seized the guest");
+  (void)!write(go[1], "2\n", 2);
+  pid_t c = 0, s2 = 0;
+  bool child_stopped = false, handed = false, guest_gone = false, relisten = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!guest_gone && std::chrono::steady_clock::now() < deadline) {
+    pollfd p[2] = {{l1, POLLIN, 0}, {relisten ? l1p[0] : -1, POLLIN, 0}};
+    if (poll(p, 2, 5) > 0) {
+      if (p[0].revents & POLLIN) {
+        seccomp_notif n{};
+        if (ioctl(l1, SECCOMP_IOCTL_NOTIF_RECV, &n) == 0) {
+          seccomp_notif_resp resp{};
+          resp.id = n.id;
+          if (n.pid == static_cast<uint32_t>(g) && n.data.nr == SYS_getppid) {
+            Report("ok S1: the guest's getppid arrived on its new listener");
+            resp.val = kAnswerParent;
+          } else {
+            Report("FAIL S1: unexpected notification nr " + std::to_string(n.data.nr) + " from " +
+                   std::to_string(n.pid));
+            resp.error = -EACCES;
+          }
+          ioctl(l1, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+        }
+      }
+      if (p[1].revents & POLLIN) {
+        ReadLine(l1p[0], buf, sizeof(buf));
+        l1 = static_cast<int>(syscall(SYS_pidfd_getfd, gpidfd, std::atoi(buf), 0));
+        Check(l1 >= 0, "S1: took the guest's new listener");
+        relisten = false;
+        (void)!write(go[1], "3\n", 2);
+      }
+    }
+    int status = 0;
+    pid_t w = waitpid(-1, &status, __WALL | WNOHANG);
+    if (w <= 0) continue;
+    if (w == g) {
+      if (WIFEXITED(status) || WIFSIGNALED(status)) {
+        guest_gone = true;
+        continue;
+      }
+      int event = status >> 16;
+      if (event == PTRACE_EVENT_FORK) {
+        unsigned long msg = 0;
+        ptrace(PTRACE_GETEVENTMSG, g, 0, &msg);
+        c = static_cast<pid_t>(msg);
+        // The guest is stopped (and single-threaded here): closing L1 turns
+        // its filter into one that fails closed; both sides re-listen.
+        close(l1);
+        l1 = -1;
+        relisten = true;
+      }
+      int sig = WIFSTOPPED(status) && event == 0 ? WSTOPSIG(status) : 0;
+      ptrace(PTRACE_CONT, g, 0, sig);
+    } else if (w == c && !handed && WIFSTOPPED(status)) {
+      child_stopped = true;
+    }
+    if (c > 0 && child_stopped && !handed) {
+      std::string diff;
+      for (const char* ns : kNs) {
+        if (NsId(c, ns) == NsId(g, ns)) diff += std::string(ns) + " ";
+      }
+      Check(diff.empty(), "S1: child's user/pid/net/ipc/uts/mnt namespaces all new (from /proc)",
+            "shared: " + diff);
+      // Hand-off: the SIGSTOP is queued while the child is in its
+      // ptrace-stop, so it group-stops before returning to user code (a
+      // signal given as PTRACE_DETACH's data is dropped at an event stop).
+      // S2 (forked now: S1 is single-threaded) seizes it.
+      Check(kill(c, SIGSTOP) == 0 && ptrace(PTRACE_DETACH, c, 0, 0) == 0,
+            "S1: detached the child into group-stop");
+      s2 = fork();
+      if (s2 == 0) Supervisor2(static_cast<pid_t>(g), c, l2p[0]);
+      handed = true;
+    }
+  }
+  if (!guest_gone) {
+    Report("FAIL S1: timed out");
+    kill(static_cast<pid_t>(g), SIGKILL);
+  }
+  if (s2 > 0) waitpid(s2, nullptr, 0);
+  close(results[1]);
+  // Collect every process's lines.
+  std::string all;
+  char chunk[4096];
+  ssize_t n;
+  while ((n = read(results[0], chunk, sizeof(chunk))) > 0) all.append(chunk, n);
+  std::fputs(all.c_str(), stdout);
+  int oks = 0, fails = 0;
+  for (size_t pos = 0; pos < all.size();) {
+    size_t end = all.find('\n', pos);
+    std::string line = all.substr(pos, end - pos);
+    if (line.rfind("ok ", 0) == 0) ++oks;
+    if (line.rfind("FAIL", 0) == 0) ++fails;
+    pos = end == std::string::npos ? all.size() : end + 1;
+  }
+  constexpr int kExpected = 27;
+  std::printf("%d ok, %d failed (of %d)\n", oks, fails, kExpected);
+  return fails == 0 && oks == kExpected ? 0 : 1;
+}
+
+}  // namespace
+
+int main() { return Main(); }
