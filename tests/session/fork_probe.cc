@@ -14,6 +14,27 @@
 //       over ptrace, writes C's uid/gid maps from G's user namespace, and
 //       takes C's new listener L2 with pidfd_getfd.
 //
+// The facts, in the order they happen:
+//   - the sandbox's filter can gate the fork: clone with exactly the fork's
+//     flags stops for the ptracer (RET_TRACE), who refuses it without a
+//     grant; other namespace flags are EPERM in BPF;
+//   - a guest with every cap dropped, no_new_privs, under a filter and a
+//     ptracer, can clone(NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS|NEWNS), and
+//     the child's six namespaces differ from the guest's (/proc/PID/ns);
+//   - a filter chain holds ONE listener: a second NEW_LISTENER is EBUSY
+//     while the first is open (has_duplicate_listener), so a child cannot
+//     take a listener of its own while its parent's supervisor keeps L1;
+//   - once the supervisor closes L1 the old filter fails closed (its
+//     USER_NOTIF answers ENOSYS), and parent (TSYNC: all its threads) and
+//     child each stack a filter with a new listener; a tie goes to the
+//     newest filter, so each side's trapped calls reach its own supervisor;
+//   - ptrace hand-off: SIGSTOP queued at the ptrace-stop, PTRACE_DETACH,
+//     the second supervisor seizes it; it never runs untraced;
+//   - the child's id maps are written from the guest's user namespace;
+//   - the child cannot name the parent (pid ns) nor reach its abstract or
+//     127.0.0.1 sockets (net ns); the parent CAN signal the child natively
+//     (a descendant pid ns is visible): the gap the sentry's pid rule closes.
+//
 // Each fact prints one line "ok NAME" or "FAIL NAME: detail"; the exit
 // status is 0 when all hold, 1 otherwise, 77 when user namespaces cannot be
 // made here (skipped).
@@ -34,10 +55,12 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/user.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -45,6 +68,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -88,20 +112,37 @@ std::string NsId(pid_t pid, const char* ns) {
 }
 
 // A filter: every syscall in `notify` goes to a new listener, the rest runs.
-int InstallFilter(const std::vector<int>& notify) {
+// With fork_gate (the sandbox's own filter): clone with exactly the fork's
+// flags stops for the ptracer (SECCOMP_RET_TRACE), who allows it only when a
+// fork was granted; clone with any other namespace flag fails EPERM, as the
+// table's clone row does today.
+int InstallFilter(const std::vector<int>& notify, bool fork_gate = false,
+                  unsigned flags = SECCOMP_FILTER_FLAG_NEW_LISTENER) {
   std::vector<sock_filter> prog;
   prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)));
   prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
   prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
   prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+  if (fork_gate) {
+    constexpr uint32_t kAll = kSandboxFlags | CLONE_NEWCGROUP;
+    prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 8));
+    prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0]) + 4));
+    prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0));
+    prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM));
+    prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])));
+    prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(kForkFlags), 0, 1));
+    prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE));
+    prog.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, kAll, 0, 1));
+    prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM));
+    prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+  }
   for (int nr : notify) {
     prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1));
     prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
   }
   prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
   sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
-  return static_cast<int>(
-      syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog));
+  return static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fprog));
 }
 
 void DropCaps() {
@@ -182,7 +223,7 @@ void ReadLine(int fd, char* buf, size_t n) {
   ReadLine(go, buf, sizeof(buf));  // S1 wrote our id maps
   if (!LoopbackUp()) Report("FAIL guest: lo up");
   DropCaps();
-  int l1 = InstallFilter({SYS_getppid, SYS_uname});
+  int l1 = InstallFilter({SYS_getppid, SYS_uname}, /*fork_gate=*/true);
   std::string num = std::to_string(l1) + "\n";
   (void)!write(l1_pipe, num.data(), num.size());
   ReadLine(go, buf, sizeof(buf));  // S1 took L1 and seized us
@@ -208,6 +249,21 @@ void ReadLine(int fd, char* buf, size_t n) {
             getsockname(t, reinterpret_cast<sockaddr*>(&in), &inlen) == 0,
         "guest: 127.0.0.1 listener");
   // The fork: caps dropped, no_new_privs, a filter and a ptracer do not stop it.
+  errno = 0;
+  Check(RawClone(kForkFlags) < 0 && errno == EPERM,
+        "guest: the fork's clone without a grant: S1 refuses it at the trace stop (EPERM)");
+  errno = 0;
+  Check(RawClone(SIGCHLD | CLONE_NEWNET) < 0 && errno == EPERM,
+        "guest: clone with other namespace flags: EPERM in the filter");
+  // A second thread, blocked, as the kernel's reader threads are.
+  int tpipe[2];
+  (void)!pipe(tpipe);
+  std::atomic<long> thread_ppid{0};
+  std::thread other([&] {
+    char b;
+    (void)!read(tpipe[0], &b, 1);
+    thread_ppid = syscall(SYS_getppid);
+  });
   long c = RawClone(kForkFlags);
   if (c == 0) ChildMain(l2_pipe, abstract_name.c_str(), ntohs(in.sin_port));
   Check(c > 0, "guest: clone(NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS|NEWNS) with caps dropped");
@@ -217,8 +273,12 @@ void ReadLine(int fd, char* buf, size_t n) {
   // S1 closed L1 at the fork stop: the old filter now fails closed (ENOSYS)
   // where no newer filter takes the call, and the parent moves to a new
   // listener as the child does.
-  int lp = InstallFilter({SYS_getppid, SYS_uname});
-  Check(lp >= 0, "guest: once S1 closed L1, a new listener stacks (the parent moves too)");
+  // TSYNC moves every thread of the process to the new filter (a listener
+  // with TSYNC needs TSYNC_ESRCH).
+  int lp = InstallFilter({SYS_getppid, SYS_uname}, false,
+                         SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC |
+                             SECCOMP_FILTER_FLAG_TSYNC_ESRCH);
+  Check(lp >= 0, "guest: once S1 closed L1, a new listener stacks on all its threads (TSYNC)");
   num = std::to_string(lp) + "\n";
   (void)!write(l1_pipe, num.data(), num.size());
   ReadLine(go, buf, sizeof(buf));  // S1 took it
@@ -226,6 +286,10 @@ void ReadLine(int fd, char* buf, size_t n) {
   long pp = syscall(SYS_getppid);
   Check(pp == kAnswerParent, "guest: its trapped calls reach S1 on its new listener",
         "getppid=" + std::to_string(pp));
+  (void)!write(tpipe[1], "x", 1);
+  other.join();
+  Check(thread_ppid == kAnswerParent, "guest: its other thread's calls too",
+        "getppid=" + std::to_string(thread_ppid.load()));
   int status = 0;
   waitpid(static_cast<pid_t>(c), &status, 0);
   Check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "guest: child exited 0",
@@ -331,11 +395,13 @@ int Main() {
   int gpidfd = static_cast<int>(syscall(SYS_pidfd_open, g, 0));
   int l1 = static_cast<int>(syscall(SYS_pidfd_getfd, gpidfd, std::atoi(buf), 0));
   Check(l1 >= 0, "S1: took the guest's listener with pidfd_getfd");
-  Check(
-      ptrace(PTRACE_SEIZE, g, 0, PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL) == 0,
-      "S1: seized the guest");
+  Check(ptrace(PTRACE_SEIZE, g, 0,
+               PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACESECCOMP |
+                   PTRACE_O_EXITKILL) == 0,
+        "S1: seized the guest");
   (void)!write(go[1], "2\n", 2);
-  pid_t c = 0, s2 = 0;
+  pid_t c = -2, s2 = -2;
+  int clone_tries = 0;
   bool child_stopped = false, handed = false, guest_gone = false, relisten = false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!guest_gone && std::chrono::steady_clock::now() < deadline) {
@@ -346,8 +412,7 @@ int Main() {
         if (ioctl(l1, SECCOMP_IOCTL_NOTIF_RECV, &n) == 0) {
           seccomp_notif_resp resp{};
           resp.id = n.id;
-          if (n.pid == static_cast<uint32_t>(g) && n.data.nr == SYS_getppid) {
-            Report("ok S1: the guest's getppid arrived on its new listener");
+          if (n.pid != static_cast<uint32_t>(c) && n.data.nr == SYS_getppid) {
             resp.val = kAnswerParent;
           } else {
             Report("FAIL S1: unexpected notification nr " + std::to_string(n.data.nr) + " from " +
@@ -368,15 +433,28 @@ int Main() {
     int status = 0;
     pid_t w = waitpid(-1, &status, __WALL | WNOHANG);
     if (w <= 0) continue;
-    if (w == g) {
+    if (w != c && w != s2) {  // the guest or one of its threads
       if (WIFEXITED(status) || WIFSIGNALED(status)) {
-        guest_gone = true;
+        if (w == g) guest_gone = true;
         continue;
       }
       int event = status >> 16;
+      if (event == PTRACE_EVENT_SECCOMP) {
+        // The fork gate: the first try is refused (no grant yet), the second
+        // allowed; the flags are in a register, so nothing can change them
+        // after this check.
+        user_regs_struct regs{};
+        ptrace(PTRACE_GETREGS, w, 0, &regs);
+        bool ok = regs.orig_rax == SYS_clone && regs.rdi == kForkFlags && ++clone_tries == 2;
+        if (!ok) {
+          regs.orig_rax = static_cast<unsigned long long>(-1);
+          regs.rax = static_cast<unsigned long long>(-EPERM);
+          ptrace(PTRACE_SETREGS, w, 0, &regs);
+        }
+      }
       if (event == PTRACE_EVENT_FORK) {
         unsigned long msg = 0;
-        ptrace(PTRACE_GETEVENTMSG, g, 0, &msg);
+        ptrace(PTRACE_GETEVENTMSG, w, 0, &msg);
         c = static_cast<pid_t>(msg);
         // The guest is stopped (and single-threaded here): closing L1 turns
         // its filter into one that fails closed; both sides re-listen.
@@ -385,7 +463,7 @@ int Main() {
         relisten = true;
       }
       int sig = WIFSTOPPED(status) && event == 0 ? WSTOPSIG(status) : 0;
-      ptrace(PTRACE_CONT, g, 0, sig);
+      ptrace(PTRACE_CONT, w, 0, sig);
     } else if (w == c && !handed && WIFSTOPPED(status)) {
       child_stopped = true;
     }
@@ -427,7 +505,7 @@ int Main() {
     if (line.rfind("FAIL", 0) == 0) ++fails;
     pos = end == std::string::npos ? all.size() : end + 1;
   }
-  constexpr int kExpected = 27;
+  constexpr int kExpected = 29;
   std::printf("%d ok, %d failed (of %d)\n", oks, fails, kExpected);
   return fails == 0 && oks == kExpected ? 0 : 1;
 }
