@@ -28,6 +28,10 @@
 //     USER_NOTIF answers ENOSYS), and parent (TSYNC: all its threads) and
 //     child each stack a filter with a new listener; a tie goes to the
 //     newest filter, so each side's trapped calls reach its own supervisor;
+//   - the supervisor, not the guest, holds each new listener: seccomp() with
+//     NEW_LISTENER stops for the ptracer (RET_TRACE), which refuses it
+//     without a grant, else sets the flags, runs the call to its exit, takes
+//     the fd (pidfd_getfd) and makes the stopped task close its copy;
 //   - ptrace hand-off: SIGSTOP queued at the ptrace-stop, PTRACE_DETACH,
 //     the second supervisor seizes it; it never runs untraced;
 //   - the child's id maps are written from the guest's user namespace;
@@ -135,6 +139,12 @@ int InstallFilter(const std::vector<int>& notify, bool fork_gate = false,
     prog.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, kAll, 0, 1));
     prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM));
     prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+    // seccomp() asking for a listener stops for the ptracer too.
+    prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, 0, 4));
+    prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1])));
+    prog.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0, 1));
+    prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE));
+    prog.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
   }
   for (int nr : notify) {
     prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1));
@@ -170,8 +180,38 @@ void ReadLine(int fd, char* buf, size_t n) {
   buf[i] = 0;
 }
 
+// At the seccomp stop of a granted seccomp(NEW_LISTENER): runs the call to
+// its exit, takes the listener with pidfd_getfd, then has the stopped task
+// close its own copy (its registers rewritten to close(fd), then restored),
+// so the guest never runs holding a listener. Returns the supervisor's fd.
+int TakeListenerAt(pid_t tid, int pidfd) {
+  int st = 0;
+  auto step = [&] {
+    return ptrace(PTRACE_SYSCALL, tid, 0, 0) == 0 && waitpid(tid, &st, __WALL) == tid &&
+           WIFSTOPPED(st) && WSTOPSIG(st) == (SIGTRAP | 0x80);
+  };
+  if (!step()) return -1;  // the call's exit
+  user_regs_struct regs{};
+  ptrace(PTRACE_GETREGS, tid, 0, &regs);
+  long fd = static_cast<long>(regs.rax);
+  if (fd < 0) return -1;
+  int mine = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+  user_regs_struct inject = regs;
+  inject.rax = SYS_close;
+  inject.rdi = static_cast<unsigned long long>(fd);
+  inject.rip -= 2;  // the syscall instruction again
+  ptrace(PTRACE_SETREGS, tid, 0, &inject);
+  bool closed = step() && step();  // the close's entry and exit
+  user_regs_struct after{};
+  ptrace(PTRACE_GETREGS, tid, 0, &after);
+  closed = closed && after.rax == 0;
+  ptrace(PTRACE_SETREGS, tid, 0, &regs);
+  if (!closed && mine >= 0) close(mine);
+  return closed ? mine : -1;
+}
+
 // The child C: it runs once S2 has seized it, continued it and mapped its ids.
-[[noreturn]] void ChildMain(int l2_pipe, const char* abstract_name, int tcp_port) {
+[[noreturn]] void ChildMain(const char* abstract_name, int tcp_port) {
   alarm(10);
   for (int i = 0; i < 2000 && getuid() == 65534; ++i) usleep(1000);
   Check(getuid() == 0, "child: uid map written by S2 from G's user namespace");
@@ -179,8 +219,9 @@ void ReadLine(int fd, char* buf, size_t n) {
   // Its filter: getppid to its own listener; uname not (G's filter sends it to L1).
   int l2 = InstallFilter({SYS_getppid});
   Check(l2 >= 0, "child: a new listener stacks on the inherited filter once S1 closed L1");
-  std::string num = std::to_string(l2) + "\n";
-  (void)!write(l2_pipe, num.data(), num.size());
+  errno = 0;
+  Check(fcntl(l2, F_GETFD) < 0 && errno == EBADF,
+        "child: it never holds its listener (S2 took it and closed its copy)");
   long ppid = syscall(SYS_getppid);
   Check(ppid == kAnswerGetppid,
         "child: tie (both filters USER_NOTIF) goes to the newest listener (S2)",
@@ -217,7 +258,7 @@ void ReadLine(int fd, char* buf, size_t n) {
 }
 
 // The guest G, in the sandbox's namespaces under S1's filter and ptrace.
-[[noreturn]] void GuestMain(int go, int l1_pipe, int l2_pipe, pid_t s1) {
+[[noreturn]] void GuestMain(int go, int l1_pipe, pid_t s1) {
   alarm(10);
   char buf[64];
   ReadLine(go, buf, sizeof(buf));  // S1 wrote our id maps
@@ -229,8 +270,8 @@ void ReadLine(int fd, char* buf, size_t n) {
   ReadLine(go, buf, sizeof(buf));  // S1 took L1 and seized us
   close(l1);                       // as the loader does: the guest never holds it
   errno = 0;
-  Check(InstallFilter({SYS_getppid}) < 0 && errno == EBUSY,
-        "guest: a second listener is refused while one is open (EBUSY: one per filter chain)");
+  Check(InstallFilter({SYS_getppid}) < 0 && errno == EPERM,
+        "guest: a listener of its own without a grant: S1 refuses it at the trace stop (EPERM)");
   // Sockets the child must not reach.
   std::string abstract_name = "sentry-fork-probe-" + std::to_string(s1);
   int a = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -265,7 +306,7 @@ void ReadLine(int fd, char* buf, size_t n) {
     thread_ppid = syscall(SYS_getppid);
   });
   long c = RawClone(kForkFlags);
-  if (c == 0) ChildMain(l2_pipe, abstract_name.c_str(), ntohs(in.sin_port));
+  if (c == 0) ChildMain(abstract_name.c_str(), ntohs(in.sin_port));
   Check(c > 0, "guest: clone(NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS|NEWNS) with caps dropped");
   // The gap the sentry's pid rule must close: the parent names the child.
   Check(c > 0 && kill(static_cast<pid_t>(c), 0) == 0,
@@ -279,10 +320,9 @@ void ReadLine(int fd, char* buf, size_t n) {
                          SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC |
                              SECCOMP_FILTER_FLAG_TSYNC_ESRCH);
   Check(lp >= 0, "guest: once S1 closed L1, a new listener stacks on all its threads (TSYNC)");
-  num = std::to_string(lp) + "\n";
-  (void)!write(l1_pipe, num.data(), num.size());
-  ReadLine(go, buf, sizeof(buf));  // S1 took it
-  close(lp);
+  errno = 0;
+  Check(fcntl(lp, F_GETFD) < 0 && errno == EBADF,
+        "guest: it never holds its new listener (S1 took it and closed its copy)");
   long pp = syscall(SYS_getppid);
   Check(pp == kAnswerParent, "guest: its trapped calls reach S1 on its new listener",
         "getppid=" + std::to_string(pp));
@@ -298,10 +338,11 @@ void ReadLine(int fd, char* buf, size_t n) {
 }
 
 // S2: takes C over from S1 and serves C's new listener.
-[[noreturn]] void Supervisor2(pid_t g, pid_t c, int l2_pipe) {
+[[noreturn]] void Supervisor2(pid_t g, pid_t c) {
   alarm(10);
-  long seized =
-      ptrace(PTRACE_SEIZE, c, 0, PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL);
+  long seized = ptrace(PTRACE_SEIZE, c, 0,
+                       PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACESECCOMP |
+                           PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL);
   Check(seized == 0, "S2: PTRACE_SEIZE of the child S1 detached into group-stop");
   int status = 0;
   pid_t w = waitpid(c, &status, __WALL);
@@ -326,21 +367,12 @@ void ReadLine(int fd, char* buf, size_t n) {
   Check(WIFEXITED(hs) && WEXITSTATUS(hs) == 0, "S2: wrote the child's uid/gid map from G's userns");
   kill(c, SIGCONT);
   ptrace(PTRACE_CONT, c, 0, 0);
-  // Serve: the child's listener number arrives on l2_pipe, then one getppid;
-  // meanwhile the child's ptrace stops are continued.
+  // Serve: the child's seccomp(NEW_LISTENER) stops here (S2 takes the
+  // listener), then one getppid; the child's other stops are continued.
   int pidfd = static_cast<int>(syscall(SYS_pidfd_open, c, 0));
   int l2 = -1;
   bool answered = false;
   while (true) {
-    if (l2 < 0) {
-      pollfd p{l2_pipe, POLLIN, 0};
-      if (poll(&p, 1, 5) == 1 && (p.revents & POLLIN)) {
-        char buf[32];
-        ReadLine(l2_pipe, buf, sizeof(buf));
-        l2 = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, std::atoi(buf), 0));
-        Check(l2 >= 0, "S2: took the child's listener with pidfd_getfd");
-      }
-    }
     pollfd p{l2, POLLIN, 0};
     if (l2 >= 0 && !answered && poll(&p, 1, 5) == 1 && (p.revents & POLLIN)) {
       seccomp_notif n{};
@@ -357,6 +389,18 @@ void ReadLine(int fd, char* buf, size_t n) {
     w = waitpid(c, &status, __WALL | WNOHANG);
     if (w == c) {
       if (WIFEXITED(status) || WIFSIGNALED(status)) break;
+      if ((status >> 16) == PTRACE_EVENT_SECCOMP) {
+        user_regs_struct regs{};
+        ptrace(PTRACE_GETREGS, c, 0, &regs);
+        if (regs.orig_rax == SYS_seccomp && l2 < 0) {
+          l2 = TakeListenerAt(c, pidfd);
+          Check(l2 >= 0, "S2: took the child's listener at its seccomp stop");
+        } else {
+          regs.orig_rax = static_cast<unsigned long long>(-1);
+          regs.rax = static_cast<unsigned long long>(-EPERM);
+          ptrace(PTRACE_SETREGS, c, 0, &regs);
+        }
+      }
       int sig = WIFSTOPPED(status) && (status >> 16) == 0 ? WSTOPSIG(status) : 0;
       if (sig == SIGSTOP) sig = 0;
       ptrace(PTRACE_CONT, c, 0, sig);
@@ -369,14 +413,27 @@ void ReadLine(int fd, char* buf, size_t n) {
 
 int Main() {
   alarm(20);
-  int results[2], go[2], l1p[2], l2p[2];
-  if (pipe(results) || pipe(go) || pipe(l1p) || pipe(l2p)) return 1;
+  int results[2], go[2], l1p[2];
+  if (pipe(results) || pipe(go) || pipe(l1p)) return 1;
   g_results = results[1];
+  // One listener per filter chain, in a process of its own.
+  pid_t e = fork();
+  if (e == 0) {
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    int first = InstallFilter({SYS_getppid});
+    errno = 0;
+    Check(first >= 0 && InstallFilter({SYS_getppid}) < 0 && errno == EBUSY,
+          "a second listener in one filter chain is EBUSY while the first is open");
+    close(first);
+    Check(InstallFilter({SYS_getppid}) >= 0, "and stacks once the first listener is closed");
+    _exit(0);
+  }
+  waitpid(e, nullptr, 0);
   uid_t uid = getuid();
   gid_t gid = getgid();
   pid_t s1 = getpid();
   long g = RawClone(kForkFlags);
-  if (g == 0) GuestMain(go[0], l1p[1], l2p[1], s1);
+  if (g == 0) GuestMain(go[0], l1p[1], s1);
   if (g < 0) {
     std::printf("skip: cannot make the sandbox's namespaces here: %s\n", std::strerror(errno));
     return 77;
@@ -397,7 +454,7 @@ int Main() {
   Check(l1 >= 0, "S1: took the guest's listener with pidfd_getfd");
   Check(ptrace(PTRACE_SEIZE, g, 0,
                PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACESECCOMP |
-                   PTRACE_O_EXITKILL) == 0,
+                   PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL) == 0,
         "S1: seized the guest");
   (void)!write(go[1], "2\n", 2);
   pid_t c = -2, s2 = -2;
@@ -405,8 +462,8 @@ int Main() {
   bool child_stopped = false, handed = false, guest_gone = false, relisten = false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!guest_gone && std::chrono::steady_clock::now() < deadline) {
-    pollfd p[2] = {{l1, POLLIN, 0}, {relisten ? l1p[0] : -1, POLLIN, 0}};
-    if (poll(p, 2, 5) > 0) {
+    pollfd p[1] = {{l1, POLLIN, 0}};
+    if (poll(p, 1, 5) > 0) {
       if (p[0].revents & POLLIN) {
         seccomp_notif n{};
         if (ioctl(l1, SECCOMP_IOCTL_NOTIF_RECV, &n) == 0) {
@@ -421,13 +478,6 @@ int Main() {
           }
           ioctl(l1, SECCOMP_IOCTL_NOTIF_SEND, &resp);
         }
-      }
-      if (p[1].revents & POLLIN) {
-        ReadLine(l1p[0], buf, sizeof(buf));
-        l1 = static_cast<int>(syscall(SYS_pidfd_getfd, gpidfd, std::atoi(buf), 0));
-        Check(l1 >= 0, "S1: took the guest's new listener");
-        relisten = false;
-        (void)!write(go[1], "3\n", 2);
       }
     }
     int status = 0;
@@ -446,6 +496,16 @@ int Main() {
         user_regs_struct regs{};
         ptrace(PTRACE_GETREGS, w, 0, &regs);
         bool ok = regs.orig_rax == SYS_clone && regs.rdi == kForkFlags && ++clone_tries == 2;
+        if (regs.orig_rax == SYS_seccomp && relisten) {
+          // The granted re-listen: the flags are set here, in a register.
+          regs.rsi = SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC |
+                     SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
+          ptrace(PTRACE_SETREGS, w, 0, &regs);
+          l1 = TakeListenerAt(w, gpidfd);
+          Check(l1 >= 0, "S1: took the guest's new listener at its seccomp stop");
+          relisten = false;
+          ok = true;
+        }
         if (!ok) {
           regs.orig_rax = static_cast<unsigned long long>(-1);
           regs.rax = static_cast<unsigned long long>(-EPERM);
@@ -481,7 +541,7 @@ int Main() {
       Check(kill(c, SIGSTOP) == 0 && ptrace(PTRACE_DETACH, c, 0, 0) == 0,
             "S1: detached the child into group-stop");
       s2 = fork();
-      if (s2 == 0) Supervisor2(static_cast<pid_t>(g), c, l2p[0]);
+      if (s2 == 0) Supervisor2(static_cast<pid_t>(g), c);
       handed = true;
     }
   }
@@ -505,7 +565,7 @@ int Main() {
     if (line.rfind("FAIL", 0) == 0) ++fails;
     pos = end == std::string::npos ? all.size() : end + 1;
   }
-  constexpr int kExpected = 29;
+  constexpr int kExpected = 33;
   std::printf("%d ok, %d failed (of %d)\n", oks, fails, kExpected);
   return fails == 0 && oks == kExpected ? 0 : 1;
 }
