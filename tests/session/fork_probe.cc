@@ -37,7 +37,9 @@
 //   - the child's id maps are written from the guest's user namespace;
 //   - the child cannot name the parent (pid ns) nor reach its abstract or
 //     127.0.0.1 sockets (net ns); the parent CAN signal the child natively
-//     (a descendant pid ns is visible): the gap the sentry's pid rule closes.
+//     (a descendant pid ns is visible), by pid, by kill(-1) (same uid) and by
+//     its process group (the child keeps the parent's until it calls
+//     setsid): the gaps the sentry's pid rule closes.
 //
 // Each fact prints one line "ok NAME" or "FAIL NAME: detail"; the exit
 // status is 0 when all hold, 1 otherwise, 77 when user namespaces cannot be
@@ -113,6 +115,18 @@ std::string NsId(pid_t pid, const char* ns) {
   std::string path = "/proc/" + std::to_string(pid) + "/ns/" + ns;
   ssize_t n = readlink(path.c_str(), buf, sizeof(buf) - 1);
   return n > 0 ? std::string(buf, n) : "?";
+}
+
+// The process group of a host pid (/proc/PID/stat's fifth field).
+int Pgrp(pid_t pid) {
+  std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  FILE* f = std::fopen(path.c_str(), "r");
+  int pgrp = -1;
+  if (f != nullptr) {
+    (void)!std::fscanf(f, "%*d %*s %*c %*d %d", &pgrp);  // comm is ours: no spaces
+    std::fclose(f);
+  }
+  return pgrp;
 }
 
 // A filter: every syscall in `notify` goes to a new listener, the rest runs.
@@ -311,6 +325,7 @@ int TakeListenerAt(pid_t tid, int pidfd) {
   // The gap the sentry's pid rule must close: the parent names the child.
   Check(c > 0 && kill(static_cast<pid_t>(c), 0) == 0,
         "guest: kill(child, 0) succeeds natively (the gap: a descendant pid ns is visible)");
+  Check(kill(-1, 0) == 0, "guest: kill(-1, 0) reaches the child natively (same uid: the gap)");
   // S1 closed L1 at the fork stop: the old filter now fails closed (ENOSYS)
   // where no newer filter takes the call, and the parent moves to a new
   // listener as the child does.
@@ -534,6 +549,9 @@ int Main() {
       }
       Check(diff.empty(), "S1: child's user/pid/net/ipc/uts/mnt namespaces all new (from /proc)",
             "shared: " + diff);
+      Check(Pgrp(c) == Pgrp(static_cast<pid_t>(g)) && Pgrp(c) > 0,
+            "S1: the child is in the parent's process group until it calls setsid "
+            "(kill(-pgrp) would reach it)");
       // Hand-off: the SIGSTOP is queued while the child is in its
       // ptrace-stop, so it group-stops before returning to user code (a
       // signal given as PTRACE_DETACH's data is dropped at an event stop).
@@ -565,7 +583,7 @@ int Main() {
     if (line.rfind("FAIL", 0) == 0) ++fails;
     pos = end == std::string::npos ? all.size() : end + 1;
   }
-  constexpr int kExpected = 33;
+  constexpr int kExpected = 35;
   std::printf("%d ok, %d failed (of %d)\n", oks, fails, kExpected);
   return fails == 0 && oks == kExpected ? 0 : 1;
 }
