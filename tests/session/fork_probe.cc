@@ -35,6 +35,11 @@
 //   - ptrace hand-off: SIGSTOP queued at the ptrace-stop, PTRACE_DETACH,
 //     the second supervisor seizes it; it never runs untraced;
 //   - the child's id maps are written from the guest's user namespace;
+//   - a helper in the child's user and mount namespaces mounts over a path
+//     of the child's mount view only (the sentry: its own store);
+//   - the child inherits the parent's fds (its listening socket: a shared
+//     open file description); the child's supervisor replaces each one in
+//     place with ADDFD SETFD while the child waits in a notification;
 //   - the child cannot name the parent (pid ns) nor reach its abstract or
 //     127.0.0.1 sockets (net ns); the parent CAN signal the child natively
 //     (a descendant pid ns is visible), by pid, by kill(-1) (same uid) and by
@@ -44,6 +49,7 @@
 // Each fact prints one line "ok NAME" or "FAIL NAME: detail"; the exit
 // status is 0 when all hold, 1 otherwise, 77 when user namespaces cannot be
 // made here (skipped).
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
@@ -56,9 +62,11 @@
 #include <signal.h>
 #include <stddef.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/user.h>
@@ -225,7 +233,7 @@ int TakeListenerAt(pid_t tid, int pidfd) {
 }
 
 // The child C: it runs once S2 has seized it, continued it and mapped its ids.
-[[noreturn]] void ChildMain(const char* abstract_name, int tcp_port) {
+[[noreturn]] void ChildMain(const char* abstract_name, int tcp_port, int inherited) {
   alarm(10);
   for (int i = 0; i < 2000 && getuid() == 65534; ++i) usleep(1000);
   Check(getuid() == 0, "child: uid map written by S2 from G's user namespace");
@@ -240,6 +248,13 @@ int TakeListenerAt(pid_t tid, int pidfd) {
   Check(ppid == kAnswerGetppid,
         "child: tie (both filters USER_NOTIF) goes to the newest listener (S2)",
         "getppid=" + std::to_string(ppid));
+  // The parent's listening socket it inherited (a shared open file
+  // description) was replaced while its getppid waited.
+  struct stat sb {};
+  errno = 0;
+  Check(fstat(inherited, &sb) == 0 && S_ISCHR(sb.st_mode) &&
+            accept4(inherited, nullptr, nullptr, 0) < 0 && errno == ENOTSOCK,
+        "child: an fd it inherited (the parent's listener) is /dev/null now");
   utsname u{};
   errno = 0;
   int r = uname(&u);
@@ -320,7 +335,7 @@ int TakeListenerAt(pid_t tid, int pidfd) {
     thread_ppid = syscall(SYS_getppid);
   });
   long c = RawClone(kForkFlags);
-  if (c == 0) ChildMain(abstract_name.c_str(), ntohs(in.sin_port));
+  if (c == 0) ChildMain(abstract_name.c_str(), ntohs(in.sin_port), a);
   Check(c > 0, "guest: clone(NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS|NEWNS) with caps dropped");
   // The gap the sentry's pid rule must close: the parent names the child.
   Check(c > 0 && kill(static_cast<pid_t>(c), 0) == 0,
@@ -380,6 +395,31 @@ int TakeListenerAt(pid_t tid, int pidfd) {
   int hs = 0;
   waitpid(h, &hs, 0);
   Check(WIFEXITED(hs) && WEXITSTATUS(hs) == 0, "S2: wrote the child's uid/gid map from G's userns");
+  // The child's mount view is a copy of the parent's (with the parent's
+  // store in it): a helper in the child's user and mount namespaces mounts
+  // over a path there (the sentry: its own store over the parent's).
+  h = fork();
+  if (h == 0) {
+    std::string ns = "/proc/" + std::to_string(c) + "/ns/";
+    int user = open((ns + "user").c_str(), O_RDONLY | O_CLOEXEC);
+    int mnt = open((ns + "mnt").c_str(), O_RDONLY | O_CLOEXEC);
+    bool ok = user >= 0 && mnt >= 0 && setns(user, CLONE_NEWUSER) == 0 &&
+              setns(mnt, CLONE_NEWNS) == 0 &&
+              mount("sentry-fork", "/tmp", "tmpfs", 0, nullptr) == 0;
+    _exit(ok ? 0 : 1);
+  }
+  waitpid(h, &hs, 0);
+  auto mounts = [](pid_t pid) {
+    std::string path = "/proc/" + std::to_string(pid) + "/mountinfo", all;
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      char line[4096];
+      while (std::fgets(line, sizeof(line), f)) all += line;
+      std::fclose(f);
+    }
+    return all.find(" sentry-fork ") != std::string::npos;
+  };
+  Check(WIFEXITED(hs) && WEXITSTATUS(hs) == 0 && mounts(c) && !mounts(g),
+        "S2: mounted over a path in the child's mount namespace only (from its userns)");
   kill(c, SIGCONT);
   ptrace(PTRACE_CONT, c, 0, 0);
   // Serve: the child's seccomp(NEW_LISTENER) stops here (S2 takes the
@@ -397,6 +437,28 @@ int TakeListenerAt(pid_t tid, int pidfd) {
               "S2: the child's getppid arrived on L2", "nr " + std::to_string(n.data.nr));
         resp.id = n.id;
         resp.val = kAnswerGetppid;
+        // Every fd the child inherited (but the probe's report pipe) is
+        // replaced in place while it waits: ADDFD with SETFD.
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        std::string dir = "/proc/" + std::to_string(c) + "/fd";
+        int replaced = 0, failed = 0;
+        if (DIR* d = opendir(dir.c_str())) {
+          while (dirent* e = readdir(d)) {
+            int fd = std::atoi(e->d_name);
+            if (e->d_name[0] == '.' || fd < 3 || fd == g_results) continue;
+            seccomp_notif_addfd add{};
+            add.id = n.id;
+            add.flags = SECCOMP_ADDFD_FLAG_SETFD;
+            add.srcfd = static_cast<uint32_t>(devnull);
+            add.newfd = static_cast<uint32_t>(fd);
+            (ioctl(l2, SECCOMP_IOCTL_NOTIF_ADDFD, &add) == fd ? replaced : failed)++;
+          }
+          closedir(d);
+        }
+        close(devnull);
+        Check(replaced >= 4 && failed == 0,
+              "S2: replaced each fd the child inherited (ADDFD SETFD during its notification)",
+              std::to_string(replaced) + " replaced, " + std::to_string(failed) + " failed");
         ioctl(l2, SECCOMP_IOCTL_NOTIF_SEND, &resp);
         answered = true;
       }
@@ -583,7 +645,7 @@ int Main() {
     if (line.rfind("FAIL", 0) == 0) ++fails;
     pos = end == std::string::npos ? all.size() : end + 1;
   }
-  constexpr int kExpected = 35;
+  constexpr int kExpected = 38;
   std::printf("%d ok, %d failed (of %d)\n", oks, fails, kExpected);
   return fails == 0 && oks == kExpected ? 0 : 1;
 }
