@@ -5,6 +5,9 @@
 // with pidfd_getfd, ptrace with TRACEFORK) forks a child into namespaces of
 // its own, and the child is handed to a second supervisor.
 //
+// The guest is confined as the loader confines it: every capability dropped,
+// no_new_privs, a Landlock domain, a seccomp filter with a listener, ptrace.
+//
 // Roles (each a real process):
 //   S1: this program's first process, the sandbox's supervisor: it made G,
 //       holds G's listener L1 and is G's ptracer.
@@ -319,6 +322,25 @@ int TakeListenerAt(pid_t tid, int pidfd) {
             getsockname(t, reinterpret_cast<sockaddr*>(&in), &inlen) == 0,
         "guest: 127.0.0.1 listener");
   // The fork: caps dropped, no_new_privs, a filter and a ptracer do not stop it.
+  // A Landlock domain as the loader makes (every fs right handled, the
+  // signal and abstract-socket scopes; TCP rights left out here so that the
+  // socket checks below show the net namespace).
+  long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1 /*VERSION*/);
+  if (abi >= 1) {
+    struct {
+      uint64_t fs, net, scoped;
+    } attr{abi >= 5   ? 0xffffu
+           : abi >= 3 ? 0x7fffu
+           : abi >= 2 ? 0x3fffu
+                      : 0x1fffu,
+           0, abi >= 6 ? 3u : 0u};
+    size_t size = abi >= 6 ? 24 : abi >= 4 ? 16 : 8;
+    long rs = syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+    Check(rs >= 0 && syscall(SYS_landlock_restrict_self, rs, 0) == 0,
+          "guest: in a Landlock domain (ABI " + std::to_string(abi) + ")");
+  } else {
+    Report("ok guest: no Landlock on this kernel");
+  }
   errno = 0;
   Check(RawClone(kForkFlags) < 0 && errno == EPERM,
         "guest: the fork's clone without a grant: S1 refuses it at the trace stop (EPERM)");
@@ -645,7 +667,7 @@ int Main() {
     if (line.rfind("FAIL", 0) == 0) ++fails;
     pos = end == std::string::npos ? all.size() : end + 1;
   }
-  constexpr int kExpected = 38;
+  constexpr int kExpected = 39;
   std::printf("%d ok, %d failed (of %d)\n", oks, fails, kExpected);
   return fails == 0 && oks == kExpected ? 0 : 1;
 }
