@@ -249,12 +249,13 @@ using namespace fork_probe;  // NOLINT: the probe's own helpers
 }
 
 // S2: takes C over from S1 and serves C's new listener.
-[[noreturn]] void Supervisor2(pid_t g, pid_t c) {
+[[noreturn]] void Supervisor2(pid_t g, pid_t c, int seized_pipe) {
   alarm(10);
   long seized = ptrace(PTRACE_SEIZE, c, 0,
                        PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACESECCOMP |
                            PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL);
   Check(seized == 0, "S2: PTRACE_SEIZE of the child S1 detached into group-stop");
+  (void)!write(seized_pipe, "s\n", 2);  // S1 may let the parent run again
   int status = 0;
   pid_t w = waitpid(c, &status, __WALL);
   // A group-stop (event stop) or, if it had not dequeued the SIGSTOP yet,
@@ -346,12 +347,13 @@ using namespace fork_probe;  // NOLINT: the probe's own helpers
     }
     w = waitpid(c, &status, __WALL | WNOHANG);
     if (w == c) {
+      int deferred = 0;
       if (WIFEXITED(status) || WIFSIGNALED(status)) break;
       if ((status >> 16) == PTRACE_EVENT_SECCOMP) {
         user_regs_struct regs{};
         ptrace(PTRACE_GETREGS, c, 0, &regs);
         if (regs.orig_rax == SYS_seccomp && l2 < 0) {
-          l2 = TakeListenerAt(c, pidfd);
+          l2 = TakeListenerAt(c, pidfd, &deferred);
           Check(l2 >= 0, "S2: took the child's listener at its seccomp stop");
         } else {
           regs.orig_rax = static_cast<unsigned long long>(-1);
@@ -359,7 +361,7 @@ using namespace fork_probe;  // NOLINT: the probe's own helpers
           ptrace(PTRACE_SETREGS, c, 0, &regs);
         }
       }
-      int sig = WIFSTOPPED(status) && (status >> 16) == 0 ? WSTOPSIG(status) : 0;
+      int sig = WIFSTOPPED(status) && (status >> 16) == 0 ? WSTOPSIG(status) : deferred;
       if (sig == SIGSTOP) sig = 0;
       ptrace(PTRACE_CONT, c, 0, sig);
     } else if (w < 0) {
@@ -371,8 +373,8 @@ using namespace fork_probe;  // NOLINT: the probe's own helpers
 
 int Main() {
   alarm(20);
-  int results[2], go[2], l1p[2];
-  if (pipe(results) || pipe(go) || pipe(l1p)) return 1;
+  int results[2], go[2], l1p[2], seized[2];
+  if (pipe(results) || pipe(go) || pipe(l1p) || pipe(seized)) return 1;
   g_results = results[1];
   // One listener per filter chain, in a process of its own.
   pid_t e = fork();
@@ -418,10 +420,49 @@ int Main() {
   pid_t c = -2, s2 = -2;
   int clone_tries = 0;
   bool child_stopped = false, handed = false, guest_gone = false, relisten = false;
+  pid_t held = -1;  // the forking thread, kept at its fork stop during the hand-off
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!guest_gone && std::chrono::steady_clock::now() < deadline) {
-    pollfd p[1] = {{l1, POLLIN, 0}};
-    if (poll(p, 1, 5) > 0) {
+    if (c > 0 && child_stopped && !handed) {
+      std::string diff;
+      for (const char* ns : kNs) {
+        if (NsId(c, ns) == NsId(g, ns)) diff += std::string(ns) + " ";
+      }
+      Check(diff.empty(), "S1: child's user/pid/net/ipc/uts/mnt namespaces all new (from /proc)",
+            "shared: " + diff);
+      Check(Pgrp(c) == Pgrp(static_cast<pid_t>(g)) && Pgrp(c) > 0,
+            "S1: the child is in the parent's process group until it calls setsid "
+            "(kill(-pgrp) would reach it)");
+      // Hand-off: the SIGSTOP is queued while the child is in its
+      // ptrace-stop, so it group-stops before returning to user code (a
+      // signal given as PTRACE_DETACH's data is dropped at an event stop).
+      // S2 (forked now: S1 is single-threaded) seizes it.
+      Check(kill(c, SIGSTOP) == 0 && ptrace(PTRACE_DETACH, c, 0, 0) == 0,
+            "S1: detached the child into group-stop");
+      s2 = fork();
+      if (s2 == 0) Supervisor2(static_cast<pid_t>(g), c, seized[1]);
+      handed = true;
+    }
+    pollfd p[2] = {{l1, POLLIN, 0}, {held > 0 ? seized[0] : -1, POLLIN, 0}};
+    if (poll(p, 2, 5) > 0) {
+      if (p[1].revents & POLLIN) {
+        char buf2[8];
+        ReadLine(seized[0], buf2, sizeof(buf2));
+        // The parent could SIGCONT the group-stopped child: it stays stopped
+        // until the child is traced again.
+        std::string state = "/proc/" + std::to_string(held) + "/stat";
+        FILE* f = std::fopen(state.c_str(), "r");
+        char st = '?';
+        if (f != nullptr) {
+          (void)!std::fscanf(f, "%*d %*s %c", &st);
+          std::fclose(f);
+        }
+        Check(st == 't',
+              "S1: the forking thread was held (traced-stopped) until S2 seized the child",
+              std::string("state ") + st);
+        ptrace(PTRACE_CONT, held, 0, 0);
+        held = -1;
+      }
       if (p[0].revents & POLLIN) {
         seccomp_notif n{};
         if (ioctl(l1, SECCOMP_IOCTL_NOTIF_RECV, &n) == 0) {
@@ -447,6 +488,7 @@ int Main() {
         continue;
       }
       int event = status >> 16;
+      int deferred = 0;
       if (event == PTRACE_EVENT_SECCOMP) {
         // The fork gate: the first try is refused (no grant yet), the second
         // allowed; the flags are in a register, so nothing can change them
@@ -459,7 +501,7 @@ int Main() {
           regs.rsi = SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC |
                      SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
           ptrace(PTRACE_SETREGS, w, 0, &regs);
-          l1 = TakeListenerAt(w, gpidfd);
+          l1 = TakeListenerAt(w, gpidfd, &deferred);
           Check(l1 >= 0, "S1: took the guest's new listener at its seccomp stop");
           relisten = false;
           ok = true;
@@ -479,31 +521,13 @@ int Main() {
         close(l1);
         l1 = -1;
         relisten = true;
+        held = w;
+        continue;
       }
-      int sig = WIFSTOPPED(status) && event == 0 ? WSTOPSIG(status) : 0;
+      int sig = WIFSTOPPED(status) && event == 0 ? WSTOPSIG(status) : deferred;
       ptrace(PTRACE_CONT, w, 0, sig);
     } else if (w == c && !handed && WIFSTOPPED(status)) {
       child_stopped = true;
-    }
-    if (c > 0 && child_stopped && !handed) {
-      std::string diff;
-      for (const char* ns : kNs) {
-        if (NsId(c, ns) == NsId(g, ns)) diff += std::string(ns) + " ";
-      }
-      Check(diff.empty(), "S1: child's user/pid/net/ipc/uts/mnt namespaces all new (from /proc)",
-            "shared: " + diff);
-      Check(Pgrp(c) == Pgrp(static_cast<pid_t>(g)) && Pgrp(c) > 0,
-            "S1: the child is in the parent's process group until it calls setsid "
-            "(kill(-pgrp) would reach it)");
-      // Hand-off: the SIGSTOP is queued while the child is in its
-      // ptrace-stop, so it group-stops before returning to user code (a
-      // signal given as PTRACE_DETACH's data is dropped at an event stop).
-      // S2 (forked now: S1 is single-threaded) seizes it.
-      Check(kill(c, SIGSTOP) == 0 && ptrace(PTRACE_DETACH, c, 0, 0) == 0,
-            "S1: detached the child into group-stop");
-      s2 = fork();
-      if (s2 == 0) Supervisor2(static_cast<pid_t>(g), c);
-      handed = true;
     }
   }
   if (!guest_gone) {
@@ -526,7 +550,7 @@ int Main() {
     if (line.rfind("FAIL", 0) == 0) ++fails;
     pos = end == std::string::npos ? all.size() : end + 1;
   }
-  constexpr int kExpected = 39;
+  constexpr int kExpected = 40;
   std::printf("%d ok, %d failed (of %d)\n", oks, fails, kExpected);
   return fails == 0 && oks == kExpected ? 0 : 1;
 }

@@ -149,11 +149,22 @@ void ReadLine(int fd, char* buf, size_t n) {
 // its exit, takes the listener with pidfd_getfd, then has the stopped task
 // close its own copy (its registers rewritten to close(fd), then restored),
 // so the guest never runs holding a listener. Returns the supervisor's fd.
-int TakeListenerAt(pid_t tid, int pidfd) {
+int TakeListenerAt(pid_t tid, int pidfd, int* deferred_signal) {
+  *deferred_signal = 0;
   int st = 0;
+  // To the next syscall stop. A signal that comes first (the guest's
+  // SIGCHLD when its child stops or continues) is held back and handed to
+  // the caller, which delivers it when it resumes the task.
   auto step = [&] {
-    return ptrace(PTRACE_SYSCALL, tid, 0, 0) == 0 && waitpid(tid, &st, __WALL) == tid &&
-           WIFSTOPPED(st) && WSTOPSIG(st) == (SIGTRAP | 0x80);
+    for (int i = 0; i < 8; ++i) {
+      if (ptrace(PTRACE_SYSCALL, tid, 0, 0) != 0 || waitpid(tid, &st, __WALL) != tid ||
+          !WIFSTOPPED(st)) {
+        return false;
+      }
+      if (WSTOPSIG(st) == (SIGTRAP | 0x80)) return true;
+      if ((st >> 16) == 0) *deferred_signal = WSTOPSIG(st);
+    }
+    return false;
   };
   if (!step()) return -1;  // the call's exit
   user_regs_struct regs{};

@@ -61,7 +61,9 @@ void ReadLine(int fd, char* buf, size_t n);  // up to '\n', NUL-terminated
 // its exit, takes the listener with pidfd_getfd, then has the stopped task
 // close its own copy (its registers rewritten to close(fd), then restored),
 // so the guest never runs holding a listener. Returns the supervisor's fd.
-int TakeListenerAt(pid_t tid, int pidfd);
+// A signal that arrived meanwhile is held back in *deferred_signal: resume
+// the task with it (the task is left at a syscall-exit stop).
+int TakeListenerAt(pid_t tid, int pidfd, int* deferred_signal);
 
 }  // namespace fork_probe
 
