@@ -196,6 +196,17 @@ TEST(SeccompProgramTest, IoctlFilter) {
   }
 }
 
+// getsockopt runs natively but for the peer's credentials of a socket
+// (SO_PEERCRED, SO_PEERPIDFD), which the sentry answers (sys_peercred.cc).
+TEST(SeccompProgramTest, GetsockoptTrapsOnlyPeerCredentials) {
+  EXPECT_EQ(Eval(Data(SYS_getsockopt, {3, SOL_SOCKET, SO_PEERCRED})), SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(Eval(Data(SYS_getsockopt, {3, SOL_SOCKET, 77 /* SO_PEERPIDFD */})),
+            SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(Eval(Data(SYS_getsockopt, {3, SOL_SOCKET, SO_ERROR})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Eval(Data(SYS_getsockopt, {3, SOL_SOCKET, SO_TYPE})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Eval(Data(SYS_getsockopt, {3, 6 /* IPPROTO_TCP */, SO_PEERCRED})), SECCOMP_RET_ALLOW);
+}
+
 TEST(SeccompProgramTest, SocketFilter) {
   for (uint64_t ok : {AF_UNIX, AF_INET, AF_INET6}) {
     EXPECT_EQ(Eval(Data(SYS_socket, {ok, SOCK_STREAM, 0})), SECCOMP_RET_ALLOW) << ok;
