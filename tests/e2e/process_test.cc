@@ -445,5 +445,47 @@ TEST(ProcessTest, LddOfASixtyFourBitProgram) {
   EXPECT_NE(r.out.find("libc.so.6"), std::string::npos) << r.out;
 }
 
+// A tmux-like server: it lets a client in only if the client's SO_PEERCRED
+// names the server's own uid, and it knows each client by the pid the
+// credentials name. Every client, not only the first, must be let in, with
+// its own pid: the sentry makes the connect, but the peer is the guest
+// process that asked.
+TEST(ProcessTest, UnixServerKnowsEachClientByItsCredentials) {
+  const std::string script = R"py(import os, socket, struct, sys
+path = os.path.join(sys.argv[1], "server.sock")
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(8)
+kids = []
+for i in range(4):
+    pid = os.fork()
+    if pid == 0:
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(path)
+        c.sendall(struct.pack("i", os.getpid()))
+        c.recv(1)
+        os._exit(0)
+    kids.append(pid)
+for i in range(4):
+    conn, _ = srv.accept()
+    pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    said = struct.unpack("i", conn.recv(4))[0]
+    allowed = uid == os.getuid() and gid == os.getgid()
+    print("client", "allowed" if allowed else "access not allowed",
+          "pid-matches" if pid == said and pid in kids else "pid %d said %d" % (pid, said))
+    conn.send(b"x")
+for pid in kids:
+    os.waitpid(pid, 0)
+)py";
+  ProcessResult native = NativeScript(script);
+  ASSERT_EQ(native.exit_code, 0) << Describe(native);
+  ProcessResult r = SandboxScript(script);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, native.out) << r.err;
+  std::string want;
+  for (int i = 0; i < 4; ++i) want += "client allowed pid-matches\n";
+  EXPECT_EQ(r.out, want);
+}
+
 }  // namespace
 }  // namespace sentry::testing
