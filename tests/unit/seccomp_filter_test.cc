@@ -9,6 +9,7 @@
 #include <linux/io_uring.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <linux/sockios.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -193,6 +194,16 @@ TEST(SeccompProgramTest, IoctlFilter) {
   EXPECT_EQ(Eval(Data(SYS_ioctl, {0, TIOCSETD})), Errno(ENOTTY));
   for (uint64_t ok : {TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIOCLEX}) {
     EXPECT_EQ(Eval(Data(SYS_ioctl, {1, ok})), SECCOMP_RET_ALLOW) << ok;
+  }
+  // Interface queries run natively (the sandbox's own network namespace);
+  // the setters never do.
+  for (uint64_t ok : {SIOCGIFINDEX, SIOCGIFNAME, SIOCGIFCONF, SIOCGIFFLAGS, SIOCGIFADDR,
+                      SIOCGIFNETMASK, SIOCGIFMTU, SIOCGIFHWADDR}) {
+    EXPECT_EQ(Eval(Data(SYS_ioctl, {3, ok})), SECCOMP_RET_ALLOW) << ok;
+  }
+  for (uint64_t no : {SIOCSIFFLAGS, SIOCSIFADDR, SIOCSIFNETMASK, SIOCSIFMTU, SIOCSIFHWADDR,
+                      SIOCSIFNAME, SIOCADDRT, SIOCDELRT}) {
+    EXPECT_EQ(Eval(Data(SYS_ioctl, {3, no})), Errno(ENOTTY)) << no;
   }
 }
 
