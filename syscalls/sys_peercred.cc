@@ -84,6 +84,41 @@ SysResult<uint64_t> PeerPidfd(SyscallContext& ctx, const UnixConnector& who, soc
   return 0;
 }
 
+// The host pid a pidfd names (its fdinfo's "Pid:"), or 0.
+pid_t PidOfPidfd(int pidfd) {
+  std::ifstream f("/proc/self/fdinfo/" + std::to_string(pidfd));
+  std::string key;
+  while (f >> key) {
+    if (key != "Pid:") continue;
+    long pid = 0;
+    f >> pid;
+    return pid > 0 ? static_cast<pid_t>(pid) : 0;
+  }
+  return 0;
+}
+
+// SO_PEERPIDFD of a socket the sentry connected for nobody: the kernel's
+// pidfd, read on the sentry's copy, but only of a process of the sandbox's.
+// Any other peer (the sentry itself, at the other end of the tool channel;
+// a host process behind a socket handed in as stdio) is no process the guest
+// may hold a handle to: ENODATA, as for a peer without one.
+SysResult<uint64_t> KernelPeerPidfd(SyscallContext& ctx, int sock, socklen_t len) {
+  int fd = -1;
+  socklen_t n = sizeof(fd);
+  if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &n) < 0) return Errno{errno};
+  UniqueFd pidfd(fd);
+  pid_t pid = PidOfPidfd(fd);
+  const Task* task = pid > 0 ? ctx.kernel.tasks().Find(pid) : nullptr;
+  if (!task || task->process->tgid != pid) return Errno{ENODATA};
+  len = std::min<socklen_t>(len, sizeof(int));
+  int placeholder = -1;
+  SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(3), &placeholder, len));
+  SYS_TRY(ctx.mem.CopyOutValue(ctx.args.Ptr(4), len));
+  SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(pidfd.get(), true));
+  SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(3), &guest_fd, len));
+  return 0;
+}
+
 }  // namespace
 
 void RecordUnixConnect(SyscallContext& ctx, int sock, ino_t sock_ino) {
@@ -104,8 +139,9 @@ void RecordUnixConnect(SyscallContext& ctx, int sock, ino_t sock_ino) {
 }
 
 // getsockopt(fd, level, optname, optval, optlen). The filter traps only
-// SOL_SOCKET's SO_PEERCRED and SO_PEERPIDFD. Whatever the sentry recorded
-// for nobody is left to the kernel (SECCOMP_USER_NOTIF_FLAG_CONTINUE): the
+// SOL_SOCKET's SO_PEERCRED and SO_PEERPIDFD. SO_PEERCRED of a socket the
+// sentry recorded nothing for is left to the kernel where the sandbox has
+// namespaces (SECCOMP_USER_NOTIF_FLAG_CONTINUE): the
 // decision reads only registers and the socket, never guest memory, and what
 // the kernel then reads (optlen) and writes plays no part in it; a thread
 // that swaps the fd meanwhile gets the kernel's answer for the socket it put
@@ -124,9 +160,10 @@ SysResult<uint64_t> Getsockopt(SyscallContext& ctx) {
   }
   std::optional<UnixConnector> who =
       ctx.kernel.unix_peers().ConnectorOfPeer(ref->host.get(), ref->host_st.st_ino);
-  if (!who && (ctx.kernel.config().namespaces || opt != SO_PEERCRED)) return kernel_answers();
+  if (!who && opt == SO_PEERCRED && ctx.kernel.config().namespaces) return kernel_answers();
   SYS_ASSIGN_OR_RETURN(int len, ctx.mem.CopyIn<int>(ctx.args.Ptr(4)));
   if (len < 0) return Errno{EINVAL};
+  if (!who && opt == SO_PEERPIDFD) return KernelPeerPidfd(ctx, ref->host.get(), len);
   if (!who) return TranslatedPeerCred(ctx, ref->host.get(), len);
   if (opt == SO_PEERPIDFD) return PeerPidfd(ctx, *who, len);
   ucred cred{who->ns_pid, who->uid, who->gid};
