@@ -2,6 +2,7 @@
 // natively and under sentry, and both must print the same.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -435,6 +436,31 @@ print("after", subprocess.run(["/bin/true"]).returncode)
 )py");
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(r.out, "i386 ENOEXEC\nx32 ENOEXEC\narm64 ENOEXEC\nafter 0\n") << r.err;
+}
+
+// An i386 program named as the run's command (Debian's /lib/ld-linux.so.2
+// with libc6-i386): refused before the start with the shell's words and its
+// code, 126 ("found but cannot be run"), as on a kernel without IA32
+// emulation; from a shell, the shell's own message and 126.
+TEST(ProcessTest, AForeignProgramAsTheCommandIsAnExecFormatError) {
+  // The ELF header and one program header of an i386 executable (no code
+  // needed: it never runs). e_machine EM_386 at 18, ELFCLASS32 at 4.
+  std::string image(84, '\0');
+  const unsigned char ident[] = {0x7f, 'E', 'L', 'F', 1, 1, 1};
+  std::memcpy(image.data(), ident, sizeof(ident));
+  image[16] = 2;  // ET_EXEC
+  image[18] = 3;  // EM_386
+  image[20] = 1;  // EV_CURRENT
+  TempDir dir;
+  std::string host = dir.Write("ld32", image, 0755);
+  ProcessResult r = SentryIn("/tmp", {"--copy", host + ":/tmp/ld32"}, {"/tmp/ld32", "--version"});
+  EXPECT_EQ(r.exit_code, 126) << Describe(r);
+  EXPECT_NE(r.err.find("/tmp/ld32: Exec format error"), std::string::npos) << r.err;
+  ProcessResult sh = SentryIn("/tmp", {"--copy", host + ":/tmp/ld32"},
+                              {"/bin/sh", "-c", "/tmp/ld32 --version; echo status=$?"});
+  EXPECT_EQ(sh.exit_code, 0) << Describe(sh);
+  EXPECT_EQ(sh.out, "status=126\n") << sh.err;
+  EXPECT_NE(sh.err.find("Exec format error"), std::string::npos) << sh.err;
 }
 
 // ldd tries every loader of RTLDLIST, /lib/ld-linux.so.2 among them where
