@@ -74,6 +74,7 @@ constexpr uint32_t kSafePrctls[] = {PR_SET_PDEATHSIG,
 
 constexpr uint32_t kSafeSocketFamilies[] = {AF_UNIX, AF_INET, AF_INET6};
 constexpr uint32_t kSafePersonalities[] = {0xffffffff /* query */, 0 /* PER_LINUX */};
+constexpr uint32_t kSoPeerPidfd = 77;   // SO_PEERPIDFD (Linux 6.5; not in Debian 12's headers)
 constexpr uint32_t kPrioUser = 2;       // PRIO_USER for setpriority
 constexpr uint32_t kIoprioWhoUser = 3;  // IOPRIO_WHO_USER for ioprio_set
 
@@ -292,6 +293,17 @@ class FilterBuilder {
         a_.Jump(BPF_JEQ, 0, 0, 1);
         a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
         a_.Goto(RetLabel(ActionValue(row)));
+        break;
+      case ArgFilter::kNativeButPeerCred:
+        a_.Load(ArgLow(1));
+        a_.Jump(BPF_JEQ, SOL_SOCKET, 1, 0);
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        a_.Load(ArgLow(2));
+        a_.Jump(BPF_JEQ, SO_PEERCRED, 0, 1);
+        a_.Goto(RetLabel(ActionValue(row)));
+        a_.Jump(BPF_JEQ, kSoPeerPidfd, 0, 1);
+        a_.Goto(RetLabel(ActionValue(row)));
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
         break;
       case ArgFilter::kUnixStreamOnly: {
         Assembler::Label unix_type = a_.NewLabel();

@@ -89,6 +89,8 @@ SENTRY_HANDLER(SchedSetaffinity);
 SENTRY_HANDLER(Connect);
 SENTRY_HANDLER(Bind);
 SENTRY_HANDLER(Sendto);
+// sys_peercred.cc
+SENTRY_HANDLER(Getsockopt);
 // sys_pid.cc
 SENTRY_HANDLER(ConfinePids);
 SENTRY_HANDLER(Capget);

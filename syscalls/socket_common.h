@@ -36,6 +36,12 @@ SysResult<SockAddr> ReadSockAddr(SyscallContext& ctx, GuestAddr at, uint64_t len
 int SocketDomain(int sock);
 int SocketType(int sock);
 
+// Records the caller as the task connecting sock (inode sock_ino), a unix
+// socket the sentry is about to connect for it: what the accepting side's
+// SO_PEERCRED and SO_PEERPIDFD name (sys_peercred.cc). Stream and seqpacket
+// only; a datagram's peer carries no credentials.
+void RecordUnixConnect(SyscallContext& ctx, int sock, ino_t sock_ino);
+
 // The guest's socket, checked to be one and to be the sandbox's.
 SysResult<FdRef> GuestSocket(SyscallContext& ctx, int fd);
 // The guest's socket, checked only to be one: for a send without an address,

@@ -30,23 +30,6 @@ bool IsScript(std::string_view head) {
   return head.size() >= 2 && head[0] == '#' && head[1] == '!';
 }
 
-// An ELF image this kernel runs only through IA32 emulation (i386, x32) or
-// not at all (another machine). The sentry's exec check reads the new stack
-// as x86-64's, so such an image is refused with ENOEXEC, as a kernel built
-// without IA32_EMULATION refuses it: ldd then skips /lib/ld-linux.so.2 as on a
-// 64-bit-only system (fs/binfmt_elf.c, elf_check_arch).
-bool IsForeignElf(std::string_view head) {
-  if (head.size() < SELFMAG || head[0] != ELFMAG0 || head[1] != ELFMAG1 || head[2] != ELFMAG2 ||
-      head[3] != ELFMAG3) {
-    return false;
-  }
-  constexpr size_t kMachine = offsetof(Elf64_Ehdr, e_machine);
-  if (head.size() < kMachine + 2) return true;
-  unsigned machine = static_cast<unsigned char>(head[kMachine]) |
-                     static_cast<unsigned>(static_cast<unsigned char>(head[kMachine + 1])) << 8;
-  return head[EI_CLASS] != ELFCLASS64 || machine != EM_X86_64;
-}
-
 // One file of an exec's chain: where the kernel would find it, who it is, and
 // its first bytes (as much as binfmt_script reads).
 struct ExecFile {
@@ -106,6 +89,23 @@ std::string SandboxPath(SyscallContext& ctx, int dirfd, const std::string& name)
 }
 
 }  // namespace
+
+// An ELF image this kernel runs only through IA32 emulation (i386, x32) or
+// not at all (another machine). The sentry's exec check reads the new stack
+// as x86-64's, so such an image is refused with ENOEXEC, as a kernel built
+// without IA32_EMULATION refuses it: ldd then skips /lib/ld-linux.so.2 as on a
+// 64-bit-only system (fs/binfmt_elf.c, elf_check_arch).
+bool IsForeignElf(std::string_view head) {
+  if (head.size() < SELFMAG || head[0] != ELFMAG0 || head[1] != ELFMAG1 || head[2] != ELFMAG2 ||
+      head[3] != ELFMAG3) {
+    return false;
+  }
+  constexpr size_t kMachine = offsetof(Elf64_Ehdr, e_machine);
+  if (head.size() < kMachine + 2) return true;
+  unsigned machine = static_cast<unsigned char>(head[kMachine]) |
+                     static_cast<unsigned>(static_cast<unsigned char>(head[kMachine + 1])) << 8;
+  return head[EI_CLASS] != ELFCLASS64 || machine != EM_X86_64;
+}
 
 SysResult<std::vector<std::string>> ParseShebang(std::string_view head) {
   // load_script() step by step, on a zero-padded copy of its buffer.

@@ -43,6 +43,10 @@ inline constexpr int kMaxScriptDepth = 5;
 // or when the line is longer than 256 bytes and its name may be cut.
 SysResult<std::vector<std::string>> ParseShebang(std::string_view head);
 
+// Whether head (a file's first bytes) is an ELF image for a machine other
+// than x86-64 or of another class (i386, x32): refused with ENOEXEC.
+bool IsForeignElf(std::string_view head);
+
 // dirfd/flags as execveat's (AT_FDCWD and 0 for execve). view_roots: the host
 // directories the mount view shows ("/usr", ...).
 SysResult<ExecPlan> PlanExec(SyscallContext& ctx, int dirfd, GuestAddr path, int flags,

@@ -168,6 +168,7 @@ SysResult<uint64_t> SocketAddrOp(SyscallContext& ctx, bool is_connect) {
   SYS_TRY(RefuseHostAbstractName(ctx, a));
   int sock = ref.host.get();
   if (SocketDomain(sock) == AF_NETLINK) SYS_TRY(CheckNetlinkAddrOp(sock, a, is_connect));
+  if (is_connect && SocketDomain(sock) == AF_UNIX) RecordUnixConnect(ctx, sock, ref.host_st.st_ino);
   std::optional<std::string> path = a.UnixPath();
   if (path && SocketDomain(sock) == AF_UNIX) {
     if (!is_connect) return BindUnixPath(ctx, sock, a, *path);

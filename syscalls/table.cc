@@ -89,7 +89,10 @@ constexpr SyscallRow kTable[] = {
     NATIVE(54, setsockopt, "fddpl", kNetNs,
            "options of a socket the guest holds; an interface it names (SO_BINDTODEVICE) is the "
            "network namespace's"),
-    NATIVE(55, getsockopt, "fddpp", kNone, "reads a socket the guest holds"),
+    // SO_PEERCRED and SO_PEERPIDFD trap: the peer of a unix connection the
+    // sentry made for a guest is that guest's task, not the sentry.
+    TRAP_UNLESS(55, getsockopt, Getsockopt, kNativeButPeerCred, "fddpp", kNone,
+                "reads a socket the guest holds (the filter traps SO_PEERCRED and SO_PEERPIDFD)"),
     FILTERED_ALLOC(56, clone, kCloneFlags, EPERM, "xppp", kNone, kProcesses,
                    "filtered: no namespace flags; the child is the sandbox's and is traced"),
     NATIVE_ALLOC(57, fork, "", kNone, kProcesses, "the child is the sandbox's and is traced"),

@@ -35,6 +35,9 @@ enum class ArgFilter : uint8_t {
   kPrioNotUser,        // setpriority(), ioprio_set(): not by user id (that could reach host tasks)
   kSeccompNoListener,  // seccomp(): no SECCOMP_FILTER_FLAG_NEW_LISTENER (see table.cc)
   kNativeWithoutAddr,  // sendto(): native when dest_addr (arg 4) is NULL, else the trap
+  // getsockopt(): native but for SOL_SOCKET's SO_PEERCRED and SO_PEERPIDFD,
+  // which trap (a unix peer the sentry connected names the guest that asked).
+  kNativeButPeerCred,
   // socket(), socketpair() without a network namespace: AF_UNIX stream and
   // seqpacket only (a datagram's address would name a host socket); AF_INET
   // and AF_INET6 get the row's errno, other families EAFNOSUPPORT.

@@ -89,6 +89,10 @@ constexpr RowStatus kStatus[] = {
      "leaves"},
     {49, Bind, kFull, "unix paths become VFS socket nodes; inet on the sandbox's loopback"},
     {44, Sendto, kFull, "with an address: read once, sent from the sentry's copy of the socket"},
+    {55, Getsockopt, kPartial,
+     "SO_PEERCRED and SO_PEERPIDFD only (the rest is native): a unix peer the sentry connected "
+     "names the guest task that asked; SO_PEERPIDFD of a peer that has exited is EINVAL (as "
+     "Linux before 6.16)"},
     {46, Sendmsg, kPartial,
      "a receiver with SO_PASSCRED that is sent no explicit credentials sees the sentry's ids"},
     {307, Sendmmsg, kPartial, "as sendmsg; at most a bounded batch a call (the rest is left)"},

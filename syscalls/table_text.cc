@@ -33,6 +33,8 @@ const char* ArgFilterText(ArgFilter filter) {
       return "no SECCOMP_FILTER_FLAG_NEW_LISTENER";
     case ArgFilter::kNativeWithoutAddr:
       return "native when dest_addr is NULL";
+    case ArgFilter::kNativeButPeerCred:
+      return "native but for SO_PEERCRED and SO_PEERPIDFD";
     case ArgFilter::kUnixStreamOnly:
       return "AF_UNIX stream and seqpacket only";
     case ArgFilter::kFcntlNotOwner:
@@ -76,6 +78,8 @@ std::string ArgFilterFailure(const SyscallRow& row) {
       return "";
     case ArgFilter::kNativeWithoutAddr:
       return "trapped (the address is read by the sentry)";
+    case ArgFilter::kNativeButPeerCred:
+      return "trapped (the peer's credentials are the sandbox's record)";
     case ArgFilter::kUnixStreamOnly:
       return std::string(strerrorname_np(row.err)) +
              " (AF_INET, AF_INET6, unix datagrams); "

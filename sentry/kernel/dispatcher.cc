@@ -51,8 +51,9 @@ DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
       // strace, gdb and ADDR_NO_RANDOMIZE: the sentry is every task's tracer.
       ctx.hint =
           "ptrace is not available inside the sandbox (the sentry traces every process), so "
-          "strace and gdb do not work; run with `sentry run --trace` for a syscall trace, and "
-          "use Python's faulthandler (python3 -X faulthandler) for a crash's stack";
+          "strace and gdb do not work; run with `sentry run --trace` for a syscall trace, "
+          "use Python's faulthandler (python3 -X faulthandler) for a crash's stack, and "
+          "valgrind (it needs no ptrace) for a native program's memory errors";
     } else if (row->filter == ArgFilter::kUnixStreamOnly) {
       ctx.hint =
           "this sandbox runs without a network namespace (the host gives none): no network "

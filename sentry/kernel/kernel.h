@@ -15,6 +15,7 @@
 #include "sentry/kernel/fd_sweep.h"
 #include "sentry/kernel/shown_cpus.h"
 #include "sentry/kernel/task.h"
+#include "sentry/kernel/unix_peers.h"
 #include "sentry/net/egress.h"
 #include "vfs/vfs.h"
 
@@ -81,6 +82,8 @@ class Kernel final {
   vfs::Vfs& vfs() { return *vfs_; }
   TaskTable& tasks() { return tasks_; }
   FdIdentity& fds() { return fds_; }
+  // Who connected the unix sockets the sentry connected for guests (under mu).
+  UnixPeers& unix_peers() { return unix_peers_; }
   const KernelConfig& config() const { return config_; }
   // The guest and the notification thread on one CPU at start-up (under mu).
   CoLocation& colocation() { return colocation_; }
@@ -108,6 +111,7 @@ class Kernel final {
   std::unique_ptr<vfs::Vfs> vfs_;
   TaskTable tasks_;
   FdIdentity fds_;
+  UnixPeers unix_peers_;
   CoLocation colocation_;
   KernelConfig config_;
 };

@@ -149,6 +149,28 @@ std::string PathTheKernelRead(pid_t pid) {
   return {};
 }
 
+// Whether the image an exec loaded is one the plan refuses (IsForeignElf):
+// an i386 task (its code segment is the 32-bit one, __USER32_CS), or an
+// x32 or other image by its ELF header. Its stack is not laid out in
+// x86-64 words, so PathTheKernelRead would find nothing there.
+bool RunsForeignImage(pid_t pid) {
+  constexpr uint64_t kUser32Cs = 0x23;
+  user_regs_struct regs;
+  if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0 && regs.cs == kUser32Cs) return true;
+  int fd = open(("/proc/" + std::to_string(pid) + "/exe").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char head[sizeof(Elf64_Ehdr)];
+  ssize_t n = pread(fd, head, sizeof(head), 0);
+  close(fd);
+  return n > 0 && sys::IsForeignElf(std::string_view(head, n));
+}
+
+bool ExeIs(pid_t pid, const ExecCheck& check) {
+  struct stat st;
+  std::string exe = "/proc/" + std::to_string(pid) + "/exe";
+  return stat(exe.c_str(), &st) == 0 && st.st_dev == check.dev && st.st_ino == check.ino;
+}
+
 }  // namespace
 
 int Tracer::Seize(pid_t pid) {
@@ -381,14 +403,23 @@ void Tracer::OnExecEvent(pid_t pid) {
     kill(pid, SIGKILL);
     return;
   }
+  // A foreign image of the planned file itself was rewritten between the
+  // plan's read and the kernel's (the guest may write its own files): no
+  // path was raced, and the plan would have refused it with ENOEXEC. Past
+  // the kernel's point of no return that exec can only end the task, as
+  // the kernel ends one it cannot finish; the run goes on. A foreign image
+  // of another file is a race like any other.
+  if (RunsForeignImage(pid)) {
+    if (!ExeIs(pid, check)) violation_ = "exec ran a file other than the one the sentry allowed";
+    kill(pid, SIGKILL);
+    return;
+  }
   if (PathTheKernelRead(pid) != check.view_path) {
     violation_ = "exec read a path other than the one the sentry wrote";
     kill(pid, SIGKILL);
     return;
   }
-  struct stat st;
-  std::string exe = "/proc/" + std::to_string(pid) + "/exe";
-  if (stat(exe.c_str(), &st) < 0 || st.st_dev != check.dev || st.st_ino != check.ino) {
+  if (!ExeIs(pid, check)) {
     violation_ = "exec ran a file other than the one the sentry allowed";
     kill(pid, SIGKILL);
   }

@@ -1,5 +1,6 @@
 #include "sentry/run/guest_program.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "loader/pool_caps.h"
+#include "syscalls/sys_exec.h"
 
 namespace sentry {
 
@@ -32,6 +34,18 @@ std::vector<std::string> GuestEnv(const RunOptions& o, const TreeConfig& tree, b
   for (const std::string& kv : o.env) env.push_back(kv);
   return env;
 }
+
+namespace {
+
+bool IsForeignImage(vfs::Vfs& v, vfs::Node& node) {
+  auto fd = v.OpenData(node, O_RDONLY);
+  if (!fd.ok()) return false;
+  char head[64];
+  ssize_t n = pread(fd->get(), head, sizeof(head), 0);
+  return n > 0 && sys::IsForeignElf(std::string_view(head, n));
+}
+
+}  // namespace
 
 ProgramLookup FindProgram(vfs::Vfs& v, const vfs::NodeRef& cwd, const vfs::Creds& creds,
                           const std::string& argv0, const std::string& copy_hint) {
@@ -77,6 +91,13 @@ ProgramLookup FindProgram(vfs::Vfs& v, const vfs::NodeRef& cwd, const vfs::Creds
   } else if (!v.Permission(*node, X_OK, creds).ok()) {
     out.exit_code = kExitCannotExec;
     out.error = absl::StrCat(out.path, ": permission denied (not executable in the sandbox)");
+  } else if (IsForeignImage(v, *node)) {
+    // The exec would fail with ENOEXEC (sys_exec.h): said here, as a shell says it.
+    out.exit_code = kExitCannotExec;
+    out.error = absl::StrCat(out.path,
+                             ": Exec format error (an i386, x32 or other machine's program: the "
+                             "sandbox runs x86-64 programs only, as a kernel without IA32 "
+                             "emulation)");
   }
   return out;
 }

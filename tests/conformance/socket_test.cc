@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -301,6 +302,63 @@ TEST(InetLoopbackTest, InterfaceQueriesNameLoopback) {
   EXPECT_EQ(ifr.ifr_ifindex, 1);
   EXPECT_EQ(if_nametoindex("no-such-interface"), 0u);
   close(fd);
+}
+
+// The other read-only interface queries, on loopback: its address, mask,
+// MTU and hardware address (none: ARPHRD_LOOPBACK), its name by index, and
+// its entry in SIOCGIFCONF; the C library's helpers built on them (and on
+// RTM_GETLINK: if_nameindex) and IPv6 scope ids by name.
+TEST(InetLoopbackTest, LoopbackAddressesByInterfaceQueries) {
+  UniqueFd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  ASSERT_SYSCALL_SUCCEEDS(fd.get());
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  auto v4 = [&] { return ntohl(reinterpret_cast<sockaddr_in&>(ifr.ifr_addr).sin_addr.s_addr); };
+  ASSERT_SYSCALL_SUCCEEDS(ioctl(fd.get(), SIOCGIFADDR, &ifr));
+  EXPECT_EQ(v4(), INADDR_LOOPBACK);
+  ASSERT_SYSCALL_SUCCEEDS(ioctl(fd.get(), SIOCGIFNETMASK, &ifr));
+  EXPECT_EQ(v4(), 0xff000000u);
+  ASSERT_SYSCALL_SUCCEEDS(ioctl(fd.get(), SIOCGIFMTU, &ifr));
+  EXPECT_GT(ifr.ifr_mtu, 0);
+  ASSERT_SYSCALL_SUCCEEDS(ioctl(fd.get(), SIOCGIFHWADDR, &ifr));
+  EXPECT_EQ(ifr.ifr_hwaddr.sa_family, 772);  // ARPHRD_LOOPBACK
+  ifreq by_index{};
+  by_index.ifr_ifindex = 1;
+  ASSERT_SYSCALL_SUCCEEDS(ioctl(fd.get(), SIOCGIFNAME, &by_index));
+  EXPECT_STREQ(by_index.ifr_name, "lo");
+  ifreq none{};
+  std::strncpy(none.ifr_name, "no-such-if", IFNAMSIZ - 1);
+  EXPECT_SYSCALL_FAILS_WITH(ioctl(fd.get(), SIOCGIFINDEX, &none), ENODEV);
+  ifreq list[32] = {};
+  ifconf conf{};
+  conf.ifc_len = sizeof(list);
+  conf.ifc_req = list;
+  ASSERT_SYSCALL_SUCCEEDS(ioctl(fd.get(), SIOCGIFCONF, &conf));
+  bool lo = false;
+  for (size_t i = 0; i < conf.ifc_len / sizeof(ifreq); ++i) {
+    if (std::string(list[i].ifr_name) == "lo") {
+      lo = ntohl(reinterpret_cast<sockaddr_in&>(list[i].ifr_addr).sin_addr.s_addr) ==
+           INADDR_LOOPBACK;
+    }
+  }
+  EXPECT_TRUE(lo);
+  struct if_nameindex* names = if_nameindex();
+  ASSERT_NE(names, nullptr);
+  EXPECT_EQ(names[0].if_index, 1u);
+  EXPECT_STREQ(names[0].if_name, "lo");
+  if_freenameindex(names);
+  addrinfo hints{};
+  hints.ai_family = AF_INET6;
+  hints.ai_flags = AI_NUMERICHOST;
+  addrinfo* res = nullptr;
+  ASSERT_EQ(getaddrinfo("fe80::1%lo", "80", &hints, &res), 0);
+  EXPECT_EQ(reinterpret_cast<sockaddr_in6*>(res->ai_addr)->sin6_scope_id, 1u);
+  char host[NI_MAXHOST];
+  ASSERT_EQ(
+      getnameinfo(res->ai_addr, res->ai_addrlen, host, sizeof(host), nullptr, 0, NI_NUMERICHOST),
+      0);
+  EXPECT_STREQ(host, "fe80::1%lo");
+  freeaddrinfo(res);
 }
 
 TEST(InetLoopbackTest, SendtoAfterShutdownRaisesSigpipe) {

@@ -296,15 +296,16 @@ TEST(CliTest, JsonResultListsTheTablesOwnRefusals) {
                    "0, 0, 0, 0)),\n"
                    "                 (435, (0, 0)), (425, (1, 0))]:\n"
                    "    libc.syscall(nr, *args); print(errno.errorcode[ctypes.get_errno()])\n"});
-  ProcessResult check = RunProcess(
-      {"/usr/bin/python3", "-c",
-       "import json, sys\n"
-       "d = json.loads(sys.stdin.read())\n"
-       "print(d['stdout'].split())\n"
-       "for x in d['denied']:\n"
-       "    want = ['--trace', 'faulthandler'] if x['syscall'] == 'ptrace' else ['not permitted']\n"
-       "    print(x['syscall'], x['error'], all(w in x['hint'] for w in want))\n"},
-      r.out);
+  ProcessResult check =
+      RunProcess({"/usr/bin/python3", "-c",
+                  "import json, sys\n"
+                  "d = json.loads(sys.stdin.read())\n"
+                  "print(d['stdout'].split())\n"
+                  "for x in d['denied']:\n"
+                  "    want = ['--trace', 'faulthandler', 'valgrind'] if x['syscall'] == 'ptrace' "
+                  "else ['not permitted']\n"
+                  "    print(x['syscall'], x['error'], all(w in x['hint'] for w in want))\n"},
+                 r.out);
   // ptrace's hint says what to use instead (strace and gdb cannot work).
   EXPECT_EQ(check.out,
             "['EPERM', 'EPERM', 'EPERM', 'ENOSYS', 'ENOSYS']\n"

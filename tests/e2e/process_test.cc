@@ -2,6 +2,7 @@
 // natively and under sentry, and both must print the same.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -437,12 +438,79 @@ print("after", subprocess.run(["/bin/true"]).returncode)
   EXPECT_EQ(r.out, "i386 ENOEXEC\nx32 ENOEXEC\narm64 ENOEXEC\nafter 0\n") << r.err;
 }
 
+// An i386 program named as the run's command (Debian's /lib/ld-linux.so.2
+// with libc6-i386): refused before the start with the shell's words and its
+// code, 126 ("found but cannot be run"), as on a kernel without IA32
+// emulation; from a shell, the shell's own message and 126.
+TEST(ProcessTest, AForeignProgramAsTheCommandIsAnExecFormatError) {
+  // The ELF header and one program header of an i386 executable (no code
+  // needed: it never runs). e_machine EM_386 at 18, ELFCLASS32 at 4.
+  std::string image(84, '\0');
+  const unsigned char ident[] = {0x7f, 'E', 'L', 'F', 1, 1, 1};
+  std::memcpy(image.data(), ident, sizeof(ident));
+  image[16] = 2;  // ET_EXEC
+  image[18] = 3;  // EM_386
+  image[20] = 1;  // EV_CURRENT
+  TempDir dir;
+  std::string host = dir.Write("ld32", image, 0755);
+  ProcessResult r = SentryIn("/tmp", {"--copy", host + ":/tmp/ld32"}, {"/tmp/ld32", "--version"});
+  EXPECT_EQ(r.exit_code, 126) << Describe(r);
+  EXPECT_NE(r.err.find("/tmp/ld32: Exec format error"), std::string::npos) << r.err;
+  ProcessResult sh = SentryIn("/tmp", {"--copy", host + ":/tmp/ld32"},
+                              {"/bin/sh", "-c", "/tmp/ld32 --version; echo status=$?"});
+  EXPECT_EQ(sh.exit_code, 0) << Describe(sh);
+  EXPECT_EQ(sh.out, "status=126\n") << sh.err;
+  EXPECT_NE(sh.err.find("Exec format error"), std::string::npos) << sh.err;
+}
+
 // ldd tries every loader of RTLDLIST, /lib/ld-linux.so.2 among them where
 // libc6-i386 is installed: it must print the libraries and succeed.
 TEST(ProcessTest, LddOfASixtyFourBitProgram) {
   ProcessResult r = SentryIn("/tmp", {"--timeout", "30"}, {"/usr/bin/ldd", "/bin/true"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_NE(r.out.find("libc.so.6"), std::string::npos) << r.out;
+}
+
+// A tmux-like server: it lets a client in only if the client's SO_PEERCRED
+// names the server's own uid, and it knows each client by the pid the
+// credentials name. Every client, not only the first, must be let in, with
+// its own pid: the sentry makes the connect, but the peer is the guest
+// process that asked.
+TEST(ProcessTest, UnixServerKnowsEachClientByItsCredentials) {
+  const std::string script = R"py(import os, socket, struct, sys
+path = os.path.join(sys.argv[1], "server.sock")
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(8)
+kids = []
+for i in range(4):
+    pid = os.fork()
+    if pid == 0:
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(path)
+        c.sendall(struct.pack("i", os.getpid()))
+        c.recv(1)
+        os._exit(0)
+    kids.append(pid)
+for i in range(4):
+    conn, _ = srv.accept()
+    pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    said = struct.unpack("i", conn.recv(4))[0]
+    allowed = uid == os.getuid() and gid == os.getgid()
+    print("client", "allowed" if allowed else "access not allowed",
+          "pid-matches" if pid == said and pid in kids else "pid %d said %d" % (pid, said))
+    conn.send(b"x")
+for pid in kids:
+    os.waitpid(pid, 0)
+)py";
+  ProcessResult native = NativeScript(script);
+  ASSERT_EQ(native.exit_code, 0) << Describe(native);
+  ProcessResult r = SandboxScript(script);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, native.out) << r.err;
+  std::string want;
+  for (int i = 0; i < 4; ++i) want += "client allowed pid-matches\n";
+  EXPECT_EQ(r.out, want);
 }
 
 }  // namespace

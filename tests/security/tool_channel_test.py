@@ -113,6 +113,20 @@ class ToolChannelEscape(unittest.TestCase):
         self.assertEqual(out[4], "True", r)
         self.assertTrue(out[5].startswith("reopen "), r)
 
+    def test_peer_of_the_channel_is_no_process_to_hold(self):
+        # The channel's other end is the sentry's: its SO_PEERPIDFD would be a
+        # pidfd of the sentry (signals, waits), its SO_PEERCRED the sentry's
+        # host pid. The guest gets neither: no pidfd (ENODATA), pid 0.
+        r = run("s = socket.socket(fileno=conn())\n"
+                "try:\n"
+                "    s.getsockopt(socket.SOL_SOCKET, 77, 4)\n"
+                "    print('pidfd')\n"
+                "except OSError as e:\n"
+                "    print(e.errno)\n"
+                "print(struct.unpack('3i', s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0])")
+        self.assertEqual(r["stdout"].split(), ["61", "0"], r)  # ENODATA
+        self.assertEqual(r["exitCode"], 0, r)
+
     def test_module_cannot_be_replaced_by_another_user(self):
         r = run("import sentry_tools\n"
                 "try: open(sentry_tools.__file__, 'w'); print('written')\n"

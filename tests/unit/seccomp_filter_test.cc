@@ -9,6 +9,7 @@
 #include <linux/io_uring.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <linux/sockios.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -194,6 +195,27 @@ TEST(SeccompProgramTest, IoctlFilter) {
   for (uint64_t ok : {TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIOCLEX}) {
     EXPECT_EQ(Eval(Data(SYS_ioctl, {1, ok})), SECCOMP_RET_ALLOW) << ok;
   }
+  // Interface queries run natively (the sandbox's own network namespace);
+  // the setters never do.
+  for (uint64_t ok : {SIOCGIFINDEX, SIOCGIFNAME, SIOCGIFCONF, SIOCGIFFLAGS, SIOCGIFADDR,
+                      SIOCGIFNETMASK, SIOCGIFMTU, SIOCGIFHWADDR}) {
+    EXPECT_EQ(Eval(Data(SYS_ioctl, {3, ok})), SECCOMP_RET_ALLOW) << ok;
+  }
+  for (uint64_t no : {SIOCSIFFLAGS, SIOCSIFADDR, SIOCSIFNETMASK, SIOCSIFMTU, SIOCSIFHWADDR,
+                      SIOCSIFNAME, SIOCADDRT, SIOCDELRT}) {
+    EXPECT_EQ(Eval(Data(SYS_ioctl, {3, no})), Errno(ENOTTY)) << no;
+  }
+}
+
+// getsockopt runs natively but for the peer's credentials of a socket
+// (SO_PEERCRED, SO_PEERPIDFD), which the sentry answers (sys_peercred.cc).
+TEST(SeccompProgramTest, GetsockoptTrapsOnlyPeerCredentials) {
+  EXPECT_EQ(Eval(Data(SYS_getsockopt, {3, SOL_SOCKET, SO_PEERCRED})), SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(Eval(Data(SYS_getsockopt, {3, SOL_SOCKET, 77 /* SO_PEERPIDFD */})),
+            SECCOMP_RET_USER_NOTIF);
+  EXPECT_EQ(Eval(Data(SYS_getsockopt, {3, SOL_SOCKET, SO_ERROR})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Eval(Data(SYS_getsockopt, {3, SOL_SOCKET, SO_TYPE})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(Eval(Data(SYS_getsockopt, {3, 6 /* IPPROTO_TCP */, SO_PEERCRED})), SECCOMP_RET_ALLOW);
 }
 
 TEST(SeccompProgramTest, SocketFilter) {

@@ -128,7 +128,8 @@ TEST(SyscallTableTest, ErrnosAndFiltersAreWellFormed) {
     }
     if (row.filter != ArgFilter::kNone) {
       EXPECT_TRUE(row.action == Action::kNative ||
-                  (row.action == Action::kTrap && row.filter == ArgFilter::kNativeWithoutAddr))
+                  (row.action == Action::kTrap && (row.filter == ArgFilter::kNativeWithoutAddr ||
+                                                   row.filter == ArgFilter::kNativeButPeerCred)))
           << row.name << ": filters guard native rows (or pick between native and trap)";
     }
     ASSERT_NE(row.args, nullptr) << row.name;
@@ -317,7 +318,8 @@ std::vector<std::string> RuleBreaks(std::span<const SyscallRow> table, bool name
   };
   for (const SyscallRow& row : table) {
     bool native = row.action == Action::kNative ||
-                  (row.action == Action::kTrap && row.filter == ArgFilter::kNativeWithoutAddr);
+                  (row.action == Action::kTrap && (row.filter == ArgFilter::kNativeWithoutAddr ||
+                                                   row.filter == ArgFilter::kNativeButPeerCred));
     if (!native) continue;
     if (row.why == nullptr || std::strlen(row.why) < 8) broke(row, "no word on why it is safe");
     for (int i = 0; row.args[i]; ++i) {
