@@ -164,8 +164,8 @@ class Procfs {
         [] {
           std::vector<std::string> names = {"cgroup", "cmdline", "comm",   "cwd",   "environ",
                                             "exe",    "fd",      "fdinfo", "maps",  "mountinfo",
-                                            "mounts", "net",     "root",   "sched", "stat",
-                                            "status", "task",    "wchan"};
+                                            "mounts", "net",     "root",   "sched", "smaps",
+                                            "stat",   "status",  "task",   "wchan"};
           names.insert(names.end(), std::begin(kPassedThrough), std::end(kPassedThrough));
           std::sort(names.begin(), names.end());
           return names;

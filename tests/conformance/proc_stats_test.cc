@@ -65,6 +65,26 @@ std::string StatField(const std::string& stat, int n) {
   return n - 3 < static_cast<int>(f.size()) && n >= 3 ? f[n - 3] : "";
 }
 
+// Every file the suite reads is also listed (ls, os.walk, psutil's pids()).
+TEST(ProcStatsTest, DirectoriesListTheFiles) {
+  auto has = [](const std::string& dir, std::vector<std::string> want) {
+    std::vector<std::string> names = ListDir(dir);
+    for (const std::string& w : want) {
+      EXPECT_NE(std::find(names.begin(), names.end(), w), names.end()) << dir << "/" << w;
+    }
+  };
+  has("/proc/self", {"statm", "environ", "limits", "io", "smaps", "smaps_rollup", "oom_score_adj",
+                     "fdinfo", "auxv", "wchan", "sched", "net", "stat", "status", "maps"});
+  has("/proc", {"vmstat", "diskstats", "swaps", "interrupts", "pressure", "net", "sys"});
+  has("/proc/self/net", {"tcp", "tcp6", "udp", "udp6", "unix", "dev"});
+  has("/proc/pressure", {"cpu", "memory", "io"});
+  has("/proc/sys/kernel/random", {"uuid", "boot_id"});
+  has("/proc/sys/fs", {"file-max", "inotify"});
+  has("/proc/sys/fs/inotify", {"max_user_watches"});
+  has("/proc/sys/net/core", {"somaxconn"});
+  has("/proc/sys/kernel", {"threads-max"});
+}
+
 TEST(ProcStatsTest, StatmIsSevenPagesCounts) {
   std::vector<std::string> f = Words(Read("/proc/self/statm"));
   ASSERT_EQ(f.size(), 7u);
