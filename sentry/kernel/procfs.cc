@@ -372,6 +372,33 @@ class Procfs {
     return Errno{ENOENT};
   }
 
+  // /proc/PID/task/TID: the process's files, but for the thread's own
+  // stat, status and comm (psutil's threads() reads each thread's times).
+  NodeRef ThreadDir(std::shared_ptr<Process> p, pid_t host_tid, const std::string& key) {
+    NodeRef d = PidDir(p, p->ns_pid);
+    d->attr().ino = InoFor(key);
+    auto process_child = d->lookup;
+    d->lookup = [this, p, host_tid, key, process_child](const std::string& n) -> NodeRef {
+      NodeRef f;
+      std::string k = key + "/" + n;
+      if (n == "stat") {
+        f = File(k, [this, p, host_tid] { return StatOf(k_, *p, host_tid); });
+      } else if (n == "status") {
+        f = File(k, [this, p, host_tid] { return StatusOf(k_, *p, host_tid); });
+      } else if (n == "comm") {
+        f = File(k, [this, p, host_tid] {
+          return HostProc(*p, absl::StrCat("task/", host_tid, "/comm").c_str());
+        });
+      } else {
+        return process_child(n);
+      }
+      f->attr().uid = p->creds.uid;
+      f->attr().gid = p->creds.gid;
+      return f;
+    };
+    return d;
+  }
+
   NodeRef TaskDir(std::shared_ptr<Process> p, const std::string& key) {
     std::string k = key + "/task";
     return Dir(
@@ -380,7 +407,7 @@ class Procfs {
           pid_t tid;
           if (!absl::SimpleAtoi(n, &tid)) return nullptr;
           for (const Task* t : k_.tasks().TasksOf(p.get())) {
-            if (t->ns_tid == tid) return PidDir(p, p->ns_pid);
+            if (t->ns_tid == tid) return ThreadDir(p, t->tid, k + "/" + n);
           }
           return nullptr;
         },

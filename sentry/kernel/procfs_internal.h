@@ -76,8 +76,9 @@ std::string NetFile(Kernel& k, const Process& p, const std::string& name);
 
 // --- Per-process files rewritten for the sandbox (procfs_task.cc) ---
 // /proc/PID/stat and status with sandbox pids, ids, start time and state.
-std::string StatOf(Kernel& k, const Process& p);
-std::string StatusOf(Kernel& k, const Process& p);
+// tid (a host tid of p, else 0 for p itself): /proc/PID/task/TID/{stat,status}.
+std::string StatOf(Kernel& k, const Process& p, pid_t tid = 0);
+std::string StatusOf(Kernel& k, const Process& p, pid_t tid = 0);
 std::string WchanOf(Kernel& k, const Process& p);
 std::string SchedOf(Kernel& k, const Process& p);
 // /proc/PID/maps or smaps (file) with store files under sandbox names.

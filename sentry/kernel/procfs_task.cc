@@ -50,8 +50,7 @@ const char* StateName(char s) {
 // stop is in a syscall or event the sentry is answering, which natively is a
 // blocked task. A process reading its own state is running, as natively:
 // only under the sentry does it wait in the trap meanwhile.
-char ShownState(Kernel& k, const Process& p, char host) {
-  const Task* leader = LeaderOf(k, p);
+char ShownState(Kernel& k, const Task* leader, char host) {
   bool reader = leader && k.current == leader;
   if (host == 't') {
     if (leader && leader->group_stopped) return 'T';
@@ -70,17 +69,32 @@ bool KeptFdinfoField(absl::string_view key) {
   return kept.count(key) > 0;
 }
 
+// The task a /proc/PID/task/TID file describes (its leader's for
+// /proc/PID), and where its host file lies below the process's directory.
+const Task* TaskShown(Kernel& k, const Process& p, pid_t tid) {
+  if (tid == 0) return LeaderOf(k, p);
+  const Task* t = k.tasks().Find(tid);
+  return t && t->process.get() == &p ? t : nullptr;
+}
+
+std::string HostTaskFile(Kernel& k, const Process& p, pid_t tid, const char* file) {
+  if (tid == 0) return HostProcFile(k, p, file);
+  return HostProcFile(k, p, absl::StrCat("task/", tid, "/", file).c_str());
+}
+
 }  // namespace
 
-std::string StatOf(Kernel& k, const Process& p) {
-  std::string s = HostProcFile(k, p, "stat");
+std::string StatOf(Kernel& k, const Process& p, pid_t tid) {
+  const Task* shown = TaskShown(k, p, tid);
+  if (tid != 0 && !shown) return "";
+  std::string s = HostTaskFile(k, p, tid, "stat");
   size_t open = s.find('('), close = s.rfind(')');
   if (open == std::string::npos || close == std::string::npos || close + 2 > s.size()) return "";
   std::vector<std::string> f = absl::StrSplit(
       absl::StripTrailingAsciiWhitespace(absl::string_view(s).substr(close + 2)), ' ');
   // f[j] is field j + 3 (proc(5)): state, ppid, pgrp, session, tty, tpgid,
   // ... starttime (22).
-  if (!f.empty() && f[0].size() == 1) f[0] = std::string(1, ShownState(k, p, f[0][0]));
+  if (!f.empty() && f[0].size() == 1) f[0] = std::string(1, ShownState(k, shown, f[0][0]));
   for (int i : {1, 2, 3, 5})
     if (i < static_cast<int>(f.size())) f[i] = MapHostPid(k, f[i]);
   uint64_t start = 0;
@@ -88,22 +102,27 @@ std::string StatOf(Kernel& k, const Process& p) {
     uint64_t boot = BootTicks();
     f[19] = std::to_string(start > boot ? start - boot : 0);
   }
-  return absl::StrCat(p.ns_pid, " ", s.substr(open, close - open + 1), " ", absl::StrJoin(f, " "),
-                      "\n");
+  return absl::StrCat(tid && shown ? shown->ns_tid : p.ns_pid, " ",
+                      s.substr(open, close - open + 1), " ", absl::StrJoin(f, " "), "\n");
 }
 
-std::string StatusOf(Kernel& k, const Process& p) {
+std::string StatusOf(Kernel& k, const Process& p, pid_t tid) {
+  const Task* shown = TaskShown(k, p, tid);
+  if (tid != 0 && !shown) return "";
+  pid_t ns_tid = tid && shown ? shown->ns_tid : p.ns_pid;
   std::string out;
   const vfs::Creds& c = p.creds;
-  for (absl::string_view line : absl::StrSplit(HostProcFile(k, p, "status"), '\n')) {
+  for (absl::string_view line : absl::StrSplit(HostTaskFile(k, p, tid, "status"), '\n')) {
     if (line.empty()) continue;
     std::string l(line);
     auto field = [&](const char* name) { return l.rfind(name, 0) == 0; };
     auto value = [&](absl::string_view v) {
       return absl::StrCat(l.substr(0, l.find(':') + 1), "\t", v);
     };
-    if (field("Pid:") || field("Tgid:") || field("NStgid:") || field("NSpid:")) {
+    if (field("Tgid:") || field("NStgid:")) {
       l = value(std::to_string(p.ns_pid));
+    } else if (field("Pid:") || field("NSpid:")) {
+      l = value(std::to_string(ns_tid));
     } else if (field("PPid:")) {
       l = value(MapHostPid(k, std::string(absl::StripAsciiWhitespace(l.substr(5)))));
     } else if (field("Umask:")) {
@@ -115,7 +134,7 @@ std::string StatusOf(Kernel& k, const Process& p) {
       }
     } else if (field("State:")) {
       absl::string_view v = absl::StripAsciiWhitespace(absl::string_view(l).substr(6));
-      const char* name = v.empty() ? nullptr : StateName(ShownState(k, p, v[0]));
+      const char* name = v.empty() ? nullptr : StateName(ShownState(k, shown, v[0]));
       if (name) l = value(name);
     } else if (field("TracerPid:")) {
       l = value("0");

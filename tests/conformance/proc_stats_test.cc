@@ -10,18 +10,21 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/conformance/conformance_util.h"
@@ -243,6 +246,28 @@ TEST(ProcStatsTest, StatesOfSelfAndOfAStoppedChild) {
   EXPECT_EQ(StatField(Read(dir + "/stat"), 3), "S");
   kill(child, SIGKILL);
   waitpid(child, &status, 0);
+}
+
+// psutil's threads(): each /proc/self/task/TID names its own thread.
+TEST(ProcStatsTest, TaskEntriesAreTheThreads) {
+  pid_t tid = 0;
+  std::atomic<bool> done{false};
+  std::thread th([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    while (!done) usleep(1000);
+  });
+  while (tid == 0) usleep(1000);
+  std::string dir = "/proc/self/task/" + std::to_string(tid);
+  EXPECT_EQ(Words(Read(dir + "/stat")).at(0), std::to_string(tid));
+  auto status = Fields(Read(dir + "/status"));
+  EXPECT_EQ(status["Pid"], std::to_string(tid));
+  EXPECT_EQ(status["Tgid"], std::to_string(getpid()));
+  auto names = ListDir("/proc/self/task");
+  EXPECT_NE(std::find(names.begin(), names.end(), std::to_string(tid)), names.end());
+  EXPECT_EQ(Words(Read("/proc/self/task/" + std::to_string(getpid()) + "/stat")).at(0),
+            std::to_string(getpid()));
+  done = true;
+  th.join();
 }
 
 // ps and psutil's create_time(): btime plus the start time in clock ticks is
