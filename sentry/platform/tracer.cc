@@ -224,12 +224,14 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       return;
     }
     default: {
-      // A signal is delivered only to a running task: no group-stop holds it.
-      std::lock_guard<std::mutex> lock(kernel_.mu());
-      if (Task* task = kernel_.tasks().Find(pid)) task->group_stopped = false;
-    }
+      {
+        // A signal is delivered only to a running task: no group-stop holds it.
+        std::lock_guard<std::mutex> lock(kernel_.mu());
+        if (Task* task = kernel_.tasks().Find(pid)) task->group_stopped = false;
+      }
       if (trace_) TraceSignal(pid);
       Resume(pid, sig);  // signal-delivery-stop: deliver it
+    }
   }
 }
 
