@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "sentry/base/fs_identity.h"
+#include "sentry/kernel/procfs_internal.h"
 #include "sentry/kernel/sysfs.h"
 
 namespace sentry {
@@ -28,50 +29,7 @@ namespace {
 
 using vfs::NodeKind;
 using vfs::NodeRef;
-
-std::string ReadHostFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string ReadAllFd(int fd) {
-  std::string out;
-  char buf[1 << 14];
-  while (true) {
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > (16u << 20)) break;  // maps of a huge process: enough
-  }
-  return out;
-}
-
-// The host /proc directory of a guest process, opened as the sentry itself (a
-// root guest's fd/ and environ are closed to the unprivileged fsuid of the
-// notification thread) and only if it is still that process: the check comes
-// after the open, through a pidfd that pins the process, so a host pid
-// reused meanwhile is never read.
-UniqueFd OpenHostProcDir(Kernel& k, const Process& p) {
-  for (const Task* t : k.tasks().TasksOf(&p)) {
-    UniqueFd dir;
-    {
-      SentryFsIdentity as_sentry;
-      dir = UniqueFd(open(absl::StrCat("/proc/", p.tgid).c_str(),
-                          O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    }
-    if (!dir || syscall(SYS_pidfd_send_signal, t->pidfd.get(), 0, nullptr, 0) < 0) return {};
-    return dir;
-  }
-  return {};
-}
-
-// Stable inode numbers for generated nodes, so two stats of one path agree.
-uint64_t InoFor(const std::string& key) {
-  return (std::hash<std::string>{}(key)&0xffffffffull) | (1ull << 34);
-}
+using namespace procfs;  // NOLINT: the parts of /proc (procfs_internal.h)
 
 class Procfs {
  public:
@@ -114,20 +72,14 @@ class Procfs {
     return nullptr;
   }
 
-  std::string MapPid(const std::string& host) {
-    int h = 0;
-    if (!absl::SimpleAtoi(host, &h) || h == 0) return "0";
-    if (h == k_.init_host_pid) return "1";
-    return std::to_string(k_.tasks().NsPidOfHost(h));
-  }
-
   NodeRef Root() {
     return Dir(
         "/proc", [this](const std::string& n) { return RootChild(n); },
         [this] {
-          std::vector<std::string> names = {"self",   "thread-self", "cpuinfo", "meminfo",
-                                            "stat",   "uptime",      "loadavg", "version",
-                                            "mounts", "filesystems", "sys",     "cgroups"};
+          std::vector<std::string> names = {
+              "self",    "thread-self", "cpuinfo",   "meminfo",     "stat",       "uptime",
+              "loadavg", "version",     "mounts",    "filesystems", "sys",        "cgroups",
+              "net",     "vmstat",      "diskstats", "swaps",       "interrupts", "pressure"};
           for (auto& [tgid, p] : k_.tasks().Processes()) {
             names.push_back(std::to_string(p->ns_pid));
           }
@@ -141,11 +93,27 @@ class Procfs {
       return Link("/proc/thread-self", absl::StrCat(SelfPid(), "/task/", SelfTid()));
     }
     if (n == "mounts") return Link("/proc/mounts", "self/mounts");
-    if (n == "cpuinfo") return File(n, [this] { return Cpuinfo(); });
+    if (n == "net") return Link("/proc/net", "self/net");
+    if (n == "cpuinfo") return File(n, [this] { return Cpuinfo(k_); });
     if (n == "cgroups") return File(n, [] { return SandboxCgroupControllers(); });
-    if (n == "meminfo") return File(n, [this] { return Meminfo(); });
-    if (n == "stat") return File(n, [this] { return Stat(); });
+    if (n == "meminfo") return File(n, [this] { return Meminfo(k_); });
+    if (n == "stat") return File(n, [this] { return Stat(k_); });
     if (n == "uptime") return File(n, [] { return Uptime(); });
+    if (n == "vmstat") return File(n, [this] { return Vmstat(k_); });
+    if (n == "diskstats") return File(n, [] { return Diskstats(); });
+    if (n == "swaps") return File(n, [] { return Swaps(); });
+    if (n == "interrupts") return File(n, [this] { return Interrupts(k_); });
+    if (n == "pressure") {
+      return Dir(
+          "/proc/pressure",
+          [this](const std::string& m) -> NodeRef {
+            if (m != "cpu" && m != "memory" && m != "io") return nullptr;
+            return File("/proc/pressure/" + m, [] { return Pressure(); });
+          },
+          [] {
+            return std::vector<std::string>{"cpu", "io", "memory"};
+          });
+    }
     if (n == "loadavg") {
       return File(n, [this] {
         return absl::StrCat("0.00 0.00 0.00 1/", k_.tasks().size(), " ", SelfPid(), "\n");
@@ -159,7 +127,7 @@ class Procfs {
       });
     }
     if (n == "filesystems") return File(n, [] { return "nodev\ttmpfs\nnodev\tproc\n"; });
-    if (n == "sys") return Sys();
+    if (n == "sys") return SysNode("");
     pid_t pid = 0;
     if (absl::SimpleAtoi(n, &pid) && pid > 0) {
       if (auto p = ProcessByNs(pid)) return PidDir(p, pid);
@@ -167,97 +135,16 @@ class Procfs {
     return nullptr;
   }
 
-  std::string Meminfo() {
-    uint64_t total = k_.config().memory_bytes ? k_.config().memory_bytes : 1ull << 30;
-    uint64_t kb = total >> 10;
-    return absl::StrCat("MemTotal:       ", kb, " kB\nMemFree:        ", kb / 2,
-                        " kB\nMemAvailable:   ", kb / 2,
-                        " kB\nBuffers:               0 kB\nCached:                0 kB\n"
-                        "SwapTotal:             0 kB\nSwapFree:              0 kB\n");
-  }
-
-  // The host's, less the processors the sandbox does not show (sysfs.h).
-  std::string Cpuinfo() {
-    cpu_set_t shown = k_.config().ShownCpus();
-    std::string out;
-    for (const std::string& block :
-         std::vector<std::string>(absl::StrSplit(ReadHostFile("/proc/cpuinfo"), "\n\n"))) {
-      // "processor\t: N" opens each processor's block.
-      int cpu = -1;
-      if (sscanf(block.c_str(), "processor : %d", &cpu) != 1 || cpu < 0 || cpu >= CPU_SETSIZE ||
-          !CPU_ISSET(cpu, &shown)) {
-        continue;
-      }
-      absl::StrAppend(&out, block, "\n\n");
-    }
-    return out;
-  }
-
-  std::string Stat() {
-    cpu_set_t shown = k_.config().ShownCpus();
-    std::string out = "cpu  0 0 0 0 0 0 0 0 0 0\n";
-    for (int i = 0; i < CPU_SETSIZE; ++i) {
-      if (CPU_ISSET(i, &shown)) absl::StrAppend(&out, "cpu", i, " 0 0 0 0 0 0 0 0 0 0\n");
-    }
-    absl::StrAppend(&out, "intr 0\nctxt 0\nbtime ", time(nullptr),
-                    "\nprocesses 0\nprocs_running 1\nprocs_blocked 0\n");
-    return out;
-  }
-
-  static std::string Uptime() {
-    static const timespec start = [] {
-      timespec t;
-      clock_gettime(CLOCK_MONOTONIC, &t);
-      return t;
-    }();
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double up = (now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
-    char buf[64];
-    snprintf(buf, sizeof(buf), "%.2f %.2f\n", up, up);
-    return buf;
-  }
-
-  NodeRef Sys() {
-    auto file = [this](const std::string& key, std::string text) {
-      return File(key, [text] { return text; });
-    };
-    utsname u;
-    uname(&u);
-    std::string release = u.release;
-    auto kernel = [this, file, release](const std::string& n) -> NodeRef {
-      if (n == "osrelease") return file("sys/kernel/osrelease", release + "\n");
-      if (n == "ostype") return file("sys/kernel/ostype", "Linux\n");
-      if (n == "hostname") return file("sys/kernel/hostname", k_.config().hostname + "\n");
-      if (n == "pid_max") return file("sys/kernel/pid_max", "4194304\n");
-      if (n == "ngroups_max") return file("sys/kernel/ngroups_max", "65536\n");
-      return nullptr;
-    };
-    auto kernel_dir = [this, kernel] {
-      return Dir("/proc/sys/kernel", kernel, [] {
-        return std::vector<std::string>{"hostname", "ngroups_max", "osrelease", "ostype",
-                                        "pid_max"};
-      });
-    };
-    auto vm = [this, file] {
+  // /proc/sys/<path> (procfs_system.cc has the files).
+  NodeRef SysNode(const std::string& path) {
+    if (auto names = SysDir(path)) {
       return Dir(
-          "/proc/sys/vm",
-          [file](const std::string& n) -> NodeRef {
-            if (n == "overcommit_memory") return file("sys/vm/overcommit", "0\n");
-            return nullptr;
-          },
-          [] { return std::vector<std::string>{"overcommit_memory"}; });
-    };
-    return Dir(
-        "/proc/sys",
-        [kernel_dir, vm](const std::string& n) -> NodeRef {
-          if (n == "kernel") return kernel_dir();
-          if (n == "vm") return vm();
-          return nullptr;
-        },
-        [] {
-          return std::vector<std::string>{"kernel", "vm"};
-        });
+          "/proc/sys/" + path,
+          [this, path](const std::string& n) { return SysNode(path.empty() ? n : path + "/" + n); },
+          [names = *names] { return names; });
+    }
+    if (!SysFile(k_, path)) return nullptr;
+    return File("/proc/sys/" + path, [this, path] { return SysFile(k_, path).value_or(""); });
   }
 
   NodeRef PidDir(std::shared_ptr<Process> p, pid_t ns_pid) {
@@ -275,9 +162,10 @@ class Procfs {
           return node;
         },
         [] {
-          std::vector<std::string> names = {"cgroup", "cmdline", "comm",   "cwd",       "environ",
-                                            "exe",    "fd",      "maps",   "mountinfo", "mounts",
-                                            "root",   "stat",    "status", "task"};
+          std::vector<std::string> names = {"cgroup", "cmdline", "comm",   "cwd",   "environ",
+                                            "exe",    "fd",      "fdinfo", "maps",  "mountinfo",
+                                            "mounts", "net",     "root",   "sched", "smaps",
+                                            "stat",   "status",  "task",   "wchan"};
           names.insert(names.end(), std::begin(kPassedThrough), std::end(kPassedThrough));
           std::sort(names.begin(), names.end());
           return names;
@@ -291,16 +179,10 @@ class Procfs {
   // them: numbers about that process alone (its memory, limits, I/O counts,
   // mappings as its mount view names them), no host pid and no host path.
   // psutil's Process() reads them (statm at once, which loky's workers call).
-  static constexpr const char* kPassedThrough[] = {
-      "auxv", "io", "limits", "oom_score_adj", "smaps", "smaps_rollup", "statm", "wchan"};
+  static constexpr const char* kPassedThrough[] = {"auxv",          "io",           "limits",
+                                                   "oom_score_adj", "smaps_rollup", "statm"};
 
-  std::string HostProc(const Process& p, const char* file) {
-    UniqueFd dir = OpenHostProcDir(k_, p);
-    if (!dir) return "";
-    SentryFsIdentity as_sentry;
-    UniqueFd f(openat(dir.get(), file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    return f ? ReadAllFd(f.get()) : "";
-  }
+  std::string HostProc(const Process& p, const char* file) { return HostProcFile(k_, p, file); }
 
   NodeRef PidChild(std::shared_ptr<Process> p, const std::string& key, const std::string& n) {
     std::string k = key + "/" + n;
@@ -309,7 +191,8 @@ class Procfs {
       return File(
           k, [this, p] { return HostProc(*p, "environ"); }, 0400);
     if (n == "comm") return File(k, [this, p] { return HostProc(*p, "comm"); });
-    if (n == "maps") return File(k, [this, p] { return HostProc(*p, "maps"); });
+    if (n == "maps") return File(k, [this, p] { return MapsOf(k_, *p, "maps"); });
+    if (n == "smaps") return File(k, [this, p] { return MapsOf(k_, *p, "smaps"); });
     for (const char* name : kPassedThrough) {
       if (n == name) {
         mode_t mode = (n == "auxv" || n == "io") ? 0400 : 0444;
@@ -317,8 +200,12 @@ class Procfs {
             k, [this, p, name] { return HostProc(*p, name); }, mode);
       }
     }
-    if (n == "stat") return File(k, [this, p] { return StatOf(*p); });
-    if (n == "status") return File(k, [this, p] { return StatusOf(*p); });
+    if (n == "stat") return File(k, [this, p] { return StatOf(k_, *p); });
+    if (n == "status") return File(k, [this, p] { return StatusOf(k_, *p); });
+    if (n == "wchan") return File(k, [this, p] { return WchanOf(k_, *p); });
+    if (n == "sched") return File(k, [this, p] { return SchedOf(k_, *p); });
+    if (n == "net") return NetDir(p, k);
+    if (n == "fdinfo") return FdinfoDir(p, k);
     if (n == "mounts") return File(k, [] { return SandboxMounts(); });
     if (n == "mountinfo") return File(k, [] { return SandboxMountinfo(); });
     if (n == "cgroup") return File(k, [] { return SandboxCgroup(); });
@@ -336,78 +223,56 @@ class Procfs {
     return nullptr;
   }
 
-  // Rewrites the pid fields of a host stat line (pid, ppid, pgrp, session, tpgid).
-  std::string StatOf(const Process& p) {
-    std::string s = HostProc(p, "stat");
-    size_t close = s.rfind(')');
-    if (close == std::string::npos) return s;
-    std::vector<std::string> f = absl::StrSplit(s.substr(close + 2), ' ');
-    // f[0] state, f[1] ppid, f[2] pgrp, f[3] session, f[4] tty, f[5] tpgid
-    if (!f.empty() && f[0] == "t") f[0] = "T";  // see StatusOf
-    for (int i : {1, 2, 3, 5})
-      if (i < static_cast<int>(f.size())) f[i] = MapPid(f[i]);
-    return absl::StrCat(p.ns_pid, " ", s.substr(s.find('('), close - s.find('(') + 1), " ",
-                        absl::StrJoin(f, " "));
+  // The process's net/: its network namespace as the sandbox may see it.
+  NodeRef NetDir(std::shared_ptr<Process> p, const std::string& key) {
+    std::string k = key + "/net";
+    return Dir(
+        k,
+        [this, p, k](const std::string& n) -> NodeRef {
+          const auto& names = NetFileNames();
+          if (std::find(names.begin(), names.end(), n) == names.end()) return nullptr;
+          return File(k + "/" + n, [this, p, n] { return NetFile(k_, *p, n); });
+        },
+        [] { return NetFileNames(); });
   }
 
-  std::string StatusOf(const Process& p) {
-    std::string out;
-    const vfs::Creds& c = p.creds;
-    for (absl::string_view line : absl::StrSplit(HostProc(p, "status"), '\n')) {
-      if (line.empty()) continue;
-      std::string l(line);
-      auto field = [&](const char* name) { return l.rfind(name, 0) == 0; };
-      auto value = [&](absl::string_view v) {
-        return absl::StrCat(l.substr(0, l.find(':') + 1), "\t", v);
-      };
-      if (field("Pid:") || field("Tgid:") || field("NStgid:") || field("NSpid:")) {
-        l = value(std::to_string(p.ns_pid));
-      } else if (field("PPid:")) {
-        l = value(MapPid(std::string(absl::StripAsciiWhitespace(l.substr(5)))));
-      } else if (field("Umask:")) {
-        for (const Task* t : k_.tasks().TasksOf(&p)) {
-          char buf[8];
-          snprintf(buf, sizeof(buf), "%04o", t->fs->umask);
-          l = value(buf);
-          break;
-        }
-      } else if (field("State:")) {
-        // The guest is never a tracer (ptrace is EPERM), so a tracing stop
-        // is the sentry's own: a stopped process shows as one.
-        if (l.find("t (tracing stop)") != std::string::npos) l = value("T (stopped)");
-      } else if (field("TracerPid:")) {
-        l = value("0");
-      } else if (field("Uid:")) {
-        l = value(absl::StrCat(c.uid, "\t", c.uid, "\t", c.uid, "\t", c.uid));
-      } else if (field("Gid:")) {
-        l = value(absl::StrCat(c.gid, "\t", c.gid, "\t", c.gid, "\t", c.gid));
-      } else if (field("Groups:")) {
-        l = value("");
-      } else if (field("NSpgid:") || field("NSsid:")) {
-        continue;
-      }
-      absl::StrAppend(&out, l, "\n");
+  // fdinfo/N for each fd the process has; readable by its owner alone, as
+  // the kernel allows only a reader that may ptrace it.
+  NodeRef FdinfoDir(std::shared_ptr<Process> p, const std::string& key) {
+    std::string k = key + "/fdinfo";
+    return Dir(
+        k,
+        [this, p, k](const std::string& n) -> NodeRef {
+          int fd;
+          if (!absl::SimpleAtoi(n, &fd) || fd < 0 || FdinfoOf(k_, *p, fd).empty()) return nullptr;
+          NodeRef f = File(
+              k + "/" + n, [this, p, fd] { return FdinfoOf(k_, *p, fd); }, 0400);
+          f->attr().uid = p->creds.uid;
+          f->attr().gid = p->creds.gid;
+          return f;
+        },
+        [this, p] { return FdNames(p); });
+  }
+
+  std::vector<std::string> FdNames(std::shared_ptr<Process> p) {
+    std::vector<std::string> names;
+    UniqueFd proc = OpenHostProcDir(k_, *p);
+    if (!proc) return names;
+    SentryFsIdentity as_sentry;
+    int fd = openat(proc.get(), "fd", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
+      while (dirent* e = readdir(d))
+        if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+      closedir(d);
+    } else if (fd >= 0) {
+      close(fd);
     }
-    return out;
+    return names;
   }
 
   NodeRef FdDir(std::shared_ptr<Process> p, const std::string& key) {
     std::string k = key + "/fd";
-    auto fds = [this, p] {
-      std::vector<std::string> names;
-      UniqueFd proc = OpenHostProcDir(k_, *p);
-      if (!proc) return names;
-      SentryFsIdentity as_sentry;
-      int fd = openat(proc.get(), "fd", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
-        while (dirent* e = readdir(d))
-          if (e->d_name[0] != '.') names.emplace_back(e->d_name);
-        closedir(d);
-      } else if (fd >= 0) {
-        close(fd);
-      }
-      return names;
-    };
+    auto fds = [this, p] { return FdNames(p); };
     return Dir(
         k,
         [this, p, k](const std::string& n) -> NodeRef {
@@ -507,6 +372,33 @@ class Procfs {
     return Errno{ENOENT};
   }
 
+  // /proc/PID/task/TID: the process's files, but for the thread's own
+  // stat, status and comm (psutil's threads() reads each thread's times).
+  NodeRef ThreadDir(std::shared_ptr<Process> p, pid_t host_tid, const std::string& key) {
+    NodeRef d = PidDir(p, p->ns_pid);
+    d->attr().ino = InoFor(key);
+    auto process_child = d->lookup;
+    d->lookup = [this, p, host_tid, key, process_child](const std::string& n) -> NodeRef {
+      NodeRef f;
+      std::string k = key + "/" + n;
+      if (n == "stat") {
+        f = File(k, [this, p, host_tid] { return StatOf(k_, *p, host_tid); });
+      } else if (n == "status") {
+        f = File(k, [this, p, host_tid] { return StatusOf(k_, *p, host_tid); });
+      } else if (n == "comm") {
+        f = File(k, [this, p, host_tid] {
+          return HostProc(*p, absl::StrCat("task/", host_tid, "/comm").c_str());
+        });
+      } else {
+        return process_child(n);
+      }
+      f->attr().uid = p->creds.uid;
+      f->attr().gid = p->creds.gid;
+      return f;
+    };
+    return d;
+  }
+
   NodeRef TaskDir(std::shared_ptr<Process> p, const std::string& key) {
     std::string k = key + "/task";
     return Dir(
@@ -515,7 +407,7 @@ class Procfs {
           pid_t tid;
           if (!absl::SimpleAtoi(n, &tid)) return nullptr;
           for (const Task* t : k_.tasks().TasksOf(p.get())) {
-            if (t->ns_tid == tid) return PidDir(p, p->ns_pid);
+            if (t->ns_tid == tid) return ThreadDir(p, t->tid, k + "/" + n);
           }
           return nullptr;
         },
@@ -535,6 +427,7 @@ class Procfs {
 }  // namespace
 
 void MountProcfs(Kernel& kernel, const vfs::NodeRef& proc_dir) {
+  procfs::ResetBoot();
   // The Procfs object lives as long as the lambdas that capture it.
   static Procfs* procfs = nullptr;
   delete procfs;

@@ -28,6 +28,17 @@ using Generator = std::function<std::string(const KernelConfig&)>;
 // The files of /sys, by path below it.
 const std::map<std::string, Generator>& Files() {
   static const auto* files = new std::map<std::string, Generator>{
+      // The sandbox's one virtual disk, as /proc/diskstats lists it
+      // (procfs_system.cc): no block I/O, its files live in memory.
+      {"block/vda/dev", [](const KernelConfig&) { return std::string("254:0\n"); }},
+      {"block/vda/size", [](const KernelConfig&) { return std::string("0\n"); }},
+      {"block/vda/stat",
+       [](const KernelConfig&) {
+         return std::string(
+             "       0        0        0        0        0        0        0        0"
+             "        0        0        0        0        0        0        0        0"
+             "        0\n");
+       }},
       {"devices/system/cpu/online",
        [](const KernelConfig& c) { return CpuList(c.ShownCpus()) + "\n"; }},
       {"devices/system/cpu/possible",

@@ -13,6 +13,9 @@
 // /proc/self/mountinfo and /proc/cgroups (procfs.cc) describe this one
 // hierarchy, as JVMs, Go's runtime and .NET expect to find it.
 //
+// /sys/block/vda: the one virtual disk /proc/diskstats lists (psutil's
+// disk_io_counters() counts the devices found in both).
+//
 // Every file is read-only (0444) and every directory 0555, owned by root.
 #ifndef SENTRY_KERNEL_SYSFS_H_
 #define SENTRY_KERNEL_SYSFS_H_

@@ -53,6 +53,9 @@ struct Task {
   std::shared_ptr<FsContext> fs;
   std::shared_ptr<Process> process;
   bool started = false;  // its first ptrace stop was seen and resumed
+  // Held by the sentry in a group-stop (SIGSTOP and friends, PTRACE_LISTEN):
+  // the one tracing stop /proc shows as "T (stopped)" (procfs_task.cc).
+  bool group_stopped = false;
   ExecCheck exec_check;
   std::string trace_exec;  // --trace: the execve line, printed at its exec event
 };

@@ -232,7 +232,9 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
         return;
       }
       // A group-stop (SIGSTOP and friends): stay stopped but keep listening.
-      if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+      // Any other PTRACE_EVENT_STOP (the re-trap after SIGCONT) ends it.
+      task->group_stopped = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+      if (task->group_stopped) {
         if (trace_) {
           trace_->Event(task->ns_tid,
                         absl::StrCat("--- stopped by ", trace::SignalName(sig), " ---"));
@@ -243,9 +245,15 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       }
       return;
     }
-    default:
+    default: {
+      {
+        // A signal is delivered only to a running task: no group-stop holds it.
+        std::lock_guard<std::mutex> lock(kernel_.mu());
+        if (Task* task = kernel_.tasks().Find(pid)) task->group_stopped = false;
+      }
       if (trace_) TraceSignal(pid);
       Resume(pid, sig);  // signal-delivery-stop: deliver it
+    }
   }
 }
 
