@@ -87,13 +87,12 @@ std::optional<RunError> Run::Prepare() {
   spec_.gid = tree_.gid;
   spec_.groups = o_.groups;
   if (rootless_) {
-    // Single-id mode: no other id is mapped, so no supplementary group
-    // either (the VFS still checks the guest's emulated ones).
-    spec_.single_id = true;
-    spec_.groups.clear();
+    // A -v :rw mount is written by the sentry, as the caller, in either
+    // id mode; the caller's files there read as the guest's.
     tree_.rw_uid = geteuid();
     tree_.rw_gid = getegid();
     vfs::g_host_owner_view = {true, geteuid(), tree_.uid, getegid(), tree_.gid};
+    if (auto e = ChooseIdMode()) return e;
   }
   spec_.hostname = tree_.hostname;
   // Root's sandboxes each take a block of host ids, and its first id makes
@@ -209,6 +208,11 @@ std::optional<RunError> Run::BuildSandbox() {
   kc.user_host_gid = GuestHostGid();
   kc.namespaces = !seccomp_only();
   kc.host_uid_shared = seccomp_only() && rootless_;
+  if (range_ && !seccomp_only()) {
+    kc.range_uid = subids_.uids.start;
+    kc.range_gid = subids_.gids.start;
+    kc.range_count = std::min(subids_.uids.count, subids_.gids.count);
+  }
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
@@ -398,10 +402,11 @@ absl::StatusOr<Spawned> Run::StartSandbox() {
 
 absl::StatusOr<Spawned> Run::SpawnLoader() {
   spec_.landlock = GuestLandlock();
-  if (o_.census_path.empty()) return Spawned::Start(spec_);
+  const SubidPlan* subids = range_ ? &subids_ : nullptr;
+  if (o_.census_path.empty()) return Spawned::Start(spec_, subids);
   ordinary_filter_ = spec_.filter;
   spec_.census = true;
-  return Spawned::Start(spec_);
+  return Spawned::Start(spec_, subids);
 }
 
 // The guest's exec finds its files beneath the lower roots and the backing
