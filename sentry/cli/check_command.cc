@@ -32,6 +32,7 @@
 #include "sentry/cli/commands.h"
 #include "sentry/cli/flag_set.h"
 #include "sentry/platform/unotify.h"
+#include "sentry/run/cgroup_v2.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/run.h"
 #include "sentry/run/subid_range.h"
@@ -345,10 +346,16 @@ void CheckRootlessLimits(std::vector<Check>& out) {
   Check c{"limits"};
   c.required = false;
   c.ok = true;
-  c.detail =
-      "no cgroup (cgroup v1 or no delegated v2 subtree): --memory by RLIMIT_AS per process, "
-      "--pids by the sentry's task count and RLIMIT_NPROC, --timeout by the sentry's clock, "
-      "--disk by the store; --cpus is refused (a CPU quota needs a cgroup: run as root)";
+  DelegatedCgroup v2 = FindOwnDelegatedCgroup();
+  std::string cgroup = v2.dir.empty() ? absl::StrCat("no cgroup (", v2.why_not, ")")
+                                      : absl::StrCat("a delegated cgroup v2 subtree (", v2.dir,
+                                                     ": ", absl::StrJoin(v2.controllers, " "),
+                                                     ") is found but not used yet");
+  c.detail = absl::StrCat(
+      cgroup,
+      ": --memory by RLIMIT_AS per process, --pids by the sentry's task count and RLIMIT_NPROC, "
+      "--timeout by the sentry's clock, --disk by the store; --cpus is refused (a CPU quota "
+      "needs a cgroup: run as root)");
   out.push_back(c);
 }
 

@@ -92,7 +92,6 @@ std::optional<RunError> Run::Prepare() {
     tree_.rw_uid = geteuid();
     tree_.rw_gid = getegid();
     vfs::g_host_owner_view = {true, geteuid(), tree_.uid, getegid(), tree_.gid};
-    if (auto e = ChooseIdMode()) return e;
   }
   spec_.hostname = tree_.hostname;
   // Root's sandboxes each take a block of host ids, and its first id makes
@@ -126,6 +125,10 @@ std::optional<RunError> Run::Prepare() {
                     "-t gives the guest a terminal and --json captures its output: not both"};
   }
 
+  // (After stdio_.Setup, as every error from here.)
+  if (rootless_) {
+    if (auto e = ChooseIdMode()) return e;
+  }
   if (rootless_ && o_.cpus > 0) {
     // A CPU quota is a cgroup's alone (RLIMIT_CPU bounds a total, not a rate).
     return RunError{kExitSentryError,

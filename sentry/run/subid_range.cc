@@ -204,7 +204,9 @@ absl::Status MapWithHelpers(pid_t pid, const SubidPlan& plan) {
   std::string gwhy = Finish(g, plan.newgidmap);
   if (why.empty()) why = gwhy;
   if (why.empty()) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
+  // Not FailedPrecondition: that is a kernel without namespaces, which a
+  // run answers by going on without them (see Run::StartSandbox).
+  return absl::PermissionDeniedError(absl::StrCat(
       "the user namespace wall: the subordinate range of uid ", plan.caller_uid, " (",
       plan.uids.start, "+", plan.uids.count, ", gids ", plan.gids.start, "+", plan.gids.count,
       ") could not be mapped: ", why,

@@ -67,8 +67,9 @@ SubidPlan PlanSubids(uid_t guest_uid, gid_t guest_gid);
 std::string MapArgs(uint32_t caller, const SubidRange& range);
 
 // Runs newuidmap and newgidmap for `pid` (a process of the caller's, in a
-// user namespace it made, dumpable, with no map yet). Its error is the one
-// line sentry prints: which wall, why (the helper's own words), the choices.
+// user namespace it made, dumpable, with no map yet). Its error
+// (PermissionDenied) is the one line sentry prints: which wall, why (the
+// helper's own words), the choices.
 absl::Status MapWithHelpers(pid_t pid, const SubidPlan& plan);
 
 // `sentry check`: maps a throwaway user namespace as a run would (a child

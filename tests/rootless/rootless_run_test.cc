@@ -136,11 +136,14 @@ TEST_P(Rootless, UsernsFlagChoosesTheMode) {
     EXPECT_NE(r.out.find("\"userns-subid-range\""), std::string::npos) << r.out;
   } else {
     EXPECT_EQ(r.exit_code, 125) << Describe(r);
-    EXPECT_NE(r.err.find("the user namespace wall: --userns=range, but "), std::string::npos)
-        << r.err;
-    EXPECT_NE(r.err.find("usermod --add-subuids"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("--userns=single"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("--no-namespaces"), std::string::npos) << r.err;
+    auto j = ParseJson(r.out);
+    ASSERT_TRUE(j.has_value()) << Describe(r);
+    std::string error = Str(At(*j, "error"));
+    EXPECT_EQ(error.find("the user namespace wall: --userns=range, but "), 0u) << error;
+    EXPECT_NE(error.find("usermod --add-subuids"), std::string::npos) << error;
+    EXPECT_NE(error.find("--userns=single"), std::string::npos) << error;
+    EXPECT_NE(error.find("--no-namespaces"), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
   r = SentryAs(c, {"--userns=some"}, {"/bin/true"});
   EXPECT_EQ(r.exit_code, 125) << Describe(r);
