@@ -312,17 +312,17 @@ void CheckIds(std::vector<Check>& out) {
   SubidPlan plan = PlanSubids(1000, 1000);
   absl::Status probe = plan.usable ? ProbeSubids(plan) : absl::OkStatus();
   if (plan.usable && probe.ok()) {
-    c.detail = absl::StrCat("uid ", getuid(),
-                            " without root, subordinate-range mode (--userns=auto): the guest's "
-                            "ids 1-",
-                            plan.uids.count, " are host uids ", plan.uids.start, "-",
-                            plan.uids.start + plan.uids.count - 1, " (its 1000 is ",
-                            plan.HostUid(1000), "), its 0 (--root) is uid ", getuid(),
-                            "; processes, inotify and mqueues still count against uid ", getuid(),
-                            ", the user namespace's maker");
+    c.detail = absl::StrCat(
+        "uid ", getuid(), " without root, single-id mode by default (the guest's user is uid ",
+        getuid(), "); its subordinate range works: with --userns=range the guest's ids 1-",
+        plan.uids.count, " are host uids ", plan.uids.start, "-",
+        plan.uids.start + plan.uids.count - 1, " (its 1000 is ", plan.HostUid(1000),
+        "), its 0 (--root) is uid ", getuid(),
+        "; processes, inotify and mqueues still count against uid ", getuid(),
+        ", the user namespace's maker; /proc/self/fd, /dev/fd and ttyname do not work there yet");
   } else if (plan.usable) {
     c.ok = false;
-    c.detail = absl::StrCat(probe.message(), " (runs fail so until then; --userns=single runs)");
+    c.detail = absl::StrCat(probe.message(), " (--userns=range fails so; the default runs)");
   } else {
     c.detail = absl::StrCat(
         "uid ", getuid(), " without root, single-id mode (", plan.why_not,
@@ -337,8 +337,8 @@ void CheckIds(std::vector<Check>& out) {
 // Without root, with namespaces: the id mode's word in `walls` (as a run's).
 std::string IdModeWall() {
   if (geteuid() == 0) return "";
-  SubidPlan plan = PlanSubids(1000, 1000);
-  return plan.usable ? "userns-subid-range" : "userns-single-id";
+  // (--userns=auto takes the single id for now: see run_ids.cc.)
+  return "userns-single-id";
 }
 
 // Without root: which mechanism holds each limit (no cgroup can be made).
