@@ -15,8 +15,20 @@ as() {  # USER: the setpriv prefix that becomes USER
   echo "setpriv --reuid=$(id -u "$1") --regid=$(id -g "$1") --init-groups env -i PATH=/usr/bin:/bin HOME=/tmp"
 }
 cd /tmp
-hyperfine -N -w 3 -r "$RUNS" --export-markdown /dev/stdout \
+json=$(mktemp)
+hyperfine -N -w 3 -r "$RUNS" --export-json "$json" \
   -n root "$(as root) $SENTRY run -- $PY -c pass" \
   -n "user, range" "$(as sentry-rl-subid) $SENTRY run --userns=range -- $PY -c pass" \
   -n "user, single (has a range)" "$(as sentry-rl-subid) $SENTRY run --userns=single -- $PY -c pass" \
-  -n "user, single (no range)" "$(as sentry-rl-single) $SENTRY run -- $PY -c pass"
+  -n "user, single (no range)" "$(as sentry-rl-single) $SENTRY run -- $PY -c pass" >/dev/null
+"$PY" - "$json" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))["results"]
+root = res[0]["median"]
+print("| command | median | mean ± sd | min | /root |")
+print("| --- | --- | --- | --- | --- |")
+for r in res:
+    print("| %s | %.1f ms | %.1f ± %.1f | %.1f | %.2fx |" % (r["command"], r["median"] * 1e3,
+          r["mean"] * 1e3, r["stddev"] * 1e3, r["min"] * 1e3, r["median"] / root))
+PY
+rm -f "$json"
