@@ -68,6 +68,7 @@ struct Prepared {
   std::vector<sock_filter> census_filter;  // spec->census: what prog points at
   char* guest_stack_top;                   // where the guest runs until its execve (see GuestMain)
   int mqueue_root = -1;                    // for the guest's Landlock domain (see OpenMqueueRoot)
+  int cgroups_refused = 0;                 // spec->helper_maps: what the guest reports ready with
   char uid_map[48], gid_map[48];           // spec->single_id: the one line of each map
 };
 
@@ -309,6 +310,15 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
     Fail(p, LoaderStep::kSetIds);
   }
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the change of ids
+  if (p.spec->namespaces && p.spec->helper_maps) {
+    // The change of ids (to one of the range, not the caller's) made the
+    // memory this process shares with pid 1 undumpable: the sentry, the
+    // caller, could then open neither pid 1's /proc files nor take this
+    // process's listener. It is the loader's own code still, and dumpable
+    // is decided again at execve. Ready is said from here, after that.
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    Report(p, LoaderStep::kReady, 0, p.cgroups_refused);
+  }
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
   if (syscall(SYS_capset, &hdr, data) < 0) Fail(p, LoaderStep::kDropCaps);
@@ -431,6 +441,9 @@ LOADER_CODE int LoaderMain(void* arg) {
   // pidfd_getfd on the guest, which shares this memory until its execve).
   prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
   if (p.spec->namespaces && p.spec->single_id) MapOwnIds(p);
+  if (p.spec->namespaces && p.spec->helper_maps && write(p.pipes.maps_read, "d", 1) != 1) {
+    Fail(p, LoaderStep::kIdMaps);
+  }
   CloseAllBut(p);
   char byte;
   if (read(p.pipes.maps_read, &byte, 1) != 1 || byte != 'm') Fail(p, LoaderStep::kWaitMaps);
@@ -465,7 +478,11 @@ LOADER_CODE int LoaderMain(void* arg) {
   // and the caller's terminal signals its own job (the sentry) alone, which
   // passes them on (see Run::Supervise).
   if (p.spec->namespaces) setsid();
-  Report(p, LoaderStep::kReady, 0, JoinCgroups(p));
+  p.cgroups_refused = JoinCgroups(p);
+  // With helper maps the guest says it (see RunGuest).
+  if (!(p.spec->namespaces && p.spec->helper_maps)) {
+    Report(p, LoaderStep::kReady, 0, p.cgroups_refused);
+  }
   // The guest's fds: 0-2 and its two pipes; nothing else of the sentry's.
   if (p.spec->guest_cpu >= 0 && p.spec->guest_cpu < CPU_SETSIZE) {
     cpu_set_t one;

@@ -104,6 +104,12 @@ struct LoaderSpec {
   // dumpable, may not open a fresh clone's /proc files), keeps the ids it has
   // (the only ones mapped), and the guest makes no setgroups.
   bool single_id = false;
+  // A caller without root with a subordinate range (sentry/run/subid_range.h):
+  // the sentry maps the ids with newuidmap/newgidmap, which only a process
+  // outside the namespace can run, once the loader (dumpable, so its /proc
+  // files are the caller's) sends "d" on the maps socket. setgroups stays
+  // allowed: the guest takes spec.groups as with root.
+  bool helper_maps = false;
   std::string hostname = "sandbox";
   std::vector<sock_filter> filter;
   // The guest gets CensusFilter(filter) instead (sentry run --census; see

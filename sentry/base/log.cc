@@ -117,7 +117,10 @@ std::vector<std::string>& Notices() {
 }  // namespace
 
 void Notice(std::string_view m, Level level) {
-  Write(level == Level::kWarn ? spdlog::level::warn : spdlog::level::info, m);
+  Write(level == Level::kWarn    ? spdlog::level::warn
+        : level == Level::kDebug ? spdlog::level::debug
+                                 : spdlog::level::info,
+        m);
   std::string_view text = m;
   if (text.substr(0, 8) == "notice: ") text.remove_prefix(8);
   std::lock_guard<std::mutex> lock(notices_mu);

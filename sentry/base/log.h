@@ -41,7 +41,8 @@ void Error(std::string_view message);
 // A notice: a line for the user about this run (a file not copied in, a
 // cold start, a wall this host lacks), written as Info (or Warn) writes it
 // and also kept, so that the run's result lists it ("notices": an agent
-// reading --json learns what the terminal would have shown). At most
+// reading --json learns what the terminal would have shown; with kDebug it
+// is kept but written only at --log-level debug). At most
 // kMaxNotices are kept; a leading "notice: " is not.
 inline constexpr size_t kMaxNotices = 32;
 void Notice(std::string_view message, Level level = Level::kInfo);

@@ -32,8 +32,10 @@
 #include "sentry/cli/commands.h"
 #include "sentry/cli/flag_set.h"
 #include "sentry/platform/unotify.h"
+#include "sentry/run/cgroup_v2.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/run.h"
+#include "sentry/run/subid_range.h"
 
 namespace sentry::cli {
 namespace {
@@ -304,14 +306,39 @@ void CheckIds(std::vector<Check>& out) {
   c.ok = true;
   if (geteuid() == 0) {
     c.detail = "root: the sandbox's ids map to host ids nobody owns";
+    out.push_back(c);
+    return;
+  }
+  SubidPlan plan = PlanSubids(1000, 1000);
+  absl::Status probe = plan.usable ? ProbeSubids(plan) : absl::OkStatus();
+  if (plan.usable && probe.ok()) {
+    c.detail = absl::StrCat(
+        "uid ", getuid(), " without root, single-id mode by default (the guest's user is uid ",
+        getuid(), "); its subordinate range works: with --userns=range the guest's ids 1-",
+        plan.uids.count, " are host uids ", plan.uids.start, "-",
+        plan.uids.start + plan.uids.count - 1, " (its 1000 is ", plan.HostUid(1000),
+        "), its 0 (--root) is uid ", getuid(),
+        "; processes, inotify and mqueues still count against uid ", getuid(),
+        ", the user namespace's maker; /proc/self/fd, /dev/fd and ttyname do not work there yet");
+  } else if (plan.usable) {
+    c.ok = false;
+    c.detail = absl::StrCat(probe.message(), " (--userns=range fails so; the default runs)");
   } else {
     c.detail = absl::StrCat(
-        "uid ", getuid(), " without root, single-id mode: the guest's user is uid ", getuid(),
-        " on the host, reads only what it may read, and no other id is mapped (a subordinate "
-        "range, `usermod --add-subuids 100000-165535 --add-subgids 100000-165535 USER`, is not "
-        "used yet)");
+        "uid ", getuid(), " without root, single-id mode (", plan.why_not,
+        "): the guest's user is uid ", getuid(),
+        " on the host, reads only what it may read, and no other id is mapped; for a range: "
+        "`usermod --add-subuids 100000-165535 --add-subgids 100000-165535 USER` with uidmap "
+        "installed");
   }
   out.push_back(c);
+}
+
+// Without root, with namespaces: the id mode's word in `walls` (as a run's).
+std::string IdModeWall() {
+  if (geteuid() == 0) return "";
+  // (--userns=auto takes the single id for now: see run_ids.cc.)
+  return "userns-single-id";
 }
 
 // Without root: which mechanism holds each limit (no cgroup can be made).
@@ -319,10 +346,16 @@ void CheckRootlessLimits(std::vector<Check>& out) {
   Check c{"limits"};
   c.required = false;
   c.ok = true;
-  c.detail =
-      "no cgroup (cgroup v1 or no delegated v2 subtree): --memory by RLIMIT_AS per process, "
-      "--pids by the sentry's task count and RLIMIT_NPROC, --timeout by the sentry's clock, "
-      "--disk by the store; --cpus is refused (a CPU quota needs a cgroup: run as root)";
+  DelegatedCgroup v2 = FindOwnDelegatedCgroup();
+  std::string cgroup = v2.dir.empty() ? absl::StrCat("no cgroup (", v2.why_not, ")")
+                                      : absl::StrCat("a delegated cgroup v2 subtree (", v2.dir,
+                                                     ": ", absl::StrJoin(v2.controllers, " "),
+                                                     ") is found but not used yet");
+  c.detail = absl::StrCat(
+      cgroup,
+      ": --memory by RLIMIT_AS per process, --pids by the sentry's task count and RLIMIT_NPROC, "
+      "--timeout by the sentry's clock, --disk by the store; --cpus is refused (a CPU quota "
+      "needs a cgroup: run as root)");
   out.push_back(c);
 }
 
@@ -368,6 +401,7 @@ int CheckCommand(const std::vector<std::string>& args) {
     nlohmann::ordered_json walls = nlohmann::ordered_json::array({"seccomp"});
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     if (all_walls) walls.push_back("namespaces");
+    if (all_walls && !IdModeWall().empty()) walls.push_back(IdModeWall());
     if (landlock) walls.push_back(LandlockWallName(LandlockAbi()));
     for (const Check& c : checks) {
       rows.push_back({{"name", JsonText(c.name)},
@@ -386,7 +420,9 @@ int CheckCommand(const std::vector<std::string>& args) {
       const char* mark = c.ok ? "ok" : c.required ? "MISSING" : "missing";
       std::printf("  %-8s %-20s %s\n", mark, c.name.c_str(), c.detail.c_str());
     }
-    std::printf("  walls: seccomp%s%s\n", all_walls ? ", namespaces" : "",
+    std::string ids = all_walls ? IdModeWall() : "";
+    std::printf("  walls: seccomp%s%s%s\n", all_walls ? ", namespaces" : "",
+                ids.empty() ? "" : (", " + ids).c_str(),
                 landlock ? (", " + LandlockWallName(LandlockAbi())).c_str() : "");
     std::printf("%s\n", !runs       ? "sentry cannot run here: see MISSING above."
                         : all_walls ? "sentry runs here."

@@ -266,6 +266,22 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            [&o] { o.namespaces = NamespaceMode::kOff; });
   f.Switch("--require-namespaces", kSandbox, "fail (exit 125) rather than run without namespaces",
            [&o] { o.namespaces = NamespaceMode::kRequire; });
+  f.Value("--userns", kSandbox, "auto|range|single",
+          "without root, the ids of the sandbox's user namespace: the caller's subordinate "
+          "range from /etc/subuid and /etc/subgid through newuidmap (range), the caller's own "
+          "uid and gid alone (single), or the range where there is one (auto, the default)",
+          [&o](const std::string& v) -> std::string {
+            if (v == "auto") {
+              o.userns = IdMode::kAuto;
+            } else if (v == "range") {
+              o.userns = IdMode::kRange;
+            } else if (v == "single") {
+              o.userns = IdMode::kSingle;
+            } else {
+              return "needs auto, range or single";
+            }
+            return "";
+          });
   f.Switch("--no-cgroups", kSandbox,
            "make no cgroups: per-sandbox rlimits alone hold memory, processes and CPU time",
            [&o] { o.cgroups = false; });

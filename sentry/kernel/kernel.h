@@ -58,13 +58,19 @@ struct KernelConfig {
   // uid, which the caller's other processes share: a uid is then no name of
   // the sandbox's processes (PRIO_USER, IOPRIO_WHO_USER find none).
   bool host_uid_shared = false;
-  uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid); }
-  gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid); }
+  // A caller's subordinate range (sentry/run/subid_range.h): inside ids
+  // 1 .. range_count are host ids range_uid/range_gid onward.
+  uid_t range_uid = 0;
+  gid_t range_gid = 0;
+  uint32_t range_count = 0;
+  uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid, range_uid); }
+  gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid, range_gid); }
 
  private:
-  uint32_t GuestId(uint32_t host, uint32_t user, uint32_t user_host) const {
+  uint32_t GuestId(uint32_t host, uint32_t user, uint32_t user_host, uint32_t range) const {
     if (host == user_host) return user;
     if (host == host_id_base) return 0;
+    if (range_count != 0 && host >= range && host - range < range_count) return host - range + 1;
     return kOverflowId;
   }
   static constexpr uint32_t kOverflowId = 65534;  // /proc/sys/kernel/overflowuid

@@ -87,10 +87,8 @@ std::optional<RunError> Run::Prepare() {
   spec_.gid = tree_.gid;
   spec_.groups = o_.groups;
   if (rootless_) {
-    // Single-id mode: no other id is mapped, so no supplementary group
-    // either (the VFS still checks the guest's emulated ones).
-    spec_.single_id = true;
-    spec_.groups.clear();
+    // A -v :rw mount is written by the sentry, as the caller, in either
+    // id mode; the caller's files there read as the guest's.
     tree_.rw_uid = geteuid();
     tree_.rw_gid = getegid();
     vfs::g_host_owner_view = {true, geteuid(), tree_.uid, getegid(), tree_.gid};
@@ -127,6 +125,10 @@ std::optional<RunError> Run::Prepare() {
                     "-t gives the guest a terminal and --json captures its output: not both"};
   }
 
+  // (After stdio_.Setup, as every error from here.)
+  if (rootless_) {
+    if (auto e = ChooseIdMode()) return e;
+  }
   if (rootless_ && o_.cpus > 0) {
     // A CPU quota is a cgroup's alone (RLIMIT_CPU bounds a total, not a rate).
     return RunError{kExitSentryError,
@@ -209,6 +211,11 @@ std::optional<RunError> Run::BuildSandbox() {
   kc.user_host_gid = GuestHostGid();
   kc.namespaces = !seccomp_only();
   kc.host_uid_shared = seccomp_only() && rootless_;
+  if (range_ && !seccomp_only()) {
+    kc.range_uid = subids_.uids.start;
+    kc.range_gid = subids_.gids.start;
+    kc.range_count = std::min(subids_.uids.count, subids_.gids.count);
+  }
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
@@ -398,10 +405,11 @@ absl::StatusOr<Spawned> Run::StartSandbox() {
 
 absl::StatusOr<Spawned> Run::SpawnLoader() {
   spec_.landlock = GuestLandlock();
-  if (o_.census_path.empty()) return Spawned::Start(spec_);
+  const SubidPlan* subids = range_ ? &subids_ : nullptr;
+  if (o_.census_path.empty()) return Spawned::Start(spec_, subids);
   ordinary_filter_ = spec_.filter;
   spec_.census = true;
-  return Spawned::Start(spec_);
+  return Spawned::Start(spec_, subids);
 }
 
 // The guest's exec finds its files beneath the lower roots and the backing

@@ -28,6 +28,12 @@ inline constexpr int kExitNotFound = 127;     // the program is not in the sandb
 // kOff never makes them (--no-namespaces).
 enum class NamespaceMode { kAuto, kRequire, kOff };
 
+// Without root, the ids of the sandbox's user namespace (subid_range.h):
+// kRange maps the caller's subordinate range (an error where it has none),
+// kSingle the caller's own uid and gid alone, kAuto the range where there is
+// one, else the single id, saying so (--userns).
+enum class IdMode { kAuto, kRange, kSingle };
+
 // Whether the guest gets a terminal of its own (see sentry/run/terminal.h):
 // kAuto where the caller's stdio has one, kOn always (-t), kOff never.
 enum class TtyMode { kAuto, kOn, kOff };
@@ -85,6 +91,7 @@ struct RunOptions {
   uint64_t nofile = 1024;  // open files per process (RLIMIT_NOFILE)
   bool cgroups = true;     // false: rlimits only (--no-cgroups)
   NamespaceMode namespaces = NamespaceMode::kAuto;
+  IdMode userns = IdMode::kAuto;  // without root only
   // The guest's Landlock domain where the kernel has Landlock (false:
   // --no-landlock, for measuring and debugging).
   bool landlock = true;

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/log.h"
@@ -232,6 +233,7 @@ int Run::Conclude(std::optional<RunError> error) {
   r.peak_memory_bytes = cgroups_.PeakMemoryBytes();
   r.walls = {"seccomp"};
   if (!seccomp_only()) r.walls.push_back("namespaces");
+  if (std::string ids = IdModeWall(); !ids.empty()) r.walls.push_back(ids);
   if (spec_.landlock.abi > 0) r.walls.push_back(LandlockWallName(spec_.landlock.abi));
   for (const std::string& w : cgroups_.enforced()) r.walls.push_back(w);
   if (!cgroups_.has_memory() && o_.memory_bytes) r.walls.push_back("rlimit-as");
@@ -329,6 +331,17 @@ std::vector<std::pair<std::string, std::string>> Run::EnforcedLimits() const {
     } else if (o_.timeout_sec > 0) {
       out.emplace_back("cpus", "rlimit-cpu (a total, not a rate)");
     }
+  }
+  // Without root: whose ids the guest's are, and who is charged for the
+  // counts the kernel keeps per user namespace (subid_range.h).
+  if (std::string ids = IdModeWall(); !ids.empty()) {
+    out.emplace_back("ids", range_ ? absl::StrCat("subid-range: guest uid ", tree_.uid,
+                                                  " is host uid ", GuestHostUid(),
+                                                  "; processes, inotify and mqueues count "
+                                                  "against uid ",
+                                                  getuid(), ", the user namespace's maker")
+                                   : absl::StrCat("single-id: guest uid ", tree_.uid,
+                                                  " is host uid ", getuid(), ", the caller"));
   }
   if (o_.disk_bytes)
     out.emplace_back("disk", seccomp_only() && !host_store_.capped() ? "rlimit-fsize (per file)"

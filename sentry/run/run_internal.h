@@ -30,6 +30,7 @@
 #include "sentry/run/seccomp_only.h"
 #include "sentry/run/spawn.h"
 #include "sentry/run/stdio.h"
+#include "sentry/run/subid_range.h"
 #include "sentry/tools/tool_channel.h"
 
 namespace sentry::run_internal {
@@ -70,6 +71,10 @@ class Run {
   // --tool: the channel's node, its thread and the module (run_tools.cc).
   std::optional<RunError> AdmitTools();
   std::optional<RunError> UseSeccompWallAlone(const std::string& why);
+  // Without root: the subordinate range or the single id (run_ids.cc).
+  std::optional<RunError> ChooseIdMode();
+  // The result's word for the id mode without root ("" with root).
+  std::string IdModeWall() const;
   int ServePython(const RunOptions& request, int peer_fd);
   std::optional<RunError> AdmitPython();
   std::optional<RunError> ApplyRequestRlimits();
@@ -133,10 +138,12 @@ class Run {
   }
   // The host uid the guest's processes run as.
   uid_t GuestHostUid() const {
+    if (range_ && !seccomp_only()) return subids_.HostUid(tree_.uid);
     if (seccomp_only() || rootless_) return guest_host_uid_;
     return tree_.uid == 0 ? host_id_base_ : host_id_base_ + 1;
   }
   gid_t GuestHostGid() const {
+    if (range_ && !seccomp_only()) return subids_.HostGid(tree_.gid);
     if (seccomp_only() || rootless_) return guest_host_gid_;
     return tree_.uid == 0 ? host_id_base_ : host_id_base_ + 1;
   }
@@ -169,6 +176,10 @@ class Run {
   // With seccomp_only() or rootless_, the guest's processes' host ids.
   uid_t guest_host_uid_ = rootless_ ? geteuid() : 0;
   gid_t guest_host_gid_ = rootless_ ? getegid() : 0;
+  // Without root, with a subordinate range (subid_range.h): the user
+  // namespace maps it (range_), else the caller's single id.
+  SubidPlan subids_;
+  bool range_ = false;
   HostStore host_store_;  // with seccomp_only(), the backing store
   // --tool. Declared before kernel_: it outlives the /dev node that points at it.
   std::unique_ptr<tools::ToolChannel> tools_;

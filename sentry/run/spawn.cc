@@ -60,7 +60,10 @@ absl::StatusOr<IdSlot> TakeSandboxIdSlot() {
   return IdSlot::Take("/dev/shm/sentry-ids", kFirstSlotId, kIdSlots);
 }
 
-absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
+absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec, const SubidPlan* subids) {
+  if (spec.namespaces && spec.helper_maps && !subids) {
+    return absl::InternalError("helper maps without a subordinate range");
+  }
   int maps[2], report[2], go[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, maps) < 0 ||
       pipe2(report, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
@@ -108,7 +111,14 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec) {
     return m;
   };
   // (In single-id mode the loader maps its own ids: see LoaderSpec::single_id.)
-  if (spec.namespaces && !spec.single_id) {
+  if (spec.namespaces && spec.helper_maps) {
+    char ready = 0;
+    if (read(s.maps_.get(), &ready, 1) != 1 || ready != 'd') {
+      ASSIGN_OR_RETURN(LoaderMessage m, s.ReadMessage());
+      return StepError(m);
+    }
+    RETURN_IF_ERROR(MapWithHelpers(pid, *subids));
+  } else if (spec.namespaces && !spec.single_id) {
     RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid, {})));
     RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid, spec.groups)));
   }

@@ -14,6 +14,7 @@
 #include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/id_slots.h"
+#include "sentry/run/subid_range.h"
 
 namespace sentry {
 
@@ -48,8 +49,9 @@ class Spawned final {
  public:
   // Clones the loader (in new namespaces if spec.namespaces), writes its id
   // maps and lets it build its mount view; a kernel that refuses the
-  // namespaces gives FailedPreconditionError.
-  static absl::StatusOr<Spawned> Start(const LoaderSpec& spec);
+  // namespaces gives FailedPreconditionError. With spec.helper_maps, subids
+  // is the range the helpers map (subid_range.h).
+  static absl::StatusOr<Spawned> Start(const LoaderSpec& spec, const SubidPlan* subids = nullptr);
   // Sends the loader the `tasks` files of the sandbox's cgroups (invalid:
   // none), which it joins before it forks anything (see loader.h).
   absl::Status SendCgroups(const std::array<UniqueFd, kMaxLoaderCgroups>& tasks_files);

@@ -30,9 +30,17 @@ class RootlessAttack : public ::testing::TestWithParam<Mode> {
  protected:
   std::vector<std::string> Flags(std::vector<std::string> more = {}) const {
     if (!GetParam().namespaces) more.insert(more.begin(), "--no-namespaces");
+    // A caller with a range: in subordinate-range mode (not yet the default).
+    if (GetParam().namespaces && RangeStart(c()) != 0) more.insert(more.begin(), "--userns=range");
     return more;
   }
   const Caller& c() const { return GetParam().caller; }
+  // The same, as words for a shell line.
+  std::string Mode() const {
+    std::string out;
+    for (const std::string& f : Flags()) out += f + " ";
+    return out;
+  }
 };
 
 std::string Name(const ::testing::TestParamInfo<Mode>& info) {
@@ -120,10 +128,9 @@ TEST_P(RootlessAttack, CallersProcessesAndTheSentryCannotBeReached) {
       "    except OSError: pass\n"
       "try: os.kill(-1, signal.SIGKILL)\n"
       "except OSError: pass\n";
-  std::string script =
-      absl::StrCat("echo $$ > ", pids, "/sentry; exec ", SentryBinary(),
-                   " run --json --timeout 60 ", GetParam().namespaces ? "" : "--no-namespaces ",
-                   "-v ", pids, ":/pids:ro -- /usr/bin/python3 -c \"$G\"");
+  std::string script = absl::StrCat("echo $$ > ", pids, "/sentry; exec ", SentryBinary(),
+                                    " run --json --timeout 60 ", Mode(), "-v ", pids,
+                                    ":/pids:ro -- /usr/bin/python3 -c \"$G\"");
   ProcessResult r = RunAsCaller(c(), {"/bin/sh", "-c", script}, {"G=" + guest}, "", 120);
   // The victim lives, and the sentry lived to write its result (the guest
   // may have killed itself: a guest pid is among those it signalled).
@@ -157,8 +164,7 @@ TEST_P(RootlessAttack, CallersUnixSocketsCannotBeReached) {
   std::string script =
       absl::StrCat("/usr/bin/python3 -c \"$L\" ", path, " ", abstract, " & lp=$!; ",
                    "for i in $(seq 100); do [ -e ", path, ".ready ] && break; sleep 0.1; done; ",
-                   SentryBinary(), " run ", GetParam().namespaces ? "" : "--no-namespaces ",
-                   "-- /usr/bin/python3 -c \"$G\"; kill $lp");
+                   SentryBinary(), " run ", Mode(), "-- /usr/bin/python3 -c \"$G\"; kill $lp");
   std::string guest = absl::StrCat(
       "import socket\n"
       "for addr in ['",
@@ -228,7 +234,7 @@ TEST_P(RootlessAttack, ProcessBudgetOfTheCallerSurvives) {
       "print('forked', n)\n";
   // The caller's own program forks once the guest holds all it got.
   std::string script = absl::StrCat(
-      SentryBinary(), " run --timeout=20 ", GetParam().namespaces ? "" : "--no-namespaces ",
+      SentryBinary(), " run --timeout=20 ", Mode(),
       "-- /usr/bin/python3 -c \"$B\" & sleep 3; /bin/true & wait $!; echo during=$?; wait");
   ProcessResult r =
       RunAsCaller(c(), {"/bin/sh", "-c", script}, {std::string("B=") + bomb}, "", 60, budget);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -17,6 +18,13 @@ namespace sentry::testing {
 namespace {
 
 class Rootless : public ::testing::TestWithParam<Caller> {};
+
+// The flags that put a caller with a range in subordinate-range mode
+// (--userns=auto takes the single id for now: sentry/run/run_ids.cc).
+std::vector<std::string> Ids(const Caller& c, std::vector<std::string> more = {}) {
+  if (RangeStart(c) != 0) more.insert(more.begin(), "--userns=range");
+  return more;
+}
 
 std::string Name(const ::testing::TestParamInfo<Caller>& info) {
   if (info.param.name.empty()) return "self";
@@ -48,8 +56,8 @@ TEST_P(Rootless, GuestIsUser1000OrRootWithOthersOverflow) {
 
 TEST_P(Rootless, JsonSaysWhichWallsAndLimitsHold) {
   const Caller& c = GetParam();
-  ProcessResult r =
-      SentryAs(c, {"--json", "--memory", "256m", "--pids-limit", "32"}, {"/bin/echo", "hi"});
+  ProcessResult r = SentryAs(c, Ids(c, {"--json", "--memory", "256m", "--pids-limit", "32"}),
+                             {"/bin/echo", "hi"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   auto j = ParseJson(r.out);
   ASSERT_TRUE(j.has_value()) << r.out;
@@ -60,9 +68,93 @@ TEST_P(Rootless, JsonSaysWhichWallsAndLimitsHold) {
   EXPECT_NE(walls.find("\"rlimit-nproc\""), std::string::npos) << walls;
   // No cgroup can be made without root here: none is claimed.
   EXPECT_EQ(walls.find("cgroup"), std::string::npos) << walls;
+  // The id mode, and whose ids the guest's are.
   std::string limits = At(*j, "limits").dump();
+  if (RangeStart(c) != 0) {
+    EXPECT_NE(walls.find("\"userns-subid-range\""), std::string::npos) << walls;
+    EXPECT_NE(
+        limits.find(absl::StrCat("subid-range: guest uid 1000 is host uid ", RangeStart(c) + 999,
+                                 "; processes, inotify and mqueues "
+                                 "count against uid ",
+                                 c.uid)),
+        std::string::npos)
+        << limits;
+  } else {
+    EXPECT_NE(walls.find("\"userns-single-id\""), std::string::npos) << walls;
+    EXPECT_NE(limits.find(absl::StrCat("single-id: guest uid 1000 is host uid ", c.uid)),
+              std::string::npos)
+        << limits;
+  }
   EXPECT_NE(limits.find("\"memory\":\"rlimit-as\""), std::string::npos) << limits;
   EXPECT_NE(limits.find("\"pids\":\"sentry-count+rlimit-nproc\""), std::string::npos) << limits;
+}
+
+// Seen from the host: the guest's processes run as the range's id for 1000,
+// or as the caller itself in single-id mode.
+TEST_P(Rootless, GuestRunsAsTheRangesIdOrTheCallers) {
+  const Caller& c = GetParam();
+  std::string script = absl::StrCat(
+      SentryBinary(), " run ", RangeStart(c) ? "--userns=range" : "",
+      " -- /bin/sleep 4 & s=$!; g=; for i in $(seq 100); do ",
+      "l=$(pgrep -P $s | head -1); [ -n \"$l\" ] && g=$(pgrep -P $l | head -1); ",
+      "[ -n \"$g\" ] && grep -q '^Name:.*sleep' /proc/$g/status 2>/dev/null && break; ",
+      "sleep 0.05; done; grep -E '^(Uid|Gid):' /proc/$g/status; wait $s");
+  ProcessResult r = RunAsCaller(c, {"/bin/sh", "-c", script});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  uint32_t range = RangeStart(c);
+  uid_t uid = range != 0 ? range + 999 : c.uid;
+  EXPECT_NE(r.out.find(absl::StrCat("Uid:\t", uid, "\t", uid, "\t", uid, "\t", uid, "\n")),
+            std::string::npos)
+      << Describe(r);
+  if (range == 0) {
+    EXPECT_NE(r.out.find(absl::StrCat("Gid:\t", c.gid, "\t")), std::string::npos) << Describe(r);
+  } else {
+    EXPECT_EQ(r.out.find(absl::StrCat("Gid:\t", c.gid, "\t")), std::string::npos) << Describe(r);
+  }
+}
+
+// Another id is a real one with a range: becoming it is refused for want of
+// the capability (EPERM), not for want of a mapping (EINVAL, single-id).
+TEST_P(Rootless, OtherIdsAreRealWithARange) {
+  const Caller& c = GetParam();
+  const char* code =
+      "import os\n"
+      "for f, v in ((os.setuid, 1001), (os.setgid, 65534)):\n"
+      "  try:\n"
+      "    f(v); print('became', v)\n"
+      "  except OSError as e:\n"
+      "    print(e.errno)\n"
+      "print(os.getuid(), os.getgid())\n";
+  ProcessResult r = SentryAs(c, Ids(c), {"/usr/bin/python3", "-c", code});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, RangeStart(c) != 0 ? "1\n1\n1000 1000\n" : "22\n22\n1000 1000\n") << Describe(r);
+}
+
+TEST_P(Rootless, UsernsFlagChoosesTheMode) {
+  const Caller& c = GetParam();
+  ProcessResult r = SentryAs(c, {"--userns=single", "--json"}, {"/usr/bin/id", "-u"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  auto j = ParseJson(r.out);
+  ASSERT_TRUE(j.has_value()) << r.out;
+  EXPECT_EQ(Str(At(*j, "stdout")), "1000\n");
+  EXPECT_NE(At(*j, "walls").dump().find("\"userns-single-id\""), std::string::npos) << r.out;
+  r = SentryAs(c, {"--userns=range", "--json"}, {"/usr/bin/id", "-u"});
+  if (RangeStart(c) != 0) {
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    EXPECT_NE(r.out.find("\"userns-subid-range\""), std::string::npos) << r.out;
+  } else {
+    EXPECT_EQ(r.exit_code, 125) << Describe(r);
+    auto j = ParseJson(r.out);
+    ASSERT_TRUE(j.has_value()) << Describe(r);
+    std::string error = Str(At(*j, "error"));
+    EXPECT_EQ(error.find("the user namespace wall: --userns=range, but "), 0u) << error;
+    EXPECT_NE(error.find("usermod --add-subuids"), std::string::npos) << error;
+    EXPECT_NE(error.find("--userns=single"), std::string::npos) << error;
+    EXPECT_NE(error.find("--no-namespaces"), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  r = SentryAs(c, {"--userns=some"}, {"/bin/true"});
+  EXPECT_EQ(r.exit_code, 125) << Describe(r);
 }
 
 TEST_P(Rootless, MountsReadOnlyAndReadWrite) {
@@ -72,7 +164,7 @@ TEST_P(Rootless, MountsReadOnlyAndReadWrite) {
   mkdir((dir.path() + "/out").c_str(), 0755);
   chown((dir.path() + "/out").c_str(), c.uid, c.gid);
   ProcessResult r =
-      SentryAs(c, {"-v", dir.path() + "/in:/data:ro", "-v", dir.path() + "/out:/work:rw"},
+      SentryAs(c, Ids(c, {"-v", dir.path() + "/in:/data:ro", "-v", dir.path() + "/out:/work:rw"}),
                {"/bin/sh", "-c",
                 "cat /data/data.txt; (echo x > /data/new) 2>/dev/null && echo "
                 "WROTE-RO; echo result > /work/result.txt; stat -c %u /work/result.txt"});
@@ -176,7 +268,14 @@ TEST_P(Rootless, CheckSaysWhatHolds) {
   ProcessResult r = RunAsCaller(c, {SentryBinary(), "check"});
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(r.out.find("MISSING"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("single-id"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("single-id mode"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("namespaces, userns-single-id"), std::string::npos) << r.out;
+  if (RangeStart(c) != 0) {
+    EXPECT_NE(r.out.find(absl::StrCat("with --userns=range the guest's ids 1-65536 are host uids ",
+                                      RangeStart(c))),
+              std::string::npos)
+        << r.out;
+  }
   EXPECT_NE(r.out.find("RLIMIT_AS"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("sentry runs here."), std::string::npos) << r.out;
 }
@@ -209,6 +308,34 @@ TEST_P(Rootless, ServeAnswersACall) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, Rootless, ::testing::ValuesIn(RootlessCallers()), Name);
+
+// Where newuidmap refuses (here: the caller's real gid is not its passwd
+// entry's, which newuidmap checks), the run stops with one line: which
+// wall, the helper's reason, the choices; --userns=single still runs.
+TEST(RootlessRange, HelperRefusalIsOneLineWithTheChoices) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run as sentry-rl-subid with another gid";
+  Caller subid, single;
+  for (const Caller& c : RootlessCallers()) (c.name == "sentry-rl-subid" ? subid : single) = c;
+  if (RangeStart(subid) == 0) GTEST_SKIP() << "newuidmap/newgidmap are not installed (uidmap)";
+  ASSERT_NE(subid.gid, single.gid);
+  auto run = [&](const std::string& flag) {
+    return RunProcess({"/usr/bin/setpriv", absl::StrCat("--reuid=", subid.uid),
+                       absl::StrCat("--regid=", single.gid), "--clear-groups", "/usr/bin/env", "-i",
+                       "PATH=/usr/bin:/bin", absl::StrCat("HOME=", subid.home), SentryBinary(),
+                       "run", flag, "--", "/bin/true"},
+                      "", 60);
+  };
+  ProcessResult r = run("--userns=range");
+  EXPECT_EQ(r.exit_code, 125) << Describe(r);
+  EXPECT_NE(r.err.find("the user namespace wall: the subordinate range of uid "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("newuidmap"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; choices: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--userns=single"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = run("--userns=single");
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+}
 
 }  // namespace
 }  // namespace sentry::testing

@@ -15,6 +15,17 @@
 namespace sentry::testing {
 namespace {
 
+// The start of name's first range in file (0: none).
+uint32_t FirstRange(const std::string& file, const std::string& name) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name + ":", 0) != 0) continue;
+    return static_cast<uint32_t>(std::stoul(line.substr(name.size() + 1)));
+  }
+  return 0;
+}
+
 bool HasRange(const std::string& file, const std::string& name) {
   std::ifstream in(file);
   std::string line;
@@ -76,6 +87,20 @@ std::vector<Caller> RootlessCallers() {
     return out;
   }();
   return callers;
+}
+
+uint32_t RangeStart(const Caller& c) {
+  std::string name = c.name;
+  if (name.empty()) {
+    passwd* pw = getpwuid(c.uid);
+    if (!pw) return 0;
+    name = pw->pw_name;
+  }
+  if (access("/usr/bin/newuidmap", X_OK) != 0 || access("/usr/bin/newgidmap", X_OK) != 0 ||
+      FirstRange("/etc/subgid", name) == 0) {
+    return 0;
+  }
+  return FirstRange("/etc/subuid", name);
 }
 
 ProcessResult RunAsCaller(const Caller& c, const std::vector<std::string>& argv,

@@ -26,6 +26,11 @@ struct Caller {
 // The callers to test as: the two users above as root, else the caller itself.
 std::vector<Caller> RootlessCallers();
 
+// The first id of the caller's subordinate uid range where sentry will map
+// it (a range in /etc/subuid and /etc/subgid, newuidmap installed), else 0:
+// where sentry runs in subordinate-range mode.
+uint32_t RangeStart(const Caller& c);
+
 // argv (argv[0] a path) run as the caller, with a clean environment (PATH,
 // HOME, USER) plus env; `ulimit_u` > 0 sets its RLIMIT_NPROC first.
 ProcessResult RunAsCaller(const Caller& c, const std::vector<std::string>& argv,
