@@ -19,12 +19,13 @@ SENTRY_NO_EXAMPLE=1 scripts/install.sh
 # What the tests drive for real: the engines (podman, containerd and the
 # runtimes sentry is compared with), strace for the trace, Debian's
 # data-science stack, and for the CRI test gRPC (kubelet's calls), the CNI
-# loopback plugin and ip (its pod network).
+# loopback plugin and ip (its pod network), and newuidmap (uidmap: the
+# rootless tests' user with a subordinate range).
 if [ "${SENTRY_SKIP_APT:-0}" != 1 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     podman containerd runc crun strace python3-numpy python3-pandas python3-scipy \
     python3-sklearn python3-matplotlib python3-psutil python3-grpcio python3-grpc-tools libpython3.11-testsuite \
-    containernetworking-plugins iproute2 >/dev/null
+    containernetworking-plugins iproute2 uidmap >/dev/null
   # Installed, so the engine tests must run: a missing engine fails them
   # rather than skipping (ctest counts a skip as a pass).
   export SENTRY_REQUIRE_ENGINES=1
