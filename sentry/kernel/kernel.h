@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sentry/kernel/colocation.h"
+#include "sentry/kernel/fd_holds.h"
 #include "sentry/kernel/fd_identity.h"
 #include "sentry/kernel/fd_sweep.h"
 #include "sentry/kernel/shown_cpus.h"
@@ -57,6 +58,9 @@ struct KernelConfig {
   // uid, which the caller's other processes share: a uid is then no name of
   // the sandbox's processes (PRIO_USER, IOPRIO_WHO_USER find none).
   bool host_uid_shared = false;
+  // Tokens' identity by kcmp against a reference the sentry keeps
+  // (fd_holds.h); off (--no-fast-fd-identity): every fd is copied.
+  bool fast_fd_identity = true;
   uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid); }
   gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid); }
 
@@ -75,12 +79,14 @@ class Kernel final {
       : vfs_(std::move(vfs)), config_(std::move(config)) {
     // Every object a guest task still holds keeps its identity (see FdIdentity).
     fds_.set_held_keys([this] { return GuestHeldKeys(tasks_); });
+    holds_.set_enabled(config_.fast_fd_identity);
   }
 
   std::mutex& mu() { return mu_; }
   vfs::Vfs& vfs() { return *vfs_; }
   TaskTable& tasks() { return tasks_; }
   FdIdentity& fds() { return fds_; }
+  FdHolds& holds() { return holds_; }
   const KernelConfig& config() const { return config_; }
   // The guest and the notification thread on one CPU at start-up (under mu).
   CoLocation& colocation() { return colocation_; }
@@ -108,6 +114,7 @@ class Kernel final {
   std::unique_ptr<vfs::Vfs> vfs_;
   TaskTable tasks_;
   FdIdentity fds_;
+  FdHolds holds_;  // after fds_: its references close first
   CoLocation colocation_;
   KernelConfig config_;
 };

@@ -209,6 +209,7 @@ std::optional<RunError> Run::BuildSandbox() {
   kc.user_host_gid = GuestHostGid();
   kc.namespaces = !seccomp_only();
   kc.host_uid_shared = seccomp_only() && rootless_;
+  kc.fast_fd_identity = o_.fast_fd_identity;
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
