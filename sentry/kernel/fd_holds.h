@@ -24,9 +24,16 @@
 // close. Regular files (lower or upper) are shared inodes where a lingering
 // flock would be seen by the next opener; they take the copy path.
 //
-// Bounds: kMaxHeld references per sandbox (sentry fds), the oldest closed
-// first; kMaxHints hints, all dropped past that. Dropping either only costs
-// speed. Not thread-safe: used under the kernel's mutex.
+// Bounds: the sentry cannot see a guest close an fd, so each Keep first
+// asks the kernel (kcmp) whether the two oldest references are still open
+// in the guest under the number they were donated as, and closes those that
+// are not: a guest that opens and closes directories in a loop leaves the
+// sentry a reference or two, not a growing pile (redteam_resources_test's
+// churn allows 32 fds). This costs the Keep one or two kcmp calls, where the
+// donation no longer closes its fd. At most kMaxHeld references per sandbox
+// in any case, the oldest closed first; kMaxHints hints, all dropped past
+// that. Dropping either only costs speed. Not thread-safe: used under the
+// kernel's mutex.
 #ifndef SENTRY_KERNEL_FD_HOLDS_H_
 #define SENTRY_KERNEL_FD_HOLDS_H_
 
@@ -44,11 +51,13 @@ namespace sentry {
 
 class FdHolds final {
  public:
-  // 256 fds per sandbox: a find or os.walk holds its path's directories,
-  // a few dozen; an interpreter a handful. The sentry's own table is
-  // reserved at 4096 (base/fd_table.h) and its soft limit raised toward the
-  // hard one, and a warm pool keeps several sandboxes per process.
-  static constexpr size_t kMaxHeld = 256;
+  // 64 fds per sandbox: a find or os.walk holds its path's directories,
+  // a dozen or two; an interpreter a handful. The sentry's own table is
+  // reserved at 4096 (base/fd_table.h), and a warm pool keeps several
+  // sandboxes per process.
+  static constexpr size_t kMaxHeld = 64;
+  // References checked (and closed if the guest closed them) per Keep.
+  static constexpr size_t kProbesPerKeep = 2;
   static constexpr size_t kMaxHints = 4 * kMaxHeld;
 
   struct Held {
@@ -85,6 +94,9 @@ class FdHolds final {
     UniqueFd fd;
     struct stat st {};
     uint32_t gen = 0;  // bumped when the slot is reused: old hints miss
+    // Where it was last seen in the guest (donated or hinted).
+    pid_t tgid = 0;
+    int guest_fd = -1;
   };
   struct HintSlot {
     uint32_t slot;
@@ -105,10 +117,15 @@ class FdHolds final {
            static_cast<uint32_t>(guest_fd);
   }
   void SetHint(pid_t tgid, int guest_fd, uint32_t slot);
+  void Release(uint32_t slot);
+  // Whether the guest still holds slot's description as slot.guest_fd.
+  bool StillHeld(const Slot& slot) const;
 
   bool enabled_ = true;
   std::vector<Slot> slots_;
-  uint32_t next_ = 0;  // the slot the next Keep reuses (the oldest)
+  uint32_t next_ = 0;   // where the next Keep looks for a free slot (the oldest)
+  uint32_t probe_ = 0;  // the slot the next probe starts at
+  pid_t self_ = 0;      // the sentry's pid, for kcmp
   std::unordered_map<ObjectKey, uint32_t, ObjectHash> by_object_;
   std::unordered_map<uint64_t, HintSlot> hints_;
 };

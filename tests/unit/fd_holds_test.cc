@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <memory>
+#include <vector>
+
 namespace sentry {
 namespace {
 
@@ -20,49 +23,81 @@ UniqueFd DevNull() { return UniqueFd(open("/dev/null", O_RDONLY | O_CLOEXEC)); }
 
 bool IsOpen(int fd) { return fcntl(fd, F_GETFD) >= 0; }
 
+// This process plays the guest: `guest` is its fd, and the sentry's
+// reference is a dup of it (the same description, as a donated fd is).
+struct Donation {
+  UniqueFd guest = DevNull();
+  UniqueFd Reference() const { return UniqueFd(dup(guest.get())); }
+};
+
 TEST(FdHoldsTest, HintLeadsToTheKeptReference) {
   FdHolds holds;
-  UniqueFd fd = DevNull();
+  Donation d;
+  UniqueFd fd = d.Reference();
   int raw = fd.get();
-  holds.Keep(std::move(fd), Obj(1), 100, 5);
-  auto held = holds.Hinted(100, 5);
+  holds.Keep(std::move(fd), Obj(1), getpid(), d.guest.get());
+  auto held = holds.Hinted(getpid(), d.guest.get());
   ASSERT_TRUE(held.has_value());
   EXPECT_EQ(held->fd, raw);
   EXPECT_EQ(held->st.st_ino, 1u);
-  EXPECT_FALSE(holds.Hinted(100, 6).has_value());  // another fd
-  EXPECT_FALSE(holds.Hinted(101, 5).has_value());  // another process
+  EXPECT_FALSE(holds.Hinted(getpid(), d.guest.get() + 1).has_value());  // another fd
+  EXPECT_FALSE(holds.Hinted(getpid() + 1, d.guest.get()).has_value());  // another process
 }
 
 TEST(FdHoldsTest, OneReferencePerObject) {
   FdHolds holds;
-  holds.Keep(DevNull(), Obj(1), 100, 5);
-  UniqueFd second = DevNull();
+  Donation d;
+  holds.Keep(d.Reference(), Obj(1), getpid(), d.guest.get());
+  UniqueFd second = d.Reference();
   int raw = second.get();
-  holds.Keep(std::move(second), Obj(1), 200, 7);  // a forked child's copy
+  holds.Keep(std::move(second), Obj(1), getpid(), 1000);  // a copy seen elsewhere
   EXPECT_EQ(holds.held(), 1u);
   EXPECT_FALSE(IsOpen(raw));  // the copy was closed, not kept
-  EXPECT_EQ(holds.Hinted(200, 7)->fd, holds.Hinted(100, 5)->fd);
+  EXPECT_EQ(holds.Hinted(getpid(), 1000)->fd, holds.Hinted(getpid(), d.guest.get())->fd);
+}
+
+TEST(FdHoldsTest, ReferenceTheGuestClosedIsReleasedByTheNextKeep) {
+  FdHolds holds;
+  auto first = std::make_unique<Donation>();
+  UniqueFd fd = first->Reference();
+  int raw = fd.get();
+  holds.Keep(std::move(fd), Obj(1), getpid(), first->guest.get());
+  Donation second;
+  holds.Keep(second.Reference(), Obj(2), getpid(), second.guest.get());
+  EXPECT_EQ(holds.held(), 2u);  // both still open in the "guest"
+  EXPECT_TRUE(IsOpen(raw));
+  first.reset();  // the guest closes its fd
+  Donation third;
+  holds.Keep(third.Reference(), Obj(3), getpid(), third.guest.get());
+  EXPECT_EQ(holds.held(), 2u);
+  EXPECT_FALSE(holds.OfObject(Obj(1)).has_value());
+  EXPECT_TRUE(holds.OfObject(Obj(2)).has_value());
 }
 
 TEST(FdHoldsTest, OldestReferenceClosedPastTheCapAndItsHintsMiss) {
   FdHolds holds;
-  UniqueFd first = DevNull();
+  std::vector<Donation> guests(FdHolds::kMaxHeld + 1);
+  UniqueFd first = guests[0].Reference();
   int raw = first.get();
-  holds.Keep(std::move(first), Obj(1), 100, 3);
-  for (size_t i = 1; i < FdHolds::kMaxHeld; ++i) holds.Keep(DevNull(), Obj(1 + i), 100, 4);
+  holds.Keep(std::move(first), Obj(1), getpid(), guests[0].guest.get());
+  for (size_t i = 1; i < FdHolds::kMaxHeld; ++i) {
+    holds.Keep(guests[i].Reference(), Obj(1 + i), getpid(), guests[i].guest.get());
+  }
+  EXPECT_EQ(holds.held(), FdHolds::kMaxHeld);
   EXPECT_TRUE(IsOpen(raw));
-  holds.Keep(DevNull(), Obj(100000), 100, 4);
+  Donation& last = guests[FdHolds::kMaxHeld];
+  holds.Keep(last.Reference(), Obj(100000), getpid(), last.guest.get());
   EXPECT_EQ(holds.held(), FdHolds::kMaxHeld);
   EXPECT_FALSE(IsOpen(raw));
-  EXPECT_FALSE(holds.Hinted(100, 3).has_value());
+  EXPECT_FALSE(holds.Hinted(getpid(), guests[0].guest.get()).has_value());
   EXPECT_FALSE(holds.OfObject(Obj(1)).has_value());
-  // Its slot holds the newest object now, which no old hint reaches.
   EXPECT_TRUE(holds.OfObject(Obj(100000)).has_value());
 }
 
 TEST(FdHoldsTest, HintsStayBounded) {
   FdHolds holds;
-  holds.Keep(DevNull(), Obj(1), 100, 0);
+  Donation d;
+  holds.Keep(d.Reference(), Obj(1), getpid(), d.guest.get());
   for (int fd = 1; fd < static_cast<int>(FdHolds::kMaxHints) * 3; ++fd) {
     ASSERT_TRUE(holds.Hint(100, fd, Obj(1)));
   }
