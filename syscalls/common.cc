@@ -6,6 +6,7 @@
 #include <sys/statfs.h>
 
 #include <cerrno>
+#include <optional>
 
 namespace sentry::sys {
 
@@ -76,12 +77,38 @@ bool GuestsOwnObject(SyscallContext& ctx, const FdRef& ref) {
 SysResult<FdRef> GetFd(SyscallContext& ctx, int fd) {
   if (fd < 0) return Errno{EBADF};
   FdRef ref;
+  FdHolds& holds = ctx.kernel.holds();
+  pid_t tgid = ctx.task.process->tgid;
+  // A token the sentry holds: one kcmp says whether the guest's fd is still
+  // that description. Anything else (another object under this number, the
+  // fd closed, no kcmp) takes the copy below.
+  if (std::optional<FdHolds::Held> held = holds.Hinted(tgid, fd)) {
+    if (ctx.fds.SameFile(fd, held->fd) == 0) {
+      if (const OpenObject* object = ctx.kernel.fds().Find(held->st)) {
+        ++holds.hits;
+        ref.held = held->fd;
+        ref.host_st = held->st;
+        ref.object = object;
+        return ref;
+      }
+    }
+    ++holds.misses;
+    holds.Unhint(tgid, fd);
+  }
   SYS_ASSIGN_OR_RETURN(ref.host, ctx.fds.Get(fd));
   if (fstat(ref.host.get(), &ref.host_st) < 0) return Errno{EBADF};
   ref.object = ctx.kernel.fds().Find(ref.host_st);
   if (!ref.object && !GuestsOwnObject(ctx, ref)) {
     ctx.hint = "the sandbox no longer knows what this fd stands for; open the file again";
     return Errno{EBADF};
+  }
+  // A token seen through a copy (a forked child's, a dup, an fd received,
+  // one whose reference was closed to make room): hinted, so its next call
+  // takes the kcmp; the copy itself is kept if nothing is held for it. A
+  // token has one description (fd_holds.h), so its object is its description.
+  if (ref.object && ref.object->holdable && holds.enabled() && !holds.Hint(tgid, fd, ref.host_st)) {
+    ref.held = ref.host.get();
+    holds.Keep(std::move(ref.host), ref.host_st, tgid, fd);
   }
   return ref;
 }
@@ -128,8 +155,9 @@ SysResult<vfs::NodeRef> NodeAtPath(SyscallContext& ctx, int dirfd, const std::st
 }
 
 SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::NodeRef& node,
-                       bool dir_token, std::string path) {
+                       bool dir_token, std::string path, bool holdable) {
   OpenObject obj{node, dir_token, std::move(path)};
+  obj.holdable = holdable;
   // A memfd is text the sentry generated (/proc): its pages are the sentry's.
   if (st.st_dev == MemfdDev()) obj.data_bytes = static_cast<size_t>(st.st_blocks) * 512;
   if (SysStatus r = ctx.kernel.fds().Register(st, std::move(obj)); !r.ok()) {
@@ -142,11 +170,13 @@ SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::No
 }
 
 SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
-                           bool dir_token, bool cloexec, std::string path) {
+                           bool dir_token, bool cloexec, std::string path, bool hold) {
   struct stat st;
   if (fstat(host_fd.get(), &st) < 0) return Errno{errno};
-  SYS_TRY(RegisterOpen(ctx, st, node, dir_token, std::move(path)));
+  hold = hold && ctx.kernel.holds().enabled();
+  SYS_TRY(RegisterOpen(ctx, st, node, dir_token, std::move(path), hold));
   SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(host_fd.get(), cloexec));
+  if (hold) ctx.kernel.holds().Keep(std::move(host_fd), st, ctx.task.process->tgid, guest_fd);
   return static_cast<uint64_t>(guest_fd);
 }
 

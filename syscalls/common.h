@@ -20,11 +20,16 @@ SysResult<std::string> ReadPath(SyscallContext& ctx, GuestAddr addr);
 // objects the guest made natively, and for the stdio its caller gave it).
 // An fd that is neither, an object on a host or store file system that the
 // sentry does not recognise, is EBADF: never answered from the host object.
+// A token the sentry holds (fd_holds.h) comes without a copy: `held` is the
+// sentry's own reference to the same description, valid during the call.
 struct FdRef {
   UniqueFd host;
+  int held = -1;
   struct stat host_st {};
   const OpenObject* object = nullptr;
   const vfs::NodeRef& node() const;
+  // The description, to read or move its position (lseek).
+  int fd() const { return held >= 0 ? held : host.get(); }
 };
 SysResult<FdRef> GetFd(SyscallContext& ctx, int fd);
 
@@ -51,13 +56,15 @@ SysResult<vfs::NodeRef> NodeOfFd(SyscallContext& ctx, int fd, int not_ours);
 // Remembers the host object of identity st as node's, as Donate does before
 // it installs: for a call whose fd is installed later (a FIFO's blocking open).
 SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::NodeRef& node,
-                       bool dir_token, std::string path);
+                       bool dir_token, std::string path, bool holdable = false);
 
 // Installs host_fd in the guest, remembering it as node's (opened by the
 // sandbox path `path`, for /proc/PID/fd); returns the guest fd. ENFILE when
 // the sentry's table of donated objects is full of ones the guest holds.
+// A token (hold) is kept by the sentry afterwards (fd_holds.h); any other
+// host_fd is closed.
 SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
-                           bool dir_token, bool cloexec, std::string path = "");
+                           bool dir_token, bool cloexec, std::string path = "", bool hold = false);
 
 // The mode a new file gets: mode masked by the caller's umask.
 mode_t ApplyUmask(SyscallContext& ctx, mode_t mode);

@@ -72,7 +72,7 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   if (!ref.object->dir_token) return Errno{ref.node()->IsDir() ? EBADF : ENOTDIR};  // O_PATH
   size_t count = ctx.args.Uint(2);
   const vfs::NodeRef& dir = ref.node();
-  off_t pos = lseek(ref.host.get(), 0, SEEK_CUR);
+  off_t pos = lseek(ref.fd(), 0, SEEK_CUR);
   if (pos < 0) pos = 0;
   std::vector<char> out;
   out.reserve(std::min<size_t>(count, 1 << 16));
@@ -144,7 +144,7 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   }
   if (out.empty() && full) return Errno{EINVAL};  // not even one entry fits
   SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(1), out.data(), out.size()));
-  if (static_cast<off_t>(i) != pos) lseek(ref.host.get(), static_cast<off_t>(i), SEEK_SET);
+  if (static_cast<off_t>(i) != pos) lseek(ref.fd(), static_cast<off_t>(i), SEEK_SET);
   if (!out.empty()) {
     ref.object->cursor_name = i > 2 ? last : std::string();
     ref.object->cursor_pos = static_cast<off_t>(i);

@@ -68,7 +68,7 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
       if (!(flags & O_PATH)) return Errno{ELOOP};
       // O_PATH|O_NOFOLLOW names the link itself: a bare store file stands for it.
       SYS_ASSIGN_OR_RETURN(UniqueFd fd, PathToken(ctx));
-      return Donate(ctx, std::move(fd), node, false, flags & O_CLOEXEC);
+      return Donate(ctx, std::move(fd), node, false, flags & O_CLOEXEC, "", /*hold=*/true);
     }
     if (r.trailing_slash && !node->IsDir()) return Errno{ENOTDIR};
     if (node->IsDir() && (creat || acc != O_RDONLY)) return Errno{EISDIR};
@@ -85,11 +85,11 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
   bool cloexec = flags & O_CLOEXEC;
   if (node->IsDir() && !(flags & O_PATH)) {
     SYS_ASSIGN_OR_RETURN(UniqueFd token, ctx.vfs().store().NewDirToken());
-    return Donate(ctx, std::move(token), node, true, cloexec);
+    return Donate(ctx, std::move(token), node, true, cloexec, "", /*hold=*/true);
   }
   if (flags & O_PATH) {
     SYS_ASSIGN_OR_RETURN(UniqueFd token, PathToken(ctx));
-    return Donate(ctx, std::move(token), node, false, cloexec);
+    return Donate(ctx, std::move(token), node, false, cloexec, "", /*hold=*/true);
   }
   if (node->reopen) {
     // A pipe opened anew through /proc/PID/fd/N is the guest's own pipe

@@ -288,6 +288,10 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
   f.Switch("--no-landlock", kSandbox,
            "make no Landlock domain for the guest (the third wall; for measuring and debugging)",
            [&o] { o.landlock = false; });
+  f.Switch("--no-fast-fd-identity", kSandbox,
+           "identify every directory fd by a copy of it (pidfd_getfd + fstat), not by one "
+           "kcmp against a reference the sentry keeps (for measuring and debugging)",
+           [&o] { o.fast_fd_identity = false; });
   f.Value("--pool", kSandbox, "SOCKET",
           "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "
           "none can serve the run, it starts cold, with a notice",

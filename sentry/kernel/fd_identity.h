@@ -52,6 +52,9 @@ struct OpenObject {
   vfs::NodeRef node;
   bool dir_token = false;  // a directory token: getdents64 position is its f_pos
   std::string path;        // the sandbox path it was opened by (/proc/PID/fd)
+  // A token the sentry may keep a reference to (fd_holds.h): one description
+  // per object, no data, nothing that waits for its close.
+  bool holdable = false;
   // Directory tokens: the last name getdents64 returned (at most NAME_MAX
   // bytes) and the position it left, so that a listing resumes after that
   // name even if entries before it went meanwhile (mutable: a cursor, not

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sentry/kernel/colocation.h"
+#include "sentry/kernel/fd_holds.h"
 #include "sentry/kernel/fd_identity.h"
 #include "sentry/kernel/fd_sweep.h"
 #include "sentry/kernel/shown_cpus.h"
@@ -63,6 +64,9 @@ struct KernelConfig {
   uid_t range_uid = 0;
   gid_t range_gid = 0;
   uint32_t range_count = 0;
+  // Tokens' identity by kcmp against a reference the sentry keeps
+  // (fd_holds.h); off (--no-fast-fd-identity): every fd is copied.
+  bool fast_fd_identity = true;
   uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid, range_uid); }
   gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid, range_gid); }
 
@@ -82,6 +86,7 @@ class Kernel final {
       : vfs_(std::move(vfs)), config_(std::move(config)) {
     // Every object a guest task still holds keeps its identity (see FdIdentity).
     fds_.set_held_keys([this] { return GuestHeldKeys(tasks_); });
+    holds_.set_enabled(config_.fast_fd_identity);
   }
 
   std::mutex& mu() { return mu_; }
@@ -90,6 +95,7 @@ class Kernel final {
   FdIdentity& fds() { return fds_; }
   // Who connected the unix sockets the sentry connected for guests (under mu).
   UnixPeers& unix_peers() { return unix_peers_; }
+  FdHolds& holds() { return holds_; }
   const KernelConfig& config() const { return config_; }
   // The guest and the notification thread on one CPU at start-up (under mu).
   CoLocation& colocation() { return colocation_; }
@@ -118,6 +124,7 @@ class Kernel final {
   TaskTable tasks_;
   FdIdentity fds_;
   UnixPeers unix_peers_;
+  FdHolds holds_;  // after fds_: its references close first
   CoLocation colocation_;
   KernelConfig config_;
 };

@@ -6,6 +6,7 @@
 #ifndef SENTRY_KERNEL_SYSCALL_CONTEXT_H_
 #define SENTRY_KERNEL_SYSCALL_CONTEXT_H_
 
+#include <cerrno>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -25,6 +26,14 @@ class GuestFds {
   virtual SysResult<UniqueFd> Get(int guest_fd) = 0;
   // Installs host_fd as the guest's lowest free fd; returns its number.
   virtual SysResult<int> Install(int host_fd, bool cloexec) = 0;
+  // Whether the guest's fd is the same open file description as the
+  // sentry's host_fd (kcmp KCMP_FILE): 0 if it is, 1 if not, a negative
+  // errno if that cannot be told (then the caller takes a copy with Get).
+  virtual int SameFile(int guest_fd, int host_fd) {
+    (void)guest_fd;
+    (void)host_fd;
+    return -ENOSYS;
+  }
 };
 
 struct SyscallArgs {

@@ -1,5 +1,6 @@
 #include "sentry/platform/notify_loop.h"
 
+#include <linux/kcmp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -67,7 +68,16 @@ class NotifMemoryBackend final : public MemoryBackend {
 
 class NotifFds final : public GuestFds {
  public:
-  NotifFds(Unotify& u, uint64_t id, int pidfd) : u_(u), id_(id), pidfd_(pidfd) {}
+  NotifFds(Unotify& u, uint64_t id, int pidfd, pid_t tid, pid_t self)
+      : u_(u), id_(id), pidfd_(pidfd), tid_(tid), self_(self) {}
+  // One syscall. The tid is the notifying task's, blocked in its call while
+  // the notification is valid; were it gone and its number reused, the other
+  // task's fd would still have to be the sentry's own token to compare equal.
+  int SameFile(int guest_fd, int host_fd) override {
+    long r = syscall(SYS_kcmp, tid_, self_, KCMP_FILE, guest_fd, host_fd);
+    if (r < 0) return -errno;
+    return r == 0 ? 0 : 1;
+  }
   SysResult<UniqueFd> Get(int guest_fd) override {
     int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd_, guest_fd, 0));
     if (fd < 0) return Errno{errno == ESRCH ? ESRCH : EBADF};
@@ -91,6 +101,8 @@ class NotifFds final : public GuestFds {
   Unotify& u_;
   uint64_t id_;
   int pidfd_;
+  pid_t tid_;
+  pid_t self_;
 };
 
 // The late answerer shares a duplicate of the listener: it may outlive the loop.
@@ -184,6 +196,7 @@ void NotifyLoop::Stop() {
 
 void NotifyLoop::Run() {
   pthread_setname_np(pthread_self(), "sentry-notify");  // for top -H, perf, ps
+  self_pid_ = getpid();
   tid_ = static_cast<pid_t>(syscall(SYS_gettid));
   if (!DropFsIdentity(fs_id_, fs_id_)) {
     log::Error("cannot take an unprivileged file identity; stopping");
@@ -333,7 +346,7 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
       kernel_.current = task;
       NotifMemoryBackend backend(static_cast<pid_t>(req.pid), unotify_, req.id);
       GuestMemory mem(backend);
-      NotifFds fds(unotify_, req.id, task->pidfd.get());
+      NotifFds fds(unotify_, req.id, task->pidfd.get(), static_cast<pid_t>(req.pid), self_pid_);
       SyscallContext ctx{kernel_, *task, mem, fds, {}};
       for (int i = 0; i < 6; ++i) ctx.args.raw[i] = req.data.args[i];
       res = dispatcher_.Dispatch(ctx, req.data.nr);

@@ -84,6 +84,7 @@ class NotifyLoop final {
   std::atomic<uint64_t> handled_{0};
   std::atomic<bool> done_{false};
   std::atomic<pid_t> tid_{0};
+  pid_t self_pid_ = 0;  // the sentry's pid, for kcmp (NotifFds::SameFile)
   // A duplicate of the listener shared by the calls answered late: they may
   // outlive this loop.
   std::shared_ptr<Unotify> late_unotify_;

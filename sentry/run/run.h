@@ -95,6 +95,10 @@ struct RunOptions {
   // The guest's Landlock domain where the kernel has Landlock (false:
   // --no-landlock, for measuring and debugging).
   bool landlock = true;
+  // Directory and O_PATH fds identified by kcmp against a reference the
+  // sentry keeps (false: --no-fast-fd-identity, for measuring; see
+  // sentry/kernel/fd_holds.h).
+  bool fast_fd_identity = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):

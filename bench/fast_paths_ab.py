@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""A/B of a sentry fast path: the corpus's metadata workloads with it on and off.
+
+  bench/fast_paths_ab.py SENTRY [--flag --no-fast-fd-identity] [--runs 5] [--count]
+      [--only a,b]
+
+Wall time: each workload RUNS times as `sentry run` (A, the default) and as
+`sentry run FLAG` (B), interleaved run by run so that a shared machine's load
+falls on both; medians and B/A. With --count, each workload runs once more per
+side with strace -c attached to every thread of the sentry (not its guest), and
+the sentry's host syscalls are printed: total, pidfd_getfd, kcmp, fstat,
+close, and the seccomp ioctls (receive, reply, ID_VALID, ADDFD). Those counts
+do not depend on the machine's load.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+sys.path.insert(0, CORPUS)
+import run_corpus  # noqa: E402  (the workloads, as docs/benchmarks.md runs them)
+
+DEFAULT = ["python_pass", "stdlib_imports", "small_files_1000", "shell_pipeline_usr",
+           "cpython_tests"]
+COUNTED = ["pidfd_getfd", "kcmp", "fstat", "close", "ioctl", "newfstatat", "openat", "getdents64",
+           "lseek"]
+
+
+def argv(sentry, flag, name, delay=0.0):
+    guest = run_corpus.guest_argv(run_corpus.WORKLOADS[name][1], "sentry", "/tmp")
+    if delay:
+        # Time for strace to attach before the workload's first call.
+        guest = ["/bin/sh", "-c", f'sleep {delay}; exec "$@"', "sh"] + guest
+    return run_corpus.sentry_prefix(sentry) + ([flag] if flag else []) + ["--"] + guest
+
+
+def timed(cmd):
+    start = time.monotonic()
+    code = subprocess.call(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, cwd="/")
+    return time.monotonic() - start, code
+
+
+def counted(cmd):
+    """The sentry's host syscalls during cmd, by name (strace -c on its threads)."""
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, cwd="/")
+    time.sleep(0.4)
+    tids = os.listdir(f"/proc/{p.pid}/task")
+    out = tempfile.NamedTemporaryFile(prefix="sentry-ab-strace.", delete=False).name
+    st = subprocess.Popen(["strace", "-c", "-o", out] + sum((["-p", t] for t in tids), []),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    code = p.wait()
+    st.wait()
+    calls = {}
+    with open(out) as f:
+        for line in f:
+            m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$", line)
+            if m:
+                calls[m.group(2)] = int(m.group(1))
+    os.unlink(out)
+    return calls, code
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("sentry")
+    ap.add_argument("--flag", default="--no-fast-fd-identity")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--only")
+    ap.add_argument("--count", action="store_true")
+    args = ap.parse_args()
+    args.sentry = os.path.abspath(args.sentry)
+    names = args.only.split(",") if args.only else DEFAULT
+    print(f"load average at start: {os.getloadavg()}")
+    print(f"A: sentry run; B: sentry run {args.flag}\n")
+    if args.runs:
+        print("| workload | A median | B median | B/A | A samples | B samples |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for name in names:
+            runs = max(1, args.runs // 2) if name == "cpython_tests" else args.runs
+            a, b = [], []
+            for cmd in (argv(args.sentry, "", name), argv(args.sentry, args.flag, name)):
+                timed(cmd)  # warm-up
+            for _ in range(runs):
+                for side, flag in ((a, ""), (b, args.flag)):
+                    t, code = timed(argv(args.sentry, flag, name))
+                    if code != 0:
+                        print(f"{name}: exit {code}", file=sys.stderr)
+                    side.append(t)
+            ma, mb = statistics.median(a), statistics.median(b)
+            print(f"| {name} | {ma * 1000:.0f} ms | {mb * 1000:.0f} ms | {mb / ma:.2f} | "
+                  f"{' '.join(f'{x * 1000:.0f}' for x in a)} | "
+                  f"{' '.join(f'{x * 1000:.0f}' for x in b)} |")
+    if args.count:
+        print("\nHost syscalls of the sentry (strace -c on its threads), A / B:\n")
+        print("| workload | total | " + " | ".join(COUNTED) + " |")
+        print("| --- | --- | " + " | ".join("---" for _ in COUNTED) + " |")
+        for name in names:
+            ca, _ = counted(argv(args.sentry, "", name, delay=1))
+            cb, _ = counted(argv(args.sentry, args.flag, name, delay=1))
+            cells = [f"{sum(ca.values())} / {sum(cb.values())}"]
+            cells += [f"{ca.get(c, 0)} / {cb.get(c, 0)}" for c in COUNTED]
+            print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"\nload average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

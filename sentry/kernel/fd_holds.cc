@@ -1,0 +1,92 @@
+#include "sentry/kernel/fd_holds.h"
+
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <utility>
+
+namespace sentry {
+
+void FdHolds::Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd) {
+  if (!enabled_ || !fd) return;
+  if (self_ == 0) self_ = getpid();
+  ObjectKey key{st.st_dev, st.st_ino};
+  if (auto it = by_object_.find(key); it != by_object_.end()) {
+    SetHint(tgid, guest_fd, it->second);
+    return;  // fd closes here: one reference per object is enough
+  }
+  // The next references round the ring: closed if the guest closed them.
+  size_t probed = 0;
+  for (size_t i = 0; i < kMaxHeld && probed < kProbesPerKeep && !by_object_.empty(); ++i) {
+    uint32_t at = probe_;
+    probe_ = (probe_ + 1) % kMaxHeld;
+    if (!slots_[at].fd) continue;
+    ++probed;
+    if (!StillHeld(slots_[at])) Release(at);
+  }
+  // A free slot from the oldest on; none free: the oldest goes.
+  uint32_t index = next_;
+  for (size_t i = 0; i < kMaxHeld; ++i) {
+    uint32_t at = (next_ + i) % kMaxHeld;
+    if (!slots_[at].fd) {
+      index = at;
+      break;
+    }
+  }
+  if (slots_[index].fd) Release(index);
+  next_ = (index + 1) % kMaxHeld;
+  Slot& slot = slots_[index];
+  slot.fd = std::move(fd);
+  slot.st = st;
+  by_object_.emplace(key, index);
+  SetHint(tgid, guest_fd, index);
+}
+
+void FdHolds::Release(uint32_t index) {
+  Slot& slot = slots_[index];
+  by_object_.erase(ObjectKey{slot.st.st_dev, slot.st.st_ino});
+  ++slot.gen;
+  slot.fd.Reset();
+}
+
+bool FdHolds::StillHeld(const Slot& slot) const {
+  // Any answer but "the same description" (closed, another object, the
+  // process gone, kcmp refused) lets it go: a reference dropped only costs
+  // the next call on it a copy.
+  return syscall(SYS_kcmp, slot.tgid, self_, KCMP_FILE, slot.guest_fd, slot.fd.get()) == 0;
+}
+
+void FdHolds::SetHint(pid_t tgid, int guest_fd, uint32_t slot) {
+  // Hints of processes gone and fds closed pile up: past the bound they all
+  // go, and the next call of each fd hints it again.
+  if (hints_.size() >= kMaxHints) hints_.clear();
+  hints_[HintKey(tgid, guest_fd)] = HintSlot{slot, slots_[slot].gen};
+  slots_[slot].tgid = tgid;
+  slots_[slot].guest_fd = guest_fd;
+}
+
+std::optional<FdHolds::Held> FdHolds::Hinted(pid_t tgid, int guest_fd) const {
+  if (!enabled_) return std::nullopt;
+  auto it = hints_.find(HintKey(tgid, guest_fd));
+  if (it == hints_.end()) return std::nullopt;
+  const Slot& slot = slots_[it->second.slot];
+  if (slot.gen != it->second.gen || !slot.fd) return std::nullopt;
+  return Held{slot.fd.get(), slot.st};
+}
+
+std::optional<FdHolds::Held> FdHolds::OfObject(const struct stat& st) const {
+  auto it = by_object_.find(ObjectKey{st.st_dev, st.st_ino});
+  if (it == by_object_.end()) return std::nullopt;
+  const Slot& slot = slots_[it->second];
+  return Held{slot.fd.get(), slot.st};
+}
+
+bool FdHolds::Hint(pid_t tgid, int guest_fd, const struct stat& st) {
+  auto it = by_object_.find(ObjectKey{st.st_dev, st.st_ino});
+  if (it == by_object_.end()) return false;
+  SetHint(tgid, guest_fd, it->second);
+  return true;
+}
+
+}  // namespace sentry

@@ -1,0 +1,135 @@
+// FdHolds: donated tokens the sentry keeps open, so that a guest fd's
+// identity costs one kcmp(KCMP_FILE) instead of pidfd_getfd + fstat + close.
+//
+// FdIdentity answers "which object is behind this guest fd" from a host copy
+// of the fd. Here the sentry keeps its own reference to the very open file
+// description it donated, and remembers (process, guest fd) -> that
+// reference as a hint. A hinted call asks the kernel whether the guest's fd
+// is still that description (kcmp compares descriptions, the struct file,
+// not inodes); only then is the held object's identity used. Any other
+// answer (a different description, an fd closed, kcmp unavailable) falls
+// back to the copy, so a hint is never trusted: dup, fork and fd passing need
+// no bookkeeping to stay correct, only a first slow call in the new process
+// or under the new number, which hints it again.
+//
+// What may be held: only tokens (a directory's getdents token, an O_PATH
+// stand-in), never a file with data, a FIFO, a socket, a device or a /proc
+// memfd. A reference the sentry keeps prolongs its description's life past
+// the guest's last close, which Linux lets the guest observe through
+// whatever belongs to the description: a pipe's or FIFO's EOF, a socket's
+// shutdown, a tty's hangup, flock and OFD locks and leases. A token is an
+// inode of the store that only its one donation ever opened (made, opened and
+// removed in one step: store_stash.h), so no other description of it can
+// exist: a lock on it conflicts with nothing, and nothing waits for its
+// close. Regular files (lower or upper) are shared inodes where a lingering
+// flock would be seen by the next opener; they take the copy path.
+//
+// Bounds: the sentry cannot see a guest close an fd, so each Keep first
+// asks the kernel (kcmp) whether the two oldest references are still open
+// in the guest under the number they were donated as, and closes those that
+// are not: a guest that opens and closes directories in a loop leaves the
+// sentry a reference or two, not a growing pile (redteam_resources_test's
+// churn allows 32 fds). This costs the Keep one or two kcmp calls, where the
+// donation no longer closes its fd. At most kMaxHeld references per sandbox
+// in any case, the oldest closed first; kMaxHints hints, all dropped past
+// that. Dropping either only costs speed. Not thread-safe: used under the
+// kernel's mutex.
+#ifndef SENTRY_KERNEL_FD_HOLDS_H_
+#define SENTRY_KERNEL_FD_HOLDS_H_
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "sentry/base/unique_fd.h"
+
+namespace sentry {
+
+class FdHolds final {
+ public:
+  // 64 fds per sandbox: a find or os.walk holds its path's directories,
+  // a dozen or two; an interpreter a handful. The sentry's own table is
+  // reserved at 4096 (base/fd_table.h), and a warm pool keeps several
+  // sandboxes per process.
+  static constexpr size_t kMaxHeld = 64;
+  // References checked (and closed if the guest closed them) per Keep.
+  static constexpr size_t kProbesPerKeep = 2;
+  static constexpr size_t kMaxHints = 4 * kMaxHeld;
+
+  struct Held {
+    int fd = -1;        // the sentry's reference to the donated description
+    struct stat st {};  // its identity (dev, ino) as at donation
+  };
+
+  FdHolds() : slots_(kMaxHeld) {}
+  FdHolds(const FdHolds&) = delete;
+  FdHolds& operator=(const FdHolds&) = delete;
+
+  // --no-fast-fd-identity: nothing is held, every call takes the copy.
+  void set_enabled(bool on) { enabled_ = on; }
+  bool enabled() const { return enabled_; }
+
+  // Keeps fd (a token whose identity is st), hinted for (tgid, guest_fd).
+  // An object already held is not held twice: the hint goes to it.
+  void Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd);
+  // The reference hinted for (tgid, guest_fd), if any. Valid until the next
+  // Keep.
+  std::optional<Held> Hinted(pid_t tgid, int guest_fd) const;
+  // The reference held for st's object, if any.
+  std::optional<Held> OfObject(const struct stat& st) const;
+  // Points (tgid, guest_fd) at the reference held for st's object, if any.
+  bool Hint(pid_t tgid, int guest_fd, const struct stat& st);
+  void Unhint(pid_t tgid, int guest_fd) { hints_.erase(HintKey(tgid, guest_fd)); }
+
+  size_t held() const { return by_object_.size(); }
+  // Calls answered by the held reference, and hinted calls that missed.
+  uint64_t hits = 0, misses = 0;
+
+ private:
+  struct Slot {
+    UniqueFd fd;
+    struct stat st {};
+    uint32_t gen = 0;  // bumped when the slot is reused: old hints miss
+    // Where it was last seen in the guest (donated or hinted).
+    pid_t tgid = 0;
+    int guest_fd = -1;
+  };
+  struct HintSlot {
+    uint32_t slot;
+    uint32_t gen;
+  };
+  struct ObjectKey {
+    dev_t dev;
+    ino_t ino;
+    bool operator==(const ObjectKey&) const = default;
+  };
+  struct ObjectHash {
+    size_t operator()(const ObjectKey& k) const {
+      return std::hash<uint64_t>()(k.ino * 0x9E3779B97F4A7C15ull ^ k.dev);
+    }
+  };
+  static uint64_t HintKey(pid_t tgid, int guest_fd) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(tgid)) << 32) |
+           static_cast<uint32_t>(guest_fd);
+  }
+  void SetHint(pid_t tgid, int guest_fd, uint32_t slot);
+  void Release(uint32_t slot);
+  // Whether the guest still holds slot's description as slot.guest_fd.
+  bool StillHeld(const Slot& slot) const;
+
+  bool enabled_ = true;
+  std::vector<Slot> slots_;
+  uint32_t next_ = 0;   // where the next Keep looks for a free slot (the oldest)
+  uint32_t probe_ = 0;  // the slot the next probe starts at
+  pid_t self_ = 0;      // the sentry's pid, for kcmp
+  std::unordered_map<ObjectKey, uint32_t, ObjectHash> by_object_;
+  std::unordered_map<uint64_t, HintSlot> hints_;
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_KERNEL_FD_HOLDS_H_

@@ -1,0 +1,125 @@
+// FdHolds: references kept for tokens, hints that only ever point at the
+// reference they were made for, and bounds on both.
+#include "sentry/kernel/fd_holds.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <memory>
+#include <vector>
+
+namespace sentry {
+namespace {
+
+struct stat Obj(ino_t ino) {
+  struct stat st {};
+  st.st_dev = 9;
+  st.st_ino = ino;
+  return st;
+}
+
+UniqueFd DevNull() { return UniqueFd(open("/dev/null", O_RDONLY | O_CLOEXEC)); }
+
+bool IsOpen(int fd) { return fcntl(fd, F_GETFD) >= 0; }
+
+// This process plays the guest: `guest` is its fd, and the sentry's
+// reference is a dup of it (the same description, as a donated fd is).
+struct Donation {
+  UniqueFd guest = DevNull();
+  UniqueFd Reference() const { return UniqueFd(dup(guest.get())); }
+};
+
+TEST(FdHoldsTest, HintLeadsToTheKeptReference) {
+  FdHolds holds;
+  Donation d;
+  UniqueFd fd = d.Reference();
+  int raw = fd.get();
+  holds.Keep(std::move(fd), Obj(1), getpid(), d.guest.get());
+  auto held = holds.Hinted(getpid(), d.guest.get());
+  ASSERT_TRUE(held.has_value());
+  EXPECT_EQ(held->fd, raw);
+  EXPECT_EQ(held->st.st_ino, 1u);
+  EXPECT_FALSE(holds.Hinted(getpid(), d.guest.get() + 1).has_value());  // another fd
+  EXPECT_FALSE(holds.Hinted(getpid() + 1, d.guest.get()).has_value());  // another process
+}
+
+TEST(FdHoldsTest, OneReferencePerObject) {
+  FdHolds holds;
+  Donation d;
+  holds.Keep(d.Reference(), Obj(1), getpid(), d.guest.get());
+  UniqueFd second = d.Reference();
+  int raw = second.get();
+  holds.Keep(std::move(second), Obj(1), getpid(), 1000);  // a copy seen elsewhere
+  EXPECT_EQ(holds.held(), 1u);
+  EXPECT_FALSE(IsOpen(raw));  // the copy was closed, not kept
+  EXPECT_EQ(holds.Hinted(getpid(), 1000)->fd, holds.Hinted(getpid(), d.guest.get())->fd);
+}
+
+TEST(FdHoldsTest, ReferenceTheGuestClosedIsReleasedByTheNextKeep) {
+  FdHolds holds;
+  auto first = std::make_unique<Donation>();
+  UniqueFd fd = first->Reference();
+  int raw = fd.get();
+  holds.Keep(std::move(fd), Obj(1), getpid(), first->guest.get());
+  Donation second;
+  holds.Keep(second.Reference(), Obj(2), getpid(), second.guest.get());
+  EXPECT_EQ(holds.held(), 2u);  // both still open in the "guest"
+  EXPECT_TRUE(IsOpen(raw));
+  first.reset();  // the guest closes its fd
+  Donation third;
+  holds.Keep(third.Reference(), Obj(3), getpid(), third.guest.get());
+  EXPECT_EQ(holds.held(), 2u);
+  EXPECT_FALSE(holds.OfObject(Obj(1)).has_value());
+  EXPECT_TRUE(holds.OfObject(Obj(2)).has_value());
+}
+
+TEST(FdHoldsTest, OldestReferenceClosedPastTheCapAndItsHintsMiss) {
+  FdHolds holds;
+  std::vector<Donation> guests(FdHolds::kMaxHeld + 1);
+  UniqueFd first = guests[0].Reference();
+  int raw = first.get();
+  holds.Keep(std::move(first), Obj(1), getpid(), guests[0].guest.get());
+  for (size_t i = 1; i < FdHolds::kMaxHeld; ++i) {
+    holds.Keep(guests[i].Reference(), Obj(1 + i), getpid(), guests[i].guest.get());
+  }
+  EXPECT_EQ(holds.held(), FdHolds::kMaxHeld);
+  EXPECT_TRUE(IsOpen(raw));
+  Donation& last = guests[FdHolds::kMaxHeld];
+  holds.Keep(last.Reference(), Obj(100000), getpid(), last.guest.get());
+  EXPECT_EQ(holds.held(), FdHolds::kMaxHeld);
+  EXPECT_FALSE(IsOpen(raw));
+  EXPECT_FALSE(holds.Hinted(getpid(), guests[0].guest.get()).has_value());
+  EXPECT_FALSE(holds.OfObject(Obj(1)).has_value());
+  EXPECT_TRUE(holds.OfObject(Obj(100000)).has_value());
+}
+
+TEST(FdHoldsTest, HintsStayBounded) {
+  FdHolds holds;
+  Donation d;
+  holds.Keep(d.Reference(), Obj(1), getpid(), d.guest.get());
+  for (int fd = 1; fd < static_cast<int>(FdHolds::kMaxHints) * 3; ++fd) {
+    ASSERT_TRUE(holds.Hint(100, fd, Obj(1)));
+  }
+  EXPECT_FALSE(holds.Hint(100, 1, Obj(2)));  // nothing held for it
+  int found = 0;
+  for (int fd = 0; fd < static_cast<int>(FdHolds::kMaxHints) * 3; ++fd) {
+    found += holds.Hinted(100, fd).has_value();
+  }
+  EXPECT_GT(found, 0);
+  EXPECT_LE(found, static_cast<int>(FdHolds::kMaxHints));
+}
+
+TEST(FdHoldsTest, DisabledKeepsNothing) {
+  FdHolds holds;
+  holds.set_enabled(false);
+  UniqueFd fd = DevNull();
+  int raw = fd.get();
+  holds.Keep(std::move(fd), Obj(1), 100, 5);
+  EXPECT_EQ(holds.held(), 0u);
+  EXPECT_FALSE(IsOpen(raw));
+  EXPECT_FALSE(holds.Hinted(100, 5).has_value());
+}
+
+}  // namespace
+}  // namespace sentry
