@@ -97,7 +97,7 @@ TEST(Inotify, AHostChangeInARwMountIsSeen) {
   std::string script = std::string(kInotifyPy) + R"(
 print('wd', add('/w'), add('/w/f'))
 open('/w/ready', 'w').close()
-print(sorted(set(events(3.0)[:4])))
+for e in events(1.0): print(e)
 )";
   host.Write("script.py", script, 0644);
   std::thread writer([&] {
@@ -112,8 +112,8 @@ print(sorted(set(events(3.0)[:4])))
   writer.join();
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_TRUE(Has(r.out, "wd 1 2\n")) << Describe(r);
-  EXPECT_TRUE(Has(r.out, "'1 MODIFY f'")) << Describe(r);
-  EXPECT_TRUE(Has(r.out, "'2 MODIFY '")) << Describe(r);
+  EXPECT_TRUE(Has(r.out, "\n1 MODIFY f\n")) << Describe(r);
+  EXPECT_TRUE(Has(r.out, "\n2 MODIFY \n")) << Describe(r);
 }
 
 // A watch reaches exactly what open reaches, with open's errno, and its
