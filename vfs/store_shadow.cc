@@ -46,7 +46,9 @@ void Store::ShadowRemove(const std::string& path, bool dir) {
 }
 
 SysStatus Store::ShadowRename(const std::string& from, const std::string& to, unsigned flags) {
-  AsOwnerUid as(uid_);
+  // Both ids: a rename to a new name checks that the caller's fsuid and
+  // fsgid map into the store's user namespace (may_create's EOVERFLOW).
+  AsOwner as(uid_, gid_);
   if (renameat2(dir_fd_.get(), from.c_str(), dir_fd_.get(), to.c_str(), flags) < 0) {
     return Errno{errno};
   }
