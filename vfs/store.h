@@ -81,6 +81,9 @@ class Store final {
   void ShadowRemove(const std::string& path, bool dir);
   // renameat2 within the store (flags: RENAME_EXCHANGE, RENAME_NOREPLACE).
   SysStatus ShadowRename(const std::string& from, const std::string& to, unsigned flags);
+  // The top-level shadow `name` under a new name, which is returned: its
+  // watches see IN_MOVE_SELF, as a renamed directory's do.
+  SysResult<std::string> ShadowMoved(const std::string& name);
   // A fresh path in a directory no watch is on ("" if it cannot be made):
   // where an entry goes to leave, or comes from to arrive, as a rename
   // out of or into a watched directory does.

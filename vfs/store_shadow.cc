@@ -3,6 +3,7 @@
 // host object. Paths are relative to the store directory and built only from
 // names the sentry made ("w12") and VFS entry names, which hold no '/'.
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +54,12 @@ SysStatus Store::ShadowRename(const std::string& from, const std::string& to, un
     return Errno{errno};
   }
   return {};
+}
+
+SysResult<std::string> Store::ShadowMoved(const std::string& name) {
+  std::string moved = "w" + std::to_string(next_++);
+  SYS_TRY(ShadowRename(name, moved, RENAME_NOREPLACE));
+  return moved;
 }
 
 std::string Store::ShadowScratch() {

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "absl/cleanup/cleanup.h"
 #include "vfs/vfs.h"
 
 namespace sentry::vfs {
@@ -124,6 +125,14 @@ void Vfs::ShadowRename(const Resolved& from, const Resolved& to, unsigned flags)
   const NodeRef& dst = to.node;
   bool fs = Shadowed(*from.parent), ts = Shadowed(*to.parent);
   if (dst && dst->IsDir() && !(flags & RENAME_EXCHANGE)) DropShadow(*dst);
+  // A watched directory that moves: its own watches see IN_MOVE_SELF, after
+  // the entries' events, as fs/namei.c's vfs_rename sends them.
+  absl::Cleanup move_self = [&] {
+    for (const NodeRef& moved : {src, dst}) {
+      if (!moved || !Shadowed(*moved) || (moved == dst && !(flags & RENAME_EXCHANGE))) continue;
+      if (auto name = store_->ShadowMoved(moved->shadow); name.ok()) moved->shadow = *name;
+    }
+  };
   if (!fs && !ts) return;
   if (flags & RENAME_EXCHANGE) {
     if (fs && ts &&

@@ -156,5 +156,22 @@ TEST(InotifyTest, AFileWatchSeesItsDataAndItsEnd) {
   }
 }
 
+TEST(InotifyTest, AMovedDirectorySeesItsOwnMove) {
+  ScratchDir dir;
+  UniqueFd in(inotify_init1(IN_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(in.get());
+  std::string d = dir.Path("d");
+  ASSERT_SYSCALL_SUCCEEDS(mkdir(d.c_str(), 0755));
+  int wd = inotify_add_watch(in.get(), d.c_str(), IN_MOVE_SELF | IN_DELETE_SELF);
+  ASSERT_SYSCALL_SUCCEEDS(wd);
+  ASSERT_SYSCALL_SUCCEEDS(rename(d.c_str(), dir.Path("e").c_str()));
+  ASSERT_SYSCALL_SUCCEEDS(rmdir(dir.Path("e").c_str()));
+  std::vector<Event> ev = ReadEvents(in.get());
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].mask, static_cast<uint32_t>(IN_MOVE_SELF));
+  EXPECT_EQ(ev[1].mask, static_cast<uint32_t>(IN_DELETE_SELF));
+  EXPECT_EQ(ev[2].mask, static_cast<uint32_t>(IN_IGNORED));
+}
+
 }  // namespace
 }  // namespace sentry::conformance
