@@ -81,6 +81,8 @@ SENTRY_HANDLER(Fremovexattr);
 SENTRY_HANDLER(IoSetup);
 SENTRY_HANDLER(Sync);
 SENTRY_HANDLER(Syncfs);
+// sys_inotify.cc
+SENTRY_HANDLER(InotifyAddWatch);
 // sys_misc.cc
 SENTRY_HANDLER(Sysinfo);
 SENTRY_HANDLER(SchedGetaffinity);

@@ -106,7 +106,7 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
   if (node->kind() == vfs::NodeKind::kFifo && !node->store_name.empty()) {
     return OpenFifo(ctx, node, flags, std::move(where));
   }
-  SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags));
+  SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags, &r));
   return Donate(ctx, std::move(fd), node, false, cloexec, std::move(where));
 }
 

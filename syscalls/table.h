@@ -72,24 +72,27 @@ enum class Wall : uint8_t {
 // namespace; its guest runs as B + 1. Table: tests/security/README.md,
 // "Availability"; the table test names the rows that must say one.
 enum class Pool : uint8_t {
-  kNone,          // makes no kernel object beyond what the guest holds
-  kFdOnly,        // an fd and a small object: RLIMIT_NOFILE per process, the pids cap,
-                  // their memory in the sandbox's memory cgroup
-  kInotify,       // inotify instances: ucounts (sandbox ns, uid) capped at 32 there
-                  // (its /proc/sys/user), charged up to (host ns, B)
-  kMqueue,        // POSIX queue bytes: RLIMIT_MSGQUEUE 256 KiB (the guest's and the
-                  // namespace's ceiling), charged to (host ns, B); queues_max per ipc ns
-  kSigQueue,      // queued signals and timers' signals: RLIMIT_SIGPENDING 2048, charged
-                  // to (host ns, B) (kill's SI_USER bypasses the rlimit: memory cgroup)
-  kAio,           // AIO events: fs.aio-nr is the host's: io_setup traps and draws on a
-                  // budget of a 64th of fs.aio-max-nr (sys_pools.cc)
-  kPipeBuffers,   // pipe pages: per host uid (B + 1's pipe-user-pages), and
-                  // F_SETPIPE_SZ at most pipe-max-size
-  kEpollWatches,  // epoll watches: per host uid (B + 1's max_user_watches)
-  kSysvIpc,       // SysV segments, semaphores, queues: the sandbox's own ipc namespace
-  kFileLocks,     // flock/fcntl locks on files the guest holds: memory cgroup
-                  // (fcntl's F_SETPIPE_SZ: kPipeBuffers)
-  kProcesses,     // tasks: RLIMIT_NPROC per (sandbox ns, uid) = --pids, and the pids cgroup
+  kNone,            // makes no kernel object beyond what the guest holds
+  kFdOnly,          // an fd and a small object: RLIMIT_NOFILE per process, the pids cap,
+                    // their memory in the sandbox's memory cgroup
+  kInotify,         // inotify instances: ucounts (sandbox ns, uid) capped at 32 there
+                    // (its /proc/sys/user), charged up to (host ns, B)
+  kInotifyWatches,  // inotify watches: the instance owner's ucounts (sandbox ns, uid),
+                    // capped at 8192 there, charged up to (host ns, B); the sentry's
+                    // shadows (vfs_watch.cc): Vfs::kMaxShadows, kMaxShadowEntries
+  kMqueue,          // POSIX queue bytes: RLIMIT_MSGQUEUE 256 KiB (the guest's and the
+                    // namespace's ceiling), charged to (host ns, B); queues_max per ipc ns
+  kSigQueue,        // queued signals and timers' signals: RLIMIT_SIGPENDING 2048, charged
+                    // to (host ns, B) (kill's SI_USER bypasses the rlimit: memory cgroup)
+  kAio,             // AIO events: fs.aio-nr is the host's: io_setup traps and draws on a
+                    // budget of a 64th of fs.aio-max-nr (sys_pools.cc)
+  kPipeBuffers,     // pipe pages: per host uid (B + 1's pipe-user-pages), and
+                    // F_SETPIPE_SZ at most pipe-max-size
+  kEpollWatches,    // epoll watches: per host uid (B + 1's max_user_watches)
+  kSysvIpc,         // SysV segments, semaphores, queues: the sandbox's own ipc namespace
+  kFileLocks,       // flock/fcntl locks on files the guest holds: memory cgroup
+                    // (fcntl's F_SETPIPE_SZ: kPipeBuffers)
+  kProcesses,       // tasks: RLIMIT_NPROC per (sandbox ns, uid) = --pids, and the pids cgroup
 };
 
 // The pool's counter, who is charged and the cap, in words ("" for kNone).

@@ -22,6 +22,11 @@ constexpr RowStatus kStatus[] = {
     {257, Openat, kPartial, "as open: O_PATH stands in for a store file"},
     {437, Openat2, kPartial, "as open: O_PATH stands in for a store file; every RESOLVE_ flag"},
     {85, Creat, kFull, ""},
+    {254, InotifyAddWatch, kPartial,
+     "a directory watch sees the guest's own changes (and, on a -v :rw mount, the host's); "
+     "an open file's data events reach it only for opens made after the watch, and nothing "
+     "for a lower file's copy-up, chmod/chown/utimes (no IN_ATTRIB) or O_TRUNC of an upper "
+     "file"},
     {4, Stat, kFull, ""},
     {6, Lstat, kFull, ""},
     {5, Fstat, kFull, ""},

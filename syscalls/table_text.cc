@@ -52,6 +52,9 @@ const char* PoolText(Pool pool) {
     case Pool::kInotify:
       return "inotify instances: 32 per uid in the sandbox's user namespace, charged to its "
              "host id";
+    case Pool::kInotifyWatches:
+      return "inotify watches: 8192 per uid in the sandbox's user namespace (charged to the "
+             "instance's owner, not to the sentry that adds them), charged to its host id";
     case Pool::kMqueue:
       return "queue bytes: RLIMIT_MSGQUEUE 256 KiB, charged to the sandbox's host id";
     case Pool::kSigQueue:

@@ -72,12 +72,35 @@ class Store final {
   // store name of the socket inode. See store_socket.cc.
   SysResult<std::string> BindSocket(int sock, const sockaddr_un& addr, socklen_t len);
 
+  // --- shadows for inotify watches (store_shadow.cc, see Vfs::WatchObject) ---
+  // A new empty directory (dir) or regular file at the top of the store.
+  SysResult<std::string> MakeShadow(bool dir);
+  // An entry at path ("w12/name"): a directory, a link to the store file
+  // link_from, or (link_from empty) an empty file.
+  SysStatus ShadowAdd(const std::string& path, bool dir, const std::string& link_from);
+  void ShadowRemove(const std::string& path, bool dir);
+  // renameat2 within the store (flags: RENAME_EXCHANGE, RENAME_NOREPLACE).
+  SysStatus ShadowRename(const std::string& from, const std::string& to, unsigned flags);
+  // The top-level shadow `name` under a new name, which is returned: its
+  // watches see IN_MOVE_SELF, as a renamed directory's do.
+  SysResult<std::string> ShadowMoved(const std::string& name);
+  // A fresh path in a directory no watch is on ("" if it cannot be made):
+  // where an entry goes to leave, or comes from to arrive, as a rename
+  // out of or into a watched directory does.
+  std::string ShadowScratch();
+  // An O_PATH fd of a store path, for inotify_add_watch through /proc/self/fd.
+  SysResult<UniqueFd> OpenPath(const std::string& path);
+  // Opens the store file `name` through its link at path, with open(2)
+  // flags; ESTALE unless path is that very file.
+  SysResult<UniqueFd> OpenShadowed(const std::string& path, const std::string& name, int flags);
+
  private:
   UniqueFd dir_fd_;
   std::string exec_dir_ = kGuestPath;
   uid_t uid_;
   gid_t gid_;
   std::atomic<uint64_t> next_ = 1;  // also used by the stash's thread
+  std::string scratch_;             // ShadowScratch's directory, once made
   // An empty file of host mode 0666 (the stash's maker).
   SysResult<std::string> MakeFile();
 

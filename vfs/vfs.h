@@ -193,7 +193,21 @@ class Vfs final {
   // A host fd to donate for a non-directory node, with the guest's open flags
   // (access mode, O_APPEND, O_NONBLOCK, O_SYNC...). Copies a lower file up first
   // when opened for writing.
-  SysResult<UniqueFd> OpenData(Node& node, int flags);
+  // via: the entry it was opened by; in a watched directory an upper file is
+  // opened through the directory's shadow, so the watch sees its data events.
+  SysResult<UniqueFd> OpenData(Node& node, int flags, const Resolved* via = nullptr);
+
+  // --- inotify watches (vfs_watch.cc) ---
+  // The host object a watch on node is put on, as an O_PATH fd: an upper
+  // file's store file, a lower or write-through file's host file, a
+  // write-through directory's host directory; for any other directory its
+  // shadow (made and filled now: a store directory with one entry per name,
+  // kept in step by every change the guest makes, so a watch sees the
+  // sandbox's names and nothing else); for anything else a token. ENOSPC
+  // past kMaxShadows shadowed nodes or kMaxShadowEntries entries.
+  SysResult<UniqueFd> WatchObject(const NodeRef& node);
+  static constexpr size_t kMaxShadows = 8192;
+  static constexpr uint64_t kMaxShadowEntries = 32768;
 
   // --- building the tree (setup, not the guest) ---
   NodeRef NewNode(NodeKind kind, mode_t mode, uid_t uid, gid_t gid);
@@ -233,6 +247,16 @@ class Vfs final {
   void MaybeShrinkCache() {
     if (cache_bytes_ > cache_next_) ShrinkCache();
   }
+
+  // --- shadows of watched directories (vfs_watch.cc): best effort ---
+  void ShadowAdd(const NodeRef& dir, const std::string& name, const Node& child);
+  void ShadowRemove(const NodeRef& dir, const std::string& name, const Node& child);
+  void ShadowRename(const Resolved& from, const Resolved& to, unsigned flags);
+  // A removed directory's own shadow goes: its watches see IN_DELETE_SELF.
+  void DropShadow(Node& dir);
+  SysStatus FillShadow(const NodeRef& dir, const std::string& shadow);
+  std::vector<NodeRef> shadowed_;  // keeps each shadow's node (and its name) alive
+  uint64_t shadow_entries_ = 0;
 
   // --- write-through bind mounts (vfs_host_rw.cc) ---
   static bool IsRwDir(const Node& dir) { return dir.host_dir && dir.host_dir->read_write; }

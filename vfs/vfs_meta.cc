@@ -256,7 +256,7 @@ SysStatus Vfs::Truncate(Node& node, off_t len, const Creds& creds) {
   return {};
 }
 
-SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags) {
+SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags, const Resolved* via) {
   int acc = flags & O_ACCMODE;
   int keep = flags & (O_APPEND | O_NONBLOCK | O_SYNC | O_DSYNC | O_DIRECT);
   switch (node.kind()) {
@@ -269,6 +269,12 @@ SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags) {
         return UniqueFd(fd);
       }
       SYS_TRY(CopyUp(node));
+      if (via && via->parent && !via->parent->shadow.empty()) {
+        // Through its link in a watched directory's shadow (vfs_watch.cc).
+        auto fd = store_->OpenShadowed(via->parent->shadow + "/" + via->name, node.store_name,
+                                       acc | keep);
+        if (fd.ok()) return fd;
+      }
       return store_->Open(node.store_name, acc | keep);
     }
     case NodeKind::kDevice: {

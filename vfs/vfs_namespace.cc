@@ -111,6 +111,7 @@ SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, c
   AddChild(at.parent, at.name, node);
   if (kind == NodeKind::kDir) ++at.parent->subdir_delta;
   Touch(*at.parent);
+  ShadowAdd(at.parent, at.name, *node);
   return node;
 }
 
@@ -136,6 +137,7 @@ SysResult<NodeRef> Vfs::CreateSocket(const Resolved& at, mode_t mode, const Cred
   node->store_name = *name;
   AddChild(at.parent, at.name, node);
   Touch(*at.parent);
+  ShadowAdd(at.parent, at.name, *node);
   return node;
 }
 
@@ -154,6 +156,7 @@ SysResult<NodeRef> Vfs::Symlink(const Resolved& at, std::string_view target, con
   node->target = std::string(target);
   AddChild(at.parent, at.name, node);
   Touch(*at.parent);
+  ShadowAdd(at.parent, at.name, *node);
   return node;
 }
 
@@ -179,6 +182,7 @@ SysStatus Vfs::Link(const NodeRef& node, const Resolved& at, const Creds& creds)
   ++node->nlink;
   node->attr().ctime = Now();
   Touch(*at.parent);
+  ShadowAdd(at.parent, at.name, *node);
   return {};
 }
 
@@ -191,6 +195,7 @@ SysStatus Vfs::Unlink(const Resolved& at, const Creds& creds) {
   SYS_TRY(MayDelete(*at.parent, *at.node, creds));
   if (IsRwDir(*at.parent)) return RwRemove(at, false);
   SYS_TRY(ChargeWhiteout(at.parent, at.name, *at.node));
+  ShadowRemove(at.parent, at.name, *at.node);
   Detach(at.parent, at.name);
   ReleaseFile(*at.node);
   return {};
@@ -207,6 +212,8 @@ SysStatus Vfs::Rmdir(const Resolved& at, const Creds& creds) {
   if (IsRwDir(*at.node)) return Errno{EBUSY};          // a :rw mount point, as Linux's
   if (!IsEmptyDir(at.node)) return Errno{ENOTEMPTY};
   SYS_TRY(ChargeWhiteout(at.parent, at.name, *at.node));
+  DropShadow(*at.node);
+  ShadowRemove(at.parent, at.name, *at.node);
   Detach(at.parent, at.name);
   RefundNode(*at.node);
   at.node->removed = true;
@@ -257,6 +264,7 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
     int moved = (src->IsDir() ? 1 : 0) - (dst->IsDir() ? 1 : 0);
     from.parent->subdir_delta -= moved;
     to.parent->subdir_delta += moved;
+    ShadowRename(from, to, flags);
     AddChild(from.parent, from.name, dst);
     AddChild(to.parent, to.name, src);
     Touch(*from.parent);
@@ -271,6 +279,7 @@ SysStatus Vfs::Rename(const Resolved& from, const Resolved& to, unsigned flags,
     if (!dst) Refund(NameCost(to.name));
     return s;
   }
+  ShadowRename(from, to, flags);
   if (dst) {
     if (dst->IsDir()) {
       RefundNode(*dst);

@@ -303,6 +303,34 @@ t("after_exit", lambda: setup() is not None)
   EXPECT_EQ(Value(got, "after_exit"), "True") << Describe(r);
 }
 
+// inotify watches are added by the sentry (sys_inotify.cc) on the guest's own
+// instance, and the kernel charges a watch to the instance's owner (the
+// ucounts do_inotify_init took: the guest's uid in the sandbox's user
+// namespace), not to the thread that adds it: past the namespace's
+// max_inotify_watches the guest's call is ENOSPC, as natively.
+TEST(Pools, InotifyWatchesStopAtTheSandboxsShare) {
+  if (SeccompOnly()) GTEST_SKIP() << "charged to the run's own host uid there";
+  ProcessResult r = RunPy(R"PY(
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+os.mkdir('/tmp/w')
+n, err = 0, 0
+while n < 9000:
+    p = b'/tmp/w/%d' % n
+    os.close(os.open(p, os.O_CREAT | os.O_WRONLY))
+    if libc.inotify_add_watch(fd, p, 2) < 0:
+        err = ctypes.get_errno()
+        break
+    n += 1
+t("held", lambda: n)
+t("err", lambda: errno.errorcode.get(err, err))
+)PY");
+  Results got = ParseResults(r.out);
+  EXPECT_EQ(Value(got, "held"), "8192") << Describe(r);
+  EXPECT_EQ(Value(got, "err"), "'ENOSPC'") << Describe(r);
+}
+
 TEST(Pools, TheUserNamespaceIsMadeByTheSandboxsOwnIdsAndTwoSandboxesShareNone) {
   if (SeccompOnly()) GTEST_SKIP() << "no user namespace without namespaces";
   if (geteuid() != 0) GTEST_SKIP() << "root's sandboxes take id slots";

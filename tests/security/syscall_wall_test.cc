@@ -89,7 +89,6 @@ const std::map<std::string, std::string>& ExpectedSyscallResults() {
       {"adjtimex", "EPERM"},
       {"vhangup", "EPERM"},
       {"fanotify_init", "EPERM"},
-      {"inotify_add_watch", "EACCES"},
       {"quotactl", "EPERM"},
       {"lookup_dcookie", "EPERM"},
       {"migrate_pages", "EPERM"},
