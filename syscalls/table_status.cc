@@ -26,7 +26,8 @@ constexpr RowStatus kStatus[] = {
      "a directory watch sees the guest's own changes (and, on a -v :rw mount, the host's); "
      "an open file's data events reach it only for opens made after the watch, and nothing "
      "for a lower file's copy-up, chmod/chown/utimes (no IN_ATTRIB) or O_TRUNC of an upper "
-     "file"},
+     "file; a system (lower) file's watch reports nothing (its host file's opens by "
+     "others would be a channel between tenants)"},
     {4, Stat, kFull, ""},
     {6, Lstat, kFull, ""},
     {5, Fstat, kFull, ""},

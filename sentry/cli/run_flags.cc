@@ -269,7 +269,8 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
   f.Value("--userns", kSandbox, "auto|range|single",
           "without root, the ids of the sandbox's user namespace: the caller's subordinate "
           "range from /etc/subuid and /etc/subgid through newuidmap (range), the caller's own "
-          "uid and gid alone (single), or the range where there is one (auto, the default)",
+          "uid and gid alone (single), or auto (the default: single for now, as the range "
+          "mode has no /proc/self/fd or /dev/fd yet)",
           [&o](const std::string& v) -> std::string {
             if (v == "auto") {
               o.userns = IdMode::kAuto;
