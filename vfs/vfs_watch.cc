@@ -61,10 +61,25 @@ SysResult<UniqueFd> Vfs::WatchObject(const NodeRef& node) {
   if ((n.kind() == NodeKind::kFifo || n.kind() == NodeKind::kSocket) && !n.store_name.empty()) {
     return store_->OpenPath(n.store_name);
   }
-  // A lower (system) file gets a token below, not the host file: a watch on
-  // the host's would also report every open and read of that file by the
-  // host and by other sandboxes, a timing channel between tenants. The
-  // lower layer does not change, so only the guest's own reads are lost.
+  // A file of a -v :rw mount is watched on the host's file (its changes from
+  // the host side are the point). A lower (system) file gets a token below
+  // instead: a watch on the host's file would also report every open and
+  // read of it by the host and by other sandboxes, a timing channel between
+  // tenants. The lower layer does not change, so only the guest's own reads
+  // of it go unreported.
+  if (n.kind() == NodeKind::kFile && n.lower_parent && n.IsHostRw()) {
+    int fd =
+        openat(n.lower_parent->fd.get(), n.lower_name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      UniqueFd host(fd);
+      struct stat st;
+      // The very file the node was made for, not one put there since.
+      if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+          (n.host_ino == 0 || (st.st_ino == n.host_ino && st.st_dev == n.host_dev))) {
+        return host;
+      }
+    }
+  }
   if (IsRwDir(n)) {
     // A write-through directory is the host's: its names are the guest's.
     int fd = fcntl(n.host_dir->fd.get(), F_DUPFD_CLOEXEC, 0);

@@ -166,9 +166,12 @@ print("done=OK")
   Results res = ParseResults(r.out);
   ASSERT_EQ(Code(res, "done"), "OK") << Describe(r);
   // A process's own auxv and oom_score_adj are numbers about itself (psutil
-  // reads them): shown as the host has them, read-only.
+  // reads them): shown as the host has them, read-only. Its fdinfo and sched
+  // are generated from the sandbox's view (ProcNet.OwnFilesNameNoHostPidOrPath
+  // checks that they name no host pid, inode or clock).
   const std::set<std::string> own_readable = {"read /proc/self/auxv",
-                                              "read /proc/self/oom_score_adj"};
+                                              "read /proc/self/oom_score_adj",
+                                              "read /proc/self/fdinfo/0", "read /proc/self/sched"};
   for (const auto& [name, value] : res) {
     if (name == "done" || own_readable.count(name)) continue;
     EXPECT_NE(Code(res, name), "OK") << name << "=" << value;
