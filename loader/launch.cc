@@ -5,10 +5,9 @@
 #include <cerrno>
 #include <string>
 
-namespace sentry {
+#include "loader/loader_internal.h"
 
-// Code that runs between clone() and execve(): see loader.cc.
-#define LOADER_CODE __attribute__((no_sanitize("address", "undefined")))
+namespace sentry {
 
 namespace {
 

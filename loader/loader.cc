@@ -26,54 +26,14 @@
 
 #include "loader/census_filter.h"
 #include "loader/launch.h"
+#include "loader/loader_internal.h"
 #include "loader/pool_caps.h"
 #include "vfs/store.h"
 
 namespace sentry {
-namespace {
+namespace loader_internal {
 
-// Code that runs between clone() and execve() on the loader's own stack is not
-// instrumented in sanitizer builds: ASan cannot follow a cloned stack (and
-// would print its warnings on the guest's stderr), and none of it allocates.
-#define LOADER_CODE __attribute__((no_sanitize("address", "undefined")))
-
-// Whatever threads the sentry has when it clones the loader, the clone copies
-// their locks but not them (a cgroup-making thread started before the clone
-// once hung the loader here). So the loader and the guest before its execve
-// make raw system calls where glibc would reach for the other threads: its
-// setresuid/setresgid/setgroups apply the change to every thread of the
-// process (and wait for threads that do not exist here), and its fork takes
-// the allocator's locks and runs atfork handlers. Each call below changes
-// the calling task alone.
-LOADER_CODE int RawSetIds(uid_t uid, gid_t gid) {
-  if (syscall(SYS_setresgid, gid, gid, gid) < 0) return -1;
-  return static_cast<int>(syscall(SYS_setresuid, uid, uid, uid));
-}
-
-// Where the new root is assembled, in the loader's private mount namespace.
-constexpr const char* kNewRoot = "/tmp";
-
-// Everything the child needs, as C strings built before clone().
-struct Prepared {
-  const LoaderSpec* spec;
-  LoaderPipes pipes;
-  std::vector<std::string> host_paths;    // "/usr"; "usr" under a rootfs (see StartLoader)
-  std::vector<std::string> view_paths;    // "/tmp/usr"
-  std::vector<std::string> link_targets;  // "" for directories
-  std::vector<int> source_fds;            // the loader's O_PATH fds of host_paths
-  std::string store_path;                 // "/tmp/.sentry-store"
-  std::string pts_path;                   // "/tmp/.sentry-pts"
-  std::string pts_options;                // its devpts options, max= its share
-  sock_fprog prog;
-  std::vector<sock_filter> census_filter;  // spec->census: what prog points at
-  char* guest_stack_top;                   // where the guest runs until its execve (see GuestMain)
-  int mqueue_root = -1;                    // for the guest's Landlock domain (see OpenMqueueRoot)
-  int cgroups_refused = 0;                 // spec->helper_maps: what the guest reports ready with
-  char uid_map[48], gid_map[48];           // spec->single_id: the one line of each map
-};
-
-LOADER_CODE void Report(const Prepared& p, LoaderStep step, int err, int value = 0,
-                        int tty_master = -1) {
+LOADER_CODE void Report(const Prepared& p, LoaderStep step, int err, int value, int tty_master) {
   LoaderMessage m{step, err, value, tty_master};
   ssize_t n = write(p.pipes.report_write, &m, sizeof(m));
   (void)n;
@@ -82,21 +42,6 @@ LOADER_CODE void Report(const Prepared& p, LoaderStep step, int err, int value =
 LOADER_CODE [[noreturn]] void Fail(const Prepared& p, LoaderStep step) {
   Report(p, step, errno);
   _exit(127);
-}
-
-// A bind mount's locked flags (atime, nosuid...) must be kept when it is made
-// read-only inside a user namespace, else the remount fails with EPERM.
-LOADER_CODE unsigned long KeptFlags(const char* path) {
-  struct statvfs sv;
-  if (statvfs(path, &sv) < 0) return 0;
-  unsigned long f = 0;
-  if (sv.f_flag & ST_NOSUID) f |= MS_NOSUID;
-  if (sv.f_flag & ST_NODEV) f |= MS_NODEV;
-  if (sv.f_flag & ST_NOEXEC) f |= MS_NOEXEC;
-  if (sv.f_flag & ST_NOATIME) f |= MS_NOATIME;
-  if (sv.f_flag & ST_NODIRATIME) f |= MS_NODIRATIME;
-  if (sv.f_flag & ST_RELATIME) f |= MS_RELATIME;
-  return f;
 }
 
 // n in decimal at out (room for 11 chars and the NUL), async-signal-safe.
@@ -109,6 +54,31 @@ LOADER_CODE void FormatDecimal(int n, char* out) {
   } while (n > 0 && len < 11);
   for (int i = 0; i < len; ++i) out[i] = digits[len - 1 - i];
   out[len] = '\0';
+}
+
+}  // namespace loader_internal
+
+namespace {
+
+using loader_internal::BuildMountView;
+using loader_internal::Fail;
+using loader_internal::FormatDecimal;
+using loader_internal::kNewRoot;
+using loader_internal::Prepared;
+using loader_internal::ReadyNetns;
+using loader_internal::Report;
+
+// Whatever threads the sentry has when it clones the loader, the clone copies
+// their locks but not them (a cgroup-making thread started before the clone
+// once hung the loader here). So the loader and the guest before its execve
+// make raw system calls where glibc would reach for the other threads: its
+// setresuid/setresgid/setgroups apply the change to every thread of the
+// process (and wait for threads that do not exist here), and its fork takes
+// the allocator's locks and runs atfork handlers. Each call below changes
+// the calling task alone.
+LOADER_CODE int RawSetIds(uid_t uid, gid_t gid) {
+  if (syscall(SYS_setresgid, gid, gid, gid) < 0) return -1;
+  return static_cast<int>(syscall(SYS_setresuid, uid, uid, uid));
 }
 
 // The sandbox's ceilings on the kernel's per-user counts, in its own user
@@ -126,96 +96,6 @@ LOADER_CODE void CapUserNsCounts(const Prepared& p) {
     if (write(fd, cap.value, n) != static_cast<ssize_t>(n)) Fail(p, LoaderStep::kPoolCaps);
     close(fd);
   }
-}
-
-LOADER_CODE void BuildMountView(Prepared& p) {
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
-    Fail(p, LoaderStep::kMountPrivate);
-  }
-  // The lower roots are opened before the new root's tmpfs goes over
-  // kNewRoot: a bundle's rootfs may lie beneath it (/tmp/bundle/rootfs).
-  for (size_t i = 0; i < p.host_paths.size(); ++i) {
-    if (!p.link_targets[i].empty()) continue;
-    p.source_fds[i] = open(p.host_paths[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (p.source_fds[i] < 0) Fail(p, LoaderStep::kBindLower);
-  }
-  if (mount("sentry-root", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") < 0) {
-    Fail(p, LoaderStep::kMountRoot);
-  }
-  for (size_t i = 0; i < p.host_paths.size(); ++i) {
-    const char* view = p.view_paths[i].c_str();
-    if (!p.link_targets[i].empty()) {
-      if (symlink(p.link_targets[i].c_str(), view) < 0) Fail(p, LoaderStep::kBindLower);
-      continue;
-    }
-    char source[32] = "/proc/self/fd/";
-    FormatDecimal(p.source_fds[i], source + 14);
-    if (mkdir(view, 0755) < 0 || mount(source, view, nullptr, MS_BIND | MS_REC, nullptr) < 0 ||
-        mount(nullptr, view, nullptr,
-              MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | KeptFlags(view),
-              nullptr) < 0) {
-      Fail(p, LoaderStep::kBindLower);
-    }
-    close(p.source_fds[i]);
-  }
-  if (mkdir(p.store_path.c_str(), 0755) < 0 ||
-      mount("sentry-store", p.store_path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-            p.spec->store_options.c_str()) < 0) {
-    Fail(p, LoaderStep::kMountStore);
-  }
-  // The sandbox's own pseudo-terminals: a private devpts instance, which the
-  // sentry serves as /dev/pts and /dev/ptmx. Optional: without it, no ptys.
-  if (mkdir(p.pts_path.c_str(), 0755) == 0) {
-    mount("sentry-pts", p.pts_path.c_str(), "devpts", MS_NOSUID | MS_NOEXEC, p.pts_options.c_str());
-  }
-  if (mkdir("/tmp/.old", 0700) < 0 || syscall(SYS_pivot_root, kNewRoot, "/tmp/.old") < 0 ||
-      chdir("/") < 0 || umount2("/.old", MNT_DETACH) < 0 || rmdir("/.old") < 0) {
-    Fail(p, LoaderStep::kPivotRoot);
-  }
-  if (mount(nullptr, "/", nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
-            nullptr) < 0) {
-    Fail(p, LoaderStep::kRemountRoot);
-  }
-}
-
-// The new network namespace's loopback up, and the DNS server's socket
-// bound there and sent to the sentry (see NetnsMade): made here, in the
-// namespace, the sentry needs no thread of its own to enter it. (The message
-// is built by hand, not with sentry/base/fd_passing.h: what runs here stays
-// uninstrumented, see LOADER_CODE.)
-LOADER_CODE void ReadyNetns(const Prepared& p) {
-  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) Fail(p, LoaderStep::kLoopback);
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) Fail(p, LoaderStep::kLoopback);
-  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-  if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) Fail(p, LoaderStep::kLoopback);
-  NetnsMade made;
-  sockaddr_in dns{};
-  dns.sin_family = AF_INET;
-  dns.sin_port = htons(kDnsPort);
-  dns.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int one = 1;
-  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(s, reinterpret_cast<sockaddr*>(&dns), sizeof(dns)) < 0) made.dns_err = errno;
-  iovec iov{&made, sizeof(made)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (made.dns_err == 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &s, sizeof(int));
-  }
-  // Should the sentry be gone, the read of its "c" ends the loader.
-  (void)!sendmsg(p.pipes.maps_read, &msg, MSG_NOSIGNAL);
-  close(s);
 }
 
 LOADER_CODE void DropCapabilities(const Prepared& p) {

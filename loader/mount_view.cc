@@ -1,0 +1,128 @@
+// The loader's mount view and network namespace (see loader_internal.h).
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "loader/loader_internal.h"
+
+namespace sentry::loader_internal {
+namespace {
+
+// A bind mount's locked flags (atime, nosuid...) must be kept when it is made
+// read-only inside a user namespace, else the remount fails with EPERM.
+LOADER_CODE unsigned long KeptFlags(const char* path) {
+  struct statvfs sv;
+  if (statvfs(path, &sv) < 0) return 0;
+  unsigned long f = 0;
+  if (sv.f_flag & ST_NOSUID) f |= MS_NOSUID;
+  if (sv.f_flag & ST_NODEV) f |= MS_NODEV;
+  if (sv.f_flag & ST_NOEXEC) f |= MS_NOEXEC;
+  if (sv.f_flag & ST_NOATIME) f |= MS_NOATIME;
+  if (sv.f_flag & ST_NODIRATIME) f |= MS_NODIRATIME;
+  if (sv.f_flag & ST_RELATIME) f |= MS_RELATIME;
+  return f;
+}
+
+}  // namespace
+
+LOADER_CODE void BuildMountView(Prepared& p) {
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
+    Fail(p, LoaderStep::kMountPrivate);
+  }
+  // The lower roots are opened before the new root's tmpfs goes over
+  // kNewRoot: a bundle's rootfs may lie beneath it (/tmp/bundle/rootfs).
+  for (size_t i = 0; i < p.host_paths.size(); ++i) {
+    if (!p.link_targets[i].empty()) continue;
+    p.source_fds[i] = open(p.host_paths[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (p.source_fds[i] < 0) Fail(p, LoaderStep::kBindLower);
+  }
+  if (mount("sentry-root", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") < 0) {
+    Fail(p, LoaderStep::kMountRoot);
+  }
+  for (size_t i = 0; i < p.host_paths.size(); ++i) {
+    const char* view = p.view_paths[i].c_str();
+    if (!p.link_targets[i].empty()) {
+      if (symlink(p.link_targets[i].c_str(), view) < 0) Fail(p, LoaderStep::kBindLower);
+      continue;
+    }
+    char source[32] = "/proc/self/fd/";
+    FormatDecimal(p.source_fds[i], source + 14);
+    if (mkdir(view, 0755) < 0 || mount(source, view, nullptr, MS_BIND | MS_REC, nullptr) < 0 ||
+        mount(nullptr, view, nullptr,
+              MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | KeptFlags(view),
+              nullptr) < 0) {
+      Fail(p, LoaderStep::kBindLower);
+    }
+    close(p.source_fds[i]);
+  }
+  if (mkdir(p.store_path.c_str(), 0755) < 0 ||
+      mount("sentry-store", p.store_path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+            p.spec->store_options.c_str()) < 0) {
+    Fail(p, LoaderStep::kMountStore);
+  }
+  // The sandbox's own pseudo-terminals: a private devpts instance, which the
+  // sentry serves as /dev/pts and /dev/ptmx. Optional: without it, no ptys.
+  if (mkdir(p.pts_path.c_str(), 0755) == 0) {
+    mount("sentry-pts", p.pts_path.c_str(), "devpts", MS_NOSUID | MS_NOEXEC, p.pts_options.c_str());
+  }
+  if (mkdir("/tmp/.old", 0700) < 0 || syscall(SYS_pivot_root, kNewRoot, "/tmp/.old") < 0 ||
+      chdir("/") < 0 || umount2("/.old", MNT_DETACH) < 0 || rmdir("/.old") < 0) {
+    Fail(p, LoaderStep::kPivotRoot);
+  }
+  if (mount(nullptr, "/", nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+            nullptr) < 0) {
+    Fail(p, LoaderStep::kRemountRoot);
+  }
+}
+
+// The new network namespace's loopback up, and the DNS server's socket
+// bound there and sent to the sentry (see NetnsMade): made here, in the
+// namespace, the sentry needs no thread of its own to enter it. (The message
+// is built by hand, not with sentry/base/fd_passing.h: what runs here stays
+// uninstrumented, see LOADER_CODE.)
+LOADER_CODE void ReadyNetns(const Prepared& p) {
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) Fail(p, LoaderStep::kLoopback);
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) Fail(p, LoaderStep::kLoopback);
+  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+  if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) Fail(p, LoaderStep::kLoopback);
+  NetnsMade made;
+  sockaddr_in dns{};
+  dns.sin_family = AF_INET;
+  dns.sin_port = htons(kDnsPort);
+  dns.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(s, reinterpret_cast<sockaddr*>(&dns), sizeof(dns)) < 0) made.dns_err = errno;
+  iovec iov{&made, sizeof(made)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (made.dns_err == 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &s, sizeof(int));
+  }
+  // Should the sentry be gone, the read of its "c" ends the loader.
+  (void)!sendmsg(p.pipes.maps_read, &msg, MSG_NOSIGNAL);
+  close(s);
+}
+
+}  // namespace sentry::loader_internal
