@@ -90,7 +90,7 @@ absl::StatusOr<std::unique_ptr<WarmPythonPool>> WarmPythonPool::Start(
   pool->options_ = options;
   // The pid names the server, and the lock it holds marks it alive, for the
   // sweep of a crashed server's directories (warm_sweep.h).
-  std::string dir = absl::StrCat("/tmp/", kWarmDirPrefix, getpid(), "-XXXXXX");
+  std::string dir = absl::StrCat(WarmDirParent(), "/", kWarmDirPrefix, getpid(), "-XXXXXX");
   if (!mkdtemp(dir.data())) {  // 0700
     return absl::InternalError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
   }

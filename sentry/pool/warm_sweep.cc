@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 #include "absl/strings/match.h"
@@ -51,6 +52,17 @@ void Remove(int parent_fd, const char* name, int dir_fd) {
 }
 
 }  // namespace
+
+std::string WarmDirParent() {
+  // "/sentry-warm-PID-XXXXXX/pool.sock" takes at most 42 bytes of the 108.
+  constexpr size_t kMaxParent = 64;
+  const char* tmp = getenv("TMPDIR");
+  struct stat st;
+  if (tmp && tmp[0] == '/' && strlen(tmp) <= kMaxParent && stat(tmp, &st) == 0 &&
+      S_ISDIR(st.st_mode))
+    return tmp;
+  return "/tmp";
+}
 
 int SweepStaleWarmDirs(const std::string& dir) {
   UniqueFd parent(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -1,5 +1,6 @@
-// The directories of warm pools (/tmp/sentry-warm-PID-XXXXXX: the pool's
-// socket and its ready count) that a crashed server left behind.
+// The directories of warm pools ($TMPDIR/sentry-warm-PID-XXXXXX, /tmp when
+// TMPDIR is unset or unfit: the pool's socket and its ready count) that a
+// crashed server left behind.
 //
 // A live server holds an exclusive flock on the directory's "lock" file for
 // as long as its pool lives (the kernel drops it when the process dies,
@@ -18,8 +19,13 @@ namespace sentry {
 
 inline constexpr const char* kWarmDirPrefix = "sentry-warm-";
 
-// Removes the stale warm directories under dir ("/tmp"); how many it removed.
-int SweepStaleWarmDirs(const std::string& dir = "/tmp");
+// Where warm directories go: $TMPDIR when it is an absolute path to a
+// directory short enough for the pool's socket path (sun_path holds 108
+// bytes), else /tmp.
+std::string WarmDirParent();
+
+// Removes the stale warm directories under dir; how many it removed.
+int SweepStaleWarmDirs(const std::string& dir = WarmDirParent());
 
 // Makes dir/lock and holds an exclusive flock on it (the returned fd, which
 // the pool keeps open); an invalid fd on failure.
