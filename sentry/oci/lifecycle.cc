@@ -174,13 +174,14 @@ void KillSandbox(const ContainerState& s) {
   if (s.init_pid > 0 && ProcessStartTime(s.init_pid) == s.init_start) kill(s.init_pid, SIGKILL);
 }
 
-// Waits for the monitor to exit (not to be reaped: the engine reaps it).
-bool WaitGone(const ContainerState& s, int timeout_ms) {
-  if (ProcessStartTime(s.pid) != s.pid_start) return true;
-  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, s.pid, 0));
-  if (pidfd < 0) return ProcessStartTime(s.pid) != s.pid_start;
+// Waits for a process to exit (not to be reaped: the monitor's engine, or
+// the monitor, reaps it).
+bool WaitGone(pid_t pid, uint64_t start, int timeout_ms) {
+  if (ProcessStartTime(pid) != start) return true;
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return ProcessStartTime(pid) != start;
   UniqueFd fd(pidfd);
-  if (ProcessStartTime(s.pid) != s.pid_start) return true;  // reused before the open
+  if (ProcessStartTime(pid) != start) return true;  // reused before the open
   pollfd p{pidfd, POLLIN, 0};
   return poll(&p, 1, timeout_ms) == 1;
 }
@@ -190,10 +191,13 @@ void EndContainer(const StateDir& dir, const ContainerState& s, Status st) {
   if (st == Status::kStopped) return;
   if (st == Status::kCreated) AbortCreated(dir, SIGKILL);
   KillSandbox(s);
-  if (WaitGone(s, 10000)) return;
-  // A monitor that does not end is killed; its cgroups are swept below.
+  if (WaitGone(s.pid, s.pid_start, 10000)) return;
+  // A monitor that does not end is killed; its cgroups are swept below, once
+  // the sandbox's pid 1 (killed above) is gone with every task of its pid
+  // namespace: swept before, a cgroup still in use stays (EBUSY).
   if (ProcessStartTime(s.pid) == s.pid_start) kill(s.pid, SIGKILL);
-  WaitGone(s, 2000);
+  WaitGone(s.pid, s.pid_start, 2000);
+  WaitGone(s.init_pid, s.init_start, 2000);
 }
 
 }  // namespace

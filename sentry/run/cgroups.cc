@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "sentry/base/log.h"
 
 namespace sentry {
 namespace {
@@ -181,10 +183,32 @@ void Cgroups::Joined(int refused) {
 }
 
 void Cgroups::Remove() {
+  // The last tasks may still be on their way out (a loaded host). Every
+  // controller's cgroup is tried in each round, under one deadline: tried one
+  // after another, the first (memory) used up its time alone and was left
+  // while the next, tried once its tasks were gone, went.
+  std::vector<std::string*> left;
   for (std::string* dir : Dirs()) {
-    if (dir->empty()) continue;
-    // The last tasks may still be on their way out: try for a while.
-    for (int i = 0; i < 200 && rmdir(dir->c_str()) < 0 && errno == EBUSY; ++i) usleep(1000);
+    if (!dir->empty()) left.push_back(dir);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (int round = 0; !left.empty(); ++round) {
+    std::erase_if(left, [](std::string* dir) {
+      // ENOENT: swept already; any other error than EBUSY will not pass.
+      bool done = rmdir(dir->c_str()) == 0 || errno != EBUSY;
+      if (done) dir->clear();
+      return done;
+    });
+    auto waited = std::chrono::steady_clock::now() - start;
+    if (left.empty() || waited > std::chrono::seconds(2)) break;
+    usleep(waited < std::chrono::milliseconds(200) ? 1000 : 20000);
+  }
+  // Left for a later run's sweep (SweepStale): said, with what holds it.
+  for (std::string* dir : left) {
+    std::string tasks(absl::StripAsciiWhitespace(ReadValue(*dir + "/tasks")));
+    std::replace(tasks.begin(), tasks.end(), '\n', ' ');
+    log::Warn(absl::StrCat("cgroup ", *dir, " is still in use after 2 s (tasks: ",
+                           tasks.empty() ? "none" : tasks, "): left for a later sweep"));
     dir->clear();
   }
 }

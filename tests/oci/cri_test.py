@@ -315,6 +315,46 @@ def net_namespace(pid):
         return None
 
 
+def sentry_cgroups(pid):
+    """The cgroups the sentry with that host pid made for its sandbox: sentry-PID
+    under its own cgroup of each v1 controller (sentry/run/cgroups.cc), read
+    while it lives. Only these: a glob for sentry-PID over the whole hierarchy
+    also finds what a run under another parent cgroup left, whose pid this
+    monitor reused (pid_max may be 32768)."""
+    found = []
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for c in controllers.split(","):
+            d = f"/sys/fs/cgroup/{c}{path.rstrip('/')}/sentry-{pid}"
+            if c in ("memory", "pids", "cpu", "cpuacct") and os.path.isdir(d):
+                found.append(d)
+    return found
+
+
+def cgroup_tasks(d):
+    """What is in a cgroup, for a failure's message: each task's pid, state and command."""
+    try:
+        with open(d + "/tasks") as f:
+            tids = f.read().split()
+    except OSError as e:
+        return str(e)
+    out = []
+    for t in tids:
+        try:
+            with open(f"/proc/{t}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            state = "?"
+        command = cmdline(t).replace(b"\0", b" ").decode(errors="replace").strip()
+        out.append(f"{t} {state} {command[:200]}")
+    return out or "no task"
+
+
 def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -425,6 +465,7 @@ class Kubelet(unittest.TestCase):
         self.assertEqual(status.status.network.ip, POD_IP)  # kubelet's pod IP, from CNI
         info = json.loads(status.info["info"])
         pids = [info["pid"]]
+        cgroups = sentry_cgroups(pids[0])
         netns = [n["path"] for n in info["runtimeSpec"]["linux"]["namespaces"]
                  if n["type"] == "network"]
         self.assertEqual(len(netns), 1, info["runtimeSpec"]["linux"]["namespaces"])
@@ -441,6 +482,7 @@ class Kubelet(unittest.TestCase):
         s = pod.container(server)
         self.assertEqual(s.status.state, API.CONTAINER_RUNNING, s)
         pids.append(json.loads(s.info["info"])["pid"])
+        cgroups += sentry_cgroups(pids[-1])
         # A container's config.json names the pause container's pid's network
         # namespace (/proc/PID/ns/net): under runc the pod's; under sentry
         # that pid is the pause's monitor, which joined the pod's too.
@@ -490,9 +532,10 @@ class Kubelet(unittest.TestCase):
         self.assertEqual(list(RUNTIME.ListPodSandbox(API.ListPodSandboxRequest(), timeout=10)
                               .items), [])
         out["seconds"] = time.time() - t0
+        out["cgroups"] = cgroups
         return out, ids, pids
 
-    def assert_nothing_left(self, handler, ids, pids):
+    def assert_nothing_left(self, handler, ids, pids, cgroups=()):
         # The shims exit a moment after the sandbox is removed.
         deadline = time.time() + 10
         while time.time() < deadline and any(processes_with(i) for i in ids):
@@ -505,9 +548,9 @@ class Kubelet(unittest.TestCase):
                                                          "k8s.io", i)), i)
         for p in pids:
             self.assertFalse(alive(p), p)
-            for c in ("pids", "memory"):
-                self.assertEqual(glob.glob(f"/sys/fs/cgroup/{c}/**/sentry-{p}", recursive=True),
-                                 [])
+        # Each monitor removes its cgroups before it exits.
+        left = {d: cgroup_tasks(d) for d in cgroups if os.path.isdir(d)}
+        self.assertEqual(left, {}, "a sentry cgroup left behind, and what is in it")
         self.assertEqual(mounts_under(os.path.join(NODE.dir, "state")), [])
         self.assertEqual([m for m in mounts_under("/") if any(i in m for i in ids)], [])
 
@@ -540,7 +583,10 @@ class Kubelet(unittest.TestCase):
                                          ("server", API.CONTAINER_RUNNING)])
         # StopContainer: SIGTERM ends `sleep` (128+15).
         self.assertEqual(got["server_stopped"], (API.CONTAINER_EXITED, 143, "Error"))
-        self.assert_nothing_left("sentry", ids, pids)
+        # As root, each monitor has cgroups (memory and pids at least: the
+        # defaults cap both), and the check below looks where they are.
+        self.assertGreaterEqual(len(got["cgroups"]), 4, got["cgroups"])
+        self.assert_nothing_left("sentry", ids, pids, got["cgroups"])
 
         if shutil.which("runc") is None:
             if REQUIRE_ENGINES:
@@ -571,10 +617,12 @@ class Kubelet(unittest.TestCase):
         pod = Pod("sentry", "timed", {"dev.sentry.timeout": "4", "dev.sentry.network": "allow"},
                   host_network=True)
         pids = [json.loads(pod.status().info["info"])["pid"]]
+        cgroups = sentry_cgroups(pids[0])
         t0 = time.time()
         job = pod.run("job", ["/bin/sleep", "60"])
         s = pod.container(job)
         pids.append(json.loads(s.info["info"])["pid"])
+        cgroups += sentry_cgroups(pids[-1])
         spec = json.loads(s.info["info"])["runtimeSpec"]["annotations"]
         self.assertEqual(spec.get("dev.sentry.timeout"), "4")
         self.assertNotIn("dev.sentry.network", spec)
@@ -589,7 +637,7 @@ class Kubelet(unittest.TestCase):
         self.assertEqual(pod.status().status.state, API.SANDBOX_NOTREADY)
         ids = [pod.id, job]
         pod.remove()
-        self.assert_nothing_left("sentry", ids, pids)
+        self.assert_nothing_left("sentry", ids, pids, cgroups)
 
     def test_pods_started_at_once_all_run_and_leave_nothing(self):
         # kubelet starts a node's pods in parallel: 8 at once, each a pause
@@ -601,11 +649,12 @@ class Kubelet(unittest.TestCase):
             try:
                 pod = Pod("sentry", f"many{i}")
                 pid = json.loads(pod.status().info["info"])["pid"]
+                cgroups = sentry_cgroups(pid)
                 job = pod.run("job", ["/bin/sh", "-c", f"echo pod {i}; exit {i}"])
                 s = pod.wait_exited(job, 60)
                 log = pod.log_lines("job", 1)
                 pod.remove()
-                results[i] = (s.exit_code, log, [pod.id, job], pid)
+                results[i] = (s.exit_code, log, [pod.id, job], pid, cgroups)
             except Exception as e:  # reported below, with the pod's number
                 results[i] = e
 
@@ -619,8 +668,9 @@ class Kubelet(unittest.TestCase):
         for i, r in enumerate(results):
             self.assertIsInstance(r, tuple, f"pod {i}: {r}")
             self.assertEqual(r[:2], (i, [("stdout", f"pod {i}")]))
+        self.assertTrue(all(r[4] for r in results), [r[4] for r in results])
         self.assert_nothing_left("sentry", [x for r in results for x in r[2]],
-                                 [r[3] for r in results])
+                                 [r[3] for r in results], [d for r in results for d in r[4]])
 
 
 def remove_every_pod():
