@@ -259,8 +259,12 @@ void CancelEndsTheCall(const json& arguments, const std::string& tool, const std
 }
 
 TEST(HostileMcp, CancelledCommandIsKilled) {
-  CancelEndsTheCall({{"argv", {"sleep", "3017.25"}}, {"timeoutMs", 25000}}, "run_command",
-                    "sleep 3017.25");
+  // The sleep's argument names this test process (its pid, 7 digits): the
+  // same case of agent_test_rootless, beside it under ctest -j2, has its own.
+  char seconds[32];
+  snprintf(seconds, sizeof(seconds), "3017.%07d", static_cast<int>(getpid()));
+  CancelEndsTheCall({{"argv", {"sleep", seconds}}, {"timeoutMs", 25000}}, "run_command",
+                    std::string("sleep ") + seconds);
 }
 
 TEST(HostileMcp, CancelledWarmPythonIsKilled) {
