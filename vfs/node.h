@@ -200,11 +200,9 @@ class Node : public std::enable_shared_from_this<Node> {
   bool IsUpperFile() const { return kind_ == NodeKind::kFile && !store_name.empty(); }
   bool IsLowerFile() const { return kind_ == NodeKind::kFile && store_name.empty(); }
 
-  // --- inotify watches (vfs_watch.cc) ---
-  // The store path a watch on this node is put on when it has no host object
-  // of its own: a directory's shadow, whose entries follow this directory's
-  // names, or a token that nothing changes. Empty until watched.
-  std::string shadow;
+  // (A watched node's shadow, the store path its watches are put on, is in
+  // Vfs::shadows_, not here: few nodes are ever watched, and every node would
+  // carry its 32 bytes.)
 
   // --- extended attributes (user.*, held in memory whatever the layer) ---
   std::map<std::string, std::string> xattrs;

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sentry/base/sys_result.h"
@@ -255,7 +256,20 @@ class Vfs final {
   // A removed directory's own shadow goes: its watches see IN_DELETE_SELF.
   void DropShadow(Node& dir);
   SysStatus FillShadow(const NodeRef& dir, const std::string& shadow);
-  std::vector<NodeRef> shadowed_;  // keeps each shadow's node (and its name) alive
+  const std::string* DirShadow(const Node& dir) const;
+  // The store path a watch on node is put on when it has no host object of
+  // its own (a directory's shadow, whose entries follow its names, or a token
+  // that nothing changes); null until it is watched.
+  const std::string* ShadowOf(const Node& node) const {
+    if (shadows_.empty()) return nullptr;  // the common case: nothing watched
+    auto it = shadows_.find(&node);
+    return it == shadows_.end() ? nullptr : &it->second.path;
+  }
+  struct Shadow {
+    NodeRef node;  // kept alive (and its name) while it has a shadow
+    std::string path;
+  };
+  std::unordered_map<const Node*, Shadow> shadows_;  // of the few watched nodes
   uint64_t shadow_entries_ = 0;
 
   // --- write-through bind mounts (vfs_host_rw.cc) ---

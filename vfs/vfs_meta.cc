@@ -269,10 +269,9 @@ SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags, const Resolved* via) {
         return UniqueFd(fd);
       }
       SYS_TRY(CopyUp(node));
-      if (via && via->parent && !via->parent->shadow.empty()) {
+      if (const std::string* shadow = via && via->parent ? ShadowOf(*via->parent) : nullptr) {
         // Through its link in a watched directory's shadow (vfs_watch.cc).
-        auto fd = store_->OpenShadowed(via->parent->shadow + "/" + via->name, node.store_name,
-                                       acc | keep);
+        auto fd = store_->OpenShadowed(*shadow + "/" + via->name, node.store_name, acc | keep);
         if (fd.ok()) return fd;
       }
       return store_->Open(node.store_name, acc | keep);

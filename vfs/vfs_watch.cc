@@ -26,10 +26,6 @@
 namespace sentry::vfs {
 namespace {
 
-std::string EntryPath(const Node& dir, const std::string& name) { return dir.shadow + "/" + name; }
-
-bool Shadowed(const Node& dir) { return dir.IsDir() && !dir.shadow.empty(); }
-
 std::string LinkFrom(const Node& child) { return child.IsUpperFile() ? child.store_name : ""; }
 
 }  // namespace
@@ -86,64 +82,70 @@ SysResult<UniqueFd> Vfs::WatchObject(const NodeRef& node) {
     if (fd < 0) return Errno{errno};
     return UniqueFd(fd);
   }
-  if (n.shadow.empty()) {
-    if (shadowed_.size() >= kMaxShadows) return Errno{ENOSPC};
-    SYS_ASSIGN_OR_RETURN(std::string shadow, store_->MakeShadow(n.IsDir()));
-    if (n.IsDir()) {
-      if (SysStatus s = FillShadow(node, shadow); !s.ok()) {
-        store_->ShadowRemove(shadow, true);
-        return Errno{s.error()};
-      }
-    } else {
-      ++shadow_entries_;
+  if (const std::string* shadow = ShadowOf(n)) return store_->OpenPath(*shadow);
+  if (shadows_.size() >= kMaxShadows) return Errno{ENOSPC};
+  SYS_ASSIGN_OR_RETURN(std::string shadow, store_->MakeShadow(n.IsDir()));
+  if (n.IsDir()) {
+    if (SysStatus s = FillShadow(node, shadow); !s.ok()) {
+      store_->ShadowRemove(shadow, true);
+      return Errno{s.error()};
     }
-    n.shadow = std::move(shadow);
-    shadowed_.push_back(node);
+  } else {
+    ++shadow_entries_;
   }
-  return store_->OpenPath(n.shadow);
+  Shadow& made = shadows_[&n] = Shadow{node, std::move(shadow)};
+  return store_->OpenPath(made.path);
+}
+
+// A directory's shadow: null for a node that is no directory or not watched.
+const std::string* Vfs::DirShadow(const Node& dir) const {
+  return dir.IsDir() ? ShadowOf(dir) : nullptr;
 }
 
 void Vfs::ShadowAdd(const NodeRef& dir, const std::string& name, const Node& child) {
-  if (!Shadowed(*dir) || shadow_entries_ >= kMaxShadowEntries) return;
-  if (store_->ShadowAdd(EntryPath(*dir, name), child.IsDir(), LinkFrom(child)).ok()) {
+  const std::string* shadow = DirShadow(*dir);
+  if (!shadow || shadow_entries_ >= kMaxShadowEntries) return;
+  if (store_->ShadowAdd(*shadow + "/" + name, child.IsDir(), LinkFrom(child)).ok()) {
     ++shadow_entries_;
   }
 }
 
 void Vfs::ShadowRemove(const NodeRef& dir, const std::string& name, const Node& child) {
-  if (!Shadowed(*dir)) return;
-  store_->ShadowRemove(EntryPath(*dir, name), child.IsDir());
+  const std::string* shadow = DirShadow(*dir);
+  if (!shadow) return;
+  store_->ShadowRemove(*shadow + "/" + name, child.IsDir());
   if (shadow_entries_) --shadow_entries_;
 }
 
 void Vfs::DropShadow(Node& dir) {
-  if (!Shadowed(dir)) return;
-  store_->ShadowRemove(dir.shadow, true);  // IN_DELETE_SELF, IN_IGNORED
-  dir.shadow.clear();
-  auto it = std::find_if(shadowed_.begin(), shadowed_.end(),
-                         [&](const NodeRef& n) { return n.get() == &dir; });
-  if (it != shadowed_.end()) shadowed_.erase(it);
+  if (!DirShadow(dir)) return;
+  auto it = shadows_.find(&dir);
+  store_->ShadowRemove(it->second.path, true);  // IN_DELETE_SELF, IN_IGNORED
+  shadows_.erase(it);                           // (dir is the caller's: it holds a reference)
 }
 
 // Called once a rename is sure to happen, before the tree changes.
 void Vfs::ShadowRename(const Resolved& from, const Resolved& to, unsigned flags) {
   const NodeRef& src = from.node;
   const NodeRef& dst = to.node;
-  bool fs = Shadowed(*from.parent), ts = Shadowed(*to.parent);
+  const std::string* from_shadow = DirShadow(*from.parent);
+  const std::string* to_shadow = DirShadow(*to.parent);
+  bool fs = from_shadow != nullptr, ts = to_shadow != nullptr;
   if (dst && dst->IsDir() && !(flags & RENAME_EXCHANGE)) DropShadow(*dst);
   // A watched directory that moves: its own watches see IN_MOVE_SELF, after
   // the entries' events, as fs/namei.c's vfs_rename sends them.
   absl::Cleanup move_self = [&] {
     for (const NodeRef& moved : {src, dst}) {
-      if (!moved || !Shadowed(*moved) || (moved == dst && !(flags & RENAME_EXCHANGE))) continue;
-      if (auto name = store_->ShadowMoved(moved->shadow); name.ok()) moved->shadow = *name;
+      if (!moved || !DirShadow(*moved) || (moved == dst && !(flags & RENAME_EXCHANGE))) continue;
+      std::string& path = shadows_.find(moved.get())->second.path;
+      if (auto name = store_->ShadowMoved(path); name.ok()) path = *name;
     }
   };
   if (!fs && !ts) return;
   if (flags & RENAME_EXCHANGE) {
     if (fs && ts &&
         store_
-            ->ShadowRename(EntryPath(*from.parent, from.name), EntryPath(*to.parent, to.name),
+            ->ShadowRename(*from_shadow + "/" + from.name, *to_shadow + "/" + to.name,
                            RENAME_EXCHANGE)
             .ok()) {
       return;
@@ -158,8 +160,8 @@ void Vfs::ShadowRename(const Resolved& from, const Resolved& to, unsigned flags)
   // An entry leaving a watched directory goes to the scratch directory and
   // one arriving comes from there: the watch sees IN_MOVED_FROM or
   // IN_MOVED_TO, as for a rename to or from an unwatched directory.
-  std::string a = fs ? EntryPath(*from.parent, from.name) : store_->ShadowScratch();
-  std::string b = ts ? EntryPath(*to.parent, to.name) : store_->ShadowScratch();
+  std::string a = fs ? *from_shadow + "/" + from.name : store_->ShadowScratch();
+  std::string b = ts ? *to_shadow + "/" + to.name : store_->ShadowScratch();
   if (a.empty() || b.empty()) return;
   if (!fs && !store_->ShadowAdd(a, src->IsDir(), LinkFrom(*src)).ok()) return;
   if (!store_->ShadowRename(a, b, 0).ok()) {

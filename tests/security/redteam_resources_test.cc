@@ -102,12 +102,12 @@ def fill(name, setup, make, limit):
     except OSError as e:
         print(name + "=" + errno.errorcode.get(e.errno, "?") + " %d" % n, flush=True)
     shutil.rmtree("/tmp/f")
-def files():  # for the xattrs: 8 of 65 kB a file meet 2 MiB of names within 4 files
-    for n in range(256): open("/tmp/f/%d" % n, "w").close()
+def files():  # for the xattrs: 2,000 empty files fit the 2 MiB of names (~1 kB a node)
+    for n in range(2000): open("/tmp/f/%d" % n, "w").close()
 target = "/" + "t" * 4000
 val = b"v" * 65000
 fill("symlinks", lambda: None, lambda n: os.symlink(target, "/tmp/f/%d" % n), 200000)
-fill("xattrs", files, lambda n: os.setxattr("/tmp/f/%d" % (n // 8), "user.a%d" % (n % 8), val), 2048)
+fill("xattrs", files, lambda n: os.setxattr("/tmp/f/%d" % (n // 8), "user.a%d" % (n % 8), val), 16000)
 fill("dirs", lambda: None, lambda n: os.mkdir("/tmp/f/" + "%0200d" % n), 200000)
 fill("hardlinks", lambda: open("/tmp/f/0", "w").close(),
      lambda n: os.link("/tmp/f/0", "/tmp/f/h" + "%0200d" % n), 200000)
