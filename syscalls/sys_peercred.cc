@@ -6,6 +6,7 @@
 // sandbox names it. Every socket the sentry did not connect (a socketpair,
 // the connecting side, which names the listener's task from its listen())
 // is answered by the kernel, in the guest's own namespaces.
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -64,6 +65,35 @@ SysResult<uint64_t> TranslatedPeerCred(SyscallContext& ctx, int sock, socklen_t 
   return 0;
 }
 
+// A process pidfd of a guest process, from the pidfd the sentry keeps for its
+// leader task, never from its pid alone (which may name another process once
+// the sentry has reaped it, before the record of it goes). The kept pidfd
+// itself where it is a process pidfd; where it is a thread pidfd
+// (PIDFD_THREAD, Linux 6.9: the tracer's for forked tasks), one opened by the
+// pid and checked to name the same pid (pidfs, 6.9 too: all pidfds of a pid
+// share its inode). EINVAL: it has exited.
+constexpr int kPidfdThreadFlag = O_EXCL;  // PIDFD_THREAD
+SysResult<UniqueFd> ProcessPidfd(SyscallContext& ctx, const Process& process) {
+  const Task* leader = ctx.kernel.tasks().Find(process.tgid);
+  if (!leader || leader->process.get() != &process || !leader->pidfd) return Errno{EINVAL};
+  const int kept = leader->pidfd.get();
+  int flags = fcntl(kept, F_GETFL);
+  if (flags < 0) return Errno{EINVAL};
+  if (!(flags & kPidfdThreadFlag)) {
+    int fd = fcntl(kept, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return Errno{errno};
+    return UniqueFd(fd);
+  }
+  UniqueFd fresh(static_cast<int>(syscall(SYS_pidfd_open, process.tgid, 0)));
+  if (!fresh) return Errno{errno == ESRCH ? EINVAL : errno};
+  struct stat a, b;
+  if (fstat(kept, &a) < 0 || fstat(fresh.get(), &b) < 0 || a.st_ino != b.st_ino ||
+      a.st_dev != b.st_dev) {
+    return Errno{EINVAL};  // the pid is another process's now
+  }
+  return fresh;
+}
+
 // SO_PEERPIDFD: a pidfd of the connecting process, installed in the caller
 // (O_CLOEXEC, as pidfd_prepare makes it). optval is written once first, so a
 // bad pointer fails before an fd is installed.
@@ -76,9 +106,7 @@ SysResult<uint64_t> PeerPidfd(SyscallContext& ctx, const UnixConnector& who, soc
   // A process that has exited: as Linux before 6.16 (pidfd_prepare's EINVAL);
   // the sentry holds no reference that would outlive it.
   if (!process) return Errno{EINVAL};
-  int fd = static_cast<int>(syscall(SYS_pidfd_open, process->tgid, 0));
-  if (fd < 0) return Errno{errno == ESRCH ? EINVAL : errno};
-  UniqueFd pidfd(fd);
+  SYS_ASSIGN_OR_RETURN(UniqueFd pidfd, ProcessPidfd(ctx, *process));
   SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(pidfd.get(), true));
   SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(3), &guest_fd, len));
   return 0;

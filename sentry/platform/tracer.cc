@@ -376,6 +376,9 @@ void Tracer::OnExecEvent(pid_t pid) {
   if (static_cast<pid_t>(former) != pid) kernel_.tasks().Rename(static_cast<pid_t>(former), pid);
   Task* task = kernel_.tasks().Find(pid);
   if (!task) return;
+  // A thread that exec'd took its leader's pid: its pidfd (a thread pidfd of
+  // its former tid) names a thread that is gone. It is stopped here: its own.
+  if (static_cast<pid_t>(former) != pid) task->pidfd = OpenTaskPidfd(pid);
   ExecCheck check = task->exec_check;
   task->exec_check = {};
   if (trace_ && !task->trace_exec.empty()) trace_->Call(task->ns_tid, task->trace_exec, "0");

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,9 +22,17 @@
 #ifndef P_PIDFD
 #define P_PIDFD 3
 #endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 
 namespace sentry::conformance {
 namespace {
+
+constexpr int kPidfdThread = O_EXCL;  // PIDFD_THREAD: a pidfd of one thread
 
 struct Cred {
   pid_t pid;
@@ -95,6 +105,7 @@ void CheckConnectedPair(int type) {
   } else {
     EXPECT_EQ(n, sizeof(int));
     EXPECT_EQ(fcntl(pidfd, F_GETFD), FD_CLOEXEC);
+    EXPECT_EQ(fcntl(pidfd, F_GETFL) & kPidfdThread, 0) << "a process's pidfd, not a thread's";
     siginfo_t info{};
     ASSERT_SYSCALL_SUCCEEDS(waitid(static_cast<idtype_t>(P_PIDFD), pidfd, &info, WEXITED));
     EXPECT_EQ(info.si_pid, child);
@@ -105,6 +116,49 @@ void CheckConnectedPair(int type) {
 }
 
 TEST(PeerCredTest, StreamPeersNameEachOthersProcess) { CheckConnectedPair(SOCK_STREAM); }
+
+// The other way round: this process connects, a child accepts. Its
+// SO_PEERPIDFD is a process pidfd of this very process (under sentry, the
+// sandbox's first one: a pidfd the sentry kept for it since its start).
+TEST(PeerCredTest, PeerPidfdOfTheConnectingParentIsThatProcess) {
+  ScratchDir dir;
+  std::string path = dir.Path("parent.sock");
+  socklen_t len;
+  sockaddr_un a = Addr(path, &len);
+  UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_SYSCALL_SUCCEEDS(listener.get());
+  ASSERT_SYSCALL_SUCCEEDS(bind(listener.get(), reinterpret_cast<sockaddr*>(&a), len));
+  ASSERT_SYSCALL_SUCCEEDS(listen(listener.get(), 1));
+  pid_t child = fork();
+  ASSERT_SYSCALL_SUCCEEDS(child);
+  if (child == 0) {
+    int conn = accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) _exit(2);
+    int pidfd = -1;
+    socklen_t n = sizeof(pidfd);
+    if (getsockopt(conn, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &n) < 0) {
+      _exit(errno == ENOPROTOOPT ? 0 : 3);  // a kernel before 6.5
+    }
+    if (fcntl(pidfd, F_GETFL) & kPidfdThread) _exit(4);
+    if (syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) != 0) _exit(5);
+    // The parent's own pid: with pidfs (6.9) one inode per pid, so a pidfd
+    // of another process (or of the parent's pid reused) differs.
+    int parent = static_cast<int>(syscall(SYS_pidfd_open, getppid(), 0));
+    struct stat mine, its;
+    if (parent < 0 || fstat(pidfd, &mine) < 0 || fstat(parent, &its) < 0) _exit(6);
+    if (mine.st_ino != its.st_ino || mine.st_dev != its.st_dev) _exit(7);
+    _exit(0);
+  }
+  UniqueFd c(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_SYSCALL_SUCCEEDS(c.get());
+  ASSERT_SYSCALL_SUCCEEDS(connect(c.get(), reinterpret_cast<sockaddr*>(&a), len));
+  int status = 0;
+  ASSERT_SYSCALL_SUCCEEDS(waitpid(child, &status, 0));
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2 accept, 3 getsockopt, 4 a thread's pidfd, "
+                                       "5 pidfd_send_signal, 6 pidfd_open or fstat, "
+                                       "7 another pid's pidfd";
+}
 
 TEST(PeerCredTest, SeqpacketPeersNameEachOthersProcess) { CheckConnectedPair(SOCK_SEQPACKET); }
 
