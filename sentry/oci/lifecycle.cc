@@ -440,6 +440,10 @@ int Delete(const Globals& g, const std::string& id, bool force) {
     return Fail(g, absl::StrCat("cannot delete container ", id, " that is not stopped: running"));
   }
   EndContainer(*dir, *s, st);
+  // A monitor that died (SIGKILL) took its sandbox's pid 1 with it (its
+  // parent-death signal), which may still be ending: its cgroups are swept
+  // once it is gone, or the memory one, tried first while in use, stays.
+  WaitGone(s->init_pid, s->init_start, 2000);
   Cgroups::SweepStale();
   dir->Remove();
   return 0;

@@ -156,11 +156,17 @@ bool Alive(pid_t pid) {
 
 std::vector<std::string> CgroupsNamed(const std::string& name) {
   std::vector<std::string> found;
-  ProcessResult r = RunProcess(
-      {"/usr/bin/find", "/sys/fs/cgroup", "-mindepth", "2", "-type", "d", "-name", name}, "", 30);
-  std::istringstream lines(r.out);
+  std::istringstream lines(ReadFile("/proc/self/cgroup"));
   for (std::string line; std::getline(lines, line);) {
-    if (!line.empty()) found.push_back(line);
+    size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::string path = line.substr(b + 1) == "/" ? "" : line.substr(b + 1);
+    std::istringstream controllers(line.substr(a + 1, b - a - 1));
+    for (std::string c; std::getline(controllers, c, ',');) {
+      if (c.empty() || c.find('=') != std::string::npos) continue;  // v2's line, name=systemd
+      std::string dir = "/sys/fs/cgroup/" + c + path + "/" + name;
+      if (access(dir.c_str(), F_OK) == 0) found.push_back(dir);
+    }
   }
   return found;
 }

@@ -81,8 +81,11 @@ std::vector<pid_t> ProcessesWith(const std::string& needle);
 // Whether pid is a live (not zombie) process.
 bool Alive(pid_t pid);
 
-// The cgroup directories named name under any hierarchy of /sys/fs/cgroup
-// (sentry's sandbox cgroups are "sentry-PID" beside or beneath the monitor's).
+// The cgroup directories named name directly under this process's own cgroup
+// of each v1 hierarchy: where a monitor this process started (its cgroups
+// are its starter's) makes its sandbox's, "sentry-PID". Not the whole
+// hierarchy: a run under another parent may have left one named for a pid
+// that a monitor here reused.
 std::vector<std::string> CgroupsNamed(const std::string& name);
 
 // Accepts one connection on the listening unix socket `ls` and receives the
