@@ -192,12 +192,9 @@ void EndContainer(const StateDir& dir, const ContainerState& s, Status st) {
   if (st == Status::kCreated) AbortCreated(dir, SIGKILL);
   KillSandbox(s);
   if (WaitGone(s.pid, s.pid_start, 10000)) return;
-  // A monitor that does not end is killed; its cgroups are swept below, once
-  // the sandbox's pid 1 (killed above) is gone with every task of its pid
-  // namespace: swept before, a cgroup still in use stays (EBUSY).
+  // A monitor that does not end is killed; its cgroups are swept by Delete.
   if (ProcessStartTime(s.pid) == s.pid_start) kill(s.pid, SIGKILL);
   WaitGone(s.pid, s.pid_start, 2000);
-  WaitGone(s.init_pid, s.init_start, 2000);
 }
 
 }  // namespace
@@ -440,9 +437,10 @@ int Delete(const Globals& g, const std::string& id, bool force) {
     return Fail(g, absl::StrCat("cannot delete container ", id, " that is not stopped: running"));
   }
   EndContainer(*dir, *s, st);
-  // A monitor that died (SIGKILL) took its sandbox's pid 1 with it (its
-  // parent-death signal), which may still be ending: its cgroups are swept
-  // once it is gone, or the memory one, tried first while in use, stays.
+  // A monitor that died (SIGKILL, here or before) took its sandbox's pid 1
+  // with it (its parent-death signal), which may still be ending with the
+  // tasks of its pid namespace: the cgroups are swept once it is gone, or
+  // the memory one, tried first while in use (EBUSY), stays.
   WaitGone(s->init_pid, s->init_start, 2000);
   Cgroups::SweepStale();
   dir->Remove();
