@@ -19,9 +19,11 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "vfs/snapshot_wire.h"
+#include "vfs/store_owner.h"
 #include "vfs/vfs_snapshot.h"
 
 namespace sentry::vfs {
@@ -111,7 +113,8 @@ class SnapshotReader final {
   SnapshotReadOptions opts_;
   std::vector<Frame> stack_;
   std::unordered_map<std::string, std::shared_ptr<HostDir>> hosts_;
-  std::vector<NodeRef> numbered_;  // non-directory records, in order (null: dropped)
+  std::vector<NodeRef> numbered_;                 // non-directory records, in order (null: dropped)
+  std::unordered_set<const Node*> name_counted_;  // nlink counts the names attached
   uint64_t tree_bytes_ = 0;
   uint64_t meta_ = 0;
   uint64_t records_ = 0;
@@ -270,6 +273,7 @@ bool SnapshotReader::Attach(Frame& f, const std::string& name, const NodeRef& no
   if (!f.dir) return true;
   if (f.dir->children.count(name)) return Fail("a name appears twice in one directory");
   v_.AddChild(f.dir, name, node);
+  if (name_counted_.count(node.get())) ++node->nlink;
   return true;
 }
 
@@ -481,6 +485,12 @@ bool SnapshotReader::ReadEntry(uint8_t tag, Frame& f) {
     return true;
   }
   Apply(*node, h);
+  if (tag != 'L' && tag != 'V') {
+    // A node of the copy's own: its link count is its names here, so that
+    // the last unlink, and only it, releases its store file.
+    node->nlink = 0;
+    name_counted_.insert(node.get());
+  }
   if (guest_made) {
     node->charged = kNodeCost + (tag == 'S' ? node->target.size() : 0);
     if (!ChargeMeta(kNodeCost)) return false;
@@ -553,7 +563,25 @@ SnapshotResult SnapshotReader::Run() {
 }
 
 SnapshotResult ReadSnapshot(Vfs& v, int fd, const SnapshotReadOptions& opts) {
-  return SnapshotReader(v, fd, opts).Run();
+  // The store owner's ids for the whole read, not for each file made: a
+  // change of ids costs 3-4 us (store_owner.h), four of them a file.
+  HeldFsIds before = t_held_fs_ids;
+  uid_t uid = v.store().owner_uid();
+  gid_t gid = v.store().owner_gid();
+  bool hold = !(before.held && before.uid == uid && before.gid == gid);
+  int old_gid = 0, old_uid = 0;
+  if (hold) {
+    old_gid = setfsgid(gid);
+    old_uid = setfsuid(uid);
+    t_held_fs_ids = {true, uid, gid};
+  }
+  SnapshotResult r = SnapshotReader(v, fd, opts).Run();
+  if (hold) {
+    setfsuid(old_uid);
+    setfsgid(old_gid);
+    t_held_fs_ids = before;
+  }
+  return r;
 }
 
 }  // namespace sentry::vfs

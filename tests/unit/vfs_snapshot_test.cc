@@ -346,6 +346,12 @@ TEST_F(VfsSnapshotTest, LaterWritesAreNotSeenByTheOther) {
   WriteIn(c, "/tmp/d/a", "child's");
   EXPECT_EQ(ReadIn(v(), "/tmp/d/a2"), "parent's");
   EXPECT_EQ(ReadIn(c, "/tmp/d/a2"), "child's");
+  // The copy's link count is its names: one unlink leaves the other's data.
+  auto a_at = c.Walk(c.root(), "/tmp/d/a", {.follow_final = false}, kRoot);
+  ASSERT_TRUE(a_at.ok());
+  ASSERT_TRUE(c.Unlink(*a_at, kRoot).ok());
+  EXPECT_EQ(At(c, "/tmp/d/a2")->nlink, 1u);
+  EXPECT_EQ(ReadIn(c, "/tmp/d/a2"), "child's");
   // A lower file first written after the fork is copied up on each side.
   WriteIn(c, "/lower/keep.txt", "child keep");
   EXPECT_EQ(ReadIn(v(), "/lower/keep.txt"), "keep\n");
@@ -361,7 +367,7 @@ TEST_F(VfsSnapshotTest, LaterWritesAreNotSeenByTheOther) {
   // each side's file has its own inode.
   struct stat sp, sc;
   ASSERT_EQ(fstatat(v().store().dir_fd(), Get("/tmp/d/a")->store_name.c_str(), &sp, 0), 0);
-  ASSERT_EQ(fstatat(c.store().dir_fd(), At(c, "/tmp/d/a")->store_name.c_str(), &sc, 0), 0);
+  ASSERT_EQ(fstatat(c.store().dir_fd(), At(c, "/tmp/d/a2")->store_name.c_str(), &sc, 0), 0);
   EXPECT_FALSE(sp.st_dev == sc.st_dev && sp.st_ino == sc.st_ino);
 }
 
