@@ -30,6 +30,8 @@
 #include <memory>
 #include <string>
 
+#include "sentry/base/unique_fd.h"
+
 namespace sentry::vfs::snapshot {
 
 inline constexpr uint32_t kVersion = 1;
@@ -103,7 +105,13 @@ class In final {
 
  private:
   bool Fill();
+  // Moves up to n bytes from the stream into dst at *off through a pipe,
+  // with no copy through this process: the bytes moved, 0 where the fds
+  // take no splice (then never tried again), -1 on an error (kept).
+  int SpliceData(int dst, off_t* off, size_t n);
   int fd_;
+  bool splice_ok_ = true;
+  UniqueFd pipe_r_, pipe_w_;
   std::unique_ptr<char[]> buf_;
   size_t pos_ = 0, end_ = 0;
   uint64_t received_ = 0;

@@ -564,7 +564,10 @@ SnapshotResult SnapshotReader::Run() {
 
 SnapshotResult ReadSnapshot(Vfs& v, int fd, const SnapshotReadOptions& opts) {
   // The store owner's ids for the whole read, not for each file made: a
-  // change of ids costs 3-4 us (store_owner.h), four of them a file.
+  // change of ids costs 3-4 us (store_owner.h), four of them a file. Its
+  // host lookups are then made as that unprivileged owner, as the
+  // sentry's guest-facing threads make theirs (run.cc's DropFsIdentity):
+  // the lower layer shows only what "other" may read anyway.
   HeldFsIds before = t_held_fs_ids;
   uid_t uid = v.store().owner_uid();
   gid_t gid = v.store().owner_gid();
