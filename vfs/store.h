@@ -56,6 +56,9 @@ class Store final {
   // `cpus` if given), from when the store has its directory.
   void StartStash(const std::optional<cpu_set_t>& cpus);
   int dir_fd() const { return dir_fd_.get(); }
+  // Whose the store's entries are (the ids new entries are made with).
+  uid_t owner_uid() const { return uid_; }
+  gid_t owner_gid() const { return gid_; }
   // For a store made before its directory exists (a sandbox's tmpfs, mounted
   // by its loader while the sentry builds the tree): given once it does.
   void set_dir_fd(UniqueFd dir_fd);

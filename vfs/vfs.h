@@ -220,6 +220,10 @@ class Vfs final {
                         const struct stat& st);
 
  private:
+  // The snapshot's reader (vfs_snapshot_read.cc) builds a fresh tree and
+  // takes its budgets, inode numbers and cache size as a copy's.
+  friend class SnapshotReader;
+
   // Reads dir's host directory once, into host_unlooked.
   void ListHost(const NodeRef& dir);
   // fstatat of name in dir's host directory, and its node added if shown.

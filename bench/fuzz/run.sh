@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets with clang in a build directory of their own
 # and runs each in turn for FUZZ_SECONDS with its seed corpus.
 #
-#   bench/fuzz/run.sh [TARGET...]     default: all six targets
+#   bench/fuzz/run.sh [TARGET...]     default: all seven targets
 #
 # FUZZ_SECONDS  seconds per target (default 120)
 # FUZZ_BUILD    build directory (default build-fuzz, beside build-cc)
@@ -19,7 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 build=${FUZZ_BUILD:-$src/build-fuzz}
 seconds=${FUZZ_SECONDS:-120}
-all="fuzz_path_walk fuzz_syscall_args fuzz_dns_query fuzz_http_proxy fuzz_mcp_line fuzz_http_head"
+all="fuzz_path_walk fuzz_syscall_args fuzz_dns_query fuzz_http_proxy fuzz_mcp_line fuzz_http_head
+  fuzz_vfs_snapshot"
 targets=${*:-$all}
 
 # Debian 12: clang is clang-14; libFuzzer's runtime (libclang_rt.fuzzer) is
