@@ -65,7 +65,8 @@ def sentry_cmd(build, flag, *guest):
 
 
 def count(build, flag, loop, mode, target, n=20000):
-    events = ",".join(f"syscalls:sys_enter_{c}" for c in COUNTED) + ",raw_syscalls:sys_enter"
+    events = ",".join(f"syscalls:sys_enter_{c}" for c in COUNTED) + \
+        ",raw_syscalls:sys_enter,task-clock"
     p = subprocess.Popen(sentry_cmd(build, flag, "--copy", f"{loop}:/tmp/loop", "--",
                                     "/tmp/loop", mode, str(n), target),
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/")
@@ -79,7 +80,9 @@ def count(build, flag, loop, mode, target, n=20000):
     calls = {}
     for line in err.splitlines():
         parts = line.split(",")
-        if len(parts) > 2 and parts[0].strip().isdigit():
+        if len(parts) > 2 and parts[2] == "task-clock":
+            calls["cpu_us"] = float(parts[0]) * 1e3 / n  # msec in all
+        elif len(parts) > 2 and parts[0].strip().isdigit():
             name = parts[2].split(":")[-1].replace("sys_enter_", "")
             calls["total" if name == "sys_enter" else name] = int(parts[0]) / n
     return calls
@@ -92,6 +95,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--filter", default="BM_StatUsrBinPython3|BM_FstatOpenFd|BM_Getpid")
     ap.add_argument("--no-count", action="store_true")
+    ap.add_argument("--count-only", action="store_true")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     ops = os.path.join(build, "bench/bench_native_ops")
@@ -106,18 +110,19 @@ def main():
 
     native = ["unshare", "-m", "sh", "-c", 'mount -t tmpfs t /tmp && exec "$@"', "sh", ops]
     guest = ["--copy", f"{ops}:/tmp/bench_native_ops", "--", "/tmp/bench_native_ops"]
-    for r in range(args.rounds):
+    for r in range(0 if args.count_only else args.rounds):
         keep("floor", gbench([unotify], "unotify/sync/recv/plain/"))
         keep("native", gbench(native, args.filter))
         keep("A", gbench(sentry_cmd(build, args.flag, *guest), args.filter))
         keep("B", gbench(sentry_cmd(build, "", *guest), args.filter))
         print(f"round {r + 1}/{args.rounds} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
-    floor = best["floor"]["unotify/sync/recv/plain"]
-    print(f"\nfloor (RT) {floor:.0f} ns; A: sentry run {args.flag}; B: sentry run; "
-          f"minimum of {args.rounds} rounds\n")
-    print("| benchmark | native ns | A ns | B ns | A RT | B RT |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name in sorted(best["native"]):
+    floor = best["floor"]["unotify/sync/recv/plain"] if best else 0
+    if floor:
+        print(f"\nfloor (RT) {floor:.0f} ns; A: sentry run {args.flag}; B: sentry run; "
+              f"minimum of {args.rounds} rounds\n")
+        print("| benchmark | native ns | A ns | B ns | A RT | B RT |")
+        print("| --- | --- | --- | --- | --- | --- |")
+    for name in sorted(best.get("native", {})):
         n, a, b = best["native"][name], best["A"].get(name), best["B"].get(name)
         if a is None or b is None:
             continue
@@ -130,12 +135,13 @@ def main():
                 f.write(LOOP_C)
             subprocess.run(["cc", "-O2", "-o", loop, src], check=True)
             print("\nHost syscalls of the sentry per trapped call (perf tracepoints), A / B:\n")
-            print("| call | total | " + " | ".join(COUNTED) + " |")
-            print("| --- | --- | " + " | ".join("---" for _ in COUNTED) + " |")
+            print("| call | sentry CPU µs | total | " + " | ".join(COUNTED) + " |")
+            print("| --- | --- | --- | " + " | ".join("---" for _ in COUNTED) + " |")
             for mode, target in (("stat", "/usr/bin/python3"), ("fstat", "/usr/lib/os-release")):
                 ca = count(build, args.flag, loop, mode, target)
                 cb = count(build, "", loop, mode, target)
-                cells = [f"{ca.get(c, 0):.2f} / {cb.get(c, 0):.2f}" for c in ["total"] + COUNTED]
+                cells = [f"{ca.get(c, 0):.2f} / {cb.get(c, 0):.2f}"
+                         for c in ["cpu_us", "total"] + COUNTED]
                 print(f"| {mode} | " + " | ".join(cells) + " |")
     print(f"\nload average at end: {os.getloadavg()}")
 
