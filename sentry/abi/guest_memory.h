@@ -44,6 +44,11 @@ class MemoryBackend {
   // Reads up to len bytes that do not cross a page; returns bytes read or -errno.
   virtual ssize_t ReadChunk(uint64_t addr, void* out, size_t len) = 0;
   virtual ssize_t WriteChunk(uint64_t addr, const void* in, size_t len) = 0;
+  // While on, a read may leave a check of its own to the next write or to
+  // Settle (see NotifyLoop's backend). Default: every read is final.
+  virtual void DeferReadChecks(bool on) { (void)on; }
+  // Whether every read so far is known good (checks one deferred, if any).
+  virtual bool Settle() { return true; }
 };
 
 // process_vm_readv/writev on a host pid.
@@ -83,6 +88,11 @@ class GuestMemory final {
   // ENAMETOOLONG when no NUL is found within max_len + 1 bytes; EFAULT when the
   // string runs into unmapped memory first.
   SysResult<std::string> CopyInString(GuestAddr src, size_t max_len);
+
+  // See MemoryBackend: for handlers that do nothing with what they read but
+  // resolve it before their first write (the dispatcher decides).
+  void DeferReadChecks(bool on) { backend_.DeferReadChecks(on); }
+  bool Settle() { return backend_.Settle(); }
 
  private:
   MemoryBackend& backend_;

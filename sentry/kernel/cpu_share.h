@@ -14,7 +14,9 @@
 //
 // The bound, over any interval T of a run: the sentry's CPU on the sandbox's
 // trapped calls <= kBurst + kMultiple x share x T + the cost of one call (the
-// call that put the bucket in debt; the debt is then paid back in full).
+// call that put the bucket in debt; the debt is then paid back in full) +
+// 100 µs (a loop reads its CPU clock, a syscall, once per 100 µs of wall time
+// rather than per call: NotifyLoop::Run's kChargeEveryNs).
 //
 // Thread-safe (the loops of a sandbox's exec'd processes share one).
 #ifndef SENTRY_KERNEL_CPU_SHARE_H_

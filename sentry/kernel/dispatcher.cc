@@ -21,6 +21,32 @@ bool IsDenial(int err) {
          err == EAFNOSUPPORT || err == ECONNREFUSED;
 }
 
+// Calls whose handlers do nothing with the guest memory they read but
+// resolve it (a path, in the sandbox's own tree, with the caller's
+// credentials) before their first write, and change nothing: their reads may
+// leave the notification check to that write (NotifMemoryBackend in
+// sentry/platform/notify_loop.cc). A handler that creates, removes, renames,
+// opens, sends or waits must not be here: a withdrawn call's effect would
+// then rest on bytes not proven to be its own.
+bool DefersReadChecks(int nr) {
+  switch (nr) {
+    case SYS_stat:
+    case SYS_lstat:
+    case SYS_fstat:
+    case SYS_newfstatat:
+    case SYS_statx:
+    case SYS_access:
+    case SYS_faccessat:
+    case SYS_faccessat2:
+    case SYS_readlink:
+    case SYS_readlinkat:
+    case SYS_statfs:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 void Dispatcher::RecordDenial(SyscallContext& ctx, int nr, const SyscallRow& row, int err,
@@ -71,7 +97,23 @@ DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
     r.value = -ENOSYS;
     r.refused = true;
   } else {
+    bool defer = ctx.kernel.config().fast_trap && DefersReadChecks(nr);
+    if (defer) ctx.mem.DeferReadChecks(true);
     SysResult<uint64_t> res = row->handler(ctx);
+    if (defer) {
+      ctx.mem.DeferReadChecks(false);  // the trace and the denial log read again, checked
+      // What leaves the call besides its reply (a denial's record, the
+      // trace) must rest on reads proven the caller's: one check here if no
+      // write made it. A withdrawn call then ends as a read that failed its
+      // check does: EFAULT, with nobody to receive it. (The census's report
+      // settles in NotifyLoop::HandleOne.) An ENOENT, the common error,
+      // goes nowhere but the reply and costs no check.
+      bool reported = trace_ || (!res.ok() && (IsDenial(res.error()) || !ctx.hint.empty()));
+      if (reported && !ctx.mem.Settle()) {
+        res = Errno{EFAULT};
+        ctx.hint.clear();
+      }
+    }
     r.value = res.ok() ? static_cast<int64_t>(res.value()) : -res.error();
     r.let_kernel_run = res.ok() && ctx.let_kernel_run;
     if (!res.ok()) RecordDenial(ctx, nr, *row, res.error(), described);

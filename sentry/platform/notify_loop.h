@@ -2,9 +2,10 @@
 //
 // It blocks in SECCOMP_IOCTL_NOTIF_RECV itself (not in epoll) so the kernel's
 // synchronous wake-up hands it the guest's CPU. Each notification is answered
-// under the kernel mutex; guest memory is read through a backend that checks
-// the notification is still valid after every read, so a recycled pid is never
-// read from or written to.
+// under the kernel mutex; guest memory goes through a backend that checks the
+// notification is still valid before every write and after every read (a
+// stat-like call's reads: by the write's check; see notify_loop.cc), so
+// nothing read from or written to a recycled pid is ever used.
 #ifndef SENTRY_PLATFORM_NOTIFY_LOOP_H_
 #define SENTRY_PLATFORM_NOTIFY_LOOP_H_
 

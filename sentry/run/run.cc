@@ -217,6 +217,7 @@ std::optional<RunError> Run::BuildSandbox() {
     kc.range_count = std::min(subids_.uids.count, subids_.gids.count);
   }
   kc.fast_fd_identity = o_.fast_fd_identity;
+  kc.fast_trap = o_.fast_trap;
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());

@@ -99,6 +99,9 @@ struct RunOptions {
   // sentry keeps (false: --no-fast-fd-identity, for measuring; see
   // sentry/kernel/fd_holds.h).
   bool fast_fd_identity = true;
+  // The trap's own host calls trimmed (false: --no-fast-trap, for measuring;
+  // see KernelConfig::fast_trap).
+  bool fast_trap = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):

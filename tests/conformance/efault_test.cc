@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <linux/limits.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -102,6 +103,81 @@ TEST(EfaultTest, StatBufferCrossingIntoGuardPageFails) {
   GuardedPage page;
   void* where = page.EndOfReadable(sizeof(struct stat) / 2);
   EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_stat, "/dev/null", where), EFAULT);
+}
+
+// A private anonymous page of the test's, with a path at its start, then
+// given protection prot.
+class ProtPage {
+ public:
+  ProtPage(const char* text, int prot) : size_(static_cast<size_t>(sysconf(_SC_PAGESIZE))) {
+    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      ADD_FAILURE() << "mmap: " << ErrnoString();
+      return;
+    }
+    page_ = static_cast<char*>(p);
+    strcpy(page_, text);
+    if (mprotect(page_, size_, prot) != 0) ADD_FAILURE() << "mprotect: " << ErrnoString();
+  }
+  ~ProtPage() {
+    if (page_) munmap(page_, size_);
+  }
+  char* get() const { return page_; }
+  // Whether every byte past the path is still zero (nothing was written).
+  bool Untouched(size_t from) const {
+    for (size_t i = from; i < size_; ++i) {
+      if (page_[i] != 0) return false;
+    }
+    return true;
+  }
+
+ private:
+  size_t size_;
+  char* page_ = nullptr;
+};
+
+// A path the caller cannot read (PROT_NONE) faults as it does natively.
+// (/proc/PID/mem, which reads with FOLL_FORCE, would read it: one reason the
+// sentry reads with process_vm_readv; bench/README.md.)
+TEST(EfaultTest, PathInProtNonePageFails) {
+  ProtPage page("/usr/bin", PROT_NONE);
+  ASSERT_NE(page.get(), nullptr);
+  struct stat st;
+  struct statx sx;
+  char buf[64];
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_stat, page.get(), &st), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_lstat, page.get(), &st), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_newfstatat, AT_FDCWD, page.get(), &st, 0), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_statx, AT_FDCWD, page.get(), 0, STATX_BASIC_STATS, &sx),
+                            EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_access, page.get(), F_OK), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_faccessat, AT_FDCWD, page.get(), R_OK), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_readlink, page.get(), buf, sizeof(buf)), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_open, page.get(), O_RDONLY), EFAULT);
+}
+
+// A result into a read-only page faults and leaves the page as it was, as
+// natively (a write through /proc/PID/mem would break copy-on-write and land).
+TEST(EfaultTest, ResultIntoReadOnlyPageFails) {
+  ScratchDir dir;
+  ASSERT_TRUE(MakeSymlink("target", dir.Path("link")));
+  ProtPage page("", PROT_READ);
+  ASSERT_NE(page.get(), nullptr);
+  UniqueFd fd(open("/usr/bin", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(fd.get());
+  UniqueFd file(open("/usr/lib/os-release", O_RDONLY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(file.get());
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_stat, "/usr/bin", page.get()), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_lstat, "/usr/bin", page.get()), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_fstat, fd.get(), page.get()), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_fstat, file.get(), page.get()), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_newfstatat, file.get(), "", page.get(), AT_EMPTY_PATH),
+                            EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(
+      syscall(SYS_statx, AT_FDCWD, "/usr/bin", 0, STATX_BASIC_STATS, page.get()), EFAULT);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_readlink, dir.Path("link").c_str(), page.get(), 64),
+                            EFAULT);
+  EXPECT_TRUE(page.Untouched(0));
 }
 
 }  // namespace
