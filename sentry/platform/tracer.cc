@@ -25,6 +25,7 @@
 #include "sentry/trace/syscall_format.h"
 #include "sentry/trace/trace_flags.h"
 #include "sentry/trace/trace_structs.h"
+#include "syscalls/fork_gate.h"
 #include "syscalls/sys_exec.h"
 
 namespace sentry {
@@ -203,7 +204,7 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
   int event = status >> 16;
   switch (event) {
     case PTRACE_EVENT_SECCOMP:
-      OnExecStop(pid);
+      OnTraceStop(pid);
       Resume(pid, 0);
       return;
     case PTRACE_EVENT_FORK:
@@ -265,17 +266,20 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   kernel_.colocation().End();
   Task* p = kernel_.tasks().Find(parent);
   if (!p) return;
-  bool thread = false, share_fs = false;
-  if (event == PTRACE_EVENT_CLONE) {
+  bool thread = false, share_fs = false, fork_child = false;
+  if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK) {
     user_regs_struct regs;
     if (ptrace(PTRACE_GETREGS, parent, nullptr, &regs) == 0 && regs.orig_rax == SYS_clone) {
-      thread = regs.rdi & CLONE_THREAD;
-      share_fs = regs.rdi & CLONE_FS;
+      thread = event == PTRACE_EVENT_CLONE && (regs.rdi & CLONE_THREAD);
+      share_fs = event == PTRACE_EVENT_CLONE && (regs.rdi & CLONE_FS);
+      // Only a granted one runs (OnForkGate): its child is pid 1 of a pid
+      // namespace of its own, and the sandbox names it one level out.
+      fork_child = IsForkClone(SYS_clone, regs.rdi);
     }
   }
   Task t;
   t.tid = child;
-  t.ns_tid = ReadNsPid(child);
+  t.ns_tid = ReadNsPid(child, fork_child ? 1 : 0);
   t.pidfd = OpenTaskPidfd(child);
   t.fs = share_fs ? p->fs : std::make_shared<FsContext>(*p->fs);
   if (thread) {
@@ -294,11 +298,8 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   }
 }
 
-void Tracer::OnExecStop(pid_t pid) {
-  user_regs_struct regs;
-  if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) < 0) return;
+void Tracer::OnExecStop(pid_t pid, user_regs_struct& regs) {
   long nr = static_cast<long>(regs.orig_rax);
-  if (nr != SYS_execve && nr != SYS_execveat) return;  // a guest filter's own TRACE
   SyscallEvent event;
   if (observer_) {
     timespec ts;

@@ -6,6 +6,7 @@
 #define SENTRY_PLATFORM_TRACER_H_
 
 #include <sys/types.h>
+#include <sys/user.h>
 
 #include <cstdio>
 #include <memory>
@@ -45,12 +46,25 @@ class Tracer final {
   // one of these directories (the lower roots and the store), else the guest
   // is killed before it runs an instruction of it.
   void CheckMappingsUnder(std::vector<std::string> dirs) { mapping_dirs_ = std::move(dirs); }
+  // The fork gate (syscalls/fork_gate.h, sentry/session/FORK.md step 1):
+  // lets the next clone with the fork's flags of the sandbox's thread ns_tid
+  // run, once; every such clone without a grant fails with EPERM. False if
+  // the sandbox has no such thread. Safe from any thread (the kernel's lock);
+  // a grant dies with its task. WithdrawFork takes a grant not yet used back.
+  bool GrantFork(pid_t ns_tid);
+  void WithdrawFork(pid_t ns_tid);
   // Why the sentry killed the guest, if it did.
   const std::string& violation() const { return violation_; }
 
  private:
   void OnNewTask(pid_t parent, pid_t child, int event);
-  void OnExecStop(pid_t pid);
+  // A SECCOMP_RET_TRACE stop: an exec, or a call at the fork gate.
+  void OnTraceStop(pid_t pid);
+  void OnExecStop(pid_t pid, user_regs_struct& regs);
+  void OnForkGate(pid_t pid, user_regs_struct& regs);
+  // Fails the stopped call with err (it never runs), listed in the run's
+  // denials with hint.
+  void RefuseAtStop(pid_t pid, user_regs_struct& regs, int err, const char* hint);
   void OnExecEvent(pid_t pid);
   bool MapsOnlyAllowedFiles(pid_t pid) const;
   void Resume(pid_t pid, int sig);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "syscalls/fork_gate.h"
 #include "syscalls/table.h"
 
 namespace sentry {
@@ -154,6 +155,50 @@ TEST(SyscallTableTest, OnlyExecIsTraced) {
   for (const SyscallRow& row : SyscallTable())
     if (row.action == Action::kTrace) traced.insert(row.name);
   EXPECT_EQ(traced, (std::set<std::string>{"execve", "execveat"}));
+}
+
+// The fork gate's two rows (syscalls/fork_gate.h): native but for the calls
+// the supervisor answers at a TRACE stop, in every table, and refused with
+// EPERM (listed) when the filter refuses the rest of what they gate.
+TEST(SyscallTableTest, TheForkGateRowsInEveryTable) {
+  for (auto table :
+       {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope()}) {
+    int seen = 0;
+    for (const SyscallRow& row : table) {
+      if (row.nr == SYS_clone) {
+        EXPECT_EQ(row.action, Action::kNative);
+        EXPECT_EQ(row.filter, ArgFilter::kCloneForkGate);
+        EXPECT_EQ(row.err, EPERM);
+        ++seen;
+      } else if (row.nr == SYS_seccomp) {
+        EXPECT_EQ(row.action, Action::kNative);
+        EXPECT_EQ(row.filter, ArgFilter::kSeccompListenerGate);
+        EXPECT_EQ(row.err, EPERM);
+        ++seen;
+      } else if (row.nr == SYS_clone3) {
+        // Its flags are in memory: never gated, never native.
+        EXPECT_EQ(row.action, Action::kErrno);
+        EXPECT_EQ(row.err, ENOSYS);
+        ++seen;
+      }
+    }
+    EXPECT_EQ(seen, 3);
+  }
+  EXPECT_EQ(kForkCloneFlags,
+            static_cast<uint32_t>(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                                  CLONE_NEWUTS | CLONE_NEWNS | SIGCHLD));
+  EXPECT_TRUE(IsForkClone(SYS_clone, kForkCloneFlags));
+  EXPECT_TRUE(IsForkClone(SYS_clone, (uint64_t{1} << 32) | kForkCloneFlags));  // high bits unread
+  EXPECT_FALSE(IsForkClone(SYS_clone, kForkCloneFlags | CLONE_FILES));
+  EXPECT_FALSE(IsForkClone(SYS_clone, kForkCloneFlags & ~CLONE_NEWNET));
+  EXPECT_FALSE(IsForkClone(SYS_clone3, kForkCloneFlags));
+  EXPECT_FALSE(IsForkClone(SYS_unshare, kForkCloneFlags));
+  EXPECT_TRUE(IsListenerRequest(SYS_seccomp, SECCOMP_FILTER_FLAG_NEW_LISTENER));
+  EXPECT_TRUE(
+      IsListenerRequest(SYS_seccomp, SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC));
+  EXPECT_FALSE(IsListenerRequest(SYS_seccomp, SECCOMP_FILTER_FLAG_TSYNC));
+  EXPECT_FALSE(IsListenerRequest(SYS_seccomp, uint64_t{SECCOMP_FILTER_FLAG_NEW_LISTENER} << 32));
+  EXPECT_FALSE(IsListenerRequest(SYS_prctl, SECCOMP_FILTER_FLAG_NEW_LISTENER));
 }
 
 TEST(SyscallTableTest, PathSyscallsAreTrapped) {
@@ -429,7 +474,8 @@ TEST(SyscallTableTest, RiskyNativeRowsAreFiltered) {
   EXPECT_EQ(RowNamed("ioctl")->filter, ArgFilter::kIoctlSafeNetIf);
   EXPECT_EQ(RowNamed("socket")->filter, ArgFilter::kSocketFamily);
   EXPECT_EQ(RowNamed("prctl")->filter, ArgFilter::kPrctlSafe);
-  EXPECT_EQ(RowNamed("clone")->filter, ArgFilter::kCloneFlags);
+  EXPECT_EQ(RowNamed("clone")->filter, ArgFilter::kCloneForkGate);
+  EXPECT_EQ(RowNamed("seccomp")->filter, ArgFilter::kSeccompListenerGate);
   EXPECT_EQ(RowNamed("personality")->filter, ArgFilter::kPersonality);
 }
 
