@@ -170,6 +170,13 @@ const SyscallRow* FindSyscall(int nr);
 std::span<const SyscallRow> SyscallTableWithoutNamespaces();
 const SyscallRow* FindSyscallWithoutNamespaces(int nr);
 
+// The table of a sandbox after its first session fork (sentry/session/FORK.md,
+// step 2): the namespaced table with the rows that name a process trapped
+// (ConfinePids, capget), as without namespaces: the forked children live in
+// pid namespaces nested in the sandbox's, which it could otherwise name.
+std::span<const SyscallRow> SyscallTableAfterFork();
+const SyscallRow* FindSyscallAfterFork(int nr);
+
 // The table without namespaces of a run whose guest has the Landlock signal
 // scope (loader/landlock.h): fcntl runs natively, F_SETOWN included, since no
 // SIGIO it sets up reaches a process outside the sandbox.

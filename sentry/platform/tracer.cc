@@ -175,8 +175,10 @@ bool ExeIs(pid_t pid, const ExecCheck& check) {
 }  // namespace
 
 int Tracer::Seize(pid_t pid) {
+  // TRACESYSGOOD: the only syscall stops are the re-listen's, told from a
+  // SIGTRAP by their 0x80.
   long opts = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC |
-              PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL;
+              PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD;
   if (ptrace(PTRACE_SEIZE, pid, nullptr, reinterpret_cast<void*>(opts)) < 0) return -errno;
   return 0;
 }
@@ -187,6 +189,7 @@ void Tracer::Resume(pid_t pid, int sig) {
 
 void Tracer::OnWaitStatus(pid_t pid, int status) {
   if (WIFEXITED(status) || WIFSIGNALED(status)) {
+    RelistenDone(pid, ESRCH);  // a re-listen it was in ends with it
     {
       std::lock_guard<std::mutex> lock(kernel_.mu());
       if (trace_) TraceExit(pid, status);
@@ -200,12 +203,12 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
     return;
   }
   if (!WIFSTOPPED(status)) return;
+  if (RelistenOwnsStop(pid, status)) return;
   int sig = WSTOPSIG(status);
   int event = status >> 16;
   switch (event) {
     case PTRACE_EVENT_SECCOMP:
-      OnTraceStop(pid);
-      Resume(pid, 0);
+      if (!OnTraceStop(pid)) Resume(pid, 0);
       return;
     case PTRACE_EVENT_FORK:
     case PTRACE_EVENT_VFORK:

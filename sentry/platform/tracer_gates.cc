@@ -34,20 +34,23 @@ constexpr const char* kListenerHint =
 
 }  // namespace
 
-void Tracer::OnTraceStop(pid_t pid) {
+bool Tracer::OnTraceStop(pid_t pid) {
   user_regs_struct regs;
-  if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) < 0) return;
+  if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) < 0) return false;
   long nr = static_cast<long>(regs.orig_rax);
   if (nr == SYS_execve || nr == SYS_execveat) {
     OnExecStop(pid, regs);
   } else if (IsForkClone(nr, regs.rdi)) {
     OnForkGate(pid, regs);
   } else if (IsListenerRequest(nr, regs.rsi)) {
-    // The re-listen (FORK.md step 2) is not built: no task may take one.
+    // Only a task the supervisor is re-listening takes one (and never into
+    // its own hands).
+    if (RelistenAtEntry(pid, regs)) return true;
     RefuseAtStop(pid, regs, EPERM, kListenerHint);
   }
   // Anything else is a guest filter's own TRACE on a call the sentry's
   // filter lets run (a lower action would have won): it runs.
+  return false;
 }
 
 void Tracer::OnForkGate(pid_t pid, user_regs_struct& regs) {

@@ -178,6 +178,8 @@ TEST(TracerForkGate, OnlyAGrantedCloneRunsAndOnlyOnce) {
   if (!tracer.leader_done()) kill(child, SIGKILL);
   while (waitpid(-1, nullptr, __WALL | WNOHANG) > 0) {
   }
+  // What it reported before it ended.
+  for (Report r; read(out[0], &r, sizeof(r)) == sizeof(r);) reports.push_back(r);
   close(go[1]);
   close(out[0]);
   std::filesystem::remove_all(store_dir);

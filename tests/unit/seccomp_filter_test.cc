@@ -293,9 +293,10 @@ TEST(SeccompProgramTest, CloneFilter) {
 // tracer; one flag more or less, another exit signal, is the filter's EPERM.
 // The filter and the tracer's predicate agree on every value tried.
 TEST(SeccompProgramTest, ForkGate) {
-  for (auto table :
-       {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope()}) {
+  for (auto table : {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope(),
+                     SyscallTableAfterFork()}) {
     std::vector<sock_filter> prog = BuildSeccompFilter(table);
+    EXPECT_LT(prog.size(), static_cast<size_t>(BPF_MAXINSNS));
     EXPECT_EQ(Eval(prog, Data(SYS_clone, {kForkCloneFlags})), SECCOMP_RET_TRACE);
     EXPECT_EQ(Eval(prog, Data(SYS_clone, {(uint64_t{0xdead} << 32) | kForkCloneFlags})),
               SECCOMP_RET_TRACE);

@@ -161,8 +161,8 @@ TEST(SyscallTableTest, OnlyExecIsTraced) {
 // the supervisor answers at a TRACE stop, in every table, and refused with
 // EPERM (listed) when the filter refuses the rest of what they gate.
 TEST(SyscallTableTest, TheForkGateRowsInEveryTable) {
-  for (auto table :
-       {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope()}) {
+  for (auto table : {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope(),
+                     SyscallTableAfterFork()}) {
     int seen = 0;
     for (const SyscallRow& row : table) {
       if (row.nr == SYS_clone) {
@@ -411,6 +411,37 @@ TEST(SyscallTableTest, WithoutNamespacesEveryNativeRowKeepsTheRule) {
   EXPECT_EQ(Join(RuleBreaks(SyscallTableWithoutNamespaces(), false)), "");
 }
 
+// After a session fork (FORK.md step 2) the sandbox's pid namespace holds
+// the forked children's nested ones too: no row may then cite it. Every row
+// that did becomes the trap the table without namespaces has (the sentry's
+// pid rule, sys_pid.cc); nothing else changes.
+TEST(SyscallTableTest, AfterAForkNoRowCitesThePidNamespace) {
+  std::span<const SyscallRow> ns = SyscallTable(), forked = SyscallTableAfterFork();
+  ASSERT_EQ(ns.size(), forked.size());
+  std::set<std::string> cited, changed;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    const SyscallRow &a = ns[i], &b = forked[i];
+    ASSERT_EQ(a.nr, b.nr);
+    EXPECT_EQ(FindSyscallAfterFork(b.nr), &b);
+    if (a.action == Action::kNative && a.wall == Wall::kPidNs) cited.insert(a.name);
+    if (b.action == Action::kNative) {
+      EXPECT_NE(b.wall, Wall::kPidNs) << b.name;
+    }
+    if (a.action == b.action && a.filter == b.filter && a.handler == b.handler) continue;
+    changed.insert(b.name);
+    // As without namespaces: the trap, or (fcntl) the filter.
+    const SyscallRow* alone = FindSyscallWithoutNamespaces(b.nr);
+    EXPECT_EQ(b.action, alone->action) << b.name;
+    EXPECT_EQ(b.filter, alone->filter) << b.name;
+    EXPECT_EQ(b.handler, alone->handler) << b.name;
+    EXPECT_TRUE(b.action == Action::kTrap || b.filter != ArgFilter::kNone) << b.name;
+  }
+  EXPECT_EQ(changed, cited);
+  EXPECT_EQ(cited.count("kill"), 1u);
+  EXPECT_EQ(cited.count("pidfd_open"), 1u);
+  EXPECT_EQ(Join(RuleBreaks(forked, true)), "");
+}
+
 TEST(SyscallTableTest, WithTheSignalScopeEveryNativeRowKeepsTheRule) {
   EXPECT_EQ(Join(RuleBreaks(SyscallTableWithSignalScope(), false, true)), "");
 }
@@ -488,8 +519,8 @@ namespace {
 // Every trap and trace row says how completely it is answered, and a
 // partial one what is missing (docs/syscalls.md shows it).
 TEST(SyscallTableTest, EveryTrappedRowHasAStatus) {
-  for (auto table :
-       {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope()}) {
+  for (auto table : {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope(),
+                     SyscallTableAfterFork()}) {
     for (const SyscallRow& row : table) {
       const RowStatus* s = FindRowStatus(row);
       if (row.action != Action::kTrap && row.action != Action::kTrace) {
