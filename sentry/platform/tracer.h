@@ -69,7 +69,8 @@ class Tracer final {
   // the task ended. Its caller must hold every other task of the sandbox
   // stopped (the program lies in guest memory until the kernel copies it),
   // and the sandbox's listener closed (the kernel allows one listener per
-  // chain). False if the sandbox has no such thread.
+  // chain). False if the sandbox has no such thread. `taken` runs on the
+  // tracer's thread, without the kernel's lock.
   using ListenerTaken = std::function<void(int err, UniqueFd listener)>;
   bool BeginRelisten(pid_t ns_tid, std::vector<sock_filter> program, uint32_t flags,
                      ListenerTaken taken);

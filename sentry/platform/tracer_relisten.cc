@@ -120,7 +120,7 @@ bool Tracer::RelistenOwnsStop(pid_t pid, int status) {
     if (sig != kSyscallStop || event != 0) {
       // A signal that would run the guest's handler before the close: held
       // back (a group-stop's too: its signal is held, the stop comes after).
-      if (event == 0 && sig != SIGTRAP) r.held.push_back(sig);
+      if (event == 0) r.held.push_back(sig);  // (a syscall stop's SIGTRAP has its 0x80)
       ptrace(PTRACE_SYSCALL, pid, nullptr, nullptr);
       return true;
     }

@@ -123,8 +123,8 @@ void OnUsr1(int) {
 }
 
 bool CanRelistenHere() {
-  // pidfd_getfd and PTRACE_GET_SYSCALL_INFO's era (Linux 5.6+): the rest of
-  // the suite needs them anyway.
+  // pidfds and pidfd_getfd (Linux 5.6+): the rest of the suite needs them
+  // anyway.
   int fd = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
   if (fd < 0) return false;
   close(fd);
