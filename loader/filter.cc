@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "syscalls/fork_gate.h"
+
 namespace sentry {
 namespace {
 
@@ -231,9 +233,12 @@ class FilterBuilder {
       case ArgFilter::kNone:
         a_.Goto(RetLabel(ActionValue(row)));
         break;
-      case ArgFilter::kCloneFlags:
+      case ArgFilter::kCloneForkGate:
         // clone() uses only the low 32 bits of its flags (kernel/fork.c).
+        // Exactly the fork's go to the supervisor's gate (IsForkClone).
         a_.Load(ArgLow(0));
+        a_.Jump(BPF_JEQ, kForkCloneFlags, 0, 1);
+        a_.Goto(RetLabel(SECCOMP_RET_TRACE));
         a_.Jump(BPF_JSET, kCloneNsFlags, 0, 1);
         a_.Goto(RetLabel(deny));
         a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
@@ -278,10 +283,12 @@ class FilterBuilder {
       case ArgFilter::kPersonality:
         AllowIfOneOf(0, kSafePersonalities, deny);
         break;
-      case ArgFilter::kSeccompNoListener:
+      case ArgFilter::kSeccompListenerGate:
+        // To the supervisor, which refuses it but to a re-listen
+        // (IsListenerRequest); seccomp's flags are an unsigned int.
         a_.Load(ArgLow(1));
         a_.Jump(BPF_JSET, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0, 1);
-        a_.Goto(RetLabel(deny));
+        a_.Goto(RetLabel(SECCOMP_RET_TRACE));
         a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
         break;
       case ArgFilter::kNativeWithoutAddr:

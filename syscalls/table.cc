@@ -93,8 +93,11 @@ constexpr SyscallRow kTable[] = {
     // sentry made for a guest is that guest's task, not the sentry.
     TRAP_UNLESS(55, getsockopt, Getsockopt, kNativeButPeerCred, "fddpp", kNone,
                 "reads a socket the guest holds (the filter traps SO_PEERCRED and SO_PEERPIDFD)"),
-    FILTERED_ALLOC(56, clone, kCloneFlags, EPERM, "xppp", kNone, kProcesses,
-                   "filtered: no namespace flags; the child is the sandbox's and is traced"),
+    // Exactly the fork's flags stop at the fork gate (syscalls/fork_gate.h):
+    // the supervisor lets that clone run only for a task it granted a fork.
+    FILTERED_ALLOC(56, clone, kCloneForkGate, EPERM, "xppp", kNone, kProcesses,
+                   "filtered: no namespace flags (the fork's stop at the supervisor's gate); "
+                   "the child is the sandbox's and is traced"),
     NATIVE_ALLOC(57, fork, "", kNone, kProcesses, "the child is the sandbox's and is traced"),
     NATIVE_ALLOC(58, vfork, "", kNone, kProcesses, "the child is the sandbox's and is traced"),
     TRACE(59, execve, "spp"),
@@ -399,8 +402,10 @@ constexpr SyscallRow kTable[] = {
     TRAP(316, renameat2, Renameat2, "fsfsx"),
     // A guest may narrow its own syscalls, but not take a listener: for equal
     // actions the newest filter wins, so its own listener would see (and could
-    // SECCOMP_USER_NOTIF_FLAG_CONTINUE) the calls the sentry must answer.
-    FILTERED(317, seccomp, kSeccompNoListener, EPERM, "dxp", kNone,
+    // SECCOMP_USER_NOTIF_FLAG_CONTINUE) the calls the sentry must answer. A
+    // listener request stops at the supervisor (syscalls/fork_gate.h), which
+    // refuses it but to a task re-listening, whose listener it takes.
+    FILTERED(317, seccomp, kSeccompListenerGate, EPERM, "dxp", kNone,
              "filtered: narrows the caller's own syscalls, never with a listener of its own"),
     NATIVE(318, getrandom, "plx", kNone, "random bytes"),
     NATIVE_ALLOC(319, memfd_create, "nx", kNone, kFdOnly,

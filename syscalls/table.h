@@ -23,17 +23,22 @@ enum class Action : uint8_t {
 // Argument conditions for native rows; what fails them gets the row's errno.
 enum class ArgFilter : uint8_t {
   kNone,
-  kCloneFlags,  // clone(): no namespace flags
-  kIoctlSafe,   // ioctl(): only terminal queries and fd flag requests
+  // clone(): no namespace flags; exactly the fork's (syscalls/fork_gate.h)
+  // go to the fork gate, a SECCOMP_RET_TRACE stop the supervisor answers.
+  kCloneForkGate,
+  kIoctlSafe,  // ioctl(): only terminal queries and fd flag requests
   // ioctl() with a network namespace: kIoctlSafe's, and the read-only
   // interface queries (SIOCGIF*: index, name, flags, addresses, MTU) of a
   // socket, which name the sandbox's own interfaces.
   kIoctlSafeNetIf,
-  kSocketFamily,       // socket(): AF_UNIX, AF_INET, AF_INET6, AF_NETLINK + NETLINK_ROUTE
-  kPrctlSafe,          // prctl(): a small set of options that touch only the caller
-  kPersonality,        // personality(): queries and PER_LINUX only
-  kPrioNotUser,        // setpriority(), ioprio_set(): not by user id (that could reach host tasks)
-  kSeccompNoListener,  // seccomp(): no SECCOMP_FILTER_FLAG_NEW_LISTENER (see table.cc)
+  kSocketFamily,  // socket(): AF_UNIX, AF_INET, AF_INET6, AF_NETLINK + NETLINK_ROUTE
+  kPrctlSafe,     // prctl(): a small set of options that touch only the caller
+  kPersonality,   // personality(): queries and PER_LINUX only
+  kPrioNotUser,   // setpriority(), ioprio_set(): not by user id (that could reach host tasks)
+  // seccomp(): native without SECCOMP_FILTER_FLAG_NEW_LISTENER; with it, a
+  // SECCOMP_RET_TRACE stop the supervisor refuses (EPERM) unless the task is
+  // re-listening (syscalls/fork_gate.h, table.cc).
+  kSeccompListenerGate,
   kNativeWithoutAddr,  // sendto(): native when dest_addr (arg 4) is NULL, else the trap
   // getsockopt(): native but for SOL_SOCKET's SO_PEERCRED and SO_PEERPIDFD,
   // which trap (a unix peer the sentry connected names the guest that asked).
@@ -164,6 +169,13 @@ const SyscallRow* FindSyscall(int nr);
 // datagrams). See table_without_namespaces.cc.
 std::span<const SyscallRow> SyscallTableWithoutNamespaces();
 const SyscallRow* FindSyscallWithoutNamespaces(int nr);
+
+// The table of a sandbox after its first session fork (sentry/session/FORK.md,
+// step 2): the namespaced table with the rows that name a process trapped
+// (ConfinePids, capget), as without namespaces: the forked children live in
+// pid namespaces nested in the sandbox's, which it could otherwise name.
+std::span<const SyscallRow> SyscallTableAfterFork();
+const SyscallRow* FindSyscallAfterFork(int nr);
 
 // The table without namespaces of a run whose guest has the Landlock signal
 // scope (loader/landlock.h): fcntl runs natively, F_SETOWN included, since no

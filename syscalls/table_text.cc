@@ -11,8 +11,9 @@ const char* ArgFilterText(ArgFilter filter) {
   switch (filter) {
     case ArgFilter::kNone:
       return "";
-    case ArgFilter::kCloneFlags:
-      return "no namespace flags (CLONE_NEW*)";
+    case ArgFilter::kCloneForkGate:
+      return "no namespace flags (CLONE_NEW*); a session fork's flags (the six namespaces and "
+             "SIGCHLD) only when the supervisor granted that task a fork";
     case ArgFilter::kIoctlSafe:
       return "terminal queries and settings, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX, FIOASYNC, pty "
              "requests (not TIOCSTI, TIOCSCTTY, TIOCLINUX)";
@@ -29,8 +30,8 @@ const char* ArgFilterText(ArgFilter filter) {
       return "a query (0xffffffff) or PER_LINUX";
     case ArgFilter::kPrioNotUser:
       return "not by user (PRIO_USER, IOPRIO_WHO_USER)";
-    case ArgFilter::kSeccompNoListener:
-      return "no SECCOMP_FILTER_FLAG_NEW_LISTENER";
+    case ArgFilter::kSeccompListenerGate:
+      return "no SECCOMP_FILTER_FLAG_NEW_LISTENER (refused by the supervisor at a ptrace stop)";
     case ArgFilter::kNativeWithoutAddr:
       return "native when dest_addr is NULL";
     case ArgFilter::kNativeButPeerCred:

@@ -29,8 +29,10 @@ namespace {
 
 using enum ArgFilter;
 
-constexpr SyscallRow kChanges[] = {
-    // A process, thread or group the call names must be the sandbox's (sys_pid.cc).
+// A process, thread or group the call names must be the sandbox's (sys_pid.cc).
+// Also the rows of a sandbox after its first session fork (below), whose pid
+// namespace then holds the forked children too.
+constexpr SyscallRow kPidChanges[] = {
     TRAP_ALLOC(62, kill, ConfinePids, "Pd", kSigQueue),
     TRAP(121, getpgid, ConfinePids, "P"),
     TRAP(124, getsid, ConfinePids, "P"),
@@ -53,13 +55,17 @@ constexpr SyscallRow kChanges[] = {
     TRAP(314, sched_setattr, ConfinePids, "Ppx"),
     TRAP(315, sched_getattr, ConfinePids, "Ppux"),
     TRAP_ALLOC(434, pidfd_open, ConfinePids, "Px", kFdOnly),
-    // The host's interfaces would show: terminal queries and fd flags only.
-    FILTERED(16, ioctl, kIoctlSafe, ENOTTY, "fxp", kNone,
-             "filtered to terminal queries and fd flags on fds the guest holds"),
-    // F_SETOWN and F_SETOWN_EX would name a host process for SIGIO: EPERM.
+    // F_SETOWN and F_SETOWN_EX would name a process outside the sandbox for
+    // SIGIO: EPERM.
     FILTERED_ALLOC(
         72, fcntl, kFcntlNotOwner, EPERM, "fdx", kNone, kFileLocks,
         "fd flags, locks and leases on fds the guest holds (not F_SETOWN: no pid namespace)"),
+};
+
+constexpr SyscallRow kChanges[] = {
+    // The host's interfaces would show: terminal queries and fd flags only.
+    FILTERED(16, ioctl, kIoctlSafe, ENOTTY, "fxp", kNone,
+             "filtered to terminal queries and fd flags on fds the guest holds"),
     NATIVE(54, setsockopt, "fddpl", kNone,
            "options of a unix socket the guest holds (no other family is made here)"),
     DENY(29, shmget, ENOSYS, "Klx"),
@@ -125,7 +131,17 @@ std::vector<SyscallRow>* Changed(std::span<const SyscallRow> base,
 }
 
 const std::vector<SyscallRow>& Table() {
-  static const auto* table = Changed(SyscallTable(), kChanges);
+  static const auto* table = [] {
+    std::vector<SyscallRow>* pids = Changed(SyscallTable(), kPidChanges);
+    std::vector<SyscallRow>* out = Changed(*pids, kChanges);
+    delete pids;
+    return out;
+  }();
+  return *table;
+}
+
+const std::vector<SyscallRow>& AfterForkTable() {
+  static const auto* table = Changed(SyscallTable(), kPidChanges);
   return *table;
 }
 
@@ -162,6 +178,14 @@ bool SendsSignalsOnly(int nr) {
       return true;
   }
   return false;
+}
+
+std::span<const SyscallRow> SyscallTableAfterFork() { return AfterForkTable(); }
+
+const SyscallRow* FindSyscallAfterFork(int nr) {
+  static const SyscallRow* const* index = Index(AfterForkTable());
+  if (nr < 0 || nr >= 512) return nullptr;
+  return index[nr];
 }
 
 std::span<const SyscallRow> SyscallTableWithoutNamespaces() { return Table(); }

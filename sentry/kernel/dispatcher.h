@@ -39,10 +39,13 @@ class Dispatcher final {
   // memory for display only; nothing decided here depends on them.
   static std::string Describe(SyscallContext& ctx, int nr);
 
- private:
+  // Lists a refusal in the run's denials (the first Kernel::kMaxDenials):
+  // the table's own, a handler's, or the tracer's at a gate (described may
+  // be "": then Describe).
   static void RecordDenial(SyscallContext& ctx, int nr, const struct SyscallRow& row, int err,
                            const std::string& described);
 
+ private:
   // Prints the answered call (its outputs read before the reply, while the
   // guest thread still waits), or wraps a late answer to print it when given.
   void Trace(SyscallContext& ctx, int nr, const DispatchResult& r);

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <sstream>
+#include <vector>
 
 namespace sentry {
 
@@ -36,14 +38,18 @@ pid_t TaskTable::NsPidOfHost(pid_t host_pid) const {
   return it == tasks_.end() ? 0 : it->second.ns_tid;
 }
 
-// The innermost pid of a host task, from the NSpid line of its status.
-pid_t ReadNsPid(pid_t host_tid) {
+// From the NSpid line of its status: the host's pid namespace's first, the
+// innermost last.
+pid_t ReadNsPid(pid_t host_tid, int outer) {
   std::ifstream f("/proc/" + std::to_string(host_tid) + "/status");
   std::string line;
   while (std::getline(f, line)) {
     if (line.rfind("NSpid:", 0) != 0) continue;
-    size_t last = line.find_last_of(" \t");
-    return static_cast<pid_t>(std::atoi(line.c_str() + last + 1));
+    std::vector<pid_t> levels;
+    std::istringstream fields(line.substr(6));
+    for (pid_t p; fields >> p;) levels.push_back(p);
+    if (outer < 0 || static_cast<size_t>(outer) >= levels.size()) return 0;
+    return levels[levels.size() - 1 - outer];
   }
   return 0;
 }

@@ -57,6 +57,9 @@ struct Task {
   // the one tracing stop /proc shows as "T (stopped)" (procfs_task.cc).
   bool group_stopped = false;
   ExecCheck exec_check;
+  // The supervisor let this thread's next clone with the fork's flags run
+  // (Tracer::GrantFork; syscalls/fork_gate.h).
+  bool fork_granted = false;
   std::string trace_exec;  // --trace: the execve line, printed at its exec event
 };
 
@@ -86,13 +89,18 @@ class TaskTable final {
   std::vector<const Task*> TasksOf(const Process* p) const;
   // The task or process the sandbox calls ns_pid, or null.
   const Task* FindByNsTid(pid_t ns_tid) const;
+  Task* FindByNsTid(pid_t ns_tid) {
+    return const_cast<Task*>(static_cast<const TaskTable*>(this)->FindByNsTid(ns_tid));
+  }
   pid_t NsPidOfHost(pid_t host_pid) const;
 
  private:
   std::map<pid_t, Task> tasks_;
 };
 
-pid_t ReadNsPid(pid_t host_tid);
+// The pid of a host task in its innermost pid namespace, or `outer` levels
+// out from there (0 if it has no such level).
+pid_t ReadNsPid(pid_t host_tid, int outer = 0);
 
 }  // namespace sentry
 

@@ -25,6 +25,7 @@
 #include "sentry/trace/syscall_format.h"
 #include "sentry/trace/trace_flags.h"
 #include "sentry/trace/trace_structs.h"
+#include "syscalls/fork_gate.h"
 #include "syscalls/sys_exec.h"
 
 namespace sentry {
@@ -174,8 +175,10 @@ bool ExeIs(pid_t pid, const ExecCheck& check) {
 }  // namespace
 
 int Tracer::Seize(pid_t pid) {
+  // TRACESYSGOOD: the only syscall stops are the re-listen's, told from a
+  // SIGTRAP by their 0x80.
   long opts = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC |
-              PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL;
+              PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD;
   if (ptrace(PTRACE_SEIZE, pid, nullptr, reinterpret_cast<void*>(opts)) < 0) return -errno;
   return 0;
 }
@@ -186,6 +189,7 @@ void Tracer::Resume(pid_t pid, int sig) {
 
 void Tracer::OnWaitStatus(pid_t pid, int status) {
   if (WIFEXITED(status) || WIFSIGNALED(status)) {
+    RelistenDone(pid, ESRCH);  // a re-listen it was in ends with it
     {
       std::lock_guard<std::mutex> lock(kernel_.mu());
       if (trace_) TraceExit(pid, status);
@@ -199,12 +203,12 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
     return;
   }
   if (!WIFSTOPPED(status)) return;
+  if (RelistenOwnsStop(pid, status)) return;
   int sig = WSTOPSIG(status);
   int event = status >> 16;
   switch (event) {
     case PTRACE_EVENT_SECCOMP:
-      OnExecStop(pid);
-      Resume(pid, 0);
+      if (!OnTraceStop(pid)) Resume(pid, 0);
       return;
     case PTRACE_EVENT_FORK:
     case PTRACE_EVENT_VFORK:
@@ -265,17 +269,20 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   kernel_.colocation().End();
   Task* p = kernel_.tasks().Find(parent);
   if (!p) return;
-  bool thread = false, share_fs = false;
-  if (event == PTRACE_EVENT_CLONE) {
+  bool thread = false, share_fs = false, fork_child = false;
+  if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK) {
     user_regs_struct regs;
     if (ptrace(PTRACE_GETREGS, parent, nullptr, &regs) == 0 && regs.orig_rax == SYS_clone) {
-      thread = regs.rdi & CLONE_THREAD;
-      share_fs = regs.rdi & CLONE_FS;
+      thread = event == PTRACE_EVENT_CLONE && (regs.rdi & CLONE_THREAD);
+      share_fs = event == PTRACE_EVENT_CLONE && (regs.rdi & CLONE_FS);
+      // Only a granted one runs (OnForkGate): its child is pid 1 of a pid
+      // namespace of its own, and the sandbox names it one level out.
+      fork_child = IsForkClone(SYS_clone, regs.rdi);
     }
   }
   Task t;
   t.tid = child;
-  t.ns_tid = ReadNsPid(child);
+  t.ns_tid = ReadNsPid(child, fork_child ? 1 : 0);
   t.pidfd = OpenTaskPidfd(child);
   t.fs = share_fs ? p->fs : std::make_shared<FsContext>(*p->fs);
   if (thread) {
@@ -294,11 +301,8 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   }
 }
 
-void Tracer::OnExecStop(pid_t pid) {
-  user_regs_struct regs;
-  if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) < 0) return;
+void Tracer::OnExecStop(pid_t pid, user_regs_struct& regs) {
   long nr = static_cast<long>(regs.orig_rax);
-  if (nr != SYS_execve && nr != SYS_execveat) return;  // a guest filter's own TRACE
   SyscallEvent event;
   if (observer_) {
     timespec ts;

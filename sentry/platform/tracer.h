@@ -5,9 +5,13 @@
 #ifndef SENTRY_PLATFORM_TRACER_H_
 #define SENTRY_PLATFORM_TRACER_H_
 
+#include <linux/filter.h>
 #include <sys/types.h>
+#include <sys/user.h>
 
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -45,12 +49,58 @@ class Tracer final {
   // one of these directories (the lower roots and the store), else the guest
   // is killed before it runs an instruction of it.
   void CheckMappingsUnder(std::vector<std::string> dirs) { mapping_dirs_ = std::move(dirs); }
+  // The fork gate (syscalls/fork_gate.h, sentry/session/FORK.md step 1):
+  // lets the next clone with the fork's flags of the sandbox's thread ns_tid
+  // run, once; every such clone without a grant fails with EPERM. False if
+  // the sandbox has no such thread. Safe from any thread (the kernel's lock);
+  // a grant dies with its task. WithdrawFork takes a grant not yet used back.
+  bool GrantFork(pid_t ns_tid);
+  void WithdrawFork(pid_t ns_tid);
+
+  // The re-listen (FORK.md step 2; tracer_relisten.cc): the next seccomp()
+  // with SECCOMP_FILTER_FLAG_NEW_LISTENER of thread ns_tid stacks `program`
+  // (the supervisor's, written over the buffer the guest's sock_fprog
+  // offers, which must hold as many instructions) with `flags`, and the
+  // listener goes to `taken`, never to the guest: the tracer takes it at the
+  // call's syscall-exit stop (pidfd_getfd) and makes the stopped task close
+  // its own copy (an injected close) before it runs an instruction of its
+  // own; the guest's call returns 0. `taken` gets an errno instead if the
+  // call failed (EFAULT, EINVAL for too small a buffer, the kernel's own) or
+  // the task ended. Its caller must hold every other task of the sandbox
+  // stopped (the program lies in guest memory until the kernel copies it),
+  // and the sandbox's listener closed (the kernel allows one listener per
+  // chain). False if the sandbox has no such thread. `taken` runs on the
+  // tracer's thread, without the kernel's lock.
+  using ListenerTaken = std::function<void(int err, UniqueFd listener)>;
+  bool BeginRelisten(pid_t ns_tid, std::vector<sock_filter> program, uint32_t flags,
+                     ListenerTaken taken);
   // Why the sentry killed the guest, if it did.
   const std::string& violation() const { return violation_; }
 
  private:
   void OnNewTask(pid_t parent, pid_t child, int event);
-  void OnExecStop(pid_t pid);
+  // A SECCOMP_RET_TRACE stop: an exec, or a call at the fork gate. True if
+  // it resumed the task itself.
+  bool OnTraceStop(pid_t pid);
+  // The re-listen's stops (tracer_relisten.cc).
+  struct Relisten {
+    std::vector<sock_filter> program;
+    uint32_t flags = 0;
+    ListenerTaken taken;
+    enum Phase { kArmed, kAwaitExit, kCloseEntry, kCloseExit } phase = kArmed;
+    uint64_t guest_flags = 0, guest_fprog = 0;  // the call's own arguments, given back
+    user_regs_struct after{};                   // the registers the guest resumes with
+    UniqueFd listener;
+    std::vector<int> held;  // signals held back while the close is injected
+  };
+  bool RelistenAtEntry(pid_t pid, user_regs_struct& regs);
+  bool RelistenOwnsStop(pid_t pid, int status);
+  void RelistenDone(pid_t pid, int err);
+  void OnExecStop(pid_t pid, user_regs_struct& regs);
+  void OnForkGate(pid_t pid, user_regs_struct& regs);
+  // Fails the stopped call with err (it never runs), listed in the run's
+  // denials with hint.
+  void RefuseAtStop(pid_t pid, user_regs_struct& regs, int err, const char* hint);
   void OnExecEvent(pid_t pid);
   bool MapsOnlyAllowedFiles(pid_t pid) const;
   void Resume(pid_t pid, int sig);
@@ -66,7 +116,8 @@ class Tracer final {
   pid_t leader_ = 0;
   bool leader_done_ = false;
   int leader_status_ = 0;
-  std::set<pid_t> early_stops_;  // children whose first stop came before the parent's event
+  std::set<pid_t> early_stops_;         // children whose first stop came before the parent's event
+  std::map<pid_t, Relisten> relisten_;  // by host tid, under kernel_.mu()
   std::string violation_;
 };
 

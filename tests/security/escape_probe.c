@@ -17,7 +17,8 @@
 //   probe flock PATH SECONDS        flock a lower file, then sleep
 //   probe efault                    bad pointers in trapped syscalls
 //   probe fds                       the fds open at start
-//   probe untraced                  a CLONE_UNTRACED child: open and execve
+//   probe untraced                  a CLONE_UNTRACED child: open, execve, the fork gate
+//   probe forkgate                  the fork gate from two threads; forks that must work
 //   probe unix ABS_STREAM ABS_DGRAM PATH   the host's AF_UNIX sockets
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -104,6 +105,12 @@
 #endif
 #define SYS_statmount_nr 457
 #define SYS_listmount_nr 458
+
+// A session fork's clone flags (syscalls/fork_gate.h): they stop at the
+// sentry's fork gate, which refuses them without a grant of the server's.
+#define FORK_FLAGS                                                                           \
+  (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS | \
+   SIGCHLD)
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
@@ -197,6 +204,18 @@ static int Syscalls(void) {
   TRY("clone_newns", SYS_clone, CLONE_NEWNS | SIGCHLD, 0, 0, 0, 0);
   TRY("clone_newpid", SYS_clone, CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0);
   TRY("clone_newnet", SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0);
+  TRY("clone_fork_flags", SYS_clone, FORK_FLAGS, 0, 0, 0, 0);
+  TRY("clone_fork_flags_high_bits", SYS_clone, (1ul << 40) | FORK_FLAGS, 0, 0, 0, 0);
+  TRY("clone_fork_flags_newcgroup", SYS_clone, FORK_FLAGS | CLONE_NEWCGROUP, 0, 0, 0, 0);
+  TRY("clone_fork_flags_sigusr1", SYS_clone, (FORK_FLAGS & ~0xff) | SIGUSR1, 0, 0, 0, 0);
+  {
+    struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog own = {1, &allow};
+    TRY("seccomp_listener", SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+        &own);
+    TRY("seccomp_listener_tsync", SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+        SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC, &own);
+  }
   uint64_t clone_args[11] = {CLONE_NEWUSER, 0, 0, 0, SIGCHLD, 0, 0, 0, 0, 0, 0};
   TRY("clone3", SYS_clone3, clone_args, 88);
   TRY("open_tree", SYS_open_tree, AT_FDCWD, "/usr", 1 /* OPEN_TREE_CLONE */);
@@ -793,6 +812,14 @@ static int Untraced(void) {
     char* envp[] = {NULL};
     CHECK("untraced_execve", syscall(SYS_execve, "/usr/bin/true", argv, envp));
     CHECK("untraced_execve_store", syscall(SYS_execve, "/.sentry-store/f1", argv, envp));
+    // The fork gate is a TRACE stop: with no tracer the kernel fails it.
+    long forked = syscall(SYS_clone, FORK_FLAGS, 0, 0, 0, 0);
+    if (forked == 0) _exit(0);
+    Result("untraced_clone_fork_flags", forked, errno);
+    struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog own = {1, &allow};
+    CHECK("untraced_seccomp_listener",
+          syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &own));
     long gpid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
     if (gpid == 0) {
       CHECK("grandchild_execve", syscall(SYS_execve, "/usr/bin/true", argv, envp));
@@ -809,6 +836,70 @@ static int Untraced(void) {
   int status = 0;
   if (pid > 0) waitpid((pid_t)pid, &status, 0);
   printf("untraced_status=%d\n", status);
+  return 0;
+}
+
+// --- the fork gate, and the forks that must still work ---
+
+static void* ForkCloneInThread(void* arg) {
+  long r = syscall(SYS_clone, FORK_FLAGS, 0, 0, 0, 0);
+  if (r == 0) _exit(0);
+  *(int*)arg = r < 0 ? errno : 0;
+  return NULL;
+}
+
+static void* ReturnSeven(void* arg) {
+  (void)arg;
+  return (void*)7;
+}
+
+// The exit status a child reported, or -1.
+static int Reaped(long pid) {
+  int status = 0;
+  if (pid <= 0 || waitpid((pid_t)pid, &status, __WALL) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+static char g_clone_stack[64 * 1024] __attribute__((aligned(16)));
+static int CloneChild(void* arg) {
+  (void)arg;
+  return 5;
+}
+
+static int ForkGate(void) {
+  pid_t self = getpid();
+  TRY("gate_clone_fork_flags", SYS_clone, FORK_FLAGS, 0, 0, 0, 0);
+  int in_thread = -1;
+  pthread_t t;
+  pthread_create(&t, NULL, ForkCloneInThread, &in_thread);
+  pthread_join(t, NULL);
+  Result("gate_clone_fork_flags_thread", in_thread == 0 ? 0 : -1, in_thread);
+  // What must keep working beside the gate.
+  pid_t f = fork();
+  if (f == 0) _exit(3);
+  printf("fork=%d\n", Reaped(f));
+  pid_t v = vfork();
+  if (v == 0) _exit(4);
+  printf("vfork=%d\n", Reaped(v));
+  long c = clone(CloneChild, g_clone_stack + sizeof(g_clone_stack), SIGCHLD, NULL);
+  printf("clone=%d\n", Reaped(c));
+  long raw = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (raw == 0) _exit(6);
+  printf("clone_raw=%d\n", Reaped(raw));
+  void* ret = NULL;
+  pthread_create(&t, NULL, ReturnSeven, NULL);
+  pthread_join(t, &ret);
+  printf("thread=%ld\n", (long)ret);
+  // A filter of its own without a listener still narrows the guest's calls.
+  struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  struct sock_fprog own = {1, &allow};
+  CHECK("seccomp_own_filter", syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &own));
+  // Once the guest stacked a filter the gate still answers (a guest filter
+  // cannot turn the sentry's TRACE into an ALLOW: the lower action wins).
+  TRY("gate_after_own_filter", SYS_clone, FORK_FLAGS, 0, 0, 0, 0);
+  TRY("listener_after_own_filter", SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+      SECCOMP_FILTER_FLAG_NEW_LISTENER, &own);
+  printf("done=OK\n");
   return 0;
 }
 
@@ -854,6 +945,7 @@ int main(int argc, char** argv) {
   if (!strcmp(cmd, "efault")) return Efault();
   if (!strcmp(cmd, "fds")) return Fds();
   if (!strcmp(cmd, "untraced")) return Untraced();
+  if (!strcmp(cmd, "forkgate")) return ForkGate();
   if (!strcmp(cmd, "unix") && argc > 4) return Unix(argv[2], argv[3], argv[4]);
   if (!strcmp(cmd, "flock") && argc > 3) return Flock(argv[2], atoi(argv[3]));
   fprintf(stderr, "probe: unknown subcommand %s\n", cmd);

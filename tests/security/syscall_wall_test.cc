@@ -53,6 +53,16 @@ const std::map<std::string, std::string>& ExpectedSyscallResults() {
       {"clone_newns", "EPERM"},
       {"clone_newpid", "EPERM"},
       {"clone_newnet", "EPERM"},
+      // The fork gate: a session fork's exact flags stop at the sentry, which
+      // refuses them without the server's grant; one flag more, another exit
+      // signal, is the filter's own EPERM. High bits are not read by clone.
+      {"clone_fork_flags", "EPERM"},
+      {"clone_fork_flags_high_bits", "EPERM"},
+      {"clone_fork_flags_newcgroup", "EPERM"},
+      {"clone_fork_flags_sigusr1", "EPERM"},
+      // A listener of the guest's own: refused by the sentry at its stop.
+      {"seccomp_listener", "EPERM"},
+      {"seccomp_listener_tsync", "EPERM"},
       {"clone3", "ENOSYS"},
       {"open_tree", "EPERM"},
       {"move_mount", "EPERM"},
@@ -203,9 +213,33 @@ TEST(SyscallWall, GuestsOwnSeccompListenerCannotBypassTheSentry) {
     EXPECT_EQ(Code(res, "open_under_own_filter"), "ENOSYS");
     EXPECT_EQ(Code(res, "open_store"), "ENOENT");
   } else {
-    // EBUSY: the kernel's one listener per filter chain; EPERM: a table that
-    // refuses listener filters outright.
-    EXPECT_TRUE(installed == "EBUSY" || installed == "EPERM") << Describe(r);
+    // The sentry refuses it at its stop (the fork gate's listener row); the
+    // kernel's one listener per chain would have said EBUSY.
+    EXPECT_EQ(installed, "EPERM") << Describe(r);
+  }
+}
+
+// The fork gate (syscalls/fork_gate.h) in a real run: a session fork's clone
+// is EPERM from any thread without the server's grant (the server grants none
+// yet), a listener is EPERM, also after the guest stacked a filter of its
+// own; fork, vfork, clone and threads run as before.
+TEST(SyscallWall, ForkGateRefusesUngrantedForksAndListeners) {
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{}, std::vector<std::string>{"--root"}}) {
+    ProcessResult r = RunProbe({"forkgate"}, flags, 30);
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    Results res = ParseResults(r.out);
+    EXPECT_EQ(Code(res, "gate_clone_fork_flags"), "EPERM") << Describe(r);
+    EXPECT_EQ(Code(res, "gate_clone_fork_flags_thread"), "EPERM");
+    EXPECT_EQ(Code(res, "fork"), "3");
+    EXPECT_EQ(Code(res, "vfork"), "4");
+    EXPECT_EQ(Code(res, "clone"), "5");
+    EXPECT_EQ(Code(res, "clone_raw"), "6");
+    EXPECT_EQ(Code(res, "thread"), "7");
+    EXPECT_EQ(Code(res, "seccomp_own_filter"), "OK");
+    EXPECT_EQ(Code(res, "gate_after_own_filter"), "EPERM");
+    EXPECT_EQ(Code(res, "listener_after_own_filter"), "EPERM");
+    EXPECT_EQ(Code(res, "done"), "OK") << Describe(r);
   }
 }
 
@@ -239,6 +273,9 @@ TEST(SyscallWall, UntracedChildrenCanNeitherOpenNorExec) {
     EXPECT_EQ(cloned, "EPERM");  // refusing CLONE_UNTRACED outright is fine too
     return;
   }
+  // The fork gate's TRACE stops fail closed without a tracer (ENOSYS).
+  EXPECT_EQ(Code(res, "untraced_clone_fork_flags"), "ENOSYS") << Describe(r);
+  EXPECT_EQ(Code(res, "untraced_seccomp_listener"), "ENOSYS") << Describe(r);
   for (const char* n : {"untraced_open", "untraced_open_usr", "untraced_execve",
                         "untraced_execve_store", "grandchild_execve"}) {
     std::string c = Code(res, n);

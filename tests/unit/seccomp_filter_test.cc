@@ -29,6 +29,7 @@
 
 #include "loader/filter.h"
 #include "loader/prebuilt_filter.h"
+#include "syscalls/fork_gate.h"
 #include "syscalls/table.h"
 
 namespace sentry {
@@ -288,6 +289,43 @@ TEST(SeccompProgramTest, CloneFilter) {
   }
 }
 
+// The fork gate (syscalls/fork_gate.h): exactly the fork's flags stop at the
+// tracer; one flag more or less, another exit signal, is the filter's EPERM.
+// The filter and the tracer's predicate agree on every value tried.
+TEST(SeccompProgramTest, ForkGate) {
+  for (auto table : {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope(),
+                     SyscallTableAfterFork()}) {
+    std::vector<sock_filter> prog = BuildSeccompFilter(table);
+    EXPECT_LT(prog.size(), static_cast<size_t>(BPF_MAXINSNS));
+    EXPECT_EQ(Eval(prog, Data(SYS_clone, {kForkCloneFlags})), SECCOMP_RET_TRACE);
+    EXPECT_EQ(Eval(prog, Data(SYS_clone, {(uint64_t{0xdead} << 32) | kForkCloneFlags})),
+              SECCOMP_RET_TRACE);
+    EXPECT_EQ(Eval(prog, Data(SYS_clone, {(kForkCloneFlags & ~0xffu) | SIGUSR1})),
+              RefusalAction(EPERM));
+    EXPECT_EQ(Eval(prog, Data(SYS_clone, {kForkCloneFlags | CLONE_NEWCGROUP})),
+              RefusalAction(EPERM));
+    EXPECT_EQ(Eval(prog, Data(SYS_clone, {kForkCloneFlags | CLONE_VM})), RefusalAction(EPERM));
+    EXPECT_EQ(Eval(prog, Data(SYS_clone, {kForkCloneFlags & ~CLONE_NEWUSER})),
+              RefusalAction(EPERM));
+    EXPECT_EQ(Eval(prog, Data(SYS_clone3, {kForkCloneFlags})), Errno(ENOSYS));
+    std::vector<uint64_t> values = {kForkCloneFlags, SIGCHLD, 0, ~0ull};
+    for (int bit = 0; bit < 64; ++bit) {
+      values.push_back(kForkCloneFlags ^ (uint64_t{1} << bit));
+      values.push_back(uint64_t{1} << bit);
+    }
+    for (uint64_t v : values) {
+      uint32_t got = Eval(prog, Data(SYS_clone, {v}));
+      EXPECT_EQ(got == SECCOMP_RET_TRACE, IsForkClone(SYS_clone, v)) << std::hex << v;
+      EXPECT_TRUE(got == SECCOMP_RET_TRACE || got == SECCOMP_RET_ALLOW ||
+                  got == RefusalAction(EPERM))
+          << std::hex << v;
+      uint32_t sec = Eval(prog, Data(SYS_seccomp, {SECCOMP_SET_MODE_FILTER, v}));
+      EXPECT_EQ(sec, IsListenerRequest(SYS_seccomp, v) ? SECCOMP_RET_TRACE : SECCOMP_RET_ALLOW)
+          << std::hex << v;
+    }
+  }
+}
+
 TEST(SeccompProgramTest, PersonalityAndPriorityFilters) {
   EXPECT_EQ(Eval(Data(SYS_personality, {0xffffffff})), SECCOMP_RET_ALLOW);
   EXPECT_EQ(Eval(Data(SYS_personality, {0})), SECCOMP_RET_ALLOW);
@@ -421,6 +459,34 @@ TEST(SeccompKernelTest, CloneFilter) {
               if (r < 0) return errno;
               int status;
               return waitpid(static_cast<pid_t>(r), &status, 0) == r ? 0 : errno;
+            })),
+            "OK");
+}
+
+// The gated calls with no tracer (a CLONE_UNTRACED child's): the kernel
+// fails a SECCOMP_RET_TRACE with ENOSYS, so neither runs natively.
+TEST(SeccompKernelTest, GatedCallsWithoutATracerAreEnosys) {
+  EXPECT_EQ(Outcome(RunFiltered([] {
+              long r = syscall(SYS_clone, kForkCloneFlags, 0, 0, 0, 0);
+              if (r == 0) _exit(0);  // only if the filter let it through
+              return r < 0 ? errno : 0;
+            })),
+            "ENOSYS");
+  EXPECT_EQ(Outcome(RunFiltered([] {
+              sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+              sock_fprog own{1, &allow};
+              long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                               SECCOMP_FILTER_FLAG_NEW_LISTENER, &own);
+              return r < 0 ? errno : 0;
+            })),
+            "ENOSYS");
+  // Without a listener flag a guest still narrows its own calls.
+  EXPECT_EQ(Outcome(RunFiltered([] {
+              sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+              sock_fprog own{1, &allow};
+              long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &own);
+              if (r >= 0) close(static_cast<int>(r));
+              return r < 0 ? errno : 0;
             })),
             "OK");
 }

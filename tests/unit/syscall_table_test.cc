@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "syscalls/fork_gate.h"
 #include "syscalls/table.h"
 
 namespace sentry {
@@ -154,6 +155,50 @@ TEST(SyscallTableTest, OnlyExecIsTraced) {
   for (const SyscallRow& row : SyscallTable())
     if (row.action == Action::kTrace) traced.insert(row.name);
   EXPECT_EQ(traced, (std::set<std::string>{"execve", "execveat"}));
+}
+
+// The fork gate's two rows (syscalls/fork_gate.h): native but for the calls
+// the supervisor answers at a TRACE stop, in every table, and refused with
+// EPERM (listed) when the filter refuses the rest of what they gate.
+TEST(SyscallTableTest, TheForkGateRowsInEveryTable) {
+  for (auto table : {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope(),
+                     SyscallTableAfterFork()}) {
+    int seen = 0;
+    for (const SyscallRow& row : table) {
+      if (row.nr == SYS_clone) {
+        EXPECT_EQ(row.action, Action::kNative);
+        EXPECT_EQ(row.filter, ArgFilter::kCloneForkGate);
+        EXPECT_EQ(row.err, EPERM);
+        ++seen;
+      } else if (row.nr == SYS_seccomp) {
+        EXPECT_EQ(row.action, Action::kNative);
+        EXPECT_EQ(row.filter, ArgFilter::kSeccompListenerGate);
+        EXPECT_EQ(row.err, EPERM);
+        ++seen;
+      } else if (row.nr == SYS_clone3) {
+        // Its flags are in memory: never gated, never native.
+        EXPECT_EQ(row.action, Action::kErrno);
+        EXPECT_EQ(row.err, ENOSYS);
+        ++seen;
+      }
+    }
+    EXPECT_EQ(seen, 3);
+  }
+  EXPECT_EQ(kForkCloneFlags,
+            static_cast<uint32_t>(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                                  CLONE_NEWUTS | CLONE_NEWNS | SIGCHLD));
+  EXPECT_TRUE(IsForkClone(SYS_clone, kForkCloneFlags));
+  EXPECT_TRUE(IsForkClone(SYS_clone, (uint64_t{1} << 32) | kForkCloneFlags));  // high bits unread
+  EXPECT_FALSE(IsForkClone(SYS_clone, kForkCloneFlags | CLONE_FILES));
+  EXPECT_FALSE(IsForkClone(SYS_clone, kForkCloneFlags & ~CLONE_NEWNET));
+  EXPECT_FALSE(IsForkClone(SYS_clone3, kForkCloneFlags));
+  EXPECT_FALSE(IsForkClone(SYS_unshare, kForkCloneFlags));
+  EXPECT_TRUE(IsListenerRequest(SYS_seccomp, SECCOMP_FILTER_FLAG_NEW_LISTENER));
+  EXPECT_TRUE(
+      IsListenerRequest(SYS_seccomp, SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC));
+  EXPECT_FALSE(IsListenerRequest(SYS_seccomp, SECCOMP_FILTER_FLAG_TSYNC));
+  EXPECT_FALSE(IsListenerRequest(SYS_seccomp, uint64_t{SECCOMP_FILTER_FLAG_NEW_LISTENER} << 32));
+  EXPECT_FALSE(IsListenerRequest(SYS_prctl, SECCOMP_FILTER_FLAG_NEW_LISTENER));
 }
 
 TEST(SyscallTableTest, PathSyscallsAreTrapped) {
@@ -366,6 +411,37 @@ TEST(SyscallTableTest, WithoutNamespacesEveryNativeRowKeepsTheRule) {
   EXPECT_EQ(Join(RuleBreaks(SyscallTableWithoutNamespaces(), false)), "");
 }
 
+// After a session fork (FORK.md step 2) the sandbox's pid namespace holds
+// the forked children's nested ones too: no row may then cite it. Every row
+// that did becomes the trap the table without namespaces has (the sentry's
+// pid rule, sys_pid.cc); nothing else changes.
+TEST(SyscallTableTest, AfterAForkNoRowCitesThePidNamespace) {
+  std::span<const SyscallRow> ns = SyscallTable(), forked = SyscallTableAfterFork();
+  ASSERT_EQ(ns.size(), forked.size());
+  std::set<std::string> cited, changed;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    const SyscallRow &a = ns[i], &b = forked[i];
+    ASSERT_EQ(a.nr, b.nr);
+    EXPECT_EQ(FindSyscallAfterFork(b.nr), &b);
+    if (a.action == Action::kNative && a.wall == Wall::kPidNs) cited.insert(a.name);
+    if (b.action == Action::kNative) {
+      EXPECT_NE(b.wall, Wall::kPidNs) << b.name;
+    }
+    if (a.action == b.action && a.filter == b.filter && a.handler == b.handler) continue;
+    changed.insert(b.name);
+    // As without namespaces: the trap, or (fcntl) the filter.
+    const SyscallRow* alone = FindSyscallWithoutNamespaces(b.nr);
+    EXPECT_EQ(b.action, alone->action) << b.name;
+    EXPECT_EQ(b.filter, alone->filter) << b.name;
+    EXPECT_EQ(b.handler, alone->handler) << b.name;
+    EXPECT_TRUE(b.action == Action::kTrap || b.filter != ArgFilter::kNone) << b.name;
+  }
+  EXPECT_EQ(changed, cited);
+  EXPECT_EQ(cited.count("kill"), 1u);
+  EXPECT_EQ(cited.count("pidfd_open"), 1u);
+  EXPECT_EQ(Join(RuleBreaks(forked, true)), "");
+}
+
 TEST(SyscallTableTest, WithTheSignalScopeEveryNativeRowKeepsTheRule) {
   EXPECT_EQ(Join(RuleBreaks(SyscallTableWithSignalScope(), false, true)), "");
 }
@@ -429,7 +505,8 @@ TEST(SyscallTableTest, RiskyNativeRowsAreFiltered) {
   EXPECT_EQ(RowNamed("ioctl")->filter, ArgFilter::kIoctlSafeNetIf);
   EXPECT_EQ(RowNamed("socket")->filter, ArgFilter::kSocketFamily);
   EXPECT_EQ(RowNamed("prctl")->filter, ArgFilter::kPrctlSafe);
-  EXPECT_EQ(RowNamed("clone")->filter, ArgFilter::kCloneFlags);
+  EXPECT_EQ(RowNamed("clone")->filter, ArgFilter::kCloneForkGate);
+  EXPECT_EQ(RowNamed("seccomp")->filter, ArgFilter::kSeccompListenerGate);
   EXPECT_EQ(RowNamed("personality")->filter, ArgFilter::kPersonality);
 }
 
@@ -442,8 +519,8 @@ namespace {
 // Every trap and trace row says how completely it is answered, and a
 // partial one what is missing (docs/syscalls.md shows it).
 TEST(SyscallTableTest, EveryTrappedRowHasAStatus) {
-  for (auto table :
-       {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope()}) {
+  for (auto table : {SyscallTable(), SyscallTableWithoutNamespaces(), SyscallTableWithSignalScope(),
+                     SyscallTableAfterFork()}) {
     for (const SyscallRow& row : table) {
       const RowStatus* s = FindRowStatus(row);
       if (row.action != Action::kTrap && row.action != Action::kTrace) {
