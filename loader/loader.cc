@@ -178,6 +178,14 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   for (int i = 0; i < 3; ++i) {
     if (p.spec->stdio[i] >= 0 && dup2(p.spec->stdio[i], i) < 0) Fail(p, LoaderStep::kStdio);
   }
+  if (p.spec->namespaces && p.spec->helper_maps) {
+    for (int i = 0; i < 3; ++i) {
+      if ((p.spec->stdio_owned & (1 << i)) && p.spec->stdio[i] >= 0 &&
+          syscall(SYS_fchown, i, p.spec->uid, p.spec->gid) < 0) {
+        Fail(p, LoaderStep::kStdio);
+      }
+    }
+  }
   // Nothing of the sentry's but the pipes to it survives exec, and the
   // extra fds the caller chose to give.
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
