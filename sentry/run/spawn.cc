@@ -129,7 +129,12 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec, const SubidPlan* 
     RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid, {})));
     RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid, spec.groups)));
   }
-  if (write(s.maps_.get(), "m", 1) != 1) return ErrnoStatus("signal the loader");
+  if (send(s.maps_.get(), "m", 1, MSG_NOSIGNAL) != 1) {
+    // The loader failed meanwhile (with helper maps it makes its network
+    // namespace while they run): its report says where.
+    ASSIGN_OR_RETURN(LoaderMessage m, s.ReadMessage());
+    return StepError(m);
+  }
   return s;
 }
 

@@ -293,31 +293,39 @@ TEST_P(Rootless, CheckSaysWhatHolds) {
   EXPECT_NE(r.out.find("sentry runs here."), std::string::npos) << r.out;
 }
 
+// `sentry serve` as the user, in the default id mode and with --userns=single
+// (which its runs take, cold).
 TEST_P(Rootless, ServeAnswersACall) {
   const Caller& c = GetParam();
-  CallerDir dir(c);
-  std::string token = dir.Write("token", "rootless-test-token-0123456789\n", 0600);
-  std::string sock = dir.path() + "/serve.sock";
-  std::string script = absl::StrCat(
-      SentryBinary(), " serve --listen unix:", sock, " --token-file ", token,
-      " --max-concurrent 1 & pid=$!; for i in $(seq 100); do [ -S ", sock,
-      " ] && break; sleep 0.1; done; ",
-      "/usr/bin/python3 -c \"import socket, sys\n"
-      "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
-      "body = b'{\\\"language\\\": \\\"python\\\", \\\"code\\\": \\\"print(6*7)\\\"}'\n"
-      "s.sendall(b'POST /v1/runs HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer "
-      "rootless-test-token-0123456789\\r\\nContent-Type: application/json\\r\\nConnection: "
-      "close\\r\\nContent-Length: ' + str(len(body)).encode() + b'\\r\\n\\r\\n' + body)\n"
-      "d = b''\n"
-      "while True:\n"
-      "  c = s.recv(65536)\n"
-      "  if not c: break\n"
-      "  d += c\n"
-      "print(d.decode())\" ",
-      sock, "; kill $pid; wait $pid");
-  ProcessResult r = RunAsCaller(c, {"/bin/sh", "-c", script}, {}, "", 120);
-  EXPECT_NE(r.out.find("200 OK"), std::string::npos) << Describe(r);
-  EXPECT_NE(r.out.find("\"stdout\":\"42\\n\""), std::string::npos) << Describe(r);
+  for (const char* userns : {"auto", "single"}) {
+    CallerDir dir(c);
+    std::string token = dir.Write("token", "rootless-test-token-0123456789\n", 0600);
+    std::string sock = dir.path() + "/serve.sock";
+    std::string script = absl::StrCat(
+        SentryBinary(), " serve --userns=", userns, " --listen unix:", sock, " --token-file ",
+        token, " --max-concurrent 1 & pid=$!; for i in $(seq 100); do [ -S ", sock,
+        " ] && break; sleep 0.1; done; ",
+        "/usr/bin/python3 -c \"import socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+        "body = b'{\\\"language\\\": \\\"python\\\", \\\"code\\\": \\\"print(6*7)\\\"}'\n"
+        "s.sendall(b'POST /v1/runs HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer "
+        "rootless-test-token-0123456789\\r\\nContent-Type: application/json\\r\\nConnection: "
+        "close\\r\\nContent-Length: ' + str(len(body)).encode() + b'\\r\\n\\r\\n' + body)\n"
+        "d = b''\n"
+        "while True:\n"
+        "  c = s.recv(65536)\n"
+        "  if not c: break\n"
+        "  d += c\n"
+        "print(d.decode())\" ",
+        sock, "; kill $pid; wait $pid");
+    ProcessResult r = RunAsCaller(c, {"/bin/sh", "-c", script}, {}, "", 120);
+    EXPECT_NE(r.out.find("200 OK"), std::string::npos) << Describe(r);
+    EXPECT_NE(r.out.find("\"stdout\":\"42\\n\""), std::string::npos) << Describe(r);
+    bool range = RangeStart(c) != 0 && std::string(userns) == "auto";
+    EXPECT_NE(r.out.find(range ? "\"userns-subid-range\"" : "\"userns-single-id\""),
+              std::string::npos)
+        << userns << Describe(r);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, Rootless, ::testing::ValuesIn(RootlessCallers()), Name);
