@@ -367,5 +367,33 @@ TEST(RootlessRange, HelperRefusalIsOneLineWithTheChoices) {
   EXPECT_NE(r.out.find("\"userns-single-id\""), std::string::npos) << Describe(r);
 }
 
+// `sentry pool --userns=single` as a caller with a range: a run of that mode
+// is served warm in single-id mode; a run of the default mode (the range)
+// is refused by the pool and starts cold, saying why.
+TEST(RootlessRange, PoolKeepsItsIdMode) {
+  Caller subid;
+  for (const Caller& c : RootlessCallers()) {
+    if (RangeStart(c) != 0) subid = c;
+  }
+  if (RangeStart(subid) == 0) GTEST_SKIP() << "no caller with a subordinate range";
+  CallerDir dir(subid);
+  std::string sock = dir.path() + "/pool.sock";
+  std::string run = absl::StrCat(SentryBinary(), " run --pool ", sock, " --json");
+  std::string script = absl::StrCat(
+      SentryBinary(), " pool --socket ", sock, " --size 1 --userns=single & p=$!; ",
+      "for i in $(seq 100); do [ -S ", sock, " ] && break; sleep 0.1; done; ", run,
+      " --userns=single -- /usr/bin/id -u; echo; ", run, " -- /usr/bin/id -u; kill $p; wait $p");
+  ProcessResult r = RunAsCaller(subid, {"/bin/sh", "-c", script}, {}, "", 120);
+  std::vector<std::string> results = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(results.size(), 2u) << Describe(r);
+  EXPECT_NE(results[0].find("\"userns-single-id\""), std::string::npos) << Describe(r);
+  EXPECT_NE(results[1].find("\"userns-subid-range\""), std::string::npos) << Describe(r);
+  EXPECT_NE(r.err.find("a cold start (the pool's sandboxes are not of this run's shape"),
+            std::string::npos)
+      << Describe(r);
+  EXPECT_EQ(r.err.find("a cold start", r.err.find("a cold start") + 1), std::string::npos)
+      << "the single-id run was served warm" << Describe(r);
+}
+
 }  // namespace
 }  // namespace sentry::testing
