@@ -44,6 +44,7 @@ struct OpenReply {
 };
 
 constexpr int32_t kAllowedFlags = O_DIRECTORY;
+constexpr time_t kAnswerSeconds = 5;
 constexpr int32_t kFifoFlags = O_ACCMODE | O_NONBLOCK;
 constexpr int32_t kPtsFlags = O_ACCMODE | O_NONBLOCK | O_NOCTTY | O_APPEND;
 
@@ -139,7 +140,8 @@ int ReopenFifo(int fifo, int32_t flags, int32_t* err) {
   size_t at = strlen(path);
   while (n > 0) path[at++] = digits[--n];
   path[at] = 0;
-  long fd = syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC);
+  // Never blocking: a FIFO's other end may never come.
+  long fd = syscall(SYS_openat, AT_FDCWD, path, flags | O_NONBLOCK | O_CLOEXEC);
   *err = fd < 0 ? errno : 0;
   return static_cast<int>(fd);
 }
@@ -356,6 +358,10 @@ bool GuestProcOpener::StartHelperLocked() {
   pidfd_ = UniqueFd(pidfd);
   sock_ = std::move(mine);
   theirs.Reset();
+  // Every answer is one open: a helper that gives none in seconds is stuck
+  // and is ended, not waited for (the caller holds the kernel's lock).
+  timeval limit{kAnswerSeconds, 0};
+  setsockopt(sock_.get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
   OpenReply hello;
   int none = -1;
   if (ReceiveFd(sock_.get(), &hello, sizeof(hello), &none) != sizeof(hello) || hello.err != 0) {

@@ -65,7 +65,8 @@ class GuestProcOpener final {
 
   // A guest's pipe or FIFO (the sentry's copy of its fd) opened anew through
   // /proc/self/fd, as Linux's open of /proc/PID/fd/N of a pipe gives: a new
-  // open file description. flags: the access mode and O_NONBLOCK. The
+  // open file description. flags: the access mode and O_NONBLOCK (the
+  // helper opens with O_NONBLOCK always: it never waits for the other end). The
   // guest's permission is the caller's to check; the pipe of a guest on a
   // range is the range's uid's (0600), so the helper opens it there.
   UniqueFd ReopenFifo(int fifo, int flags);
