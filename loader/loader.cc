@@ -178,6 +178,14 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
   for (int i = 0; i < 3; ++i) {
     if (p.spec->stdio[i] >= 0 && dup2(p.spec->stdio[i], i) < 0) Fail(p, LoaderStep::kStdio);
   }
+  if (p.spec->namespaces && p.spec->helper_maps) {
+    for (int i = 0; i < 3; ++i) {
+      if ((p.spec->stdio_owned & (1 << i)) && p.spec->stdio[i] >= 0 &&
+          syscall(SYS_fchown, i, p.spec->uid, p.spec->gid) < 0) {
+        Fail(p, LoaderStep::kStdio);
+      }
+    }
+  }
   // Nothing of the sentry's but the pipes to it survives exec, and the
   // extra fds the caller chose to give.
   syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -325,6 +333,16 @@ LOADER_CODE int LoaderMain(void* arg) {
     Fail(p, LoaderStep::kIdMaps);
   }
   CloseAllBut(p);
+  // With helper maps, the network namespace is made while newuidmap and
+  // newgidmap run (a few milliseconds, two execs of setuid programs): it
+  // needs the namespace's capabilities, which the loader has from the
+  // clone, and no id of it mapped. (Its DNS socket is the caller's uid,
+  // the namespace's 0, either way.)
+  const bool early_netns = p.spec->namespaces && p.spec->helper_maps;
+  if (early_netns) {
+    if (unshare(CLONE_NEWNET) < 0) Fail(p, LoaderStep::kNetns);
+    ReadyNetns(p);
+  }
   char byte;
   if (read(p.pipes.maps_read, &byte, 1) != 1 || byte != 'm') Fail(p, LoaderStep::kWaitMaps);
   if (p.spec->namespaces) {
@@ -337,8 +355,10 @@ LOADER_CODE int LoaderMain(void* arg) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     // First, so the sentry starts its DNS server while the mount view is
     // built. The guest is forked into it.
-    if (unshare(CLONE_NEWNET) < 0) Fail(p, LoaderStep::kNetns);
-    ReadyNetns(p);
+    if (!early_netns) {
+      if (unshare(CLONE_NEWNET) < 0) Fail(p, LoaderStep::kNetns);
+      ReadyNetns(p);
+    }
     CapUserNsCounts(p);
     BuildMountView(p);
     if (sethostname(p.spec->hostname.data(), p.spec->hostname.size()) < 0) {

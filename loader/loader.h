@@ -116,6 +116,12 @@ struct LoaderSpec {
   // loader/census_filter.h): the sentry decides each call by `filter`.
   bool census = false;
   std::array<int, 3> stdio = {-1, -1, -1};  // sentry fds the guest gets as 0, 1, 2
+  // Bit i set: stdio[i] is a pipe the sentry made (a relay), which the guest
+  // makes its own (its uid/gid) before it drops its capabilities, as a root
+  // sentry chowns its relays: a guest on a subordinate range then opens
+  // /dev/stdout anew, as it could a pipe of its own (with helper_maps only;
+  // the sentry, the caller, cannot give a pipe to an id of its range).
+  int stdio_owned = 0;
   // Sentry fds the guest gets as 3, 4, ... (an OCI engine's --preserve-fds:
   // systemd's socket activation), the objects themselves, at most
   // kMaxExtraFds. StartLoader keeps the loader's pipes above them.

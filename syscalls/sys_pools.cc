@@ -2,6 +2,7 @@
 // count against a host-wide pool, and sync/syncfs, which would flush the
 // host's file systems.
 #include <sys/sysinfo.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -73,11 +74,21 @@ std::map<const Kernel*, Scan> last_scan;
 constexpr auto kScanReuse = std::chrono::milliseconds(100);
 
 // Whether host thread tid may still be inside io_setup: it exists and is
-// running or blocked in syscall 206 (/proc/TID/syscall).
-bool MayBeInIoSetup(pid_t tid) {
-  std::ifstream f(absl::StrCat("/proc/", tid, "/syscall"));
-  std::string first;
-  if (!(f >> first)) return false;
+// running or blocked in syscall 206 (/proc/TID/syscall, 0400: a thread of
+// k's opened through its GuestProcOpener; another sandbox's, which may
+// have ended, as the sentry itself).
+bool MayBeInIoSetup(Kernel* k, pid_t tid) {
+  std::string text;
+  if (k) {
+    UniqueFd f = k->proc_opener().Open(tid, "syscall");
+    char buf[64];
+    ssize_t n = f ? read(f.get(), buf, sizeof(buf) - 1) : -1;
+    if (n > 0) text.assign(buf, static_cast<size_t>(n));
+  } else {
+    std::ifstream f(absl::StrCat("/proc/", tid, "/syscall"));
+    std::getline(f, text);
+  }
+  std::string first = text.substr(0, text.find_first_of(" \n"));
   return first == "running" || first == "206";
 }
 
@@ -104,7 +115,8 @@ SysResult<uint64_t> IoSetup(SyscallContext& ctx) {
   uint64_t pending = 0;
   for (auto it = in_flight.begin(); it != in_flight.end();) {
     // This thread's earlier call has returned: it makes this one.
-    if (it->first == ctx.task.tid || !MayBeInIoSetup(it->first)) {
+    if (it->first == ctx.task.tid ||
+        !MayBeInIoSetup(it->second.kernel == &ctx.kernel ? &ctx.kernel : nullptr, it->first)) {
       it = in_flight.erase(it);
       continue;
     }

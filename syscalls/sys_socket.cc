@@ -16,7 +16,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -89,16 +90,14 @@ bool SandboxLocal(const net::IpAddr& a) {
 }
 
 // Whether the guest's fd has FD_CLOEXEC: its fdinfo's flags (octal) hold O_CLOEXEC.
-bool GuestFdCloexec(pid_t tid, int fd) {
-  std::ifstream in("/proc/" + std::to_string(tid) + "/fdinfo/" + std::to_string(fd));
-  std::string key;
-  while (in >> key) {
-    if (key != "flags:") continue;
-    unsigned long flags = 0;
-    in >> std::oct >> flags;
-    return (flags & O_CLOEXEC) != 0;
-  }
-  return false;
+bool GuestFdCloexec(Kernel& k, pid_t tid, int fd) {
+  UniqueFd f = k.proc_opener().Open(tid, "fdinfo/" + std::to_string(fd));
+  char buf[512];
+  ssize_t n = f ? read(f.get(), buf, sizeof(buf) - 1) : -1;
+  if (n <= 0) return false;
+  buf[n] = 0;
+  const char* flags = strstr(buf, "flags:");
+  return flags && (strtoul(flags + 6, nullptr, 8) & O_CLOEXEC) != 0;
 }
 
 // A connect to a --secret host's address: to the credentials proxy on the
@@ -149,7 +148,7 @@ SysResult<uint64_t> ConnectOut(SyscallContext& ctx, int sock, const SockAddr& a,
     return Errno{ENETUNREACH};
   }
   int guest_fd = ctx.args.Int(0);
-  bool cloexec = GuestFdCloexec(ctx.task.tid, guest_fd);
+  bool cloexec = GuestFdCloexec(ctx.kernel, ctx.task.tid, guest_fd);
   ctx.later = [egress = ctx.kernel.egress, shape, a, guest_fd, cloexec](LateAnswer& answer) {
     constexpr int kConnectTimeoutMs = 20000;
     SysResult<UniqueFd> fd = egress->Connect(shape, a.sa(), a.len, kConnectTimeoutMs);

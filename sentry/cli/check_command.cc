@@ -299,30 +299,32 @@ void CheckCgroups(std::vector<Check>& out) {
 }
 
 // Whose ids the sandbox's are on the host (see DESIGN.md, "Who makes the
-// sandbox").
-void CheckIds(std::vector<Check>& out) {
+// sandbox"). Returns the id mode's word in `walls` (as a run's; "" for root).
+std::string CheckIds(std::vector<Check>& out) {
   Check c{"ids"};
   c.required = false;
   c.ok = true;
   if (geteuid() == 0) {
     c.detail = "root: the sandbox's ids map to host ids nobody owns";
     out.push_back(c);
-    return;
+    return "";
   }
   SubidPlan plan = PlanSubids(1000, 1000);
   absl::Status probe = plan.usable ? ProbeSubids(plan) : absl::OkStatus();
+  std::string wall = "userns-single-id";
   if (plan.usable && probe.ok()) {
+    wall = "userns-subid-range";
     c.detail = absl::StrCat(
-        "uid ", getuid(), " without root, single-id mode by default (the guest's user is uid ",
-        getuid(), "); its subordinate range works: with --userns=range the guest's ids 1-",
+        "uid ", getuid(), " without root, subordinate-range mode: the guest's ids 1-",
         plan.uids.count, " are host uids ", plan.uids.start, "-",
         plan.uids.start + plan.uids.count - 1, " (its 1000 is ", plan.HostUid(1000),
         "), its 0 (--root) is uid ", getuid(),
         "; processes, inotify and mqueues still count against uid ", getuid(),
-        ", the user namespace's maker; /proc/self/fd, /dev/fd and ttyname do not work there yet");
+        ", the user namespace's maker; --userns=single gives the guest uid ", getuid(), " itself");
   } else if (plan.usable) {
     c.ok = false;
-    c.detail = absl::StrCat(probe.message(), " (--userns=range fails so; the default runs)");
+    c.detail = absl::StrCat(probe.message(),
+                            " (--userns=range fails so; the default runs in single-id mode)");
   } else {
     c.detail = absl::StrCat(
         "uid ", getuid(), " without root, single-id mode (", plan.why_not,
@@ -332,13 +334,7 @@ void CheckIds(std::vector<Check>& out) {
         "installed");
   }
   out.push_back(c);
-}
-
-// Without root, with namespaces: the id mode's word in `walls` (as a run's).
-std::string IdModeWall() {
-  if (geteuid() == 0) return "";
-  // (--userns=auto takes the single id for now: see run_ids.cc.)
-  return "userns-single-id";
+  return wall;
 }
 
 // Without root: which mechanism holds each limit (no cgroup can be made).
@@ -377,7 +373,7 @@ int CheckCommand(const std::vector<std::string>& args) {
   }
   std::vector<Check> checks;
   bool root = geteuid() == 0;
-  CheckIds(checks);
+  std::string id_wall = CheckIds(checks);
   CheckSeccomp(checks);
   CheckOpenat2(checks);
   CheckPtrace(checks);
@@ -401,7 +397,7 @@ int CheckCommand(const std::vector<std::string>& args) {
     nlohmann::ordered_json walls = nlohmann::ordered_json::array({"seccomp"});
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     if (all_walls) walls.push_back("namespaces");
-    if (all_walls && !IdModeWall().empty()) walls.push_back(IdModeWall());
+    if (all_walls && !id_wall.empty()) walls.push_back(id_wall);
     if (landlock) walls.push_back(LandlockWallName(LandlockAbi()));
     for (const Check& c : checks) {
       rows.push_back({{"name", JsonText(c.name)},
@@ -420,7 +416,7 @@ int CheckCommand(const std::vector<std::string>& args) {
       const char* mark = c.ok ? "ok" : c.required ? "MISSING" : "missing";
       std::printf("  %-8s %-20s %s\n", mark, c.name.c_str(), c.detail.c_str());
     }
-    std::string ids = all_walls ? IdModeWall() : "";
+    std::string ids = all_walls ? id_wall : "";
     std::printf("  walls: seccomp%s%s%s\n", all_walls ? ", namespaces" : "",
                 ids.empty() ? "" : (", " + ids).c_str(),
                 landlock ? (", " + LandlockWallName(LandlockAbi())).c_str() : "");

@@ -224,4 +224,17 @@ std::string CheckAllowRules(const RunOptions& o, const RunOptions* file) {
   return "";
 }
 
+std::string ParseIdMode(const std::string& v, IdMode* out) {
+  if (v == "auto") {
+    *out = IdMode::kAuto;
+  } else if (v == "range") {
+    *out = IdMode::kRange;
+  } else if (v == "single") {
+    *out = IdMode::kSingle;
+  } else {
+    return "needs auto, range or single";
+  }
+  return "";
+}
+
 }  // namespace sentry::cli

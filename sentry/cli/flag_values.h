@@ -30,6 +30,9 @@ std::string AddHost(const std::string& v, RunOptions* o);
 // a bare number. False, with *why where there is more to say, on anything
 // else or a result past 2^50.
 bool ParseSize(const std::string& text, uint64_t bare_unit, uint64_t* out, std::string* why);
+
+// --userns's value (auto, range or single) into *out; "" or why not.
+std::string ParseIdMode(const std::string& v, IdMode* out);
 // Seconds, fractions allowed, with an optional unit ms, s, m or h.
 bool ParseDuration(const std::string& text, double* seconds);
 

@@ -5,6 +5,7 @@
 
 #include "sentry/cli/commands.h"
 #include "sentry/cli/flag_set.h"
+#include "sentry/cli/flag_values.h"
 #include "sentry/pool/pool.h"
 
 namespace sentry::cli {
@@ -64,6 +65,10 @@ int PoolCommand(const std::vector<std::string>& args) {
           "keep the count of sandboxes ready (made, not serving) in FILE, as text, rewritten "
           "in place (for a server's metrics)",
           Text(&o.ready_file, "needs a path"));
+  f.Value("--userns", kPool, "auto|range|single",
+          "without root, the id mode of the sandboxes, as for `sentry run` (a run of "
+          "another --userns starts cold)",
+          [&o](const std::string& v) { return ParseIdMode(v, &o.userns); });
   f.Value("--log-level", kPool, "LEVEL", kLogLevelHelp, LogLevel());
   f.Switch("--python", kPython, "keep warm python3 interpreters (see above)",
            [&o] { o.python = true; });

@@ -269,20 +269,9 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
   f.Value("--userns", kSandbox, "auto|range|single",
           "without root, the ids of the sandbox's user namespace: the caller's subordinate "
           "range from /etc/subuid and /etc/subgid through newuidmap (range), the caller's own "
-          "uid and gid alone (single), or auto (the default: single for now, as the range "
-          "mode has no /proc/self/fd or /dev/fd yet)",
-          [&o](const std::string& v) -> std::string {
-            if (v == "auto") {
-              o.userns = IdMode::kAuto;
-            } else if (v == "range") {
-              o.userns = IdMode::kRange;
-            } else if (v == "single") {
-              o.userns = IdMode::kSingle;
-            } else {
-              return "needs auto, range or single";
-            }
-            return "";
-          });
+          "uid and gid alone (single), or auto (the default: the range where the caller has "
+          "one and newuidmap maps it, else single, said)",
+          [&o](const std::string& v) { return ParseIdMode(v, &o.userns); });
   f.Switch("--no-cgroups", kSandbox,
            "make no cgroups: per-sandbox rlimits alone hold memory, processes and CPU time",
            [&o] { o.cgroups = false; });

@@ -116,6 +116,10 @@ void DefineServerFlags(FlagSet& f, agent::ServerFlags* server, agent::WarmFlags*
            [&o] { o.namespaces = NamespaceMode::kOff; });
   f.Switch("--require-namespaces", kSandbox, "fail rather than run without namespaces",
            [&o] { o.namespaces = NamespaceMode::kRequire; });
+  f.Value("--userns", kSandbox, "auto|range|single",
+          "as for `sentry run`: without root, the ids of each run's user namespace (not "
+          "auto: every run starts cold)",
+          [&o](const std::string& v) { return ParseIdMode(v, &o.userns); });
 
   // Warm interpreters.
   f.Value("--pool-size", kWarm, "N",

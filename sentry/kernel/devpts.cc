@@ -42,6 +42,16 @@ NodeRef PtsEntry(Kernel& k, const std::shared_ptr<vfs::HostDir>& pts, const std:
   n->attr().ctime = st.st_ctim;
   n->device_parent = pts;
   n->device_name = name;
+  // A guest on a subordinate range: its ptys are its own (the sentry would
+  // make them the namespace root's) and closed to the sentry, so they open
+  // through the helper, as the guest.
+  if (k.proc_opener().enabled()) {
+    Kernel* kp = &k;
+    n->reopen = [kp, pts, name](int flags) -> SysResult<UniqueFd> {
+      vfs::Creds who = kp->current ? kp->current->process->creds : vfs::Creds{};
+      return kp->proc_opener().OpenPts(pts->fd.get(), name, flags, who.uid, who.gid);
+    };
+  }
   return n;
 }
 
@@ -91,6 +101,13 @@ SysResult<UniqueFd> OpenControllingTerminal(Kernel& k, const vfs::HostDir& pts, 
   int keep = flags & (O_ACCMODE | O_NONBLOCK | O_APPEND);
   int fd =
       openat(pts.fd.get(), std::to_string(index).c_str(), keep | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && errno == EACCES && k.proc_opener().enabled()) {
+    // A range's guest's pty: as the namespace's root (tty_open asks no
+    // permission of /dev/tty's opener).
+    auto got = k.proc_opener().OpenPts(pts.fd.get(), std::to_string(index), keep, 0, 0);
+    fd = got.ok() ? got->Release() : -1;
+    if (!got.ok()) errno = got.error();
+  }
   if (fd < 0) return Errno{errno == ENOENT ? ENXIO : errno};
   UniqueFd out(fd);
   struct stat st;

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <string>
 
-#include "sentry/base/fs_identity.h"
+#include "absl/strings/numbers.h"
 #include "sentry/base/unique_fd.h"
 
 namespace sentry {
@@ -24,24 +24,26 @@ bool SharesFiles(pid_t tid, const std::vector<pid_t>& read) {
   return false;
 }
 
-// Appends what tid's fd table holds; false if it could not all be read.
-bool ReadFdTable(pid_t tid, std::vector<FdIdentity::Key>* keys) {
-  std::string path = "/proc/" + std::to_string(tid) + "/fd";
-  int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT || errno == ESRCH;  // gone: holds nothing
-  DIR* dir = fdopendir(fd);
-  if (!dir) {
-    close(fd);
-    return false;
-  }
+// Passes what t's fd table holds to fn; false if it could not all be read.
+bool ReadFdTable(const Task& t, GuestProcOpener& opener,
+                 const std::function<void(const struct stat&)>& fn) {
+  UniqueFd fd = opener.Open(t.tid, "fd", O_DIRECTORY);
+  if (!fd) return errno == ENOENT || errno == ESRCH;  // gone: holds nothing
+  DIR* dir = fdopendir(fd.get());
+  if (!dir) return false;
+  fd.Release();
   bool ok = true;
   errno = 0;
   while (dirent* e = readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
+    int n;
+    if (!absl::SimpleAtoi(e->d_name, &n)) continue;
+    UniqueFd copy = GuestFdCopy(t.pidfd.get(), n);
     struct stat st;
-    if (fstatat(dirfd(dir), e->d_name, &st, 0) == 0) {
-      keys->push_back(FdIdentity::KeyOf(st));
-    } else if (errno != ENOENT) {  // ENOENT: closed meanwhile
+    if (copy && fstat(copy.get(), &st) == 0) {
+      fn(st);
+    } else if (errno == ESRCH) {  // the task has gone: holds nothing
+      break;
+    } else if (errno != EBADF) {  // EBADF: closed meanwhile
       ok = false;
       break;
     }
@@ -55,20 +57,38 @@ bool ReadFdTable(pid_t tid, std::vector<FdIdentity::Key>* keys) {
 
 }  // namespace
 
-std::optional<std::vector<FdIdentity::Key>> GuestHeldKeys(const TaskTable& tasks) {
-  std::vector<FdIdentity::Key> keys;
-  SentryFsIdentity as_sentry;  // /proc/TID/fd asks for ptrace read access
+bool ForEachGuestFile(const TaskTable& tasks, GuestProcOpener& opener,
+                      const std::function<void(const struct stat&)>& fn) {
   for (const auto& [tgid, process] : tasks.Processes()) {
     std::vector<pid_t> read;
     for (const Task* t : tasks.TasksOf(process.get())) {
       if (SharesFiles(t->tid, read)) continue;
-      if (!ReadFdTable(t->tid, &keys)) return std::nullopt;
+      if (!ReadFdTable(*t, opener, fn)) return false;
       read.push_back(t->tid);
     }
+  }
+  return true;
+}
+
+std::optional<std::vector<FdIdentity::Key>> GuestHeldKeys(const TaskTable& tasks,
+                                                          GuestProcOpener& opener) {
+  std::vector<FdIdentity::Key> keys;
+  if (!ForEachGuestFile(tasks, opener, [&keys](const struct stat& st) {
+        keys.push_back(FdIdentity::KeyOf(st));
+      })) {
+    return std::nullopt;
   }
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   return keys;
+}
+
+std::set<ino_t> GuestSocketInodes(const TaskTable& tasks, GuestProcOpener& opener) {
+  std::set<ino_t> out;
+  ForEachGuestFile(tasks, opener, [&out](const struct stat& st) {
+    if (S_ISSOCK(st.st_mode)) out.insert(st.st_ino);
+  });
+  return out;
 }
 
 }  // namespace sentry

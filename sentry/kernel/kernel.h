@@ -14,6 +14,7 @@
 #include "sentry/kernel/fd_holds.h"
 #include "sentry/kernel/fd_identity.h"
 #include "sentry/kernel/fd_sweep.h"
+#include "sentry/kernel/guest_proc.h"
 #include "sentry/kernel/shown_cpus.h"
 #include "sentry/kernel/task.h"
 #include "sentry/kernel/unix_peers.h"
@@ -89,7 +90,7 @@ class Kernel final {
   Kernel(std::unique_ptr<vfs::Vfs> vfs, KernelConfig config)
       : vfs_(std::move(vfs)), config_(std::move(config)) {
     // Every object a guest task still holds keeps its identity (see FdIdentity).
-    fds_.set_held_keys([this] { return GuestHeldKeys(tasks_); });
+    fds_.set_held_keys([this] { return GuestHeldKeys(tasks_, proc_opener_); });
     holds_.set_enabled(config_.fast_fd_identity);
   }
 
@@ -100,6 +101,8 @@ class Kernel final {
   // Who connected the unix sockets the sentry connected for guests (under mu).
   UnixPeers& unix_peers() { return unix_peers_; }
   FdHolds& holds() { return holds_; }
+  // The guest processes' own host /proc files (guest_proc.h).
+  GuestProcOpener& proc_opener() { return proc_opener_; }
   const KernelConfig& config() const { return config_; }
   // The guest and the notification thread on one CPU at start-up (under mu).
   CoLocation& colocation() { return colocation_; }
@@ -131,6 +134,7 @@ class Kernel final {
   FdHolds holds_;  // after fds_: its references close first
   CoLocation colocation_;
   KernelConfig config_;
+  GuestProcOpener proc_opener_;
 };
 
 }  // namespace sentry

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -20,7 +19,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "sentry/base/fs_identity.h"
 #include "sentry/kernel/procfs_internal.h"
 #include "sentry/kernel/sysfs.h"
 
@@ -258,14 +256,12 @@ class Procfs {
     std::vector<std::string> names;
     UniqueFd proc = OpenHostProcDir(k_, *p);
     if (!proc) return names;
-    SentryFsIdentity as_sentry;
-    int fd = openat(proc.get(), "fd", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (DIR* d = fd >= 0 ? fdopendir(fd) : nullptr) {
+    UniqueFd fd = k_.proc_opener().OpenAt(proc.get(), "fd", O_DIRECTORY);
+    if (DIR* d = fd ? fdopendir(fd.get()) : nullptr) {
+      fd.Release();
       while (dirent* e = readdir(d))
         if (e->d_name[0] != '.') names.emplace_back(e->d_name);
       closedir(d);
-    } else if (fd >= 0) {
-      close(fd);
     }
     return names;
   }
@@ -292,29 +288,26 @@ class Procfs {
   }
 
   // What /proc/PID/fd/N points at: the sandbox path for donated objects, the
-  // kernel's name for anonymous ones, and never a host path.
+  // kernel's name for anonymous ones, and never a host path. Read on a copy
+  // of the fd (GuestFdOf), which the sentry may take in every id mode.
   std::string FdTarget(const Process& p, int fd) {
-    UniqueFd proc = OpenHostProcDir(k_, p);
-    if (!proc) return "";
-    std::string link = absl::StrCat("fd/", fd);
-    SentryFsIdentity as_sentry;
-    char buf[4096];
-    ssize_t n = readlinkat(proc.get(), link.c_str(), buf, sizeof(buf) - 1);
-    if (n < 0) return "";
-    std::string host(buf, n);
+    UniqueFd copy = GuestFdOf(k_, p, fd);
     struct stat st;
-    bool known = fstatat(proc.get(), link.c_str(), &st, 0) == 0;
-    if (known) {
-      if (const OpenObject* o = k_.fds().Find(st)) {
-        if (!o->path.empty()) return o->path;
-        if (o->node->IsDir()) {
-          auto path = k_.vfs().PathOf(o->node);
-          if (path.ok()) return path.value();
-        }
+    if (!copy || fstat(copy.get(), &st) < 0) return "";
+    if (const OpenObject* o = k_.fds().Find(st)) {
+      if (!o->path.empty()) return o->path;
+      if (o->node->IsDir()) {
+        auto path = k_.vfs().PathOf(o->node);
+        if (path.ok()) return path.value();
       }
     }
+    char buf[4096];
+    std::string self = absl::StrCat("/proc/self/fd/", copy.get());
+    ssize_t n = readlink(self.c_str(), buf, sizeof(buf) - 1);
+    if (n < 0) return "";
+    std::string host(buf, n);
     // A pty of the sandbox's devpts, which lies outside the sentry's root.
-    if (known && k_.pts_dev && S_ISCHR(st.st_mode) && st.st_dev == k_.pts_dev) {
+    if (k_.pts_dev && S_ISCHR(st.st_mode) && st.st_dev == k_.pts_dev) {
       return "/dev/pts/" + host.substr(host.rfind('/') + 1);
     }
     for (const char* anon : {"pipe:", "socket:", "anon_inode:", "/dev/pts/", "/dev/null"}) {
@@ -327,15 +320,8 @@ class Procfs {
   // it opens the pipe anew (bash's <(...) hands such paths to programs).
   NodeRef PipeObject(std::shared_ptr<Process> p, int fd) {
     struct stat st;
-    UniqueFd proc = OpenHostProcDir(k_, *p);
-    if (!proc) return nullptr;
-    {
-      SentryFsIdentity as_sentry;
-      if (fstatat(proc.get(), absl::StrCat("fd/", fd).c_str(), &st, 0) < 0 ||
-          !S_ISFIFO(st.st_mode)) {
-        return nullptr;
-      }
-    }
+    UniqueFd copy = GuestFdOf(k_, *p, fd);
+    if (!copy || fstat(copy.get(), &st) < 0 || !S_ISFIFO(st.st_mode)) return nullptr;
     const KernelConfig& c = k_.config();
     NodeRef n = k_.vfs().NewNode(NodeKind::kFifo, S_IFIFO | (st.st_mode & 07777),
                                  c.GuestUid(st.st_uid), c.GuestGid(st.st_gid));
@@ -348,28 +334,17 @@ class Procfs {
   }
 
   SysResult<UniqueFd> ReopenPipe(const Process& p, int fd, int flags) {
-    for (const Task* t : k_.tasks().TasksOf(&p)) {
-      UniqueFd copy(static_cast<int>(syscall(SYS_pidfd_getfd, t->pidfd.get(), fd, 0)));
-      struct stat st;
-      if (!copy || fstat(copy.get(), &st) < 0) return Errno{ENOENT};  // closed meanwhile
-      if (!S_ISFIFO(st.st_mode)) return Errno{ENXIO};
-      // Our own copy's /proc/self/fd entry: the same pipe, a new open file
-      // description, as fs/pipe.c's fifo_open gives. The guest's permission
-      // was checked on the node; non-blocking, so the sentry never waits for
-      // the other end.
-      int acc = flags & O_ACCMODE;
-      std::string self = absl::StrCat("/proc/self/fd/", copy.get());
-      int reopened;
-      {
-        SentryFsIdentity as_sentry;
-        reopened = open(self.c_str(), acc | O_NONBLOCK | O_CLOEXEC);
-      }
-      if (reopened < 0) return Errno{errno};
-      UniqueFd out(reopened);
-      if (!(flags & O_NONBLOCK)) fcntl(reopened, F_SETFL, fcntl(reopened, F_GETFL) & ~O_NONBLOCK);
-      return out;
-    }
-    return Errno{ENOENT};
+    UniqueFd copy = GuestFdOf(k_, p, fd);
+    struct stat st;
+    if (!copy || fstat(copy.get(), &st) < 0) return Errno{ENOENT};  // closed meanwhile
+    if (!S_ISFIFO(st.st_mode)) return Errno{ENXIO};
+    // The same pipe, a new open file description. The guest's permission
+    // was checked on the node; non-blocking, so the sentry never waits for
+    // the other end.
+    UniqueFd out = k_.proc_opener().ReopenFifo(copy.get(), (flags & O_ACCMODE) | O_NONBLOCK);
+    if (!out) return Errno{errno};
+    if (!(flags & O_NONBLOCK)) fcntl(out.get(), F_SETFL, fcntl(out.get(), F_GETFL) & ~O_NONBLOCK);
+    return out;
   }
 
   // /proc/PID/task/TID: the process's files, but for the thread's own

@@ -48,9 +48,18 @@ UniqueFd OpenHostProcDir(Kernel& k, const Process& p) {
 std::string HostProcFile(Kernel& k, const Process& p, const char* file) {
   UniqueFd dir = OpenHostProcDir(k, p);
   if (!dir) return "";
-  SentryFsIdentity as_sentry;
-  UniqueFd f(openat(dir.get(), file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd f = k.proc_opener().OpenAt(dir.get(), file);
   return f ? ReadAllFd(f.get()) : "";
+}
+
+UniqueFd GuestFdOf(Kernel& k, const Process& p, int fd) {
+  const Task* t = LeaderOf(k, p);
+  if (!t) {
+    std::vector<const Task*> tasks = k.tasks().TasksOf(&p);
+    if (tasks.empty()) return {};
+    t = tasks.front();
+  }
+  return GuestFdCopy(t->pidfd.get(), fd);
 }
 
 std::string MapHostPid(Kernel& k, const std::string& host) {

@@ -35,8 +35,13 @@ std::string ReadAllFd(int fd);
 // reused meanwhile is never read. Empty if the process is gone.
 UniqueFd OpenHostProcDir(Kernel& k, const Process& p);
 
-// The host file /proc/<p's host pid>/<file> ("statm", "net/tcp"), or "".
+// The host file /proc/<p's host pid>/<file> ("statm", "net/tcp"), or ""
+// (opened through the kernel's GuestProcOpener where the sentry may not).
 std::string HostProcFile(Kernel& k, const Process& p, const char* file);
+
+// A copy of p's fd `fd` (its leader's fd table, as /proc/PID/fd shows):
+// the same open file, taken with pidfd_getfd. Empty if there is none.
+UniqueFd GuestFdOf(Kernel& k, const Process& p, int fd);
 
 // The sandbox's pid of a host pid written in decimal ("0" for none).
 std::string MapHostPid(Kernel& k, const std::string& host);

@@ -10,7 +10,6 @@
 // stay hidden. Kernel pointers read as 0 (kptr_restrict), owners as the
 // sandbox's uids; unix socket paths are the guest's own (store_socket.cc
 // binds them under the guest's name).
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,30 +25,6 @@
 
 namespace sentry::procfs {
 namespace {
-
-// The inodes of every socket the sandbox's processes hold.
-std::set<uint64_t> HeldSocketInodes(Kernel& k) {
-  std::set<uint64_t> out;
-  for (auto& [tgid, p] : k.tasks().Processes()) {
-    UniqueFd proc = OpenHostProcDir(k, *p);
-    if (!proc) continue;
-    SentryFsIdentity as_sentry;
-    int fd = openat(proc.get(), "fd", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR* d = fd >= 0 ? fdopendir(fd) : nullptr;
-    if (!d) {
-      if (fd >= 0) close(fd);
-      continue;
-    }
-    while (dirent* e = readdir(d)) {
-      char buf[64];
-      ssize_t n = readlinkat(fd, e->d_name, buf, sizeof(buf) - 1);
-      uint64_t ino = 0;
-      if (n > 8 && sscanf(std::string(buf, n).c_str(), "socket:[%lu]", &ino) == 1) out.insert(ino);
-    }
-    closedir(d);
-  }
-  return out;
-}
 
 // Whether p lives in the sandbox's own network namespace.
 bool InSandboxNetns(Kernel& k, const Process& p) {
@@ -135,7 +110,7 @@ std::string NetFile(Kernel& k, const Process& p, const std::string& name) {
   if (name == "dev") return own ? HostProcFile(k, p, "net/dev") : NoNamespaceDev();
   std::string host = HostProcFile(k, p, absl::StrCat("net/", name).c_str());
   if (host.empty()) return "";
-  std::set<uint64_t> held = HeldSocketInodes(k);
+  std::set<ino_t> held = GuestSocketInodes(k.tasks(), k.proc_opener());
   Layout lay = LayoutOf(name);
   const KernelConfig& c = k.config();
   std::string out;

@@ -16,7 +16,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "sentry/base/fs_identity.h"
 #include "sentry/kernel/procfs_internal.h"
 #include "vfs/store.h"
 
@@ -193,12 +192,11 @@ std::string FdinfoOf(Kernel& k, const Process& p, int fd) {
   struct stat st;
   bool known;
   {
-    SentryFsIdentity as_sentry;
-    UniqueFd f(
-        openat(proc.get(), absl::StrCat("fdinfo/", fd).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd f = k.proc_opener().OpenAt(proc.get(), absl::StrCat("fdinfo/", fd));
     if (!f) return "";
     host = ReadAllFd(f.get());
-    known = fstatat(proc.get(), absl::StrCat("fd/", fd).c_str(), &st, 0) == 0;
+    UniqueFd copy = GuestFdOf(k, p, fd);
+    known = copy && fstat(copy.get(), &st) == 0;
   }
   // A donated object's inode is the one the guest's fstat shows, and its
   // mount the sandbox's (sysfs.cc's mountinfo: / is 1, /proc 2, /tmp 3).

@@ -92,7 +92,8 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   if (!req.ok()) {
     refusal = std::string(req.status().message());
   } else if (req->shape != pool::ShapeOf(shape)) {
-    refusal = "the pool's sandboxes are not of this run's shape";
+    refusal = absl::StrCat("the pool's sandboxes are not of this run's shape (",
+                           pool::ShapeOf(shape), ")");
   } else if (warm.python() && !WarmPythonCanServe(req->options, &refusal)) {
   } else if (chdir(req->cwd.c_str()) < 0) {
     refusal = absl::StrCat("cannot enter ", req->cwd, ": ", std::strerror(errno));
@@ -122,6 +123,7 @@ int ServeClient(WarmSandbox& warm, int client, const RunOptions& shape) {
   // the normal priority back (Prioritize).
   setpriority(PRIO_PROCESS, 0, options.refill_nice);
   RunOptions shape;
+  shape.userns = options.userns;
   std::string error;
   std::unique_ptr<WarmSandbox> warm = options.python
                                           ? WarmSandbox::MakePython(shape, options.preload, &error)
@@ -193,7 +195,10 @@ bool PoolCanServe(const RunOptions& o, std::string* why) {
     *why = "--census needs a cold start (a census filter from the guest's first call)";
     return false;
   }
-  if (pool::ShapeOf(o) != pool::ShapeOf(RunOptions())) {
+  // (The id mode is the pool's to match: it refuses a run of another.)
+  RunOptions warm_shape;
+  warm_shape.userns = o.userns;
+  if (pool::ShapeOf(o) != pool::ShapeOf(warm_shape)) {
     *why =
         "--root, --disk, --no-cgroups, --no-landlock, namespace flags and network flags need a "
         "cold start";

@@ -39,6 +39,9 @@ struct PoolOptions {
   // Where the count of sandboxes ready (made, not serving) is kept, as text,
   // for a server to report ("": nowhere).
   std::string ready_file;
+  // Without root, the id mode of its sandboxes (`sentry run --userns`); a
+  // run of another mode is refused and starts cold.
+  IdMode userns = IdMode::kAuto;
 };
 
 // The daemon: serves until SIGINT/SIGTERM/SIGHUP. Returns the exit code.

@@ -81,7 +81,8 @@ std::string ShapeOf(const RunOptions& o) {
   bool network = !o.net.allow.empty() || !o.net.static_hosts.empty() || !o.net.secrets.empty() ||
                  o.net.allow_private || o.net_bytes;
   return absl::StrCat("root=", o.root, " disk=", o.disk_bytes, " cgroups=", o.cgroups,
-                      " namespaces=", static_cast<int>(o.namespaces), " landlock=", o.landlock,
+                      " namespaces=", static_cast<int>(o.namespaces),
+                      " userns=", static_cast<int>(o.userns), " landlock=", o.landlock,
                       " network=", network ? "custom" : "none");
 }
 
@@ -90,6 +91,7 @@ void TakeShape(const RunOptions& shape, RunOptions* o) {
   o->disk_bytes = shape.disk_bytes;
   o->cgroups = shape.cgroups;
   o->namespaces = shape.namespaces;
+  o->userns = shape.userns;
   o->landlock = shape.landlock;
   o->net = shape.net;
   o->net_bytes = shape.net_bytes;

@@ -117,6 +117,7 @@ std::optional<RunError> Run::Prepare() {
     return RunError{kExitSentryError, std::string(s.message())};
   }
   spec_.stdio = stdio_.child_fds();
+  spec_.stdio_owned = stdio_.relay_mask();
   spec_.tty_fds = stdio_.tty_fds();
   spec_.extra_fds = o_.extra_fds;
   // (After Setup: the result of a run that fails here has its streams.)
@@ -220,6 +221,9 @@ std::optional<RunError> Run::BuildSandbox() {
   kc.fast_trap = o_.fast_trap;
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
+  // The guest's ids are the range's, not the caller's: its /proc/PID/fd and
+  // the like open through a helper in the sandbox's user namespace.
+  if (kc.range_count != 0) kernel_->proc_opener().set_namespace_pid(spawned_->init_pid());
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
   MountSysfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/sys", {}, creds_).value());
   // Its maker thread runs where the loader does; it makes tokens once the
@@ -389,6 +393,7 @@ std::optional<RunError> Run::LaunchGuest() {
 // operator did not --require-namespaces), on the seccomp wall alone.
 absl::StatusOr<Spawned> Run::StartSandbox() {
   auto spawned = SpawnLoader();
+  if (!spawned.ok() && FallBackFromRange(spawned.status())) spawned = SpawnLoader();
   if (seccomp_only() || spawned.ok() || !absl::IsFailedPrecondition(spawned.status())) {
     return spawned;
   }
@@ -453,6 +458,7 @@ std::optional<RunError> Run::UseSeccompWallAlone(const std::string& why) {
       return RunError{kExitSentryError, std::string(s.message())};
     }
     spec_.stdio = stdio_.child_fds();
+    spec_.stdio_owned = stdio_.relay_mask();
     spec_.tty_fds = 0;
   }
   HostStore::SweepStale();

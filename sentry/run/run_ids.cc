@@ -2,6 +2,8 @@
 // mapped by newuidmap where the caller has one, else the caller's single id.
 #include <unistd.h>
 
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "sentry/base/log.h"
 #include "sentry/run/run_internal.h"
@@ -13,28 +15,37 @@ constexpr const char* kRangeRecipe =
     "usermod --add-subuids 100000-165535 --add-subgids 100000-165535 USER, with newuidmap "
     "installed (Debian: uidmap)";
 
-// Whether --userns=auto (the default) takes a range where there is one.
-// Not yet: with the guest on a uid of the range, the sentry (the caller,
-// without CAP_DAC_READ_SEARCH on the host) cannot walk the guest's
-// /proc/PID/fd (0500, the guest's), through which it serves /proc/self/fd,
-// /dev/fd/N, /dev/stderr and ttyname: 13 conformance cases fail in range
-// mode. Once those are served through pidfd_getfd, this is true.
-constexpr bool kAutoPicksRange = false;
+// Whether --userns=auto (the default) takes a range where there is one:
+// yes, since the guest's own /proc files, closed to the sentry on a uid of
+// the range, open through a helper in its user namespace
+// (sentry/kernel/guest_proc.h).
+constexpr bool kAutoPicksRange = true;
 
 }  // namespace
 
+void Run::UseSingleId() {
+  // No other id is mapped, so no supplementary group either (the VFS
+  // still checks the guest's emulated ones).
+  spec_.single_id = true;
+  spec_.helper_maps = false;
+  spec_.groups.clear();
+  range_ = false;
+}
+
+void Run::SaySingleId(const std::string& why) {
+  // Said where someone reads the terminal; always kept in the result.
+  log::Notice(absl::StrCat("notice: single-id user namespace (", why, "): the guest's ", tree_.uid,
+                           " is uid ", getuid(),
+                           " itself and other ids show as 65534; a subordinate range gives the "
+                           "guest ids of its own (",
+                           kRangeRecipe, "); --userns=single chooses this mode quietly"),
+              isatty(STDERR_FILENO) ? log::Level::kInfo : log::Level::kDebug);
+}
+
 std::optional<RunError> Run::ChooseIdMode() {
-  auto single = [this] {
-    // No other id is mapped, so no supplementary group either (the VFS
-    // still checks the guest's emulated ones).
-    spec_.single_id = true;
-    spec_.helper_maps = false;
-    spec_.groups.clear();
-    range_ = false;
-  };
   if (o_.namespaces == NamespaceMode::kOff || o_.userns == IdMode::kSingle ||
       (o_.userns == IdMode::kAuto && !kAutoPicksRange)) {
-    single();
+    UseSingleId();
     return std::nullopt;
   }
   subids_ = PlanSubids(tree_.uid, tree_.gid);
@@ -52,15 +63,17 @@ std::optional<RunError> Run::ChooseIdMode() {
                                  "; choices: a range (", kRangeRecipe,
                                  "), --userns=single (the caller's one uid), or --no-namespaces")};
   }
-  single();
-  // Said where someone reads the terminal; always kept in the result.
-  log::Notice(absl::StrCat("notice: single-id user namespace (", subids_.why_not, "): the guest's ",
-                           tree_.uid, " is uid ", getuid(),
-                           " itself and other ids show as 65534; a subordinate range gives the "
-                           "guest ids of its own (",
-                           kRangeRecipe, "); --userns=single chooses this mode quietly"),
-              isatty(STDERR_FILENO) ? log::Level::kInfo : log::Level::kDebug);
+  UseSingleId();
+  SaySingleId(subids_.why_not);
   return std::nullopt;
+}
+
+bool Run::FallBackFromRange(const absl::Status& spawn_error) {
+  if (!range_ || o_.userns != IdMode::kAuto || !absl::IsPermissionDenied(spawn_error)) return false;
+  UseSingleId();
+  // The helpers' own words, in the notice: what to fix for the range.
+  SaySingleId(absl::StrCat("newuidmap/newgidmap refused the range: ", spawn_error.message()));
+  return true;
 }
 
 std::string Run::IdModeWall() const {

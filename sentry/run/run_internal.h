@@ -73,6 +73,13 @@ class Run {
   std::optional<RunError> UseSeccompWallAlone(const std::string& why);
   // Without root: the subordinate range or the single id (run_ids.cc).
   std::optional<RunError> ChooseIdMode();
+  // Single-id mode (see run_ids.cc), and the notice that says why.
+  void UseSingleId();
+  void SaySingleId(const std::string& why);
+  // --userns=auto took a range the helpers then refused (spawn_error, a
+  // PermissionDenied of MapWithHelpers): single-id mode instead, said.
+  // False (the error stands) for --userns=range or any other error.
+  bool FallBackFromRange(const absl::Status& spawn_error);
   // The result's word for the id mode without root ("" with root).
   std::string IdModeWall() const;
   int ServePython(const RunOptions& request, int peer_fd);

@@ -1,47 +1,17 @@
 #include "sentry/run/sandbox_net.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
-#include <set>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "sentry/base/log.h"
 #include "sentry/net/netns_socket.h"
 
 namespace sentry {
-namespace {
-
-// The socket inodes the given processes hold ("socket:[N]" fd links).
-std::set<ino_t> SocketsHeldBy(const std::vector<pid_t>& pids) {
-  std::set<ino_t> out;
-  for (pid_t pid : pids) {
-    std::string dir = absl::StrCat("/proc/", pid, "/fd");
-    DIR* d = opendir(dir.c_str());
-    if (!d) continue;
-    while (dirent* e = readdir(d)) {
-      char target[64];
-      ssize_t n = readlinkat(dirfd(d), e->d_name, target, sizeof(target) - 1);
-      if (n <= 0) continue;
-      absl::string_view link(target, static_cast<size_t>(n));
-      ino_t ino;
-      if (absl::ConsumePrefix(&link, "socket:[") && absl::ConsumeSuffix(&link, "]") &&
-          absl::SimpleAtoi(link, &ino)) {
-        out.insert(ino);
-      }
-    }
-    closedir(d);
-  }
-  return out;
-}
-
-}  // namespace
 
 void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o,
                        SysResult<UniqueFd> dns_socket) {
@@ -64,12 +34,8 @@ void SandboxNet::Start(Kernel& kernel, pid_t init_pid, const RunOptions& o,
   if (outside_ok && (!o.net.allow.empty() || !o.net.secrets.empty())) {
     egress_ = std::make_shared<net::Egress>(o.net, o.net_bytes, std::move(outside));
     egress_->set_guest_sockets([&kernel] {
-      std::vector<pid_t> pids;
-      {
-        std::lock_guard<std::mutex> lock(kernel.mu());
-        for (const auto& [tgid, process] : kernel.tasks().Processes()) pids.push_back(tgid);
-      }
-      return SocketsHeldBy(pids);
+      std::lock_guard<std::mutex> lock(kernel.mu());
+      return GuestSocketInodes(kernel.tasks(), kernel.proc_opener());
     });
     kernel.egress = egress_;
     policy = &egress_->policy();

@@ -10,6 +10,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -117,12 +118,23 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec, const SubidPlan* 
       ASSIGN_OR_RETURN(LoaderMessage m, s.ReadMessage());
       return StepError(m);
     }
-    RETURN_IF_ERROR(MapWithHelpers(pid, *subids));
+    if (absl::Status mapped = MapWithHelpers(pid, *subids); !mapped.ok()) {
+      // Not left a zombie: a run with --userns=auto goes on in single-id mode.
+      kill(pid, SIGKILL);
+      while (waitpid(pid, nullptr, __WALL) < 0 && errno == EINTR) {
+      }
+      return mapped;
+    }
   } else if (spec.namespaces && !spec.single_id) {
     RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid, {})));
     RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid, spec.groups)));
   }
-  if (write(s.maps_.get(), "m", 1) != 1) return ErrnoStatus("signal the loader");
+  if (send(s.maps_.get(), "m", 1, MSG_NOSIGNAL) != 1) {
+    // The loader failed meanwhile (with helper maps it makes its network
+    // namespace while they run): its report says where.
+    ASSIGN_OR_RETURN(LoaderMessage m, s.ReadMessage());
+    return StepError(m);
+  }
   return s;
 }
 

@@ -242,6 +242,13 @@ void GuestStdio::SetPipeOwner(uid_t uid, gid_t gid) {
   }
 }
 
+int GuestStdio::relay_mask() const {
+  int mask = 0;
+  for (int i = 0; i <= 2; ++i)
+    if (ours_[i] && child_[i]) mask |= 1 << i;
+  return mask;
+}
+
 std::array<int, 3> GuestStdio::child_fds() const {
   return {child_[0].get(), child_[1].get(), child_[2].get()};
 }

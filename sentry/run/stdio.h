@@ -74,6 +74,8 @@ class GuestStdio final {
   absl::Status Setup(const Options& options);
   // The sentry's fds the guest is to receive as 0, 1, 2.
   std::array<int, 3> child_fds() const;
+  // Bit i set: child_fds()[i] is a pipe of the sentry's (a relay).
+  int relay_mask() const;
   // Gives the guest's ends of the relayed pipes to another owner (a run that
   // falls back to a host uid of its own after Setup).
   void SetPipeOwner(uid_t uid, gid_t gid);

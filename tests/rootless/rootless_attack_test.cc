@@ -30,8 +30,7 @@ class RootlessAttack : public ::testing::TestWithParam<Mode> {
  protected:
   std::vector<std::string> Flags(std::vector<std::string> more = {}) const {
     if (!GetParam().namespaces) more.insert(more.begin(), "--no-namespaces");
-    // A caller with a range: in subordinate-range mode (not yet the default).
-    if (GetParam().namespaces && RangeStart(c()) != 0) more.insert(more.begin(), "--userns=range");
+    // (A caller with a range is in subordinate-range mode: the default.)
     return more;
   }
   const Caller& c() const { return GetParam().caller; }

@@ -19,13 +19,6 @@ namespace {
 
 class Rootless : public ::testing::TestWithParam<Caller> {};
 
-// The flags that put a caller with a range in subordinate-range mode
-// (--userns=auto takes the single id for now: sentry/run/run_ids.cc).
-std::vector<std::string> Ids(const Caller& c, std::vector<std::string> more = {}) {
-  if (RangeStart(c) != 0) more.insert(more.begin(), "--userns=range");
-  return more;
-}
-
 std::string Name(const ::testing::TestParamInfo<Caller>& info) {
   if (info.param.name.empty()) return "self";
   return info.param.name == "sentry-rl-subid" ? "with_subid_range" : "single_id";
@@ -56,14 +49,15 @@ TEST_P(Rootless, GuestIsUser1000OrRootWithOthersOverflow) {
 
 TEST_P(Rootless, JsonSaysWhichWallsAndLimitsHold) {
   const Caller& c = GetParam();
-  ProcessResult r = SentryAs(c, Ids(c, {"--json", "--memory", "256m", "--pids-limit", "32"}),
-                             {"/bin/echo", "hi"});
+  ProcessResult r =
+      SentryAs(c, {"--json", "--memory", "256m", "--pids-limit", "32"}, {"/bin/echo", "hi"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   auto j = ParseJson(r.out);
   ASSERT_TRUE(j.has_value()) << r.out;
   EXPECT_EQ(Str(At(*j, "stdout")), "hi\n");
   std::string walls = At(*j, "walls").dump();
   EXPECT_NE(walls.find("\"namespaces\""), std::string::npos) << walls;
+  // The id mode --userns=auto (the default) takes: the range where there is one.
   EXPECT_NE(walls.find("\"rlimit-as\""), std::string::npos) << walls;
   EXPECT_NE(walls.find("\"rlimit-nproc\""), std::string::npos) << walls;
   // No cgroup can be made without root here: none is claimed.
@@ -94,8 +88,7 @@ TEST_P(Rootless, JsonSaysWhichWallsAndLimitsHold) {
 TEST_P(Rootless, GuestRunsAsTheRangesIdOrTheCallers) {
   const Caller& c = GetParam();
   std::string script = absl::StrCat(
-      SentryBinary(), " run ", RangeStart(c) ? "--userns=range" : "",
-      " -- /bin/sleep 4 & s=$!; g=; for i in $(seq 100); do ",
+      SentryBinary(), " run -- /bin/sleep 4 & s=$!; g=; for i in $(seq 100); do ",
       "l=$(pgrep -P $s | head -1); [ -n \"$l\" ] && g=$(pgrep -P $l | head -1); ",
       "[ -n \"$g\" ] && grep -q '^Name:.*sleep' /proc/$g/status 2>/dev/null && break; ",
       "sleep 0.05; done; grep -E '^(Uid|Gid):' /proc/$g/status; wait $s");
@@ -125,7 +118,7 @@ TEST_P(Rootless, OtherIdsAreRealWithARange) {
       "  except OSError as e:\n"
       "    print(e.errno)\n"
       "print(os.getuid(), os.getgid())\n";
-  ProcessResult r = SentryAs(c, Ids(c), {"/usr/bin/python3", "-c", code});
+  ProcessResult r = SentryAs(c, {}, {"/usr/bin/python3", "-c", code});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(r.out, RangeStart(c) != 0 ? "1\n1\n1000 1000\n" : "22\n22\n1000 1000\n") << Describe(r);
 }
@@ -157,6 +150,24 @@ TEST_P(Rootless, UsernsFlagChoosesTheMode) {
   EXPECT_EQ(r.exit_code, 125) << Describe(r);
 }
 
+// The guest's own fds through /proc, in each id mode: /proc/self/fd listed,
+// /dev/fd/N and /dev/stderr opened anew, bash's <(...), fdinfo, ttyname.
+// With a range the guest's /proc/PID/fd is closed to the sentry itself
+// (sentry/kernel/guest_proc.h).
+TEST_P(Rootless, GuestsOwnFdsThroughProcInEachMode) {
+  const Caller& c = GetParam();
+  const char* script =
+      "echo data > /tmp/f; exec 7</tmp/f; ls /proc/self/fd | tr '\\n' ' '; echo; cat /dev/fd/7; "
+      "echo err >/dev/stderr; cat <(echo sub); grep -c '^flags:' /proc/self/fdinfo/7; "
+      "python3 -c 'import os, pty; m, s = pty.openpty(); print(os.ttyname(s))'";
+  for (const char* mode : {"--userns=auto", "--userns=single"}) {
+    ProcessResult r = SentryAs(c, {mode}, {"/bin/bash", "-c", script});
+    EXPECT_EQ(r.exit_code, 0) << mode << Describe(r);
+    EXPECT_EQ(r.out, "0 1 2 3 7 \ndata\nsub\n1\n/dev/pts/0\n") << mode << Describe(r);
+    EXPECT_EQ(r.err, "err\n") << mode << Describe(r);
+  }
+}
+
 TEST_P(Rootless, MountsReadOnlyAndReadWrite) {
   const Caller& c = GetParam();
   CallerDir dir(c);
@@ -164,7 +175,7 @@ TEST_P(Rootless, MountsReadOnlyAndReadWrite) {
   mkdir((dir.path() + "/out").c_str(), 0755);
   chown((dir.path() + "/out").c_str(), c.uid, c.gid);
   ProcessResult r =
-      SentryAs(c, Ids(c, {"-v", dir.path() + "/in:/data:ro", "-v", dir.path() + "/out:/work:rw"}),
+      SentryAs(c, {"-v", dir.path() + "/in:/data:ro", "-v", dir.path() + "/out:/work:rw"},
                {"/bin/sh", "-c",
                 "cat /data/data.txt; (echo x > /data/new) 2>/dev/null && echo "
                 "WROTE-RO; echo result > /work/result.txt; stat -c %u /work/result.txt"});
@@ -268,50 +279,61 @@ TEST_P(Rootless, CheckSaysWhatHolds) {
   ProcessResult r = RunAsCaller(c, {SentryBinary(), "check"});
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(r.out.find("MISSING"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("single-id mode"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("namespaces, userns-single-id"), std::string::npos) << r.out;
   if (RangeStart(c) != 0) {
-    EXPECT_NE(r.out.find(absl::StrCat("with --userns=range the guest's ids 1-65536 are host uids ",
-                                      RangeStart(c))),
+    EXPECT_NE(r.out.find(absl::StrCat(
+                  "subordinate-range mode: the guest's ids 1-65536 are host uids ", RangeStart(c))),
               std::string::npos)
         << r.out;
+    EXPECT_NE(r.out.find("namespaces, userns-subid-range"), std::string::npos) << r.out;
+  } else {
+    EXPECT_NE(r.out.find("single-id mode"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("namespaces, userns-single-id"), std::string::npos) << r.out;
   }
   EXPECT_NE(r.out.find("RLIMIT_AS"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("sentry runs here."), std::string::npos) << r.out;
 }
 
+// `sentry serve` as the user, in the default id mode and with --userns=single
+// (which its runs take, cold).
 TEST_P(Rootless, ServeAnswersACall) {
   const Caller& c = GetParam();
-  CallerDir dir(c);
-  std::string token = dir.Write("token", "rootless-test-token-0123456789\n", 0600);
-  std::string sock = dir.path() + "/serve.sock";
-  std::string script = absl::StrCat(
-      SentryBinary(), " serve --listen unix:", sock, " --token-file ", token,
-      " --max-concurrent 1 & pid=$!; for i in $(seq 100); do [ -S ", sock,
-      " ] && break; sleep 0.1; done; ",
-      "/usr/bin/python3 -c \"import socket, sys\n"
-      "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
-      "body = b'{\\\"language\\\": \\\"python\\\", \\\"code\\\": \\\"print(6*7)\\\"}'\n"
-      "s.sendall(b'POST /v1/runs HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer "
-      "rootless-test-token-0123456789\\r\\nContent-Type: application/json\\r\\nConnection: "
-      "close\\r\\nContent-Length: ' + str(len(body)).encode() + b'\\r\\n\\r\\n' + body)\n"
-      "d = b''\n"
-      "while True:\n"
-      "  c = s.recv(65536)\n"
-      "  if not c: break\n"
-      "  d += c\n"
-      "print(d.decode())\" ",
-      sock, "; kill $pid; wait $pid");
-  ProcessResult r = RunAsCaller(c, {"/bin/sh", "-c", script}, {}, "", 120);
-  EXPECT_NE(r.out.find("200 OK"), std::string::npos) << Describe(r);
-  EXPECT_NE(r.out.find("\"stdout\":\"42\\n\""), std::string::npos) << Describe(r);
+  for (const char* userns : {"auto", "single"}) {
+    CallerDir dir(c);
+    std::string token = dir.Write("token", "rootless-test-token-0123456789\n", 0600);
+    std::string sock = dir.path() + "/serve.sock";
+    std::string script = absl::StrCat(
+        SentryBinary(), " serve --userns=", userns, " --listen unix:", sock, " --token-file ",
+        token, " --max-concurrent 1 & pid=$!; for i in $(seq 100); do [ -S ", sock,
+        " ] && break; sleep 0.1; done; ",
+        "/usr/bin/python3 -c \"import socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+        "body = b'{\\\"language\\\": \\\"python\\\", \\\"code\\\": \\\"print(6*7)\\\"}'\n"
+        "s.sendall(b'POST /v1/runs HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer "
+        "rootless-test-token-0123456789\\r\\nContent-Type: application/json\\r\\nConnection: "
+        "close\\r\\nContent-Length: ' + str(len(body)).encode() + b'\\r\\n\\r\\n' + body)\n"
+        "d = b''\n"
+        "while True:\n"
+        "  c = s.recv(65536)\n"
+        "  if not c: break\n"
+        "  d += c\n"
+        "print(d.decode())\" ",
+        sock, "; kill $pid; wait $pid");
+    ProcessResult r = RunAsCaller(c, {"/bin/sh", "-c", script}, {}, "", 120);
+    EXPECT_NE(r.out.find("200 OK"), std::string::npos) << Describe(r);
+    EXPECT_NE(r.out.find("\"stdout\":\"42\\n\""), std::string::npos) << Describe(r);
+    bool range = RangeStart(c) != 0 && std::string(userns) == "auto";
+    EXPECT_NE(r.out.find(range ? "\"userns-subid-range\"" : "\"userns-single-id\""),
+              std::string::npos)
+        << userns << Describe(r);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, Rootless, ::testing::ValuesIn(RootlessCallers()), Name);
 
 // Where newuidmap refuses (here: the caller's real gid is not its passwd
-// entry's, which newuidmap checks), the run stops with one line: which
-// wall, the helper's reason, the choices; --userns=single still runs.
+// entry's, which newuidmap checks), --userns=range stops with one line:
+// which wall, the helper's reason, the choices; --userns=single runs, and
+// so does the default, in single-id mode.
 TEST(RootlessRange, HelperRefusalIsOneLineWithTheChoices) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run as sentry-rl-subid with another gid";
   Caller subid, single;
@@ -322,19 +344,55 @@ TEST(RootlessRange, HelperRefusalIsOneLineWithTheChoices) {
     return RunProcess({"/usr/bin/setpriv", absl::StrCat("--reuid=", subid.uid),
                        absl::StrCat("--regid=", single.gid), "--clear-groups", "/usr/bin/env", "-i",
                        "PATH=/usr/bin:/bin", absl::StrCat("HOME=", subid.home), SentryBinary(),
-                       "run", flag, "--", "/bin/true"},
+                       "run", "--json", flag, "--", "/bin/true"},
                       "", 60);
   };
   ProcessResult r = run("--userns=range");
   EXPECT_EQ(r.exit_code, 125) << Describe(r);
-  EXPECT_NE(r.err.find("the user namespace wall: the subordinate range of uid "), std::string::npos)
-      << r.err;
-  EXPECT_NE(r.err.find("newuidmap"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("; choices: "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("--userns=single"), std::string::npos) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  auto j = ParseJson(r.out);
+  ASSERT_TRUE(j.has_value()) << Describe(r);
+  std::string error = Str(At(*j, "error"));
+  EXPECT_NE(error.find("the user namespace wall: the subordinate range of uid "), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("newuidmap"), std::string::npos) << error;
+  EXPECT_NE(error.find("; choices: "), std::string::npos) << error;
+  EXPECT_NE(error.find("--userns=single"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   r = run("--userns=single");
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  // The default takes the range where the helpers map it, else the single
+  // id: the run goes on, and its walls say which.
+  r = run("--userns=auto");
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("\"userns-single-id\""), std::string::npos) << Describe(r);
+}
+
+// `sentry pool --userns=single` as a caller with a range: a run of that mode
+// is served warm in single-id mode; a run of the default mode (the range)
+// is refused by the pool and starts cold, saying why.
+TEST(RootlessRange, PoolKeepsItsIdMode) {
+  Caller subid;
+  for (const Caller& c : RootlessCallers()) {
+    if (RangeStart(c) != 0) subid = c;
+  }
+  if (RangeStart(subid) == 0) GTEST_SKIP() << "no caller with a subordinate range";
+  CallerDir dir(subid);
+  std::string sock = dir.path() + "/pool.sock";
+  std::string run = absl::StrCat(SentryBinary(), " run --pool ", sock, " --json");
+  std::string script = absl::StrCat(
+      SentryBinary(), " pool --socket ", sock, " --size 1 --userns=single & p=$!; ",
+      "for i in $(seq 100); do [ -S ", sock, " ] && break; sleep 0.1; done; ", run,
+      " --userns=single -- /usr/bin/id -u; echo; ", run, " -- /usr/bin/id -u; kill $p; wait $p");
+  ProcessResult r = RunAsCaller(subid, {"/bin/sh", "-c", script}, {}, "", 120);
+  std::vector<std::string> results = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(results.size(), 2u) << Describe(r);
+  EXPECT_NE(results[0].find("\"userns-single-id\""), std::string::npos) << Describe(r);
+  EXPECT_NE(results[1].find("\"userns-subid-range\""), std::string::npos) << Describe(r);
+  EXPECT_NE(r.err.find("a cold start (the pool's sandboxes are not of this run's shape"),
+            std::string::npos)
+      << Describe(r);
+  EXPECT_EQ(r.err.find("a cold start", r.err.find("a cold start") + 1), std::string::npos)
+      << "the single-id run was served warm" << Describe(r);
 }
 
 }  // namespace
