@@ -293,6 +293,10 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "identify every directory fd by a copy of it (pidfd_getfd + fstat), not by one "
            "kcmp against a reference the sentry keeps (for measuring and debugging)",
            [&o] { o.fast_fd_identity = false; });
+  f.Switch("--no-fast-metadata", kSandbox,
+           "publish no lower-layer metadata to the guest's preload library (every stat, "
+           "access and readlink traps; for measuring and debugging)",
+           [&o] { o.fast_metadata = false; });
   f.Value("--pool", kSandbox, "SOCKET",
           "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "
           "none can serve the run, it starts cold, with a notice",

@@ -99,6 +99,9 @@ struct RunOptions {
   // sentry keeps (false: --no-fast-fd-identity, for measuring; see
   // sentry/kernel/fd_holds.h).
   bool fast_fd_identity = true;
+  // Lower-layer metadata published to the guest's preload library
+  // (false: --no-fast-metadata; see sentry/kernel/fast_meta.h).
+  bool fast_metadata = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):
