@@ -31,6 +31,7 @@
 #define FM_MAX_REGION (64u << 20)
 
 static const char* fm_base;    /* the mapping, or NULL: every call traps */
+static size_t fm_size;         /* its length */
 static uint64_t fm_mask;       /* nslots - 1 */
 static uint64_t fm_slots_off;  /* checked against the mapping's size */
 
@@ -40,7 +41,7 @@ __attribute__((constructor)) static void fm_init(void) {
   if (fd >= 0) {
     long size = syscall(SYS_lseek, (int)fd, 0L, SEEK_END);
     if (size >= (long)SENTRY_FM_SLOTS_OFFSET && size <= (long)FM_MAX_REGION) {
-      void* m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, (int)fd, 0);
+      void* m = (void*)syscall(SYS_mmap, NULL, (size_t)size, PROT_READ, MAP_SHARED, (int)fd, 0L);
       if (m != MAP_FAILED) {
         const struct sentry_fm_header* h = (const struct sentry_fm_header*)m;
         uint64_t n = h->nslots;
@@ -53,9 +54,10 @@ __attribute__((constructor)) static void fm_init(void) {
         if (fits) {
           fm_mask = n - 1;
           fm_slots_off = h->slots_offset;
+          fm_size = (size_t)size;
           __atomic_store_n(&fm_base, (const char*)m, __ATOMIC_RELEASE);
         } else {
-          munmap(m, (size_t)size);
+          syscall(SYS_munmap, m, (size_t)size);
         }
       }
     }
@@ -217,4 +219,42 @@ FM_EXPORT ssize_t readlinkat(int dirfd, const char* path, char* buf, size_t size
   ssize_t ret;
   if (fm_readlink(path, buf, size, &ret)) return ret;
   return syscall(SYS_readlinkat, dirfd, path, buf, size);
+}
+
+/* A program that unmaps or maps over the region through libc turns the
+ * region off first (every later call traps): the library never reads an
+ * address the program took back. */
+static void fm_forget(const void* addr, size_t len) {
+  const char* base = __atomic_load_n(&fm_base, __ATOMIC_ACQUIRE);
+  const char* a = (const char*)addr;
+  if (base != NULL && a < base + fm_size && base < a + len) {
+    __atomic_store_n(&fm_base, NULL, __ATOMIC_RELEASE);
+  }
+}
+
+FM_EXPORT int munmap(void* addr, size_t len) {
+  fm_forget(addr, len);
+  return (int)syscall(SYS_munmap, addr, len);
+}
+
+FM_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) fm_forget(addr, len);
+  return (void*)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+FM_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return mmap(addr, len, prot, flags, fd, off);
+}
+
+FM_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...) {
+  void* new_addr = NULL;
+  if (flags & MREMAP_FIXED) {
+    __builtin_va_list ap;
+    __builtin_va_start(ap, flags);
+    new_addr = __builtin_va_arg(ap, void*);
+    __builtin_va_end(ap);
+    fm_forget(new_addr, new_len);
+  }
+  fm_forget(old, old_len);
+  return (void*)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
 }
