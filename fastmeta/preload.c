@@ -34,13 +34,14 @@ static const char* fm_base;    /* the mapping, or NULL: every call traps */
 static size_t fm_size;         /* its length */
 static uint64_t fm_mask;       /* nslots - 1 */
 static uint64_t fm_slots_off;  /* checked against the mapping's size */
+static uint64_t fm_index_off;
 
 __attribute__((constructor)) static void fm_init(void) {
   int saved = errno;
   long fd = syscall(SYS_openat, AT_FDCWD, SENTRY_FM_REGION_PATH, O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
     long size = syscall(SYS_lseek, (int)fd, 0L, SEEK_END);
-    if (size >= (long)SENTRY_FM_SLOTS_OFFSET && size <= (long)FM_MAX_REGION) {
+    if (size >= (long)SENTRY_FM_INDEX_OFFSET && size <= (long)FM_MAX_REGION) {
       void* m = (void*)syscall(SYS_mmap, NULL, (size_t)size, PROT_READ, MAP_SHARED, (int)fd, 0L);
       if (m != MAP_FAILED) {
         const struct sentry_fm_header* h = (const struct sentry_fm_header*)m;
@@ -50,10 +51,13 @@ __attribute__((constructor)) static void fm_init(void) {
                    n <= FM_MAX_REGION / SENTRY_FM_SLOT_SIZE &&
                    h->slots_offset >= sizeof(*h) && h->slots_offset % 64 == 0 &&
                    h->slots_offset <= (uint64_t)size &&
-                   n * SENTRY_FM_SLOT_SIZE <= (uint64_t)size - h->slots_offset;
+                   n * SENTRY_FM_SLOT_SIZE <= (uint64_t)size - h->slots_offset &&
+                   h->index_offset >= sizeof(*h) && h->index_offset % 4 == 0 &&
+                   h->index_offset <= (uint64_t)size && n * 4 <= (uint64_t)size - h->index_offset;
         if (fits) {
           fm_mask = n - 1;
           fm_slots_off = h->slots_offset;
+          fm_index_off = h->index_offset;
           fm_size = (size_t)size;
           __atomic_store_n(&fm_base, (const char*)m, __ATOMIC_RELEASE);
         } else {
@@ -73,11 +77,12 @@ static int fm_lookup(const char* path, int follow, struct sentry_fm_slot* out) {
   size_t len = strnlen(path, 256);
   if (!sentry_fm_normal(path, len)) return 0;
   const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
-  const struct sentry_fm_slot* s =
-      (const struct sentry_fm_slot*)(base + fm_slots_off +
-                                     (sentry_fm_hash(path, len, follow) & fm_mask) *
-                                         SENTRY_FM_SLOT_SIZE);
   uint64_t gen = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
+  const uint32_t* index = (const uint32_t*)(base + fm_index_off);
+  uint64_t k = __atomic_load_n(&index[sentry_fm_hash(path, len, follow) & fm_mask], __ATOMIC_ACQUIRE);
+  if (k == 0 || k > fm_mask + 1) return 0;
+  const struct sentry_fm_slot* s =
+      (const struct sentry_fm_slot*)(base + fm_slots_off + (k - 1) * SENTRY_FM_SLOT_SIZE);
   uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
   if (seq & 1) return 0;
   memcpy(out, s, sizeof(*out));

@@ -6,12 +6,16 @@
  * guest process maps it PROT_READ | MAP_SHARED. Layout, little-endian x86-64:
  *
  *   offset 0            struct sentry_fm_header
+ *   offset index_offset nslots x uint32_t: a bucket's slot number + 1, or 0
  *   offset slots_offset nslots x struct sentry_fm_slot (slot_size bytes each)
  *
  * A slot answers one question about one absolute, normalised guest path:
- * "what does stat (FOLLOW set) or lstat (FOLLOW clear) give?". Its index is
+ * "what does stat (FOLLOW set) or lstat (FOLLOW clear) give?". Its bucket is
  * sentry_fm_hash(path, follow) & (nslots - 1); a newer answer whose hash
- * lands on the same index replaces the older one.
+ * lands in the same bucket replaces the older one. Slots are taken in order
+ * (and from the first again after an invalidation), so the few pages a run
+ * uses are the ones both sides touch: a hashed slot each cost a page fault
+ * on each side.
  *
  * Each slot is a seqlock: the sentry makes seq odd, writes, makes it even
  * again. A reader copies the slot, then checks that seq did not change, was
@@ -28,9 +32,9 @@
 #include <sys/stat.h>
 
 #define SENTRY_FM_MAGIC 0x314d4653u /* "SFM1" */
-#define SENTRY_FM_VERSION 1u
+#define SENTRY_FM_VERSION 2u
 #define SENTRY_FM_SLOT_SIZE 512u
-#define SENTRY_FM_SLOTS_OFFSET 4096u
+#define SENTRY_FM_INDEX_OFFSET 4096u
 
 /* Where the guest opens the region (read-only) and where the library is. */
 #define SENTRY_FM_REGION_PATH "/etc/sentry/fastmeta"
@@ -45,10 +49,11 @@ struct sentry_fm_header {
   uint32_t magic;
   uint32_t version;
   uint32_t slot_size;
-  uint32_t nslots; /* a power of two */
+  uint32_t nslots; /* a power of two; also the number of buckets */
   uint64_t slots_offset;
   uint64_t generation; /* starts at 1; bumped by every invalidation */
-  uint64_t reserved[4];
+  uint64_t index_offset;
+  uint64_t reserved[3];
 };
 
 struct sentry_fm_slot {

@@ -77,11 +77,6 @@ void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
     if (child != node) return;
     bool link = child->kind() == vfs::NodeKind::kSymlink;
     if (link && follow) return;
-    // Listed once (as getdents would), so that st_nlink is counted from the
-    // listing from now on and no later listing changes it.
-    if (child->IsDir() && !child->host_listed) {
-      v.VisitListing(child, {}, /*relist=*/false, [](const vfs::Vfs::DirEntry&) { return false; });
-    }
     if (child->IsDir() && !child->host_listed) return;
     struct stat st = v.Stat(*child);
     std::string_view target = child->target;

@@ -51,9 +51,10 @@ absl::Status AddFastMeta(Kernel& kernel, const TreeConfig& tree) {
   if (!etc || !etc->IsDir()) return absl::FailedPreconditionError("no /etc");
   vfs::NodeRef dir = v.NewNode(vfs::NodeKind::kDir, S_IFDIR | 0755, 0, 0);
   v.AddChild(etc, "sentry", dir);
-  AddSyntheticFile(v, dir, "libfastmeta.so", 0755, [] {
+  vfs::NodeRef lib = AddSyntheticFile(v, dir, "libfastmeta.so", 0755, [] {
     return std::string(reinterpret_cast<const char*>(kFastMetaLibrary), kFastMetaLibrarySize);
   });
+  lib->reopen = [fm](int) { return fm->OpenLibrary(); };
   vfs::NodeRef region = AddSyntheticFile(v, dir, "fastmeta", 0444, nullptr);
   region->sized = false;
   region->reopen = [fm](int) { return fm->OpenReadOnly(); };

@@ -24,7 +24,7 @@ def entries():
     size = os.lseek(fd, 0, 2)
     m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
     os.close(fd)
-    magic, ver, ssz, n, off, gen = struct.unpack_from("<IIIIQQ", m, 0)
+    magic, ver, ssz, n, off, gen, ioff = struct.unpack_from("<IIIIQQQ", m, 0)
     out = {}
     for i in range(n):
         b = off + i * ssz
@@ -235,7 +235,7 @@ TEST(FastMeta, ReplacedRegionOnlyTraps) {
   std::string body = R"PY(
 for _ in range(2): os.stat("/usr/bin/env")
 want = raw_stat("/usr/bin/env", 1)
-lines = [l for l in open("/proc/self/maps") if "sentry-fastmeta" in l]
+lines = [l for l in open("/proc/self/maps") if "memfd:sentry-fastmeta (" in l]
 t("mapped", lambda: len(lines))
 if lines:
     lo, hi = (int(x, 16) for x in lines[0].split()[0].split("-"))
