@@ -5,7 +5,8 @@
  * names), access, faccessat, readlink and readlinkat: for an absolute,
  * normalised path whose answer the sentry has published it answers from the
  * region; for anything else it makes the very syscall glibc would make, which
- * traps as before. It holds no lock and allocates nothing (async-signal-safe
+ * traps as before. The region is mapped at a process's first such call
+ * (inherited by fork; mapped again after exec). It holds no lock and allocates nothing (async-signal-safe
  * as the calls it replaces), trusts no offset it has not checked, and a
  * region it cannot read only costs it the trap.
  *
@@ -36,7 +37,17 @@ static uint64_t fm_mask;       /* nslots - 1 */
 static uint64_t fm_slots_off;  /* checked against the mapping's size */
 static uint64_t fm_index_off;
 
-__attribute__((constructor)) static void fm_init(void) {
+static int fm_state; /* 0: not mapped yet, 1: being mapped, 2: done (mapped or not) */
+
+/* Maps the region on a process's first absolute-path call, not at load: a
+ * process that never asks (sort, cat) pays no trap for it. A call made while
+ * another (a signal handler's, a thread's) maps it just traps. */
+static void fm_init(void) {
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&fm_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    return;
+  }
   int saved = errno;
   long fd = syscall(SYS_openat, AT_FDCWD, SENTRY_FM_REGION_PATH, O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
@@ -68,12 +79,15 @@ __attribute__((constructor)) static void fm_init(void) {
     syscall(SYS_close, (int)fd);
   }
   errno = saved;
+  __atomic_store_n(&fm_state, 2, __ATOMIC_RELEASE);
 }
 
 /* A copy of the slot answering (path, follow), or 0: a miss. */
 static int fm_lookup(const char* path, int follow, struct sentry_fm_slot* out) {
+  if (path == NULL || path[0] != '/') return 0;
+  if (__atomic_load_n(&fm_state, __ATOMIC_ACQUIRE) == 0) fm_init();
   const char* base = __atomic_load_n(&fm_base, __ATOMIC_ACQUIRE);
-  if (base == NULL || path == NULL || path[0] != '/') return 0;
+  if (base == NULL) return 0;
   size_t len = strnlen(path, 256);
   if (!sentry_fm_normal(path, len)) return 0;
   const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
