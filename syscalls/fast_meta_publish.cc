@@ -77,7 +77,6 @@ void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
     if (child != node) return;
     bool link = child->kind() == vfs::NodeKind::kSymlink;
     if (link && follow) return;
-    if (child->IsDir() && !child->host_listed) return;
     struct stat st = v.Stat(*child);
     std::string_view target = child->target;
     fm->PublishStat(path, follow, st, link ? 0 : GrantedToAll(*child), link ? &target : nullptr);

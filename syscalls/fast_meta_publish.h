@@ -13,12 +13,10 @@
 //   - every directory walked may be searched by any caller (u, g, o and the
 //     host's other bits all have x), so the caller's credentials do not
 //     change the answer;
-//   - a lower directory's stat only once a getdents listed it (its st_nlink
-//     is then counted from the listing; before, it is the host's). Listing
-//     it here instead cost more than it saved: python3 stats /usr/lib.
 // An ENOENT is published when every directory above the last name passed.
 // The VFS invalidates the whole region before any change to a lower node,
-// the root, or a dropped cache (vfs.h set_on_lower_change).
+// the root, or a dropped cache, and when listing a directory changes its
+// st_nlink (vfs.h set_on_lower_change).
 #ifndef SENTRY_SYSCALLS_FAST_META_PUBLISH_H_
 #define SENTRY_SYSCALLS_FAST_META_PUBLISH_H_
 
