@@ -2,7 +2,7 @@
 """A/B of a sentry fast path: the corpus's metadata workloads with it on and off.
 
   bench/fast_paths_ab.py SENTRY [--flag --no-fast-fd-identity] [--runs 5] [--count]
-      [--only a,b]
+      [--census] [--only a,b]
 
 Wall time: each workload RUNS times as `sentry run` (A, the default) and as
 `sentry run FLAG` (B), interleaved run by run so that a shared machine's load
@@ -10,7 +10,11 @@ falls on both; medians and B/A. With --count, each workload runs once more per
 side with strace -c attached to every thread of the sentry (not its guest), and
 the sentry's host syscalls are printed: total, pidfd_getfd, kcmp, fstat,
 close, and the seccomp ioctls (receive, reply, ID_VALID, ADDFD). Those counts
-do not depend on the machine's load.
+do not depend on the machine's load. With --census, each workload runs once
+more per side under `sentry run --census` and the guest's trapped calls are
+printed: all of them, and the stat family (stat, lstat, newfstatat, statx,
+access, faccessat, faccessat2, readlink, readlinkat) by path; 1 - A/B of the
+latter is the share the guest answered without a trap (--no-fast-metadata).
 """
 import argparse
 import os
@@ -67,6 +71,23 @@ def counted(cmd):
     return calls, code
 
 
+STAT_FAMILY = ["stat", "lstat", "newfstatat", "statx", "access", "faccessat", "faccessat2",
+               "readlink", "readlinkat"]
+
+
+def census(cmd):
+    """The guest's trapped calls by syscall name (sentry run --census)."""
+    out = tempfile.NamedTemporaryFile(prefix="sentry-ab-census.", delete=False).name
+    cmd = cmd[:2] + ["--census", out] + cmd[2:]
+    subprocess.call(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, cwd="/")
+    import json
+    with open(out) as f:
+        rows = json.load(f)["syscalls"]
+    os.unlink(out)
+    return {r["name"]: r["trapped"] for r in rows}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("sentry")
@@ -74,6 +95,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only")
     ap.add_argument("--count", action="store_true")
+    ap.add_argument("--census", action="store_true")
     args = ap.parse_args()
     args.sentry = os.path.abspath(args.sentry)
     names = args.only.split(",") if args.only else DEFAULT
@@ -107,6 +129,17 @@ def main():
             cells = [f"{sum(ca.values())} / {sum(cb.values())}"]
             cells += [f"{ca.get(c, 0)} / {cb.get(c, 0)}" for c in COUNTED]
             print(f"| {name} | " + " | ".join(cells) + " |")
+    if args.census:
+        print("\nThe guest's trapped calls (sentry run --census), A / B:\n")
+        print("| workload | trapped | stat family | stat family without a trap |")
+        print("| --- | --- | --- | --- |")
+        for name in names:
+            ca = census(argv(args.sentry, "", name))
+            cb = census(argv(args.sentry, args.flag, name))
+            sa = sum(ca.get(c, 0) for c in STAT_FAMILY)
+            sb = sum(cb.get(c, 0) for c in STAT_FAMILY)
+            share = f"{100 * (1 - sa / sb):.0f} %" if sb else "-"
+            print(f"| {name} | {sum(ca.values())} / {sum(cb.values())} | {sa} / {sb} | {share} |")
     print(f"\nload average at end: {os.getloadavg()}")
 
 

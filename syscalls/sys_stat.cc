@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "syscalls/common.h"
+#include "syscalls/fast_meta_publish.h"
 #include "syscalls/handlers.h"
 
 namespace sentry::sys {
@@ -39,8 +40,9 @@ SysResult<struct stat> StatAt(SyscallContext& ctx, int dirfd, GuestAddr path, in
   // An empty path with AT_EMPTY_PATH is the fd itself, which may be a pipe or
   // socket the VFS does not know: StatFd answers for those too.
   if (p.empty() && (flags & AT_EMPTY_PATH) && dirfd != AT_FDCWD) return StatFd(ctx, dirfd);
-  SYS_ASSIGN_OR_RETURN(vfs::NodeRef node, NodeAtPath(ctx, dirfd, p, !(flags & AT_SYMLINK_NOFOLLOW),
-                                                     flags & AT_EMPTY_PATH));
+  SYS_ASSIGN_OR_RETURN(
+      vfs::NodeRef node,
+      NodeAtPublished(ctx, dirfd, p, !(flags & AT_SYMLINK_NOFOLLOW), flags & AT_EMPTY_PATH));
   return ctx.vfs().Stat(*node);
 }
 

@@ -111,6 +111,10 @@ class Vfs final {
   void ShrinkCache();
 
   const NodeRef& root() const { return root_; }
+  // Called before any change to a lower node, to the root or to what a
+  // lower node's stat depends on (its listing, the cache's drop): the
+  // fast-metadata region's invalidation (sentry/kernel/fast_meta.h).
+  void set_on_lower_change(std::function<void()> f) { on_lower_change_ = std::move(f); }
   Store& store() { return *store_; }
 
   // --- resolution ---
@@ -248,6 +252,11 @@ class Vfs final {
                             const Creds& creds) const;
   void Refund(uint64_t bytes) { meta_bytes_ -= std::min(meta_bytes_, bytes); }
   static uint64_t NameCost(const std::string& name) { return kNameCost + name.size(); }
+  void LowerChanged(const Node& node) {
+    if (on_lower_change_ && (node.IsLower() || node.IsCached() || &node == root_.get())) {
+      on_lower_change_();
+    }
+  }
   // Past the cache's budget: shrink it before a walk takes any reference.
   void MaybeShrinkCache() {
     if (cache_bytes_ > cache_next_) ShrinkCache();
@@ -304,6 +313,7 @@ class Vfs final {
   uint64_t cache_limit_ = kLowerCacheBytes;
   uint64_t cache_bytes_ = 0;
   uint64_t cache_next_ = kLowerCacheBytes;  // cache_bytes_ that triggers a shrink
+  std::function<void()> on_lower_change_;
 };
 
 }  // namespace sentry::vfs

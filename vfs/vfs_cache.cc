@@ -43,6 +43,8 @@ uint64_t ListingCost(const Node& dir) {
 }  // namespace
 
 void Vfs::ShrinkCache() {
+  // A dropped listing changes a directory's st_nlink (Stat): answers go.
+  if (on_lower_change_) on_lower_change_();
   // Walked depth first with an explicit stack (a guest may nest directories
   // deeper than the sentry's own stack), children before their directory, so
   // a directory emptied of cached children can go too. Raw pointers: the

@@ -134,9 +134,13 @@ struct stat Vfs::StatWithData(const Node& node, const struct stat& data) {
   return st;
 }
 
-void Vfs::Touch(Node& dir) { dir.attr().mtime = dir.attr().ctime = Now(); }
+void Vfs::Touch(Node& dir) {
+  LowerChanged(dir);
+  dir.attr().mtime = dir.attr().ctime = Now();
+}
 
 SysStatus Vfs::Chmod(Node& node, mode_t mode, const Creds& creds) {
+  LowerChanged(node);
   SYS_TRY(Writable(node));
   if (!creds.IsRoot() && creds.uid != node.attr().uid) return Errno{EPERM};
   if (node.kind() == NodeKind::kSynthetic || node.kind() == NodeKind::kDevice) {
@@ -153,6 +157,7 @@ SysStatus Vfs::Chmod(Node& node, mode_t mode, const Creds& creds) {
 }
 
 SysStatus Vfs::Chown(Node& node, uid_t uid, gid_t gid, const Creds& creds) {
+  LowerChanged(node);
   SYS_TRY(Writable(node));
   Attr& a = node.attr();
   bool uid_change = uid != static_cast<uid_t>(-1) && uid != a.uid;
@@ -170,6 +175,7 @@ SysStatus Vfs::Chown(Node& node, uid_t uid, gid_t gid, const Creds& creds) {
 }
 
 SysStatus Vfs::Utimens(Node& node, const timespec* times, const Creds& creds) {
+  LowerChanged(node);
   SYS_TRY(Writable(node));
   bool set_both_now =
       times == nullptr || (times[0].tv_nsec == UTIME_NOW && times[1].tv_nsec == UTIME_NOW);
@@ -203,6 +209,7 @@ SysStatus Vfs::Utimens(Node& node, const timespec* times, const Creds& creds) {
 }
 
 SysStatus Vfs::CopyUp(Node& node) {
+  LowerChanged(node);
   SYS_TRY(Writable(node));
   if (node.IsHostRw()) return {};  // its data is the host's, written in place
   if (node.kind() == NodeKind::kSynthetic && node.sized && node.generate) {
@@ -244,6 +251,7 @@ SysStatus Vfs::CopyUp(Node& node) {
 }
 
 SysStatus Vfs::Truncate(Node& node, off_t len, const Creds& creds) {
+  LowerChanged(node);
   if (node.IsDir()) return Errno{EISDIR};
   SYS_TRY(Writable(node));
   if (node.kind() == NodeKind::kSynthetic && node.sized) SYS_TRY(CopyUp(node));
@@ -285,6 +293,8 @@ SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags, const Resolved* via) {
       return UniqueFd(fd);
     }
     case NodeKind::kSynthetic:
+      // An object of the sentry's shown read-only (the fast-metadata region).
+      if (node.reopen) return acc == O_RDONLY ? node.reopen(flags) : Errno{EACCES};
       if (acc != O_RDONLY && node.sized) {  // /etc: copied up; /proc: read-only
         SYS_TRY(CopyUp(node));
         return store_->Open(node.store_name, acc | keep);

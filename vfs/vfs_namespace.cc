@@ -161,6 +161,7 @@ SysResult<NodeRef> Vfs::Symlink(const Resolved& at, std::string_view target, con
 }
 
 SysStatus Vfs::Link(const NodeRef& node, const Resolved& at, const Creds& creds) {
+  LowerChanged(*node);
   if (node->IsDir()) return Errno{EPERM};
   if (!at.Creatable()) return Errno{NotCreatable(at)};
   if (at.node) return Errno{EEXIST};

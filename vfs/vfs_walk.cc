@@ -221,8 +221,15 @@ void Vfs::ListHost(const NodeRef& dir) {
       dir->host_unlooked.emplace(std::move(name), HostEntry{e->d_ino, type});
     }
   }
+  // Stat counts a listed directory's links from the listing, an unlisted
+  // one's from the host's: where they differ (a filter, whiteouts, a file
+  // system without link counts), an answer already given changed.
+  nlink_t before = static_cast<nlink_t>(static_cast<int>(dir->nlink) + dir->subdir_delta);
   dir->host_listed = true;
   dir->host_absent.clear();
+  if (on_lower_change_ && !dir->host_dir->read_write && Stat(*dir).st_nlink != before) {
+    on_lower_change_();
+  }
 }
 
 std::vector<std::pair<std::string, NodeRef>> Vfs::List(const NodeRef& dir) {

@@ -44,6 +44,7 @@ SysStatus Vfs::XattrPermission(const Node& node, const std::string& name, int ma
 
 SysStatus Vfs::SetXattr(Node& node, const std::string& name, std::string value, int flags,
                         const Creds& creds) {
+  LowerChanged(node);
   if (flags & ~(XATTR_CREATE | XATTR_REPLACE)) return Errno{EINVAL};
   if (value.size() > kXattrSizeMax) return Errno{E2BIG};
   SYS_TRY(Writable(node));
@@ -81,6 +82,7 @@ std::string Vfs::ListXattr(const Node& node) const {
 }
 
 SysStatus Vfs::RemoveXattr(Node& node, const std::string& name, const Creds& creds) {
+  LowerChanged(node);
   SYS_TRY(Writable(node));
   SYS_TRY(XattrPermission(node, name, W_OK, creds));
   auto it = node.xattrs.find(name);

@@ -286,6 +286,10 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "check guest memory after every read of a stat-like call and read the CPU "
            "clock after every call, as before the trap was trimmed (for measuring)",
            [&o] { o.fast_trap = false; });
+  f.Switch("--no-fast-metadata", kSandbox,
+           "publish no lower-layer metadata to the guest's preload library (every stat, "
+           "access and readlink traps; for measuring and debugging)",
+           [&o] { o.fast_metadata = false; });
   f.Value("--pool", kSandbox, "SOCKET",
           "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "
           "none can serve the run, it starts cold, with a notice",

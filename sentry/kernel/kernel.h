@@ -7,10 +7,12 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "sentry/kernel/colocation.h"
+#include "sentry/kernel/fast_meta.h"
 #include "sentry/kernel/fd_holds.h"
 #include "sentry/kernel/fd_identity.h"
 #include "sentry/kernel/fd_sweep.h"
@@ -110,6 +112,17 @@ class Kernel final {
   void set_memory_bytes(uint64_t bytes) { config_.memory_bytes = bytes; }
   void set_cpus(double cpus) { config_.cpus = cpus; }
   void set_pids(uint64_t pids) { config_.pids = pids; }
+  // The fast-metadata region (fast_meta.h), published for paths beneath
+  // these top-level lower roots only; null: off (--no-fast-metadata). Every
+  // change the VFS makes to a lower node (or the root) invalidates it.
+  void set_fast_meta(std::shared_ptr<FastMeta> fm, std::set<std::string> tops) {
+    fast_meta_ = std::move(fm);
+    fast_meta_tops_ = std::move(tops);
+    FastMeta* raw = fast_meta_.get();
+    vfs_->set_on_lower_change(raw ? std::function<void()>([raw] { raw->Invalidate(); }) : nullptr);
+  }
+  FastMeta* fast_meta() { return fast_meta_.get(); }
+  const std::set<std::string>& fast_meta_tops() const { return fast_meta_tops_; }
   // The loader makes the network namespace while the kernel is made.
   void set_net_ns_ino(ino_t ino) { config_.net_ns_ino = ino; }
 
@@ -135,6 +148,8 @@ class Kernel final {
   CoLocation colocation_;
   KernelConfig config_;
   GuestProcOpener proc_opener_;
+  std::shared_ptr<FastMeta> fast_meta_;
+  std::set<std::string> fast_meta_tops_;
 };
 
 }  // namespace sentry

@@ -33,6 +33,7 @@
 #include "sentry/platform/tracer.h"
 #include "sentry/platform/unotify.h"
 #include "sentry/run/cgroups.h"
+#include "sentry/run/fast_meta_files.h"
 #include "sentry/run/guest_files.h"
 #include "sentry/run/guest_program.h"
 #include "sentry/run/nproc_budget.h"
@@ -224,6 +225,11 @@ std::optional<RunError> Run::BuildSandbox() {
   // The guest's ids are the range's, not the caller's: its /proc/PID/fd and
   // the like open through a helper in the sandbox's user namespace.
   if (kc.range_count != 0) kernel_->proc_opener().set_namespace_pid(spawned_->init_pid());
+  if (o_.fast_metadata) {
+    if (absl::Status s = AddFastMeta(*kernel_, tree_); !s.ok() && tree_.rootfs.empty()) {
+      log::Info(absl::StrCat("notice: no fast metadata: ", s.message()));
+    }
+  }
   MountProcfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/proc", {}, creds_).value());
   MountSysfs(*kernel_, kernel_->vfs().Lookup(kernel_->vfs().root(), "/sys", {}, creds_).value());
   // Its maker thread runs where the loader does; it makes tokens once the

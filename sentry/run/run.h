@@ -102,6 +102,9 @@ struct RunOptions {
   // The trap's own host calls trimmed (false: --no-fast-trap, for measuring;
   // see KernelConfig::fast_trap).
   bool fast_trap = true;
+  // Lower-layer metadata published to the guest's preload library
+  // (false: --no-fast-metadata; see sentry/kernel/fast_meta.h).
+  bool fast_metadata = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):

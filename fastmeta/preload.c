@@ -1,0 +1,279 @@
+/* libfastmeta.so: the guest's side of the fast-metadata region (region.h).
+ *
+ * Loaded into every dynamically linked guest process through the sandbox's
+ * /etc/ld.so.preload. It interposes stat, lstat, fstatat (and their *64
+ * names), access, faccessat, readlink and readlinkat: for an absolute,
+ * normalised path whose answer the sentry has published it answers from the
+ * region; for anything else it makes the very syscall glibc would make, which
+ * traps as before. The region is mapped at a process's first such call
+ * (inherited by fork; mapped again after exec). It holds no lock and allocates nothing (async-signal-safe
+ * as the calls it replaces), trusts no offset it has not checked, and a
+ * region it cannot read only costs it the trap.
+ *
+ * A caller's buffer is probed with getrandom(2) (a native call that writes
+ * exactly that many bytes or fails with EFAULT) before the answer is copied
+ * in: a bad buffer is EFAULT, as the kernel says, never a crash. A bad path
+ * pointer other than NULL is read as the caller gave it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fastmeta/region.h"
+
+#define FM_EXPORT __attribute__((visibility("default")))
+#define FM_MAX_REGION (64u << 20)
+
+static const char* fm_base;    /* the mapping, or NULL: every call traps */
+static size_t fm_size;         /* its length */
+static uint64_t fm_mask;       /* nslots - 1 */
+static uint64_t fm_slots_off;  /* checked against the mapping's size */
+static uint64_t fm_index_off;
+
+static int fm_state; /* 0: not mapped yet, 1: being mapped, 2: done (mapped or not) */
+
+/* Maps the region on a process's first absolute-path call, not at load: a
+ * process that never asks (sort, cat) pays no trap for it. A call made while
+ * another (a signal handler's, a thread's) maps it just traps. */
+static void fm_init(void) {
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&fm_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    return;
+  }
+  int saved = errno;
+  long fd = syscall(SYS_openat, AT_FDCWD, SENTRY_FM_REGION_PATH, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    long size = syscall(SYS_lseek, (int)fd, 0L, SEEK_END);
+    if (size >= (long)SENTRY_FM_INDEX_OFFSET && size <= (long)FM_MAX_REGION) {
+      void* m = (void*)syscall(SYS_mmap, NULL, (size_t)size, PROT_READ, MAP_SHARED, (int)fd, 0L);
+      if (m != MAP_FAILED) {
+        const struct sentry_fm_header* h = (const struct sentry_fm_header*)m;
+        uint64_t n = h->nslots;
+        int fits = h->magic == SENTRY_FM_MAGIC && h->version == SENTRY_FM_VERSION &&
+                   h->slot_size == SENTRY_FM_SLOT_SIZE && n != 0 && (n & (n - 1)) == 0 &&
+                   n <= FM_MAX_REGION / SENTRY_FM_SLOT_SIZE &&
+                   h->slots_offset >= sizeof(*h) && h->slots_offset % 64 == 0 &&
+                   h->slots_offset <= (uint64_t)size &&
+                   n * SENTRY_FM_SLOT_SIZE <= (uint64_t)size - h->slots_offset &&
+                   h->index_offset >= sizeof(*h) && h->index_offset % 4 == 0 &&
+                   h->index_offset <= (uint64_t)size && n * 4 <= (uint64_t)size - h->index_offset;
+        if (fits) {
+          fm_mask = n - 1;
+          fm_slots_off = h->slots_offset;
+          fm_index_off = h->index_offset;
+          fm_size = (size_t)size;
+          __atomic_store_n(&fm_base, (const char*)m, __ATOMIC_RELEASE);
+        } else {
+          syscall(SYS_munmap, m, (size_t)size);
+        }
+      }
+    }
+    syscall(SYS_close, (int)fd);
+  }
+  errno = saved;
+  __atomic_store_n(&fm_state, 2, __ATOMIC_RELEASE);
+}
+
+/* A copy of the slot answering (path, follow), or 0: a miss. */
+static int fm_lookup(const char* path, int follow, struct sentry_fm_slot* out) {
+  if (path == NULL || path[0] != '/') return 0;
+  if (__atomic_load_n(&fm_state, __ATOMIC_ACQUIRE) == 0) fm_init();
+  const char* base = __atomic_load_n(&fm_base, __ATOMIC_ACQUIRE);
+  if (base == NULL) return 0;
+  size_t len = strnlen(path, 256);
+  if (!sentry_fm_normal(path, len)) return 0;
+  const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
+  uint64_t gen = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
+  const uint32_t* index = (const uint32_t*)(base + fm_index_off);
+  uint64_t k = __atomic_load_n(&index[sentry_fm_hash(path, len, follow) & fm_mask], __ATOMIC_ACQUIRE);
+  if (k == 0 || k > fm_mask + 1) return 0;
+  const struct sentry_fm_slot* s =
+      (const struct sentry_fm_slot*)(base + fm_slots_off + (k - 1) * SENTRY_FM_SLOT_SIZE);
+  uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+  if (seq & 1) return 0;
+  memcpy(out, s, sizeof(*out));
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq) return 0;
+  if (__atomic_load_n(&h->generation, __ATOMIC_RELAXED) != gen) return 0;
+  if (out->generation != gen) return 0;
+  if (out->path_len != len || (size_t)out->path_len + out->target_len > sizeof(out->data)) return 0;
+  if (!(out->flags & SENTRY_FM_FOLLOW) != !follow) return 0;
+  if (memcmp(out->data, path, len) != 0) return 0;
+  return 1;
+}
+
+/* Whether buf may take n bytes: the kernel's own check (EFAULT), by a call
+ * that writes them. 0: yes; else the errno to give (or -1: ask the trap). */
+static int fm_probe(void* buf, size_t n) {
+  int saved = errno;
+  ssize_t r = getrandom(buf, n, GRND_NONBLOCK);
+  int err = errno;
+  errno = saved;
+  if (r == (ssize_t)n) return 0;
+  return r < 0 && err == EFAULT ? EFAULT : -1;
+}
+
+/* 1 with *ret set when the region answered a stat; 0 to trap. */
+static int fm_stat(const char* path, struct stat* buf, int follow, int* ret) {
+  struct sentry_fm_slot s;
+  if (!fm_lookup(path, follow, &s)) return 0;
+  if (s.flags & SENTRY_FM_ABSENT) {
+    errno = ENOENT;
+    *ret = -1;
+    return 1;
+  }
+  int p = fm_probe(buf, sizeof(*buf));
+  if (p < 0) return 0;
+  if (p > 0) {
+    errno = p;
+    *ret = -1;
+    return 1;
+  }
+  memcpy(buf, &s.st, sizeof(*buf));
+  *ret = 0;
+  return 1;
+}
+
+static int fm_fstatat(int dirfd, const char* path, struct stat* buf, int flags) {
+  int ret;
+  if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)) == 0 &&
+      fm_stat(path, buf, !(flags & AT_SYMLINK_NOFOLLOW), &ret)) {
+    return ret;
+  }
+  return (int)syscall(SYS_newfstatat, dirfd, path, buf, flags);
+}
+
+FM_EXPORT int stat(const char* path, struct stat* buf) { return fm_fstatat(AT_FDCWD, path, buf, 0); }
+/* On x86-64 struct stat64 is struct stat. */
+_Static_assert(sizeof(struct stat64) == sizeof(struct stat), "stat64");
+FM_EXPORT int stat64(const char* path, struct stat64* buf) {
+  return fm_fstatat(AT_FDCWD, path, (struct stat*)buf, 0);
+}
+FM_EXPORT int lstat(const char* path, struct stat* buf) {
+  return fm_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
+}
+FM_EXPORT int lstat64(const char* path, struct stat64* buf) {
+  return fm_fstatat(AT_FDCWD, path, (struct stat*)buf, AT_SYMLINK_NOFOLLOW);
+}
+FM_EXPORT int fstatat(int dirfd, const char* path, struct stat* buf, int flags) {
+  return fm_fstatat(dirfd, path, buf, flags);
+}
+FM_EXPORT int fstatat64(int dirfd, const char* path, struct stat64* buf, int flags) {
+  return fm_fstatat(dirfd, path, (struct stat*)buf, flags);
+}
+
+/* 1 with *ret set when the region answered access(path, mode). */
+static int fm_access(const char* path, int mode, int* ret) {
+  if (mode & ~(R_OK | W_OK | X_OK)) return 0;  /* EINVAL: the trap's */
+  if (mode & W_OK) return 0;                   /* depends on the caller */
+  struct sentry_fm_slot s;
+  if (!fm_lookup(path, 1, &s)) return 0;
+  if (s.flags & SENTRY_FM_ABSENT) {
+    errno = ENOENT;
+    *ret = -1;
+    return 1;
+  }
+  if ((uint32_t)mode & ~s.access_ok) return 0;
+  *ret = 0;
+  return 1;
+}
+
+FM_EXPORT int access(const char* path, int mode) {
+  int ret;
+  if (fm_access(path, mode, &ret)) return ret;
+  return (int)syscall(SYS_access, path, mode);
+}
+
+FM_EXPORT int faccessat(int dirfd, const char* path, int mode, int flags) {
+  int ret;
+  /* AT_EACCESS: the answers published hold for every caller's ids. */
+  if ((flags & ~AT_EACCESS) == 0 && fm_access(path, mode, &ret)) return ret;
+  if (flags == 0) return (int)syscall(SYS_faccessat, dirfd, path, mode);
+  return (int)syscall(SYS_faccessat2, dirfd, path, mode, flags);
+}
+
+static int fm_readlink(const char* path, char* buf, size_t size, ssize_t* ret) {
+  if ((ssize_t)size <= 0) return 0;
+  struct sentry_fm_slot s;
+  if (!fm_lookup(path, 0, &s)) return 0;
+  if (s.flags & SENTRY_FM_ABSENT) {
+    errno = ENOENT;
+    *ret = -1;
+    return 1;
+  }
+  if (!S_ISLNK(s.st.st_mode)) {
+    errno = EINVAL;
+    *ret = -1;
+    return 1;
+  }
+  if (!(s.flags & SENTRY_FM_TARGET) || s.target_len == 0) return 0;
+  size_t n = s.target_len < size ? s.target_len : size;
+  int p = fm_probe(buf, n);
+  if (p < 0) return 0;
+  if (p > 0) {
+    errno = p;
+    *ret = -1;
+    return 1;
+  }
+  memcpy(buf, s.data + s.path_len, n);
+  *ret = (ssize_t)n;
+  return 1;
+}
+
+FM_EXPORT ssize_t readlink(const char* path, char* buf, size_t size) {
+  ssize_t ret;
+  if (fm_readlink(path, buf, size, &ret)) return ret;
+  return syscall(SYS_readlink, path, buf, size);
+}
+
+FM_EXPORT ssize_t readlinkat(int dirfd, const char* path, char* buf, size_t size) {
+  ssize_t ret;
+  if (fm_readlink(path, buf, size, &ret)) return ret;
+  return syscall(SYS_readlinkat, dirfd, path, buf, size);
+}
+
+/* A program that unmaps or maps over the region through libc turns the
+ * region off first (every later call traps): the library never reads an
+ * address the program took back. */
+static void fm_forget(const void* addr, size_t len) {
+  const char* base = __atomic_load_n(&fm_base, __ATOMIC_ACQUIRE);
+  const char* a = (const char*)addr;
+  if (base != NULL && a < base + fm_size && base < a + len) {
+    __atomic_store_n(&fm_base, NULL, __ATOMIC_RELEASE);
+  }
+}
+
+FM_EXPORT int munmap(void* addr, size_t len) {
+  fm_forget(addr, len);
+  return (int)syscall(SYS_munmap, addr, len);
+}
+
+FM_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) fm_forget(addr, len);
+  return (void*)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+FM_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return mmap(addr, len, prot, flags, fd, off);
+}
+
+FM_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...) {
+  void* new_addr = NULL;
+  if (flags & MREMAP_FIXED) {
+    __builtin_va_list ap;
+    __builtin_va_start(ap, flags);
+    new_addr = __builtin_va_arg(ap, void*);
+    __builtin_va_end(ap);
+    fm_forget(new_addr, new_len);
+  }
+  fm_forget(old, old_len);
+  return (void*)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+}

@@ -1,0 +1,113 @@
+/* The fast-metadata region: what the sentry publishes and the guest's
+ * preload library (preload.c) reads, without a trap.
+ *
+ * One sealed memfd per sandbox (sentry/kernel/fast_meta.h). The sentry alone
+ * writes it, through the one writable mapping it made before sealing; every
+ * guest process maps it PROT_READ | MAP_SHARED. Layout, little-endian x86-64:
+ *
+ *   offset 0            struct sentry_fm_header
+ *   offset index_offset nslots x uint32_t: a bucket's slot number + 1, or 0
+ *   offset slots_offset nslots x struct sentry_fm_slot (slot_size bytes each)
+ *
+ * A slot answers one question about one absolute, normalised guest path:
+ * "what does stat (FOLLOW set) or lstat (FOLLOW clear) give?". Its bucket is
+ * sentry_fm_hash(path, follow) & (nslots - 1); a newer answer whose hash
+ * lands in the same bucket replaces the older one. Slots are taken in order
+ * (and from the first again after an invalidation), so the few pages a run
+ * uses are the ones both sides touch: a hashed slot each cost a page fault
+ * on each side.
+ *
+ * Each slot is a seqlock: the sentry makes seq odd, writes, makes it even
+ * again. A reader copies the slot, then checks that seq did not change, was
+ * even, that the slot's generation is the header's (the sentry bumps the
+ * header's generation before it answers any write that could change an
+ * answer) and that the path matches; anything else is a miss (the trap).
+ *
+ * Plain C: the guest library is C, the sentry C++. */
+#ifndef SENTRY_FASTMETA_REGION_H_
+#define SENTRY_FASTMETA_REGION_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#define SENTRY_FM_MAGIC 0x314d4653u /* "SFM1" */
+#define SENTRY_FM_VERSION 2u
+#define SENTRY_FM_SLOT_SIZE 512u
+#define SENTRY_FM_INDEX_OFFSET 4096u
+
+/* Where the guest opens the region (read-only) and where the library is. */
+#define SENTRY_FM_REGION_PATH "/etc/sentry/fastmeta"
+#define SENTRY_FM_LIBRARY_PATH "/etc/sentry/libfastmeta.so"
+
+/* Slot flags. */
+#define SENTRY_FM_FOLLOW 1u /* stat's answer (else lstat's) */
+#define SENTRY_FM_ABSENT 2u /* ENOENT; st is unused */
+#define SENTRY_FM_TARGET 4u /* a symlink whose target follows the path */
+
+struct sentry_fm_header {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t slot_size;
+  uint32_t nslots; /* a power of two; also the number of buckets */
+  uint64_t slots_offset;
+  uint64_t generation; /* starts at 1; bumped by every invalidation */
+  uint64_t index_offset;
+  uint64_t reserved[3];
+};
+
+struct sentry_fm_slot {
+  uint32_t seq;
+  uint32_t flags;
+  uint64_t generation;
+  /* The access(2) modes (R_OK, X_OK) every caller is granted: the mode's
+   * owner, group and other bits all grant them (and, for the lower layer,
+   * the host's other bits). W_OK is never answered here. */
+  uint32_t access_ok;
+  uint16_t path_len;
+  uint16_t target_len;
+  struct stat st;
+  char data[SENTRY_FM_SLOT_SIZE - 24 - sizeof(struct stat)]; /* path, then target */
+};
+
+/* FNV-1a over the path, then the follow byte. */
+static inline uint64_t sentry_fm_hash(const char* path, size_t len, int follow) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < len; i++) {
+    h ^= (unsigned char)path[i];
+    h *= 1099511628211ull;
+  }
+  h ^= follow ? 1u : 2u;
+  h *= 1099511628211ull;
+  return h;
+}
+
+/* An absolute path with no empty, "." or ".." component and no trailing
+ * slash (not "/" itself), shorter than the slot's data: the only paths the
+ * region answers for. */
+static inline int sentry_fm_normal(const char* p, size_t len) {
+  if (len < 2 || len >= 256 || p[0] != '/' || p[len - 1] == '/') return 0;
+  size_t start = 1;
+  for (size_t i = 1; i <= len; i++) {
+    if (i == len || p[i] == '/') {
+      size_t n = i - start;
+      if (n == 0) return 0;
+      if (n == 1 && p[start] == '.') return 0;
+      if (n == 2 && p[start] == '.' && p[start + 1] == '.') return 0;
+      start = i + 1;
+    } else if (p[i] == '\0') {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+#ifdef __cplusplus
+static_assert(sizeof(struct sentry_fm_slot) == SENTRY_FM_SLOT_SIZE, "slot size");
+static_assert(sizeof(struct sentry_fm_header) == 64, "header size");
+#else
+_Static_assert(sizeof(struct sentry_fm_slot) == SENTRY_FM_SLOT_SIZE, "slot size");
+_Static_assert(sizeof(struct sentry_fm_header) == 64, "header size");
+#endif
+
+#endif /* SENTRY_FASTMETA_REGION_H_ */

@@ -1,0 +1,79 @@
+// FastMeta: the sandbox's fast-metadata region (fastmeta/region.h), where the
+// sentry publishes answers it has already given about the read-only lower
+// layer, for the guest's preload library to read without a trap.
+//
+// One sealed memfd per sandbox. It is sized, mapped writable once by the
+// sentry, then sealed with F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK | F_SEAL_GROW
+// | F_SEAL_SEAL: from then on no one (not the guest with any fd of it, not
+// the sentry) can make another writable mapping, write(2) it or resize it;
+// the guest is also given only O_RDONLY descriptions of it. Its pages are
+// shmem charged to the sentry's memory cgroup (the sandbox's) as they are
+// first written: at most kRegionBytes (2 MiB + 20 KiB) a sandbox, and 14 KiB
+// for the library, beside the
+// VFS's 8 MiB lower cache (vfs.h kLowerCacheBytes).
+//
+// Publish* and Invalidate run under the kernel mutex (one writer); guests
+// read concurrently through the per-slot seqlock.
+#ifndef SENTRY_KERNEL_FAST_META_H_
+#define SENTRY_KERNEL_FAST_META_H_
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "fastmeta/region.h"
+#include "sentry/base/sys_result.h"
+#include "sentry/base/unique_fd.h"
+
+namespace sentry {
+
+class FastMeta final {
+ public:
+  static constexpr uint32_t kSlots = 4096;
+  static constexpr size_t kSlotsOffset = SENTRY_FM_INDEX_OFFSET + size_t{kSlots} * 4;
+  static constexpr size_t kRegionBytes = kSlotsOffset + size_t{kSlots} * SENTRY_FM_SLOT_SIZE;
+
+  static absl::StatusOr<std::unique_ptr<FastMeta>> Create();
+  ~FastMeta();
+  FastMeta(const FastMeta&) = delete;
+  FastMeta& operator=(const FastMeta&) = delete;
+
+  // A new read-only description of the region, to donate to a guest.
+  SysResult<UniqueFd> OpenReadOnly() const { return Reopen(fd_.get()); }
+  // The same of the guest's library (fastmeta/library.h), held in a sealed
+  // memfd of its own: every process maps the same pages.
+  SysResult<UniqueFd> OpenLibrary() const { return Reopen(lib_fd_.get()); }
+
+  // path must satisfy sentry_fm_normal. access_ok: see sentry_fm_slot.
+  // target: a symlink's (lstat entries only; null otherwise or too long).
+  void PublishStat(std::string_view path, bool follow, const struct stat& st, uint32_t access_ok,
+                   const std::string_view* target);
+  void PublishAbsent(std::string_view path, bool follow);
+  // Every published answer becomes a miss.
+  void Invalidate();
+
+  uint64_t published() const { return published_; }
+  uint64_t invalidations() const { return invalidations_; }
+
+ private:
+  FastMeta(UniqueFd fd, void* map, UniqueFd lib_fd)
+      : fd_(std::move(fd)), map_(map), lib_fd_(std::move(lib_fd)) {}
+  static SysResult<UniqueFd> Reopen(int fd);
+  sentry_fm_header* header() const { return static_cast<sentry_fm_header*>(map_); }
+  void Write(std::string_view path, uint32_t flags, const struct stat* st, uint32_t access_ok,
+             std::string_view target);
+
+  UniqueFd fd_;
+  void* map_;
+  UniqueFd lib_fd_;
+  uint32_t next_slot_ = 0;  // taken in order; from 0 again after Invalidate
+  uint64_t published_ = 0;
+  uint64_t invalidations_ = 0;
+};
+
+}  // namespace sentry
+
+#endif  // SENTRY_KERNEL_FAST_META_H_

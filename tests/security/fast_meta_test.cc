@@ -1,0 +1,287 @@
+// The fast-metadata region (sentry/kernel/fast_meta.h, fastmeta/preload.c):
+// the guest can never write it, it holds only what a trap would answer (the
+// /etc rule, -v mounts, one region per sandbox), a write that changes an
+// answer is seen by the very next call, and a guest that maps over the
+// region only gets the trapped path.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/security/security_util.h"
+#include "tests/util/subprocess.h"
+
+namespace sentry::security {
+namespace {
+
+// Python helpers for the guest: the region's valid entries, and a stat that
+// traps whatever the preload library does (the raw syscall).
+constexpr char kRegionPy[] = R"PY(
+import ctypes, fcntl, mmap, struct
+libc = ctypes.CDLL(None, use_errno=True)
+RP = "/etc/sentry/fastmeta"
+def entries():
+    fd = os.open(RP, os.O_RDONLY)
+    size = os.lseek(fd, 0, 2)
+    m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+    os.close(fd)
+    magic, ver, ssz, n, off, gen, ioff = struct.unpack_from("<IIIIQQQ", m, 0)
+    out = {}
+    for i in range(n):
+        b = off + i * ssz
+        seq, flags, g, acc, pl, tl = struct.unpack_from("<IIQIHH", m, b)
+        if g != gen or seq & 1 or pl == 0:
+            continue
+        data = m[b + 168:b + 168 + pl + tl]
+        out[(data[:pl].decode(), flags & 1)] = (flags, m[b + 24:b + 168], data[pl:].decode())
+    return out
+def raw_stat(p, follow):
+    buf = ctypes.create_string_buffer(144)
+    r = libc.syscall(262, -100, p.encode(), buf, 0 if follow else 0x100)
+    return buf.raw if r == 0 else ctypes.get_errno()
+def raw_readlink(p):
+    buf = ctypes.create_string_buffer(4096)
+    r = libc.syscall(89, p.encode(), buf, 4096)
+    return buf.raw[:r].decode() if r >= 0 else ctypes.get_errno()
+)PY";
+
+ProcessResult RunRegionPy(const std::string& body, const std::vector<std::string>& flags = {}) {
+  return RunPy(std::string(kRegionPy) + body, flags);
+}
+
+TEST(FastMeta, GuestCannotWriteTheRegion) {
+  ProcessResult r = RunRegionPy(R"PY(
+fd = os.open(RP, os.O_RDONLY)
+size = os.lseek(fd, 0, 2)
+t("size", lambda: size)
+t("map_read", lambda: len(mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)))
+t("map_write", lambda: len(mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)))
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+def mprot():
+    a = libc.mmap(None, size, 1, 1, fd, 0)
+    if a is None or a == ctypes.c_void_p(-1).value:
+        raise OSError(ctypes.get_errno(), "mmap")
+    if libc.mprotect(ctypes.c_void_p(a), ctypes.c_size_t(size), 3) != 0:
+        raise OSError(ctypes.get_errno(), "mprotect")
+    return "writable"
+t("mprotect", mprot)
+t("write", lambda: os.write(fd, b"x"))
+t("pwrite", lambda: os.pwrite(fd, b"x", 4096))
+t("ftruncate", lambda: os.ftruncate(fd, 0))
+t("grow", lambda: os.ftruncate(fd, size * 2))
+t("seals", lambda: fcntl.fcntl(fd, 1034))
+t("add_seal", lambda: fcntl.fcntl(fd, 1033, 8))
+def punch():
+    if libc.fallocate(fd, 3, ctypes.c_long(0), ctypes.c_long(4096)) != 0:
+        raise OSError(ctypes.get_errno(), "fallocate")
+    return "punched"
+t("punch", punch)
+t("open_rdwr", lambda: os.open(RP, os.O_RDWR))
+t("open_wronly", lambda: os.open(RP, os.O_WRONLY))
+def reopen():
+    f2 = os.open(f"/proc/self/fd/{fd}", os.O_RDWR)
+    os.write(f2, b"XXXX")
+    os.pwrite(f2, b"XXXX", 0)
+t("reopen_rdwr", reopen)
+t("magic", lambda: mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ)[:4])
+)PY");
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Code(res, "map_read"), "OK") << r.out;
+  for (const char* k : {"map_write", "mprotect", "write", "pwrite", "ftruncate", "grow", "add_seal",
+                        "punch", "open_rdwr", "open_wronly"}) {
+    EXPECT_NE(Code(res, k), "OK") << k << ": " << r.out;
+    EXPECT_NE(Code(res, k), "<missing>") << k << ": " << r.out;
+  }
+  // /proc/self/fd/N of the region does not reopen it for writing (whatever
+  // it opens, the region is unchanged).
+  EXPECT_EQ(Value(res, "magic"), "b'SFM1'") << r.out;
+  // F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE
+  EXPECT_EQ(Value(res, "seals"), "23") << r.out;
+}
+
+// Every published answer is the trapped call's, byte for byte, and nothing of
+// /tmp, /proc, /dev, the home, a -v mount or the sentry's own /etc files is
+// published.
+TEST(FastMeta, HoldsOnlyWhatATrapAnswers) {
+  TempDir ro("/tmp/sec-fm-ro-");
+  TempDir ov("/tmp/sec-fm-ov-");
+  WriteFileOrDie(ro.path() + "/f", "x");
+  WriteFileOrDie(ov.path() + "/f", "y");
+  ProcessResult r =
+      RunRegionPy(R"PY(
+paths = ["/usr/bin/env", "/usr/lib", "/usr/bin/python3", "/etc/passwd", "/etc/shadow",
+         "/etc/hostname", "/etc/sentry/fastmeta", "/tmp", "/proc/self/status", "/dev/null",
+         "/home/sandbox", "/data", "/data/f", "/data/none", "/usr/share/fmtest/f",
+         "/usr/share/fmtest/none", "/usr/lib/fm-none", "/etc/fm-none", "/tmp/none"]
+for _ in range(2):
+    for p in paths:
+        for f in (os.stat, os.lstat):
+            try: f(p)
+            except OSError: pass
+        try: os.readlink(p)
+        except OSError: pass
+        os.access(p, os.R_OK)
+for d in ("/etc", "/etc/ssl", "/usr/lib", "/usr/bin"):
+    t("stat_" + d, lambda: os.stat(d).st_nlink)
+allowed = ("usr", "bin", "sbin", "lib", "lib64", "lib32", "etc")
+def check(e):
+    bad = []
+    for (p, follow), (flags, st, target) in e.items():
+        if p.split("/")[1] not in allowed or p.startswith(("/etc/sentry", "/usr/share/fmtest")):
+            bad.append(("outside", p))
+        if p in ("/etc/passwd", "/etc/hostname", "/etc/hosts", "/etc/ld.so.preload"):
+            bad.append(("sentry's own", p))
+        want = raw_stat(p, follow)
+        if flags & 2:
+            if want != 2: bad.append(("absent", p, want))
+        elif want != st:
+            bad.append(("stat", p, follow))
+        if flags & 4 and raw_readlink(p) != target:
+            bad.append(("target", p))
+    return bad
+e = entries()
+t("count", lambda: len(e))
+t("bad", lambda: check(e))
+t("has_env", lambda: ("/usr/bin/env", 1) in e and ("/usr/bin/env", 0) in e)
+t("has_link", lambda: e[("/usr/bin/python3", 0)][2])
+t("has_absent", lambda: e[("/usr/lib/fm-none", 1)][0] & 2)
+t("has_shadow", lambda: ("/etc/shadow", 1) in e and e[("/etc/shadow", 1)][0] & 2)
+# A listing counts a directory's links anew (the /etc rule hides some): no
+# answer given before may stay.
+for d in ("/etc", "/etc/ssl", "/usr/lib", "/usr/bin"):
+    os.listdir(d)
+for d in ("/etc", "/etc/ssl", "/usr/lib", "/usr/bin"):
+    for _ in range(2): os.stat(d)
+t("bad_after_listing", lambda: check(entries()))
+)PY",
+                  {"-v", ro.path() + ":/data:ro", "-v", ov.path() + ":/usr/share/fmtest"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "bad"), "[]") << r.out;
+  EXPECT_EQ(Value(res, "bad_after_listing"), "[]") << r.out;
+  EXPECT_EQ(Value(res, "has_env"), "True") << r.out;
+  EXPECT_EQ(Value(res, "has_link"), "'python3.11'") << r.out;
+  EXPECT_EQ(Value(res, "has_absent"), "2") << r.out;
+  // /etc/shadow is hidden by the /etc rule: its answer is ENOENT, if any.
+  std::string shadow = Value(res, "has_shadow");
+  EXPECT_TRUE(shadow == "False" || shadow == "2") << r.out;
+}
+
+// A change to a lower path (copy-up, create, unlink, rename, chmod, utimes,
+// mkdir, a symlink replaced) is seen by the next call, answered through the
+// preload library's stat/lstat/access/readlink.
+TEST(FastMeta, WriteIsSeenAtOnce) {
+  ProcessResult r = RunRegionPy(R"PY(
+def twice(f):
+    f(); return f()
+n = "/usr/lib/fm-new"
+t("env_before", lambda: oct(twice(lambda: os.stat("/usr/bin/env")).st_mode))
+t("env_published", lambda: ("/usr/bin/env", 1) in entries())
+os.chmod("/usr/bin/env", 0o700)
+t("env_after", lambda: oct(os.stat("/usr/bin/env").st_mode))
+t("env_access", lambda: os.access("/usr/bin/env", os.R_OK))
+os.utime("/usr/bin/env", (1, 2))
+t("env_mtime", lambda: os.lstat("/usr/bin/env").st_mtime)
+t("new_before", lambda: twice(lambda: os.stat(n)))
+t("new_published", lambda: entries()[(n, 1)][0] & 2)
+open(n, "w").close()
+t("new_after", lambda: os.stat(n).st_size)
+os.rename(n, n + "2")
+t("new_renamed_from", lambda: os.stat(n))
+t("new_renamed_to", lambda: os.lstat(n + "2").st_size)
+os.unlink(n + "2")
+t("new_unlinked", lambda: os.stat(n + "2"))
+nl = twice(lambda: os.stat("/usr/lib").st_nlink)
+os.mkdir("/usr/lib/fm-dir")
+t("nlink_grew", lambda: os.stat("/usr/lib").st_nlink - nl)
+t("link_before", lambda: twice(lambda: os.readlink("/usr/bin/python3")))
+os.unlink("/usr/bin/python3")
+os.symlink("elsewhere", "/usr/bin/python3")
+t("link_after", lambda: os.readlink("/usr/bin/python3"))
+t("efault", lambda: libc.stat(b"/usr/bin/env", ctypes.c_void_p(8)) or "no error")
+t("efault_errno", lambda: ctypes.get_errno())
+)PY",
+                                {"--root"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "env_published"), "True") << r.out;
+  EXPECT_EQ(Value(res, "env_after"), "'0o100700'") << r.out;
+  EXPECT_EQ(Value(res, "env_access"), "True") << r.out;  // root reads anything
+  EXPECT_EQ(Value(res, "env_mtime"), "2.0") << r.out;
+  EXPECT_EQ(Code(res, "new_before"), "ENOENT") << r.out;
+  EXPECT_EQ(Value(res, "new_published"), "2") << r.out;
+  EXPECT_EQ(Value(res, "new_after"), "0") << r.out;
+  EXPECT_EQ(Code(res, "new_renamed_from"), "ENOENT") << r.out;
+  EXPECT_EQ(Value(res, "new_renamed_to"), "0") << r.out;
+  EXPECT_EQ(Code(res, "new_unlinked"), "ENOENT") << r.out;
+  EXPECT_EQ(Value(res, "nlink_grew"), "1") << r.out;
+  EXPECT_EQ(Value(res, "link_before"), "'python3.11'") << r.out;
+  EXPECT_EQ(Value(res, "link_after"), "'elsewhere'") << r.out;
+  EXPECT_EQ(Value(res, "efault"), "-1") << r.out;
+  EXPECT_EQ(Value(res, "efault_errno"), "14") << r.out;
+}
+
+// One region per sandbox: what one run published, the next does not hold.
+TEST(FastMeta, OneRegionPerSandbox) {
+  std::string name = "/usr/lib/fm-" + RandomToken(12);
+  std::string body = "n = " + PyQuote(name) + R"PY(
+for _ in range(2):
+    try: os.stat(n)
+    except OSError: pass
+t("mine", lambda: (n, 1) in entries())
+)PY";
+  ProcessResult first = RunRegionPy(body);
+  ASSERT_EQ(first.exit_code, 0) << Describe(first);
+  EXPECT_EQ(Value(ParseResults(first.out), "mine"), "True") << first.out;
+  ProcessResult second = RunRegionPy("n = " + PyQuote(name) + R"PY(
+t("theirs", lambda: (n, 1) in entries())
+)PY");
+  ASSERT_EQ(second.exit_code, 0) << Describe(second);
+  EXPECT_EQ(Value(ParseResults(second.out), "theirs"), "False") << second.out;
+}
+
+// A guest that maps over its region, or unmaps it, keeps getting the trapped
+// answers; so does one whose sentry publishes nothing.
+TEST(FastMeta, ReplacedRegionOnlyTraps) {
+  std::string body = R"PY(
+for _ in range(2): os.stat("/usr/bin/env")
+want = raw_stat("/usr/bin/env", 1)
+lines = [l for l in open("/proc/self/maps") if "memfd:sentry-fastmeta (" in l]
+t("mapped", lambda: len(lines))
+if lines:
+    lo, hi = (int(x, 16) for x in lines[0].split()[0].split("-"))
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    a = libc.mmap(ctypes.c_void_p(lo), hi - lo, 3, 0x32, -1, 0)  # MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED
+    t("replaced", lambda: a == lo)
+    buf = ctypes.create_string_buffer(144)
+    t("same", lambda: libc.stat(b"/usr/bin/env", buf) == 0 and buf.raw == want)
+    libc.munmap(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo))
+t("after_unmap", lambda: os.stat("/usr/bin/env").st_ino == struct.unpack_from("<Q", want, 8)[0])
+t("absent", lambda: os.stat("/usr/lib/fm-none"))
+)PY";
+  ProcessResult r = RunRegionPy(body);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "mapped"), "1") << r.out;
+  EXPECT_EQ(Value(res, "replaced"), "True") << r.out;
+  EXPECT_EQ(Value(res, "same"), "True") << r.out;
+  EXPECT_EQ(Value(res, "after_unmap"), "True") << r.out;
+  EXPECT_EQ(Code(res, "absent"), "ENOENT") << r.out;
+
+  ProcessResult off = RunPy(R"PY(
+t("preload", lambda: open("/etc/ld.so.preload").read())
+t("maps", lambda: sum("sentry-fastmeta" in l for l in open("/proc/self/maps")))
+t("stat", lambda: os.stat("/usr/bin/env").st_size > 0)
+)PY",
+                            {"--no-fast-metadata"});
+  ASSERT_EQ(off.exit_code, 0) << Describe(off);
+  Results o = ParseResults(off.out);
+  EXPECT_EQ(Code(o, "preload"), "ENOENT") << off.out;
+  EXPECT_EQ(Value(o, "maps"), "0") << off.out;
+  EXPECT_EQ(Value(o, "stat"), "True") << off.out;
+}
+
+}  // namespace
+}  // namespace sentry::security
