@@ -13,8 +13,9 @@ close, and the seccomp ioctls (receive, reply, ID_VALID, ADDFD). Those counts
 do not depend on the machine's load. With --census, each workload runs once
 more per side under `sentry run --census` and the guest's trapped calls are
 printed: all of them, and the stat family (stat, lstat, newfstatat, statx,
-access, faccessat, faccessat2, readlink, readlinkat) by path; 1 - A/B of the
-latter is the share the guest answered without a trap (--no-fast-metadata).
+access, faccessat, faccessat2, readlink, readlinkat) by path; with
+`--flag --fast-metadata`, 1 - B/A of the latter is the share the guest
+answered without a trap.
 """
 import argparse
 import os

@@ -286,9 +286,12 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "check guest memory after every read of a stat-like call and read the CPU "
            "clock after every call, as before the trap was trimmed (for measuring)",
            [&o] { o.fast_trap = false; });
-  f.Switch("--no-fast-metadata", kSandbox,
-           "publish no lower-layer metadata to the guest's preload library (every stat, "
-           "access and readlink traps; for measuring and debugging)",
+  f.Switch("--fast-metadata", kSandbox,
+           "publish the system directories' metadata to a preload library in the guest, "
+           "which answers stat, access and readlink of absolute paths there without a "
+           "trap (experimental: fewer traps for Python's imports, more for each exec)",
+           [&o] { o.fast_metadata = true; });
+  f.Switch("--no-fast-metadata", kSandbox, "the default: every stat, access and readlink traps",
            [&o] { o.fast_metadata = false; });
   f.Value("--pool", kSandbox, "SOCKET",
           "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "

@@ -103,8 +103,9 @@ struct RunOptions {
   // see KernelConfig::fast_trap).
   bool fast_trap = true;
   // Lower-layer metadata published to the guest's preload library
-  // (false: --no-fast-metadata; see sentry/kernel/fast_meta.h).
-  bool fast_metadata = true;
+  // (true: --fast-metadata; see sentry/kernel/fast_meta.h). Off by default:
+  // it did not pay in wall time (bench/README.md, "Fast metadata").
+  bool fast_metadata = false;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):
