@@ -6,9 +6,9 @@
  * normalised path whose answer the sentry has published it answers from the
  * region; for anything else it makes the very syscall glibc would make, which
  * traps as before. The region is mapped at a process's first such call
- * (inherited by fork; mapped again after exec). It holds no lock and allocates nothing (async-signal-safe
- * as the calls it replaces), trusts no offset it has not checked, and a
- * region it cannot read only costs it the trap.
+ * (inherited by fork; mapped again after exec). It holds no lock and allocates nothing
+ * (async-signal-safe as the calls it replaces), trusts no offset it has not checked, and a region
+ * it cannot read only costs it the trap.
  *
  * A caller's buffer is probed with getrandom(2) (a native call that writes
  * exactly that many bytes or fails with EFAULT) before the answer is copied
@@ -31,10 +31,10 @@
 #define FM_EXPORT __attribute__((visibility("default")))
 #define FM_MAX_REGION (64u << 20)
 
-static const char* fm_base;    /* the mapping, or NULL: every call traps */
-static size_t fm_size;         /* its length */
-static uint64_t fm_mask;       /* nslots - 1 */
-static uint64_t fm_slots_off;  /* checked against the mapping's size */
+static const char* fm_base;   /* the mapping, or NULL: every call traps */
+static size_t fm_size;        /* its length */
+static uint64_t fm_mask;      /* nslots - 1 */
+static uint64_t fm_slots_off; /* checked against the mapping's size */
 static uint64_t fm_index_off;
 
 static int fm_state; /* 0: not mapped yet, 1: being mapped, 2: done (mapped or not) */
@@ -59,9 +59,8 @@ static void fm_init(void) {
         uint64_t n = h->nslots;
         int fits = h->magic == SENTRY_FM_MAGIC && h->version == SENTRY_FM_VERSION &&
                    h->slot_size == SENTRY_FM_SLOT_SIZE && n != 0 && (n & (n - 1)) == 0 &&
-                   n <= FM_MAX_REGION / SENTRY_FM_SLOT_SIZE &&
-                   h->slots_offset >= sizeof(*h) && h->slots_offset % 64 == 0 &&
-                   h->slots_offset <= (uint64_t)size &&
+                   n <= FM_MAX_REGION / SENTRY_FM_SLOT_SIZE && h->slots_offset >= sizeof(*h) &&
+                   h->slots_offset % 64 == 0 && h->slots_offset <= (uint64_t)size &&
                    n * SENTRY_FM_SLOT_SIZE <= (uint64_t)size - h->slots_offset &&
                    h->index_offset >= sizeof(*h) && h->index_offset % 4 == 0 &&
                    h->index_offset <= (uint64_t)size && n * 4 <= (uint64_t)size - h->index_offset;
@@ -93,7 +92,8 @@ static int fm_lookup(const char* path, int follow, struct sentry_fm_slot* out) {
   const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
   uint64_t gen = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
   const uint32_t* index = (const uint32_t*)(base + fm_index_off);
-  uint64_t k = __atomic_load_n(&index[sentry_fm_hash(path, len, follow) & fm_mask], __ATOMIC_ACQUIRE);
+  uint64_t k =
+      __atomic_load_n(&index[sentry_fm_hash(path, len, follow) & fm_mask], __ATOMIC_ACQUIRE);
   if (k == 0 || k > fm_mask + 1) return 0;
   const struct sentry_fm_slot* s =
       (const struct sentry_fm_slot*)(base + fm_slots_off + (k - 1) * SENTRY_FM_SLOT_SIZE);
@@ -151,7 +151,9 @@ static int fm_fstatat(int dirfd, const char* path, struct stat* buf, int flags) 
   return (int)syscall(SYS_newfstatat, dirfd, path, buf, flags);
 }
 
-FM_EXPORT int stat(const char* path, struct stat* buf) { return fm_fstatat(AT_FDCWD, path, buf, 0); }
+FM_EXPORT int stat(const char* path, struct stat* buf) {
+  return fm_fstatat(AT_FDCWD, path, buf, 0);
+}
 /* On x86-64 struct stat64 is struct stat. */
 _Static_assert(sizeof(struct stat64) == sizeof(struct stat), "stat64");
 FM_EXPORT int stat64(const char* path, struct stat64* buf) {
@@ -172,8 +174,8 @@ FM_EXPORT int fstatat64(int dirfd, const char* path, struct stat64* buf, int fla
 
 /* 1 with *ret set when the region answered access(path, mode). */
 static int fm_access(const char* path, int mode, int* ret) {
-  if (mode & ~(R_OK | W_OK | X_OK)) return 0;  /* EINVAL: the trap's */
-  if (mode & W_OK) return 0;                   /* depends on the caller */
+  if (mode & ~(R_OK | W_OK | X_OK)) return 0; /* EINVAL: the trap's */
+  if (mode & W_OK) return 0;                  /* depends on the caller */
   struct sentry_fm_slot s;
   if (!fm_lookup(path, 1, &s)) return 0;
   if (s.flags & SENTRY_FM_ABSENT) {

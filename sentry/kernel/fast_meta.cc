@@ -130,7 +130,8 @@ void FastMeta::Write(std::string_view path, uint32_t flags, const struct stat* s
     std::memset(&slot->st, 0, sizeof(slot->st));
   }
   std::memcpy(slot->data, path.data(), path.size());
-  std::memcpy(slot->data + path.size(), target.data(), target.size());
+  // An empty target's data() may be null, which memcpy may not be given.
+  if (!target.empty()) std::memcpy(slot->data + path.size(), target.data(), target.size());
   __atomic_store_n(&slot->seq, seq + 2, __ATOMIC_RELEASE);
   __atomic_store_n(&index[bucket], k, __ATOMIC_RELEASE);
   ++published_;
