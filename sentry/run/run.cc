@@ -200,26 +200,7 @@ std::optional<RunError> Run::BuildSandbox() {
   // The guest's names and links cost the sentry memory: an eighth of --disk.
   v->set_metadata_limit(std::max<uint64_t>(o_.disk_bytes / 8, 1 << 20));
   clock_.Mark("vfs");
-  KernelConfig kc;
-  kc.hostname = tree_.hostname;
-  kc.memory_bytes = o_.memory_bytes;
-  kc.cpus = o_.cpus;
-  kc.pids = o_.pids;
-  kc.host_cpus = HostCpus();
-  kc.host_id_base = rootless_ ? geteuid() : host_id_base_;
-  kc.user_uid = tree_.uid;
-  kc.user_gid = tree_.gid;
-  kc.user_host_uid = GuestHostUid();
-  kc.user_host_gid = GuestHostGid();
-  kc.namespaces = !seccomp_only();
-  kc.host_uid_shared = seccomp_only() && rootless_;
-  if (range_ && !seccomp_only()) {
-    kc.range_uid = subids_.uids.start;
-    kc.range_gid = subids_.gids.start;
-    kc.range_count = std::min(subids_.uids.count, subids_.gids.count);
-  }
-  kc.fast_fd_identity = o_.fast_fd_identity;
-  kc.fast_trap = o_.fast_trap;
+  KernelConfig kc = KernelConfigOf();
   kernel_ = std::make_unique<Kernel>(std::move(v), kc);
   kernel_->init_host_pid = spawned_->init_pid();
   // The guest's ids are the range's, not the caller's: its /proc/PID/fd and

@@ -210,6 +210,7 @@ class Run {
   bool sync_wakeup_ = true;
   std::optional<cpu_set_t> early_pin_;  // the mask a cold run comes back to
   cpu_set_t HostCpus() const;           // the CPUs the guest may run on (sysfs.h)
+  KernelConfig KernelConfigOf() const;  // run_kernel_config.cc
   std::optional<cpu_set_t> elsewhere_;  // that mask but the pinned CPU
   bool init_reaped_ = false;            // the sandbox's pid 1 (the loader) is reaped
   vfs::Creds creds_;
