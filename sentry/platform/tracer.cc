@@ -16,6 +16,7 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -112,10 +113,13 @@ int RewriteExec(GuestMemory& mem, user_regs_struct& regs, bool at, const sys::Ex
 // as the ELF loader lays them out (fs/binfmt_elf.c, create_elf_tables), read
 // through the tracee's memory: /proc/PID/auxv is closed to the sentry's fs
 // identity when the image is not dumpable (a --root guest's, whose exec
-// gains capabilities). Empty if it cannot be read.
-std::string PathTheKernelRead(pid_t pid) {
+// gains capabilities). nullopt if it cannot be read: the task is dying (a
+// kill from the run's end can land at this very stop, and its memory is
+// gone); no guest code runs in the new image before this check, so nothing
+// of the guest's can make it unreadable.
+std::optional<std::string> PathTheKernelRead(pid_t pid) {
   user_regs_struct regs;
-  if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) < 0) return {};
+  if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) < 0) return std::nullopt;
   ProcessMemoryBackend backend(pid);
   GuestMemory mem(backend);
   auto argc = mem.CopyIn<uint64_t>(GuestAddr(regs.rsp));
@@ -145,9 +149,10 @@ std::string PathTheKernelRead(pid_t pid) {
   while (word(&type) && word(&value) && type != AT_NULL) {
     if (type != AT_EXECFN) continue;
     auto path = mem.CopyInString(GuestAddr(value), PATH_MAX);
-    return path.ok() ? *path : std::string();
+    if (!path.ok()) return std::nullopt;
+    return *path;
   }
-  return {};
+  return std::nullopt;
 }
 
 // Whether the image an exec loaded is one the plan refuses (IsForeignElf):
@@ -429,7 +434,12 @@ void Tracer::OnExecEvent(pid_t pid) {
     kill(pid, SIGKILL);
     return;
   }
-  if (PathTheKernelRead(pid) != check.view_path) {
+  std::optional<std::string> read = PathTheKernelRead(pid);
+  if (!read) {  // dying: ended, not a race the guest won
+    kill(pid, SIGKILL);
+    return;
+  }
+  if (*read != check.view_path) {
     violation_ = "exec read a path other than the one the sentry wrote";
     kill(pid, SIGKILL);
     return;
