@@ -45,16 +45,16 @@ const char* StateName(char s) {
 
 // The state the sandbox shows for p, given the host's. The guest is never a
 // tracer (ptrace is EPERM), so every tracing stop is the sentry's: a process
-// the sentry holds in a group-stop (SIGSTOP) is stopped, one in any other
-// stop is in a syscall or event the sentry is answering, which natively is a
-// blocked task. A process reading its own state is running, as natively:
-// only under the sentry does it wait in the trap meanwhile.
+// the sentry holds in a group-stop (SIGSTOP) is stopped; any other tracing
+// stop (a signal on its way, a fork, exec or exit event, a traced call) is
+// natively work inside the kernel, so running. A wait for the sentry's answer
+// to a trapped call is the host's S already. A process reading its own state
+// is running, as natively: only under the sentry does it wait in the trap
+// meanwhile. (Showing the other stops as S made a SIGCONT'd sleeper read S, R,
+// S: the signal's stop looked like the sleep it had not yet gone back to.)
 char ShownState(Kernel& k, const Task* leader, char host) {
   bool reader = leader && k.current == leader;
-  if (host == 't') {
-    if (leader && leader->group_stopped) return 'T';
-    return reader ? 'R' : 'S';
-  }
+  if (host == 't') return leader && leader->group_stopped ? 'T' : 'R';
   if (reader && (host == 'S' || host == 'D')) return 'R';
   return host;
 }
