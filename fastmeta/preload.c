@@ -36,6 +36,8 @@ static size_t fm_size;        /* its length */
 static uint64_t fm_mask;      /* nslots - 1 */
 static uint64_t fm_slots_off; /* checked against the mapping's size */
 static uint64_t fm_index_off;
+static int fm_tokens;       /* token slots published: lock_pid below is set */
+static int32_t fm_lock_pid; /* l_pid of the sentry's token locks */
 
 static int fm_state; /* 0: not mapped yet, 1: being mapped, 2: done (mapped or not) */
 
@@ -68,6 +70,8 @@ static void fm_init(void) {
           fm_mask = n - 1;
           fm_slots_off = h->slots_offset;
           fm_index_off = h->index_offset;
+          fm_tokens = (h->features & SENTRY_FM_HAS_TOKENS) != 0;
+          fm_lock_pid = h->lock_pid;
           fm_size = (size_t)size;
           __atomic_store_n(&fm_base, (const char*)m, __ATOMIC_RELEASE);
         } else {
@@ -81,33 +85,101 @@ static void fm_init(void) {
   __atomic_store_n(&fm_state, 2, __ATOMIC_RELEASE);
 }
 
-/* A copy of the slot answering (path, follow), or 0: a miss. */
-static int fm_lookup(const char* path, int follow, struct sentry_fm_slot* out) {
-  if (path == NULL || path[0] != '/') return 0;
+static const char* fm_mapped(void) {
   if (__atomic_load_n(&fm_state, __ATOMIC_ACQUIRE) == 0) fm_init();
-  const char* base = __atomic_load_n(&fm_base, __ATOMIC_ACQUIRE);
-  if (base == NULL) return 0;
-  size_t len = strnlen(path, 256);
-  if (!sentry_fm_normal(path, len)) return 0;
+  return __atomic_load_n(&fm_base, __ATOMIC_ACQUIRE);
+}
+
+/* A copy of the slot whose key is key[0..len), or 0: a miss. */
+static int fm_find(const char* base, const char* key, size_t len, struct sentry_fm_slot* out) {
   const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
   uint64_t gen = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
   const uint32_t* index = (const uint32_t*)(base + fm_index_off);
-  uint64_t k =
-      __atomic_load_n(&index[sentry_fm_hash(path, len, follow) & fm_mask], __ATOMIC_ACQUIRE);
-  if (k == 0 || k > fm_mask + 1) return 0;
-  const struct sentry_fm_slot* s =
-      (const struct sentry_fm_slot*)(base + fm_slots_off + (k - 1) * SENTRY_FM_SLOT_SIZE);
-  uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-  if (seq & 1) return 0;
-  memcpy(out, s, sizeof(*out));
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq) return 0;
-  if (__atomic_load_n(&h->generation, __ATOMIC_RELAXED) != gen) return 0;
-  if (out->generation != gen) return 0;
-  if (out->path_len != len || (size_t)out->path_len + out->target_len > sizeof(out->data)) return 0;
-  if (!(out->flags & SENTRY_FM_FOLLOW) != !follow) return 0;
-  if (memcmp(out->data, path, len) != 0) return 0;
+  uint64_t hash = sentry_fm_hash(key, len, 0);
+  for (uint32_t i = 0; i < SENTRY_FM_PROBES; i++) {
+    uint64_t k = __atomic_load_n(&index[(hash + i) & fm_mask], __ATOMIC_ACQUIRE);
+    if (k == 0 || k > fm_mask + 1) return 0;
+    const struct sentry_fm_slot* s =
+        (const struct sentry_fm_slot*)(base + fm_slots_off + (k - 1) * SENTRY_FM_SLOT_SIZE);
+    uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    if (seq & 1) return 0;
+    memcpy(out, s, sizeof(*out));
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq) return 0;
+    if (__atomic_load_n(&h->generation, __ATOMIC_RELAXED) != gen) return 0;
+    if (out->generation != gen) return 0; /* an empty bucket */
+    if ((size_t)out->path_len + out->target_len > sizeof(out->data)) return 0;
+    if (out->path_len == len && memcmp(out->data, key, len) == 0) return 1;
+  }
+  return 0;
+}
+
+/* A copy of the slot answering lstat (or stat, with follow) of an absolute
+ * normalised path of len bytes, or 0: a miss. */
+static int fm_lookup_path(const char* base, const char* path, size_t len, int follow,
+                          struct sentry_fm_slot* out) {
+  if (!sentry_fm_normal(path, len)) return 0;
+  if (!fm_find(base, path, len, out)) return 0;
+  if (out->flags & SENTRY_FM_TOKEN) return 0;
+  if (follow && !(out->flags & SENTRY_FM_FOLLOW)) return 0; /* a symlink: stat traps */
   return 1;
+}
+
+static int fm_lookup(const char* path, int follow, struct sentry_fm_slot* out) {
+  if (path == NULL || path[0] != '/') return 0;
+  const char* base = fm_mapped();
+  if (base == NULL) return 0;
+  return fm_lookup_path(base, path, strnlen(path, 256), follow, out);
+}
+
+/* The absolute path of the directory token fd, copied to out (256 bytes),
+ * and its length; 0 when fd is not a published token. The token's id is
+ * the sentry's lock on it (region.h): F_GETLK reports the first lock of
+ * another owner that a write lock of the whole file would meet. */
+static size_t fm_token_path(const char* base, int fd, char* out) {
+  if (!fm_tokens || fd < 0) return 0;
+  struct flock fl;
+  memset(&fl, 0, sizeof(fl));
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  int saved = errno;
+  long r = syscall(SYS_fcntl, fd, F_GETLK, &fl);
+  errno = saved;
+  if (r != 0 || fl.l_type != F_RDLCK || fl.l_whence != SEEK_SET || fl.l_len != 1 ||
+      fl.l_pid != fm_lock_pid || fl.l_start <= 0) {
+    return 0;
+  }
+  char key[SENTRY_FM_TOKEN_KEY_LEN];
+  sentry_fm_token_key((uint64_t)fl.l_start, key);
+  struct sentry_fm_slot s;
+  if (!fm_find(base, key, sizeof(key), &s) || !(s.flags & SENTRY_FM_TOKEN)) return 0;
+  if (s.target_len == 0 || s.target_len >= 256) return 0;
+  memcpy(out, s.data + s.path_len, s.target_len);
+  out[s.target_len] = '\0';
+  return s.target_len;
+}
+
+/* The slot answering (dirfd, path) as fstatat would resolve it: an absolute
+ * path, dirfd's own answer (an empty path with AT_EMPTY_PATH), or a
+ * relative one beneath a directory token. */
+static int fm_lookup_at(int dirfd, const char* path, int empty_ok, int follow,
+                        struct sentry_fm_slot* out) {
+  if (path == NULL) return 0;
+  if (path[0] == '/') return fm_lookup(path, follow, out);
+  if (dirfd == AT_FDCWD || (path[0] == '\0' && !empty_ok)) return 0;
+  const char* base = fm_mapped();
+  if (base == NULL) return 0;
+  char full[256 + 256];
+  size_t n = fm_token_path(base, dirfd, full);
+  if (n == 0) return 0;
+  if (path[0] != '\0') {
+    size_t len = strnlen(path, 256);
+    if (n + 1 + len >= 256) return 0;
+    full[n] = '/';
+    memcpy(full + n + 1, path, len);
+    n += 1 + len;
+  }
+  return fm_lookup_path(base, full, n, follow, out);
 }
 
 /* Whether buf may take n bytes: the kernel's own check (EFAULT), by a call
@@ -122,9 +194,13 @@ static int fm_probe(void* buf, size_t n) {
 }
 
 /* 1 with *ret set when the region answered a stat; 0 to trap. */
-static int fm_stat(const char* path, struct stat* buf, int follow, int* ret) {
+static int fm_stat_at(int dirfd, const char* path, struct stat* buf, int flags, int* ret) {
+  if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH)) return 0;
   struct sentry_fm_slot s;
-  if (!fm_lookup(path, follow, &s)) return 0;
+  if (!fm_lookup_at(dirfd, path, (flags & AT_EMPTY_PATH) != 0, !(flags & AT_SYMLINK_NOFOLLOW),
+                    &s)) {
+    return 0;
+  }
   if (s.flags & SENTRY_FM_ABSENT) {
     errno = ENOENT;
     *ret = -1;
@@ -144,11 +220,17 @@ static int fm_stat(const char* path, struct stat* buf, int follow, int* ret) {
 
 static int fm_fstatat(int dirfd, const char* path, struct stat* buf, int flags) {
   int ret;
-  if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)) == 0 &&
-      fm_stat(path, buf, !(flags & AT_SYMLINK_NOFOLLOW), &ret)) {
-    return ret;
-  }
+  if (fm_stat_at(dirfd, path, buf, flags, &ret)) return ret;
   return (int)syscall(SYS_newfstatat, dirfd, path, buf, flags);
+}
+
+/* glibc's fstat: newfstatat(fd, "", buf, AT_EMPTY_PATH), EBADF for fd < 0. */
+static int fm_fstat(int fd, struct stat* buf) {
+  if (fd < 0) {
+    errno = EBADF;
+    return -1;
+  }
+  return fm_fstatat(fd, "", buf, AT_EMPTY_PATH);
 }
 
 FM_EXPORT int stat(const char* path, struct stat* buf) {
@@ -165,6 +247,8 @@ FM_EXPORT int lstat(const char* path, struct stat* buf) {
 FM_EXPORT int lstat64(const char* path, struct stat64* buf) {
   return fm_fstatat(AT_FDCWD, path, (struct stat*)buf, AT_SYMLINK_NOFOLLOW);
 }
+FM_EXPORT int fstat(int fd, struct stat* buf) { return fm_fstat(fd, buf); }
+FM_EXPORT int fstat64(int fd, struct stat64* buf) { return fm_fstat(fd, (struct stat*)buf); }
 FM_EXPORT int fstatat(int dirfd, const char* path, struct stat* buf, int flags) {
   return fm_fstatat(dirfd, path, buf, flags);
 }

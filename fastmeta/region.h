@@ -10,9 +10,24 @@
  *   offset slots_offset nslots x struct sentry_fm_slot (slot_size bytes each)
  *
  * A slot answers one question about one absolute, normalised guest path:
- * "what does stat (FOLLOW set) or lstat (FOLLOW clear) give?". Its bucket is
- * sentry_fm_hash(path, follow) & (nslots - 1); a newer answer whose hash
- * lands in the same bucket replaces the older one. Slots are taken in order
+ * "what does lstat give, and stat too when FOLLOW is set?" (a symlink
+ * answers lstat and readlink only; anything else, and an absent name,
+ * answers both). Its bucket is the first of the SENTRY_FM_PROBES buckets
+ * from sentry_fm_hash(path, 0) & (nslots - 1) on (wrapping) that holds it;
+ * a reader stops at a bucket that is empty or whose slot is of an older
+ * generation (a miss). When all of them hold other answers, the first one's
+ * gives way to the new one.
+ *
+ * A TOKEN slot names a directory token the sentry donated (an fd of a
+ * directory, opened by the guest): its key is sentry_fm_token_key(id), its
+ * target the directory's absolute path, published only while that path
+ * leads to that very directory. The guest learns a token's id without a
+ * trap: the sentry holds a POSIX read lock on the byte [id, id + 1) of the
+ * token (an inode only that one donation ever opened), which
+ * fcntl(fd, F_GETLK) reports to every process holding it, with l_pid
+ * header.lock_pid (0: the sentry is outside the guest's pid namespace, so
+ * no guest process can own a lock that reads so). A guest whose fd number
+ * now names something else sees that object's locks, not the old token's. Slots are taken in order
  * (and from the first again after an invalidation), so the few pages a run
  * uses are the ones both sides touch: a hashed slot each cost a page fault
  * on each side.
@@ -32,18 +47,26 @@
 #include <sys/stat.h>
 
 #define SENTRY_FM_MAGIC 0x314d4653u /* "SFM1" */
-#define SENTRY_FM_VERSION 2u
+#define SENTRY_FM_VERSION 3u
 #define SENTRY_FM_SLOT_SIZE 512u
 #define SENTRY_FM_INDEX_OFFSET 4096u
+#define SENTRY_FM_PROBES 8u
 
 /* Where the guest opens the region (read-only) and where the library is. */
 #define SENTRY_FM_REGION_PATH "/etc/sentry/fastmeta"
 #define SENTRY_FM_LIBRARY_PATH "/etc/sentry/libfastmeta.so"
 
 /* Slot flags. */
-#define SENTRY_FM_FOLLOW 1u /* stat's answer (else lstat's) */
+#define SENTRY_FM_FOLLOW 1u /* also stat's answer (else lstat's only) */
 #define SENTRY_FM_ABSENT 2u /* ENOENT; st is unused */
 #define SENTRY_FM_TARGET 4u /* a symlink whose target follows the path */
+#define SENTRY_FM_TOKEN 8u  /* a directory token: its path follows the key */
+
+/* header.features */
+#define SENTRY_FM_HAS_TOKENS 1u /* token slots are published; lock_pid is set */
+
+/* A token's key: '#' and its id in 16 hex digits. */
+#define SENTRY_FM_TOKEN_KEY_LEN 17u
 
 struct sentry_fm_header {
   uint32_t magic;
@@ -53,7 +76,9 @@ struct sentry_fm_header {
   uint64_t slots_offset;
   uint64_t generation; /* starts at 1; bumped by every invalidation */
   uint64_t index_offset;
-  uint64_t reserved[3];
+  uint32_t features; /* SENTRY_FM_HAS_TOKENS */
+  int32_t lock_pid;  /* l_pid of the sentry's token locks, as guests see it */
+  uint64_t reserved[2];
 };
 
 struct sentry_fm_slot {
@@ -80,6 +105,11 @@ static inline uint64_t sentry_fm_hash(const char* path, size_t len, int follow) 
   h ^= follow ? 1u : 2u;
   h *= 1099511628211ull;
   return h;
+}
+
+static inline void sentry_fm_token_key(uint64_t id, char out[SENTRY_FM_TOKEN_KEY_LEN]) {
+  out[0] = '#';
+  for (int i = 0; i < 16; i++) out[1 + i] = "0123456789abcdef"[(id >> (60 - 4 * i)) & 15];
 }
 
 /* An absolute path with no empty, "." or ".." component and no trailing

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <optional>
 
+#include "syscalls/fast_meta_publish.h"
+
 namespace sentry::sys {
 
 SysResult<std::string> ReadPath(SyscallContext& ctx, GuestAddr addr) {
@@ -106,9 +108,20 @@ SysResult<FdRef> GetFd(SyscallContext& ctx, int fd) {
   // one whose reference was closed to make room): hinted, so its next call
   // takes the kcmp; the copy itself is kept if nothing is held for it. A
   // token has one description (fd_holds.h), so its object is its description.
-  if (ref.object && ref.object->holdable && holds.enabled() && !holds.Hint(tgid, fd, ref.host_st)) {
-    ref.held = ref.host.get();
-    holds.Keep(std::move(ref.host), ref.host_st, tgid, fd);
+  if (ref.object && ref.object->holdable && holds.enabled()) {
+    if (!holds.Hint(tgid, fd, ref.host_st)) {
+      ref.held = ref.host.get();
+      holds.Keep(std::move(ref.host), ref.host_st, tgid, fd);
+    } else if (ref.object->fast_meta_id != 0) {
+      // Closing the copy drops the sentry's POSIX lock that names the token
+      // to the guest (fast_meta_publish.h): the held reference serves this
+      // call instead, and the lock is set again.
+      if (std::optional<FdHolds::Held> h = holds.OfObject(ref.host_st)) {
+        ref.host.Reset();
+        ref.held = h->fd;
+        RelockDirToken(*ref.object, h->fd);
+      }
+    }
   }
   return ref;
 }
@@ -176,7 +189,15 @@ SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::Nod
   hold = hold && ctx.kernel.holds().enabled();
   SYS_TRY(RegisterOpen(ctx, st, node, dir_token, std::move(path), hold));
   SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(host_fd.get(), cloexec));
-  if (hold) ctx.kernel.holds().Keep(std::move(host_fd), st, ctx.task.process->tgid, guest_fd);
+  if (hold) {
+    ctx.kernel.holds().Keep(std::move(host_fd), st, ctx.task.process->tgid, guest_fd);
+    // A directory's fstat and its relative lookups, without a trap.
+    if (dir_token && ctx.kernel.fast_meta()) {
+      std::optional<FdHolds::Held> held = ctx.kernel.holds().OfObject(st);
+      const OpenObject* object = ctx.kernel.fds().Find(st);
+      if (held && object) PublishDirToken(ctx, *object, held->fd, nullptr);
+    }
+  }
   return static_cast<uint64_t>(guest_fd);
 }
 

@@ -1,5 +1,6 @@
 #include "syscalls/fast_meta_publish.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -44,13 +45,12 @@ uint32_t GrantedToAll(const vfs::Node& n) {
   return ok;
 }
 
-}  // namespace
-
-void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
-                   const vfs::NodeRef& node, int err) {
-  FastMeta* fm = ctx.kernel.fast_meta();
-  if (!fm || (node == nullptr && err != ENOENT)) return;
-  if (!sentry_fm_normal(path.data(), path.size())) return;
+// The node path leads to when every step of it may be published (the
+// header's rules), without following a final symlink; null otherwise. When
+// only the last name is missing, *absent is set.
+vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* absent) {
+  *absent = false;
+  if (!sentry_fm_normal(path.data(), path.size())) return nullptr;
   vfs::Vfs& v = ctx.vfs();
   const auto& tops = ctx.kernel.fast_meta_tops();
   vfs::NodeRef dir = v.root();
@@ -60,29 +60,88 @@ void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
     size_t slash = path.find('/', start);
     bool last = slash == std::string::npos;
     std::string name = path.substr(start, last ? std::string::npos : slash - start);
-    if (first ? !tops.count(name) : !SearchableByAll(*dir)) return;
+    if (first ? !tops.count(name) : !SearchableByAll(*dir)) return nullptr;
     vfs::NodeRef child = v.Child(dir, name);
     if (!child) {
-      if (last && !first && node == nullptr) fm->PublishAbsent(path, follow);
-      return;
+      *absent = last && !first;
+      return nullptr;
     }
-    if (!FromLowerLayer(*child, first)) return;
-    if (!last) {
-      if (!child->IsDir()) return;
-      dir = std::move(child);
-      start = slash + 1;
-      first = false;
-      continue;
-    }
-    if (child != node) return;
-    bool link = child->kind() == vfs::NodeKind::kSymlink;
-    if (link && follow) return;
-    struct stat st = v.Stat(*child);
-    std::string_view target = child->target;
-    fm->PublishStat(path, follow, st, link ? 0 : GrantedToAll(*child), link ? &target : nullptr);
-    // A non-symlink answers stat and lstat alike.
-    if (!link) fm->PublishStat(path, !follow, st, GrantedToAll(*child), nullptr);
+    if (!FromLowerLayer(*child, first)) return nullptr;
+    if (last) return child;
+    if (!child->IsDir()) return nullptr;
+    dir = std::move(child);
+    start = slash + 1;
+    first = false;
+  }
+}
+
+// node's answer at path (which PublishableAt led to it).
+void PublishNode(SyscallContext& ctx, FastMeta& fm, std::string_view path, const vfs::Node& node) {
+  struct stat st = ctx.vfs().Stat(node);
+  if (node.kind() == vfs::NodeKind::kSymlink) {
+    std::string_view target = node.target;
+    fm.PublishStat(path, st, 0, &target);
+  } else {
+    fm.PublishStat(path, st, GrantedToAll(node), nullptr);
+  }
+}
+
+}  // namespace
+
+void PublishLookup(SyscallContext& ctx, const std::string& path, bool /*follow*/,
+                   const vfs::NodeRef& node, int err) {
+  FastMeta* fm = ctx.kernel.fast_meta();
+  if (!fm || (node == nullptr && err != ENOENT)) return;
+  bool absent = false;
+  vfs::NodeRef found = PublishableAt(ctx, path, &absent);
+  if (!found) {
+    if (absent && node == nullptr) fm->PublishAbsent(path);
     return;
+  }
+  // A stat that followed a final symlink found another node: the link's
+  // own entry answers lstat only, and is published by an lstat.
+  if (found != node) return;
+  PublishNode(ctx, *fm, path, *found);
+}
+
+bool RelockDirToken(const OpenObject& object, int held_fd) {
+  if (object.fast_meta_id == 0) return false;
+  struct flock fl {};
+  fl.l_type = F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = static_cast<off_t>(object.fast_meta_id);
+  fl.l_len = 1;
+  return fcntl(held_fd, F_SETLK, &fl) == 0;
+}
+
+void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
+                     const std::vector<std::string>* names) {
+  FastMeta* fm = ctx.kernel.fast_meta();
+  if (!fm || !object.dir_token || !object.node || !object.node->IsDir()) return;
+  const vfs::NodeRef& dir = object.node;
+  SysResult<std::string> where = ctx.vfs().PathOf(dir);
+  if (!where.ok()) return;
+  const std::string& path = where.value();
+  bool absent = false;
+  if (PublishableAt(ctx, path, &absent) != dir) return;
+  PublishNode(ctx, *fm, path, *dir);  // the token's fstat
+  if (fm->tokens() && held_fd >= 0) {
+    if (object.fast_meta_id == 0) object.fast_meta_id = FastMeta::NewTokenId();
+    // Set again on every call: a close of any other fd of this inode in
+    // the sentry (a copy taken by GetFd) drops the process's POSIX locks.
+    if (RelockDirToken(object, held_fd)) fm->PublishToken(object.fast_meta_id, path);
+  }
+  // As NFS's READDIRPLUS: what a listing returned, the stats that follow hit.
+  if (!names || !SearchableByAll(*dir)) return;
+  vfs::Vfs& v = ctx.vfs();
+  std::string child_path = path + "/";
+  for (const std::string& name : *names) {
+    if (name == "." || name == "..") continue;
+    vfs::NodeRef child = v.Child(dir, name);
+    if (!child || !FromLowerLayer(*child, false)) continue;
+    child_path.resize(path.size() + 1);
+    child_path += name;
+    PublishNode(ctx, *fm, child_path, *child);
   }
 }
 

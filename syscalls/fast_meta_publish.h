@@ -14,6 +14,8 @@
 //     host's other bits all have x), so the caller's credentials do not
 //     change the answer;
 // An ENOENT is published when every directory above the last name passed.
+// A directory token's path is published (for its fd's relative lookups)
+// when that path leads to the token's very directory by the same rules.
 // The VFS invalidates the whole region before any change to a lower node,
 // the root, or a dropped cache, and when listing a directory changes its
 // st_nlink (vfs.h set_on_lower_change).
@@ -21,6 +23,7 @@
 #define SENTRY_SYSCALLS_FAST_META_PUBLISH_H_
 
 #include <string>
+#include <vector>
 
 #include "sentry/kernel/syscall_context.h"
 #include "syscalls/common.h"
@@ -32,6 +35,20 @@ namespace sentry::sys {
 // failed with err.
 void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
                    const vfs::NodeRef& node, int err);
+
+// A directory token (fd_identity.h) the guest holds: publishes the
+// directory's own answer (its fstat) and, with the sentry's reference
+// held_fd (fd_holds.h), the token's id (a POSIX lock on held_fd, region.h)
+// and path, so that fstat and fstatat(fd, name) find them without a trap;
+// with names (what a getdents64 just returned), each entry's answer too.
+// Only while the directory's path may be published (the rules above), and
+// every child only when that directory may be searched by every caller.
+void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
+                     const std::vector<std::string>* names);
+
+// Sets the sentry's lock that names object (a directory token already
+// published) on its held reference held_fd; false if it could not.
+bool RelockDirToken(const OpenObject& object, int held_fd);
 
 // NodeAtPath (common.h), whose answer is then published.
 SysResult<vfs::NodeRef> NodeAtPublished(SyscallContext& ctx, int dirfd, const std::string& path,

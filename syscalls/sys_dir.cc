@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "syscalls/common.h"
+#include "syscalls/fast_meta_publish.h"
 #include "syscalls/handlers.h"
 
 namespace sentry::sys {
@@ -77,11 +80,15 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   std::vector<char> out;
   out.reserve(std::min<size_t>(count, 1 << 16));
   std::string last;  // the last name emitted
+  // What this call returned, for the fast-metadata region's fill.
+  bool fill = ctx.kernel.fast_meta() != nullptr;
+  std::vector<std::string> names;
   // Appends one record; false when the buffer is full.
   auto emit = [&](size_t index, std::string_view name, uint64_t ino, unsigned char type) {
     size_t reclen = (sizeof(linux_dirent64_header) + name.size() + 1 + 7) & ~size_t{7};
     if (out.size() + reclen > count) return false;
     last = name;
+    if (fill) names.emplace_back(name);
     size_t at = out.size();
     out.resize(at + reclen, 0);
     linux_dirent64_header h{ino, static_cast<int64_t>(index + 1), static_cast<uint16_t>(reclen),
@@ -148,6 +155,18 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   if (!out.empty()) {
     ref.object->cursor_name = i > 2 ? last : std::string();
     ref.object->cursor_pos = static_cast<off_t>(i);
+  }
+  if (fill && !names.empty()) {
+    // The lock that names the token is the sentry process's: closing a
+    // copy of the token drops it, so the copy goes first (fast_meta_publish.h).
+    int held = ref.held;
+    if (held < 0) {
+      if (std::optional<FdHolds::Held> h = ctx.kernel.holds().OfObject(ref.host_st)) {
+        ref.host.Reset();
+        held = ref.held = h->fd;
+      }
+    }
+    PublishDirToken(ctx, *ref.object, held, &names);
   }
   return out.size();
 }

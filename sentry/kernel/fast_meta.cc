@@ -76,41 +76,82 @@ void FastMeta::Invalidate() {
   next_slot_ = 0;
 }
 
-void FastMeta::PublishStat(std::string_view path, bool follow, const struct stat& st,
-                           uint32_t access_ok, const std::string_view* target) {
-  uint32_t flags = follow ? SENTRY_FM_FOLLOW : 0;
-  std::string_view t;
-  if (target && !follow && path.size() + target->size() <= sizeof(sentry_fm_slot::data)) {
-    flags |= SENTRY_FM_TARGET;
-    t = *target;
+void FastMeta::PublishStat(std::string_view path, const struct stat& st, uint32_t access_ok,
+                           const std::string_view* link_target) {
+  if (!sentry_fm_normal(path.data(), path.size())) return;
+  if (!link_target) {
+    Write(path, SENTRY_FM_FOLLOW, &st, access_ok, {});
+  } else if (path.size() + link_target->size() <= sizeof(sentry_fm_slot::data)) {
+    Write(path, SENTRY_FM_TARGET, &st, 0, *link_target);
+  } else {
+    Write(path, 0, &st, 0, {});
   }
-  Write(path, flags, &st, access_ok, t);
 }
 
-void FastMeta::PublishAbsent(std::string_view path, bool follow) {
-  Write(path, SENTRY_FM_ABSENT | (follow ? SENTRY_FM_FOLLOW : 0), nullptr, 0, {});
+void FastMeta::PublishAbsent(std::string_view path) {
+  if (!sentry_fm_normal(path.data(), path.size())) return;
+  Write(path, SENTRY_FM_ABSENT | SENTRY_FM_FOLLOW, nullptr, 0, {});
+}
+
+void FastMeta::EnableTokens(int32_t lock_pid) {
+  header()->lock_pid = lock_pid;
+  __atomic_store_n(&header()->features, SENTRY_FM_HAS_TOKENS, __ATOMIC_RELEASE);
+  tokens_ = true;
+}
+
+void FastMeta::PublishToken(uint64_t id, std::string_view dir_path) {
+  if (!tokens_ || !sentry_fm_normal(dir_path.data(), dir_path.size())) return;
+  char key[SENTRY_FM_TOKEN_KEY_LEN];
+  sentry_fm_token_key(id, key);
+  Write(std::string_view(key, sizeof(key)), SENTRY_FM_TOKEN | SENTRY_FM_FOLLOW, nullptr, 0,
+        dir_path);
+}
+
+uint64_t FastMeta::NewTokenId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed) & ((uint64_t{1} << 62) - 1);
 }
 
 void FastMeta::Write(std::string_view path, uint32_t flags, const struct stat* st,
                      uint32_t access_ok, std::string_view target) {
-  if (!sentry_fm_normal(path.data(), path.size())) return;
+  // The caller checked the key (a normal path or a token's key).
   if (path.size() + target.size() > sizeof(sentry_fm_slot::data)) return;
-  uint64_t h = sentry_fm_hash(path.data(), path.size(), flags & SENTRY_FM_FOLLOW);
+  uint64_t h = sentry_fm_hash(path.data(), path.size(), 0);
   auto* index = reinterpret_cast<uint32_t*>(static_cast<char*>(map_) + SENTRY_FM_INDEX_OFFSET);
-  uint32_t bucket = static_cast<uint32_t>(h & (kSlots - 1));
-  // The bucket's own slot when it holds an answer of this generation (a
-  // repeated or colliding answer takes no new slot), else the next one.
-  uint32_t k = __atomic_load_n(&index[bucket], __ATOMIC_RELAXED);
   auto slot_at = [this](uint32_t n) {
     return reinterpret_cast<sentry_fm_slot*>(static_cast<char*>(map_) + kSlotsOffset +
                                              size_t{n} * SENTRY_FM_SLOT_SIZE);
   };
   uint64_t gen = __atomic_load_n(&header()->generation, __ATOMIC_RELAXED);
-  if (k == 0 || k > next_slot_ || slot_at(k - 1)->generation != gen) {
+  auto live = [&](uint32_t n) {
+    return n != 0 && n <= next_slot_ && slot_at(n - 1)->generation == gen;
+  };
+  // The key's own slot on its probe sequence (rewritten in place), else the
+  // first free bucket there (a new slot); all taken: the first bucket's
+  // answer gives way (rewritten in place).
+  uint32_t bucket = static_cast<uint32_t>(h & (kSlots - 1));
+  uint32_t k = __atomic_load_n(&index[bucket], __ATOMIC_RELAXED);
+  for (uint32_t i = 0; i < SENTRY_FM_PROBES; ++i) {
+    uint32_t b = static_cast<uint32_t>((h + i) & (kSlots - 1));
+    uint32_t n = __atomic_load_n(&index[b], __ATOMIC_RELAXED);
+    if (!live(n)) {
+      bucket = b;
+      k = 0;
+      break;
+    }
+    const sentry_fm_slot* s = slot_at(n - 1);
+    if (s->path_len == path.size() && std::memcmp(s->data, path.data(), path.size()) == 0) {
+      bucket = b;
+      k = n;
+      break;
+    }
+  }
+  if (k == 0) {
     if (next_slot_ == kSlots) {
       // Full: everything goes, and the slots are taken from the first again.
       Invalidate();
       gen = __atomic_load_n(&header()->generation, __ATOMIC_RELAXED);
+      bucket = static_cast<uint32_t>(h & (kSlots - 1));
     }
     k = ++next_slot_;
   }

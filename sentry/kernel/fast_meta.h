@@ -48,10 +48,18 @@ class FastMeta final {
   SysResult<UniqueFd> OpenLibrary() const { return Reopen(lib_fd_.get()); }
 
   // path must satisfy sentry_fm_normal. access_ok: see sentry_fm_slot.
-  // target: a symlink's (lstat entries only; null otherwise or too long).
-  void PublishStat(std::string_view path, bool follow, const struct stat& st, uint32_t access_ok,
-                   const std::string_view* target);
-  void PublishAbsent(std::string_view path, bool follow);
+  // link_target: a symlink's target (the entry then answers lstat and
+  // readlink only; null for anything else, whose entry answers stat too).
+  void PublishStat(std::string_view path, const struct stat& st, uint32_t access_ok,
+                   const std::string_view* link_target);
+  void PublishAbsent(std::string_view path);
+  // Directory tokens (region.h): the guest reads a token's id off the
+  // sentry's lock on it and finds here the path that leads to it.
+  void EnableTokens(int32_t lock_pid);
+  bool tokens() const { return tokens_; }
+  void PublishToken(uint64_t id, std::string_view dir_path);
+  // A new id, unique in this process, below 2^62 (a lock's l_start).
+  static uint64_t NewTokenId();
   // Every published answer becomes a miss.
   void Invalidate();
 
@@ -69,6 +77,7 @@ class FastMeta final {
   UniqueFd fd_;
   void* map_;
   UniqueFd lib_fd_;
+  bool tokens_ = false;
   uint32_t next_slot_ = 0;  // taken in order; from 0 again after Invalidate
   uint64_t published_ = 0;
   uint64_t invalidations_ = 0;

@@ -61,6 +61,10 @@ struct OpenObject {
   // part of the identity).
   mutable std::string cursor_name;
   mutable off_t cursor_pos = -1;
+  // Directory tokens: the id of the sentry's lock on it, which the guest
+  // reads to find the token in the fast-metadata region (fastmeta/region.h);
+  // 0 until first published.
+  mutable uint64_t fast_meta_id = 0;
   // Bytes of a memfd the sentry wrote for it (a /proc file's text): memory
   // made by the sentry, charged to the sentry's cgroup and not the guest's,
   // for as long as the guest holds the object.

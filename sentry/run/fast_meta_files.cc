@@ -1,6 +1,7 @@
 #include "sentry/run/fast_meta_files.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -60,6 +61,9 @@ absl::Status AddFastMeta(Kernel& kernel, const TreeConfig& tree) {
   region->reopen = [fm](int) { return fm->OpenReadOnly(); };
   AddSyntheticFile(v, etc, "ld.so.preload", 0644,
                    [] { return std::string(SENTRY_FM_LIBRARY_PATH "\n"); });
+  // The sentry's token locks read l_pid 0 in a guest's pid namespace (the
+  // sentry is outside it), else the sentry's own pid.
+  fm->EnableTokens(kernel.config().namespaces ? 0 : getpid());
   kernel.set_fast_meta(std::move(fm), std::move(tops));
   return absl::OkStatus();
 }
