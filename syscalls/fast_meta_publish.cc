@@ -1,5 +1,6 @@
 #include "syscalls/fast_meta_publish.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -115,7 +116,7 @@ bool RelockDirToken(const OpenObject& object, int held_fd) {
 }
 
 void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
-                     const std::vector<std::string>* names) {
+                     const std::vector<std::pair<std::string, unsigned char>>* names) {
   FastMeta* fm = ctx.kernel.fast_meta();
   if (!fm || !object.dir_token || !object.node || !object.node->IsDir()) return;
   const vfs::NodeRef& dir = object.node;
@@ -135,8 +136,12 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
   if (!names || !SearchableByAll(*dir)) return;
   vfs::Vfs& v = ctx.vfs();
   std::string child_path = path + "/";
-  for (const std::string& name : *names) {
+  for (const auto& [name, type] : *names) {
     if (name == "." || name == "..") continue;
+    // A file not looked up yet would cost a host fstatat here for a stat
+    // that may never come (a listing of site-packages); a directory is
+    // what a walk stats next.
+    if (type != DT_DIR && !dir->children.count(name)) continue;
     vfs::NodeRef child = v.Child(dir, name);
     if (!child || !FromLowerLayer(*child, false)) continue;
     child_path.resize(path.size() + 1);

@@ -23,6 +23,7 @@
 #define SENTRY_SYSCALLS_FAST_META_PUBLISH_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sentry/kernel/syscall_context.h"
@@ -40,11 +41,13 @@ void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
 // directory's own answer (its fstat) and, with the sentry's reference
 // held_fd (fd_holds.h), the token's id (a POSIX lock on held_fd, region.h)
 // and path, so that fstat and fstatat(fd, name) find them without a trap;
-// with names (what a getdents64 just returned), each entry's answer too.
+// with names (what a getdents64 just returned, with each d_type), the
+// answers of its entries that need no host call (looked up before) and of
+// its subdirectories (one host lookup each: what fts and a walk stat next).
 // Only while the directory's path may be published (the rules above), and
 // every child only when that directory may be searched by every caller.
 void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
-                     const std::vector<std::string>* names);
+                     const std::vector<std::pair<std::string, unsigned char>>* names);
 
 // Sets the sentry's lock that names object (a directory token already
 // published) on its held reference held_fd; false if it could not.

@@ -82,13 +82,13 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   std::string last;  // the last name emitted
   // What this call returned, for the fast-metadata region's fill.
   bool fill = ctx.kernel.fast_meta() != nullptr;
-  std::vector<std::string> names;
+  std::vector<std::pair<std::string, unsigned char>> names;
   // Appends one record; false when the buffer is full.
   auto emit = [&](size_t index, std::string_view name, uint64_t ino, unsigned char type) {
     size_t reclen = (sizeof(linux_dirent64_header) + name.size() + 1 + 7) & ~size_t{7};
     if (out.size() + reclen > count) return false;
     last = name;
-    if (fill) names.emplace_back(name);
+    if (fill) names.emplace_back(name, type);
     size_t at = out.size();
     out.resize(at + reclen, 0);
     linux_dirent64_header h{ino, static_cast<int64_t>(index + 1), static_cast<uint16_t>(reclen),

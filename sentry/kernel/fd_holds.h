@@ -21,7 +21,11 @@
 // inode of the store that only its one donation ever opened (made, opened and
 // removed in one step: store_stash.h), so no other description of it can
 // exist: a lock on it conflicts with nothing, and nothing waits for its
-// close. Regular files (lower or upper) are shared inodes where a lingering
+// close. (With --fast-metadata the sentry itself holds a POSIX read lock on
+// one byte of each held directory token, which names the token to the
+// guest's library: syscalls/fast_meta_publish.h. A guest's F_GETLK on a
+// directory fd reports it; a directory fd is read-only, so no lock the
+// guest can take conflicts with it.) Regular files (lower or upper) are shared inodes where a lingering
 // flock would be seen by the next opener; they take the copy path.
 //
 // Bounds: the sentry cannot see a guest close an fd, so each Keep first
