@@ -363,6 +363,7 @@ t("token", lambda: "/usr/lib/python3.11" in tokens().values())
 // answered for what it names now, never from the old directory's entries.
 TEST(FastMeta, FdReuseNeverAnswersForTheOldDirectory) {
   ProcessResult r = RunRegionPy(R"PY(
+import time
 A, B = "/usr/lib/python3.11/json", "/usr/lib/python3.11/email"
 fd = os.open(A, os.O_RDONLY | os.O_DIRECTORY)
 os.listdir(fd)
@@ -402,6 +403,24 @@ if pid == 0:
     os._exit(0 if ok else 1)
 t("child", lambda: os.waitpid(pid, 0)[1])
 t("parent_after", lambda: (lib_stat_at(a, "decoder.py") != 2, agree(a, ["decoder.py"])))
+# A forged token: another guest process locks the byte of A's token id on a
+# file of its own; the lock reads as that process's, not the sentry's.
+tid = int([k for k, p in tokens().items() if p == A][0][1:], 16)
+forged = os.open("/tmp/fm-forged", os.O_RDWR | os.O_CREAT)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    fcntl.fcntl(forged, fcntl.F_SETLK, struct.pack("hhqqi4x", fcntl.F_RDLCK, 0, tid, 1, 0))
+    os.write(w, b"x")
+    time.sleep(30)
+    os._exit(0)
+os.read(r, 1)
+seen = struct.unpack("hhqqi4x", fcntl.fcntl(forged, fcntl.F_GETLK,
+                                            struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0)))
+t("forged_lock", lambda: (seen[2] == tid, seen[4] > 0))
+t("forged", lambda: (lib_stat_at(forged, "decoder.py"), agree(forged, ["decoder.py"])))
+os.kill(pid, 9)
+os.waitpid(pid, 0)
 )PY");
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   Results res = ParseResults(r.out);
@@ -415,6 +434,9 @@ t("parent_after", lambda: (lib_stat_at(a, "decoder.py") != 2, agree(a, ["decoder
   EXPECT_EQ(Value(res, "raw_closed"), "(9, 9)") << r.out;  // EBADF
   EXPECT_EQ(Value(res, "child"), "0") << r.out;
   EXPECT_EQ(Value(res, "parent_after"), "(True, [])") << r.out;
+  // The forger's lock is there, at the token's byte, with its own pid.
+  EXPECT_EQ(Value(res, "forged_lock"), "(True, True)") << r.out;
+  EXPECT_EQ(Value(res, "forged"), "(20, [])") << r.out;  // ENOTDIR: a file
 }
 
 // A listed directory the guest renames, empties or removes: its fd's
