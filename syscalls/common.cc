@@ -183,9 +183,14 @@ SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::No
 }
 
 SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
-                           bool dir_token, bool cloexec, std::string path, bool hold) {
+                           bool dir_token, bool cloexec, std::string path, bool hold,
+                           const struct stat* known) {
   struct stat st;
-  if (fstat(host_fd.get(), &st) < 0) return Errno{errno};
+  if (known) {
+    st = *known;
+  } else if (fstat(host_fd.get(), &st) < 0) {
+    return Errno{errno};
+  }
   hold = hold && ctx.kernel.holds().enabled();
   SYS_TRY(RegisterOpen(ctx, st, node, dir_token, std::move(path), hold));
   SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(host_fd.get(), cloexec));

@@ -62,9 +62,11 @@ SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::No
 // sandbox path `path`, for /proc/PID/fd); returns the guest fd. ENFILE when
 // the sentry's table of donated objects is full of ones the guest holds.
 // A token (hold) is kept by the sentry afterwards (fd_holds.h); any other
-// host_fd is closed.
+// host_fd is closed. known: host_fd's fstat, when its maker took it (a
+// directory token: vfs::DirToken); else Donate takes it.
 SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
-                           bool dir_token, bool cloexec, std::string path = "", bool hold = false);
+                           bool dir_token, bool cloexec, std::string path = "", bool hold = false,
+                           const struct stat* known = nullptr);
 
 // The mode a new file gets: mode masked by the caller's umask.
 mode_t ApplyUmask(SyscallContext& ctx, mode_t mode);

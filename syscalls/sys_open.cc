@@ -82,10 +82,18 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
       }
     }
   }
+  // A read-only open leaves its read checks to its ADDFD (DefersReadChecks in
+  // sentry/kernel/dispatcher.cc) only where nothing but that fd comes of it:
+  // a directory's or O_PATH token, a regular file. Any other open (a FIFO,
+  // which its writer sees; a device; generated /proc text; a pipe reopened)
+  // proves them first.
+  bool quiet =
+      node->IsDir() || (flags & O_PATH) || (node->kind() == vfs::NodeKind::kFile && !node->reopen);
+  if (!quiet && !ctx.mem.Settle()) return Errno{EFAULT};
   bool cloexec = flags & O_CLOEXEC;
   if (node->IsDir() && !(flags & O_PATH)) {
-    SYS_ASSIGN_OR_RETURN(UniqueFd token, ctx.vfs().store().NewDirToken());
-    return Donate(ctx, std::move(token), node, true, cloexec, "", /*hold=*/true);
+    SYS_ASSIGN_OR_RETURN(vfs::DirToken token, ctx.vfs().store().NewDirToken());
+    return Donate(ctx, std::move(token.fd), node, true, cloexec, "", /*hold=*/true, &token.st);
   }
   if (flags & O_PATH) {
     SYS_ASSIGN_OR_RETURN(UniqueFd token, PathToken(ctx));

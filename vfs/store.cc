@@ -72,9 +72,9 @@ SysStatus Store::Truncate(const std::string& name, off_t len) {
   return {};
 }
 
-SysResult<UniqueFd> Store::NewDirToken() {
+SysResult<DirToken> Store::NewDirToken() {
   if (stash_) {
-    if (UniqueFd token = stash_->TakeToken()) return token;
+    if (DirToken token = stash_->TakeToken()) return token;
   }
   return MakeDirToken();
 }
@@ -94,7 +94,7 @@ void Store::set_dir_fd(UniqueFd dir_fd) {
   if (stash_) stash_->Resume();
 }
 
-SysResult<UniqueFd> Store::MakeDirToken() {
+SysResult<DirToken> Store::MakeDirToken() {
   std::string name = "d" + std::to_string(next_++);
   {
     AsOwner as(uid_, gid_);
@@ -105,7 +105,9 @@ SysResult<UniqueFd> Store::MakeDirToken() {
   AsOwnerUid as(uid_);
   unlinkat(dir_fd_.get(), name.c_str(), AT_REMOVEDIR);
   if (fd < 0) return Errno{err};
-  return UniqueFd(fd);
+  DirToken token{UniqueFd(fd), {}};
+  if (fstat(fd, &token.st) < 0) return Errno{errno};
+  return token;
 }
 
 SysStatus Store::SetTimes(int fd, const timespec times[2]) {

@@ -49,9 +49,10 @@ class Store final {
   void Release(const std::string& name);
   // A directory token: an open, already removed, empty directory. It has an inode
   // of its own, reads fail with EISDIR, and lookups in it find nothing. Taken
-  // from the stash when there is one (see store_stash.h), else made.
-  SysResult<UniqueFd> NewDirToken();
-  SysResult<UniqueFd> MakeDirToken();  // thread-safe
+  // from the stash when there is one (see store_stash.h), else made; with its
+  // identity (fstat), taken where it was made.
+  SysResult<DirToken> NewDirToken();
+  SysResult<DirToken> MakeDirToken();  // thread-safe
   // Starts a thread that makes directory tokens and empty files ahead (on
   // `cpus` if given), from when the store has its directory.
   void StartStash(const std::optional<cpu_set_t>& cpus);

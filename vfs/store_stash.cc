@@ -18,8 +18,8 @@ StoreStash::~StoreStash() {
   thread_.Join();
 }
 
-UniqueFd StoreStash::TakeToken() {
-  UniqueFd token;
+DirToken StoreStash::TakeToken() {
+  DirToken token;
   bool refill = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -94,7 +94,7 @@ void StoreStash::Loop() {
     size_t want_tokens = kHigh - tokens_.size();
     size_t want_files = makers_.file ? kHigh - files_.size() : 0;
     lock.unlock();
-    std::vector<UniqueFd> tokens;
+    std::vector<DirToken> tokens;
     std::vector<std::string> files;
     for (size_t i = 0; i < want_tokens; ++i) {
       auto token = makers_.token();
@@ -112,7 +112,7 @@ void StoreStash::Loop() {
       low_.wait(lock);
       continue;
     }
-    for (UniqueFd& t : tokens) tokens_.push_back(std::move(t));
+    for (DirToken& t : tokens) tokens_.push_back(std::move(t));
     for (std::string& f : files) files_.push_back(std::move(f));
   }
   // Still holding the identity that made them.

@@ -26,6 +26,7 @@
 #define SENTRY_VFS_STORE_STASH_H_
 
 #include <sched.h>
+#include <sys/stat.h>
 
 #include <condition_variable>
 #include <functional>
@@ -40,6 +41,15 @@
 
 namespace sentry::vfs {
 
+// A directory token (Store::NewDirToken) and its identity, taken by fstat
+// where it was made: on the stash's thread when the stash made it, so that
+// the donation does not fstat it again while the guest waits.
+struct DirToken {
+  UniqueFd fd;
+  struct stat st {};
+  explicit operator bool() const { return static_cast<bool>(fd); }
+};
+
 class StoreStash final {
  public:
   // What the stash's thread calls. start: once, before it makes anything
@@ -48,7 +58,7 @@ class StoreStash final {
   // no files); drop: removes a file made and never taken.
   struct Makers {
     std::function<void()> start;
-    std::function<SysResult<UniqueFd>()> token;
+    std::function<SysResult<DirToken>()> token;
     std::function<SysResult<std::string>()> file;
     std::function<void(const std::string&)> drop;
   };
@@ -61,8 +71,8 @@ class StoreStash final {
   StoreStash(const StoreStash&) = delete;
   StoreStash& operator=(const StoreStash&) = delete;
 
-  // A token made ahead, or an invalid fd if none is in hand.
-  UniqueFd TakeToken();
+  // A token made ahead, or one with an invalid fd if none is in hand.
+  DirToken TakeToken();
   // The name of an empty file made ahead, or nullopt if none is in hand.
   std::optional<std::string> TakeFile();
   // Lets the thread make entries (a mutex orders it after the store's setup).
@@ -83,7 +93,7 @@ class StoreStash final {
   Makers makers_;
   std::mutex mu_;
   std::condition_variable low_;
-  std::vector<UniqueFd> tokens_;
+  std::vector<DirToken> tokens_;
   std::vector<std::string> files_;
   std::vector<std::string> doomed_;  // waiting for Defer's removal
   uint64_t doomed_bytes_ = 0;

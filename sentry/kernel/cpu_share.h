@@ -15,8 +15,9 @@
 // The bound, over any interval T of a run: the sentry's CPU on the sandbox's
 // trapped calls <= kBurst + kMultiple x share x T + the cost of one call (the
 // call that put the bucket in debt; the debt is then paid back in full) +
-// 100 µs (a loop reads its CPU clock, a syscall, once per 100 µs of wall time
-// rather than per call: NotifyLoop::Run's kChargeEveryNs).
+// 1 ms of answering and 64 receives (a loop reads its CPU clock, a syscall,
+// once it has spent 1 ms answering calls or answered 64, rather than per
+// call: NotifyLoop::Run's kChargeEveryNs and kChargeEveryCalls).
 //
 // Thread-safe (the loops of a sandbox's exec'd processes share one).
 #ifndef SENTRY_KERNEL_CPU_SHARE_H_

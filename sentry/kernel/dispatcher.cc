@@ -1,5 +1,6 @@
 #include "sentry/kernel/dispatcher.h"
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 
 #include <algorithm>
@@ -27,9 +28,26 @@ bool IsDenial(int err) {
 // leave the notification check to that write (NotifMemoryBackend in
 // sentry/platform/notify_loop.cc). A handler that creates, removes, renames,
 // opens, sends or waits must not be here: a withdrawn call's effect would
-// then rest on bytes not proven to be its own.
-bool DefersReadChecks(int nr) {
+// then rest on bytes not proven to be its own. One kind of open is: a
+// read-only one (flags in a register: no O_CREAT, O_TRUNC or O_TMPFILE, no
+// write access) only resolves its path and opens what it names, and its
+// effect, the fd, comes by SECCOMP_IOCTL_NOTIF_ADDFD, which the kernel
+// refuses for a withdrawn notification: that check, after every read, proves
+// them. What such an open could do before its ADDFD (a FIFO's open, which a
+// writer sees; a pipe reopened through /proc) settles first (sys_open.cc).
+bool ReadOnlyOpen(uint64_t flags) {
+  // O_TMPFILE's own bit (O_TMPFILE includes O_DIRECTORY; a header in this
+  // build defines __O_TMPFILE as the whole of O_TMPFILE).
+  constexpr uint64_t kTmpfileBit = O_TMPFILE & ~O_DIRECTORY;
+  return (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC | kTmpfileBit));
+}
+
+bool DefersReadChecks(int nr, const uint64_t* args) {
   switch (nr) {
+    case SYS_open:
+      return ReadOnlyOpen(args[1]);
+    case SYS_openat:
+      return ReadOnlyOpen(args[2]);
     case SYS_stat:
     case SYS_lstat:
     case SYS_fstat:
@@ -97,7 +115,7 @@ DispatchResult Dispatcher::Dispatch(SyscallContext& ctx, int nr) {
     r.value = -ENOSYS;
     r.refused = true;
   } else {
-    bool defer = ctx.kernel.config().fast_trap && DefersReadChecks(nr);
+    bool defer = ctx.kernel.config().fast_trap && DefersReadChecks(nr, ctx.args.raw);
     if (defer) ctx.mem.DeferReadChecks(true);
     SysResult<uint64_t> res = row->handler(ctx);
     if (defer) {

@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace sentry {
@@ -16,14 +17,14 @@ void FdHolds::Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd)
     SetHint(tgid, guest_fd, it->second);
     return;  // fd closes here: one reference per object is enough
   }
-  // The next references round the ring: closed if the guest closed them.
-  size_t probed = 0;
-  for (size_t i = 0; i < kMaxHeld && probed < kProbesPerKeep && !by_object_.empty(); ++i) {
-    uint32_t at = probe_;
-    probe_ = (probe_ + 1) % kMaxHeld;
-    if (!slots_[at].fd) continue;
-    ++probed;
-    if (!StillHeld(slots_[at])) Release(at);
+  // Every reference asked, once enough Keeps have passed: closed if the
+  // guest closed it.
+  if (++keeps_ >= sweep_after_) {
+    for (uint32_t at = 0; at < kMaxHeld; ++at) {
+      if (slots_[at].fd && !StillHeld(slots_[at])) Release(at);
+    }
+    keeps_ = 0;
+    sweep_after_ = std::max(kSweepEvery, by_object_.size());
   }
   // A free slot from the oldest on; none free: the oldest goes.
   uint32_t index = next_;

@@ -28,16 +28,19 @@
 // guest can take conflicts with it.) Regular files (lower or upper) are shared inodes where a lingering
 // flock would be seen by the next opener; they take the copy path.
 //
-// Bounds: the sentry cannot see a guest close an fd, so each Keep first
-// asks the kernel (kcmp) whether the two oldest references are still open
-// in the guest under the number they were donated as, and closes those that
-// are not: a guest that opens and closes directories in a loop leaves the
-// sentry a reference or two, not a growing pile (redteam_resources_test's
-// churn allows 32 fds). This costs the Keep one or two kcmp calls, where the
-// donation no longer closes its fd. At most kMaxHeld references per sandbox
-// in any case, the oldest closed first; kMaxHints hints, all dropped past
-// that. Dropping either only costs speed. Not thread-safe: used under the
-// kernel's mutex.
+// Bounds: the sentry cannot see a guest close an fd, so every so many
+// Keeps it sweeps: it asks the kernel (kcmp) of each reference whether it is
+// still open in the guest under the number it was donated as, and closes
+// those that are not. The sweep comes once max(kSweepEvery, the references
+// left by the last sweep) Keeps have passed, so it costs 1 + live/that
+// kcmp calls per Keep (1.2 for a find, whose open directories are a few;
+// at most 2), where probing two references at each Keep cost 2: a guest
+// that opens and closes directories in a loop leaves the sentry at most
+// kSweepEvery references more than it keeps open, not a growing pile
+// (redteam_resources_test's churn allows 32 fds). At most kMaxHeld
+// references per sandbox in any case, the oldest closed first; kMaxHints
+// hints, all dropped past that. Dropping either only costs speed. Not
+// thread-safe: used under the kernel's mutex.
 #ifndef SENTRY_KERNEL_FD_HOLDS_H_
 #define SENTRY_KERNEL_FD_HOLDS_H_
 
@@ -60,8 +63,8 @@ class FdHolds final {
   // reserved at 4096 (base/fd_table.h), and a warm pool keeps several
   // sandboxes per process.
   static constexpr size_t kMaxHeld = 64;
-  // References checked (and closed if the guest closed them) per Keep.
-  static constexpr size_t kProbesPerKeep = 2;
+  // Keeps between two sweeps, at least (see above).
+  static constexpr size_t kSweepEvery = 16;
   static constexpr size_t kMaxHints = 4 * kMaxHeld;
 
   struct Held {
@@ -127,9 +130,10 @@ class FdHolds final {
 
   bool enabled_ = true;
   std::vector<Slot> slots_;
-  uint32_t next_ = 0;   // where the next Keep looks for a free slot (the oldest)
-  uint32_t probe_ = 0;  // the slot the next probe starts at
-  pid_t self_ = 0;      // the sentry's pid, for kcmp
+  uint32_t next_ = 0;                 // where the next Keep looks for a free slot (the oldest)
+  size_t keeps_ = 0;                  // Keeps since the last sweep
+  size_t sweep_after_ = kSweepEvery;  // ...and how many make the next
+  pid_t self_ = 0;                    // the sentry's pid, for kcmp
   std::unordered_map<ObjectKey, uint32_t, ObjectHash> by_object_;
   std::unordered_map<uint64_t, HintSlot> hints_;
 };

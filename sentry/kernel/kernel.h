@@ -72,7 +72,7 @@ struct KernelConfig {
   bool fast_fd_identity = true;
   // The trap's own host calls trimmed (off: --no-fast-trap): read checks of
   // stat-like calls left to their write (NotifyLoop's memory backend), the
-  // CPU share's clock read once per 100 µs of work, not per call.
+  // CPU share's clock read once per 1 ms of answering or 64 calls.
   bool fast_trap = true;
   uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid, range_uid); }
   gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid, range_gid); }

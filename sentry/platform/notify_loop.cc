@@ -24,9 +24,11 @@ namespace sentry {
 namespace {
 
 constexpr int kWakeSignal = SIGURG;
-// How much wall time may pass before the sandbox's CPU share is charged for
-// the calls answered meanwhile (see NotifyLoop::Run, kernel/cpu_share.h).
-constexpr uint64_t kChargeEveryNs = 100'000;
+// How much time answering calls (from a receive's return to the reply), and
+// how many calls, may pass before the sandbox's CPU share is charged for them
+// (see NotifyLoop::Run, kernel/cpu_share.h).
+constexpr uint64_t kChargeEveryNs = 1'000'000;
+constexpr uint32_t kChargeEveryCalls = 64;
 
 void NoopHandler(int) {}
 
@@ -248,11 +250,15 @@ void NotifyLoop::Run() {
   uint64_t cpu_ns = share_ ? ThreadCpuNs() : 0;
   // The thread's CPU clock is a real syscall (0.4-0.6 µs here, more than an
   // ID_VALID), the monotonic clock a vDSO read (~25 ns). So the CPU clock is
-  // read only once kChargeEveryNs of wall time has passed since the last
-  // reading: the sum charged is the same, the charge comes at most that much
-  // later (CPU time <= wall time), and a busy loop reads it every ~10th call.
+  // read only once the loop has spent kChargeEveryNs answering calls (timed
+  // from each receive's return to its reply, the time the CPU clock can have
+  // advanced by besides the receives' own) or answered kChargeEveryCalls
+  // since the last reading: the sum charged is the same, the charge comes at
+  // most that much work later. Gating on wall time instead read the clock at
+  // nearly every call of a real workload, whose calls come tens of µs apart.
   bool batched = kernel_.config().fast_trap;
-  uint64_t charged_at = NowNs();
+  uint64_t busy_ns = 0;
+  uint32_t calls = 0;
   while (!stop_) {
     // Past the sandbox's share of the sentry's CPU: its next call waits
     // here, still queued in the kernel, until the budget is paid back
@@ -280,16 +286,21 @@ void NotifyLoop::Run() {
       if (!stop_) log::Error(absl::StrCat("seccomp receive failed: ", -r));
       break;
     }
+    uint64_t received_at = share_ && batched ? NowNs() : 0;
     HandleOne(req);
     // Charged per call: the receive and the answer (a blocked receive
     // costs no CPU).
     if (share_) {
-      uint64_t wall = batched ? NowNs() : 0;
-      if (!batched || wall - charged_at >= kChargeEveryNs) {
+      if (batched) {
+        busy_ns += NowNs() - received_at;
+        ++calls;
+      }
+      if (!batched || busy_ns >= kChargeEveryNs || calls >= kChargeEveryCalls) {
         uint64_t now = ThreadCpuNs();
         share_->Charge(now - cpu_ns);
         cpu_ns = now;
-        charged_at = wall;
+        busy_ns = 0;
+        calls = 0;
       }
     }
   }

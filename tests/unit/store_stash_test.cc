@@ -31,9 +31,9 @@ bool Eventually(F cond) {
 }
 
 // A token stand-in: an fd of /dev/null, counted.
-SysResult<UniqueFd> CountedFd(std::atomic<int>* made) {
+SysResult<DirToken> CountedFd(std::atomic<int>* made) {
   ++*made;
-  return UniqueFd(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  return DirToken{UniqueFd(open("/dev/null", O_RDONLY | O_CLOEXEC)), {}};
 }
 
 StoreStash::Makers TokensOnly(std::atomic<int>* made) {
@@ -85,14 +85,18 @@ TEST(StoreStashTest, AStoreHandsOutRealDirectoryTokens) {
       auto token = store.NewDirToken();
       ASSERT_TRUE(token.ok());
       struct stat st;
-      ASSERT_EQ(fstat(token->get(), &st), 0);
+      ASSERT_EQ(fstat(token->fd.get(), &st), 0);
+      // The identity it comes with is its own (donations use it unchecked).
+      EXPECT_EQ(token->st.st_dev, st.st_dev);
+      EXPECT_EQ(token->st.st_ino, st.st_ino);
+      EXPECT_TRUE(S_ISDIR(token->st.st_mode));
       EXPECT_TRUE(S_ISDIR(st.st_mode));
       EXPECT_EQ(st.st_nlink, 0u);  // already removed
       inodes.insert(st.st_ino);
       char c;
-      EXPECT_EQ(read(token->get(), &c, 1), -1);
+      EXPECT_EQ(read(token->fd.get(), &c, 1), -1);
       EXPECT_EQ(errno, EISDIR);
-      held.push_back(std::move(*token));
+      held.push_back(std::move(token->fd));
     }
     EXPECT_EQ(inodes.size(), 40u);  // each an inode of its own
   }
