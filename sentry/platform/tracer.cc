@@ -237,6 +237,10 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       }
       if (!task->started) {
         task->started = true;
+        if (task->fork_child) {
+          task->held_stopped = true;  // held for its hand-off (never resumed here)
+          return;
+        }
         Resume(pid, 0);
         return;
       }
@@ -299,10 +303,18 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   }
   if (trace_) TraceNewTask(parent, t.ns_tid, event);
   if (observer_) observer_->OnNewTask(parent, child);
+  t.fork_child = fork_child;
+  if (fork_child && kernel_.fork_children.size() < Kernel::kMaxForkChildren) {
+    kernel_.fork_children.push_back(child);
+  }
   Task& added = kernel_.tasks().Add(std::move(t));
   if (early_stops_.erase(child)) {
     added.started = true;
-    Resume(child, 0);
+    if (fork_child) {
+      added.held_stopped = true;
+    } else {
+      Resume(child, 0);
+    }
   }
 }
 

@@ -29,7 +29,7 @@ using nlohmann::json;
 constexpr size_t kMaxSpecBytes = 16 << 20;
 
 // The fds of one launch message, in order.
-enum LaunchFd { kSpec, kRequests, kFrames, kMessages, kLog, kLaunchFds };
+enum LaunchFd { kSpec, kRequests, kFrames, kMessages, kLog, kControl, kLaunchFds };
 
 std::vector<uint8_t> EncodeSpec(const SandboxSpec& s) {
   json j = {{"argv", s.argv},           {"memory", s.memory_bytes},
@@ -102,6 +102,7 @@ bool ReadAll(int fd, std::string* out, size_t max) {
     log::Error(absl::StrCat("a malformed session spec reached the launcher: ", e.what()));
     _exit(125);
   }
+  o.control_fd = fds[kControl].Release();  // the fork's control socket (FORK.md)
   for (UniqueFd& fd : fds) fd.Reset();
   // The kernel's stdio are the server's pipes, relayed; nothing read from
   // the host's files; the run's result object to fd 3 at the end.
@@ -210,6 +211,12 @@ absl::StatusOr<SandboxProcess> SandboxLauncher::Launch(const SandboxSpec& spec) 
       !pipe_pair(&out.messages, &theirs[kMessages]) || !pipe_pair(&out.log, &theirs[kLog])) {
     return ErrnoStatus("pipe");
   }
+  int control[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) {
+    return ErrnoStatus("socketpair for the supervisor's control");
+  }
+  out.control = UniqueFd(control[0]);
+  theirs[kControl] = UniqueFd(control[1]);
   int fds[kLaunchFds];
   for (int i = 0; i < kLaunchFds; ++i) fds[i] = theirs[i].get();
   std::lock_guard<std::mutex> lock(mu_);
