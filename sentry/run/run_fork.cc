@@ -5,6 +5,7 @@
 // its back.
 //
 // The re-listen, in order:
+//   0. the NotifyLoop stops (a call it has received is answered first);
 //   1. the forking thread T waits at its seccomp stop; every other task of
 //      the sandbox is interrupted (PTRACE_INTERRUPT) and waited for: a call
 //      of one waiting in the old listener L1 leaves it with -ERESTARTSYS and
@@ -15,8 +16,8 @@
 //      (and the children) may be left; the guest's sock_fprog must take the
 //      program; every thread of T's process must have T's filter depth
 //      (TSYNC's condition, the one a guest can break on purpose);
-//   3. the NotifyLoop stops, and L1 closes once no late call holds a copy
-//      (a chain holds one listener: the kernel refuses a second);
+//   3. L1 closes once no late call holds a copy (a chain holds one
+//      listener: the kernel refuses a second);
 //   4. the tracer's BeginRelisten writes the after-fork program over the
 //      guest's buffer, with NEW_LISTENER|TSYNC|TSYNC_ESRCH, and takes L2;
 //   5. a new NotifyLoop answers L2 with the after-fork table; each child is
@@ -233,10 +234,20 @@ void Run::OnListenerRequest(pid_t pid) {
   fork_ = ForkPrepare{};
   tracer_->WithdrawFork(prepared.thread);
   relisten_busy_ = true;
+  // The loop first: a call it has received it answers before it stops, so
+  // no call is interrupted half-done by the sentry (its effect made, its
+  // answer lost, then made again when it restarts). Those not received yet
+  // stay queued in L1 until the interrupt withdraws them.
+  loop_->Stop();
+  // Its own copy of L1 for late calls goes with it; each late call's goes
+  // when its work sees its call withdrawn (CloseOldListener).
+  std::weak_ptr<Unotify> late = loop_->late_listener();
+  loop_.reset();
   std::string why = QuiesceAllBut(pid);
   if (why.empty()) why = CheckRelistenable(pid);
-  if (why.empty()) why = CloseOldListener();
+  if (why.empty()) why = CloseOldListener(late);
   if (!why.empty()) {
+    if (!loop_ && unotify_) StartLoop();  // L1 serves on
     KillForkChildren(ForkChildrenSince(prepared.first_child), why);
     ResumeQuiesced();
     relisten_busy_ = false;
@@ -362,23 +373,15 @@ std::string Run::CheckRelistenable(pid_t pid) {
   return CheckOffer(pid, AfterForkProgram().size());
 }
 
-std::string Run::CloseOldListener() {
-  loop_->Stop();
-  // The loop's own copy for late calls goes with it; each late call's goes
-  // when its work sees its call withdrawn.
-  std::weak_ptr<Unotify> late = loop_->late_listener();
-  loop_.reset();
+std::string Run::CloseOldListener(const std::weak_ptr<Unotify>& late) {
   auto deadline = std::chrono::steady_clock::now() + kLateCopiesLimit;
   while (!late.expired() && std::chrono::steady_clock::now() < deadline) {
     timespec ts{0, 1000 * 1000};
     nanosleep(&ts, nullptr);
   }
-  if (!late.expired()) {
-    // A late call still holds a copy: the kernel would refuse the new
-    // listener. L1 serves on.
-    StartLoop();
-    return "a call of the guest still waits in the sentry";
-  }
+  // A late call that still holds a copy: the kernel would refuse the new
+  // listener (one per chain).
+  if (!late.expired()) return "a call of the guest still waits in the sentry";
   unotify_.reset();  // L1's last copy: its filter fails closed (ENOSYS) from here
   return "";
 }
@@ -410,7 +413,9 @@ void Run::OnRelistenTaken(int err, UniqueFd listener) {
   }
   unotify_ = std::make_unique<Unotify>(std::move(listener));
   sync_wakeup_ = unotify_->SetSyncWakeup();
-  dispatcher_ = std::make_unique<Dispatcher>(nullptr, &FindSyscallAfterFork);
+  // The table after a fork: every call that names a pid trapped
+  // (ConfinePids), the children none of the sandbox's.
+  dispatcher_ = std::make_unique<Dispatcher>(dispatcher_->trace(), &FindSyscallAfterFork);
   StartLoop();
   ForkHandoffContext ctx{*kernel_, *tracer_, {}, relisten_parent_};
   for (int fd : stdio_.child_fds()) {

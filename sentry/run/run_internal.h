@@ -112,7 +112,7 @@ class Run {
   void OnListenerRequest(pid_t pid);
   std::string QuiesceAllBut(pid_t keep);
   std::string CheckRelistenable(pid_t pid);
-  std::string CloseOldListener();
+  std::string CloseOldListener(const std::weak_ptr<Unotify>& late);
   void StartLoop();
   void OnRelistenTaken(int err, UniqueFd listener);
   void ResumeQuiesced();

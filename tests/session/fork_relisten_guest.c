@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FORK_FLAGS                                                                           \
@@ -82,6 +83,22 @@ static void* Caller(void* arg) {
       close(fd);
     }
     atomic_fetch_add(&g_calls, 1);
+  }
+  return NULL;
+}
+
+static atomic_int g_signals;
+static void OnUsr1(int sig) {
+  (void)sig;
+  atomic_fetch_add(&g_signals, 1);
+}
+
+static void* Signaller(void* arg) {
+  (void)arg;
+  // Signals to the process while its tasks are stopped and resumed.
+  while (!atomic_load(&g_stop)) {
+    if (kill(getpid(), SIGUSR1) != 0) atomic_fetch_add(&g_errors, 1);
+    usleep(200);
   }
   return NULL;
 }
@@ -145,12 +162,18 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "deep") == 0) return Unforkable(1);
   int race = strcmp(argv[1], "race") == 0;
   Work(argc, argv, 2, "before");
-  pthread_t callers[2], own, reader;
+  pthread_t callers[2], own, reader, signaller;
   if (race) {
     unlink(g_fifo);
     if (mkfifo(g_fifo, 0600) != 0) return 3;
     pthread_create(&reader, NULL, FifoReader, NULL);
     for (int i = 0; i < 2; ++i) pthread_create(&callers[i], NULL, Caller, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = OnUsr1;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, NULL);
+    pthread_create(&signaller, NULL, Signaller, NULL);
   }
   printf("pid %d\n", getpid());
   char line[64];
@@ -161,8 +184,13 @@ int main(int argc, char** argv) {
   if (c == 0) _exit(0);  // held by the supervisor: never runs
   printf("clone %d\n", Err(c));
   int free_before = LowestFreeFd();
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   long r = Relisten();
-  printf("relisten %d\n", r < 0 ? errno : (int)r);
+  int relisten_err = r < 0 ? errno : (int)r;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  printf("relisten %d\n", relisten_err);
+  printf("relisten_us %ld\n", (t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
   printf("no_new_fd %d\n", LowestFreeFd() == free_before ? 0 : 1);
   if (c > 0) {
     // The walls between parent and child: the child (killed at the end of
@@ -192,7 +220,9 @@ int main(int argc, char** argv) {
     usleep(20000);
     atomic_store(&g_stop, 1);
     for (int i = 0; i < 2; ++i) pthread_join(callers[i], NULL);
+    pthread_join(signaller, NULL);
     printf("calls_after %d\n", atomic_load(&g_calls) > before ? 0 : 1);
+    printf("signals_seen %d\n", atomic_load(&g_signals) > 0 ? 0 : 1);
     printf("call_errors %d\n", atomic_load(&g_errors));
   }
   Work(argc, argv, 2, "after");
