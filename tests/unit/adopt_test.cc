@@ -43,6 +43,7 @@
 #include "sentry/run/run.h"
 #include "sentry/run/sandbox_tree.h"
 #include "sentry/run/spawn.h"
+#include "sentry/session/sandbox_launcher.h"
 #include "syscalls/fork_gate.h"
 #include "syscalls/table.h"
 #include "vfs/store.h"
@@ -199,27 +200,51 @@ bool WaitReadable(int fd, int ms) {
   return poll(&p, 1, ms) > 0;
 }
 
-Scenario RunScenario(bool shared_mapping) {
+// S2 is RunSandbox in adopt mode: in a process forked here, or started as
+// the server starts it (the session launcher's zygote, an adopting spec).
+Scenario RunScenario(bool shared_mapping, bool via_launcher = false) {
   Scenario out;
   // S2 first, while this process has one thread.
-  int sv[2], s2in[2], s2out[2];
+  int sv[2];
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-  EXPECT_EQ(pipe2(s2in, O_CLOEXEC), 0);
-  EXPECT_EQ(pipe2(s2out, O_CLOEXEC), 0);
-  pid_t s2 = fork();
-  if (s2 == 0) {
-    dup2(s2in[0], 0);
-    dup2(s2out[1], 1);
-    close(sv[0]);
-    RunOptions o;
-    o.adopt_fd = sv[1];
-    o.timeout_sec = 20;
-    o.disk_bytes = 64 << 20;
-    _exit(RunSandbox(o));
+  UniqueFd s2_requests, s2_frames;  // S2's fd 0 (written here) and fd 1 (read here)
+  pid_t s2 = -1;
+  std::unique_ptr<session::SandboxLauncher> launcher;
+  session::SandboxProcess launched;
+  RunOptions s2_base;
+  s2_base.timeout_sec = 20;
+  s2_base.disk_bytes = 64 << 20;
+  if (via_launcher) {
+    auto started = session::SandboxLauncher::Start(s2_base);
+    EXPECT_TRUE(started.ok());
+    launcher = std::move(*started);
+    session::SandboxSpec spec;
+    spec.argv = {"unused: adopt mode runs the handed-over child"};
+    spec.adopt_fd = sv[1];
+    auto p = launcher->Launch(spec);
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    if (p.ok()) launched = std::move(*p);
+    s2_requests = std::move(launched.requests);
+    s2_frames = std::move(launched.frames);
+  } else {
+    int s2in[2], s2out[2];
+    EXPECT_EQ(pipe2(s2in, O_CLOEXEC), 0);
+    EXPECT_EQ(pipe2(s2out, O_CLOEXEC), 0);
+    s2 = fork();
+    if (s2 == 0) {
+      dup2(s2in[0], 0);
+      dup2(s2out[1], 1);
+      close(sv[0]);
+      RunOptions o = s2_base;
+      o.adopt_fd = sv[1];
+      _exit(RunSandbox(o));
+    }
+    close(s2in[0]);
+    close(s2out[1]);
+    s2_requests = UniqueFd(s2in[1]);
+    s2_frames = UniqueFd(s2out[0]);
   }
   close(sv[1]);
-  close(s2in[0]);
-  close(s2out[1]);
 
   auto slot = TakeSandboxIdSlot();
   EXPECT_TRUE(slot.ok());
@@ -293,8 +318,9 @@ Scenario RunScenario(bool shared_mapping) {
   auto pump = [&] {
     int status;
     pid_t pid;
+    // (Only the traced tasks and S2: not the launcher's zygote.)
     while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
-      if (pid == s2) {
+      if (s2 > 0 && pid == s2) {
         s2_status = status;
         s2_reaped = true;
       } else {
@@ -324,15 +350,15 @@ Scenario RunScenario(bool shared_mapping) {
     // The parent's later write, then the child may look.
     EXPECT_TRUE(
         WriteIntoSandbox(kernel.vfs(), creds, "late", 0644, "/home/sandbox/after.txt").ok());
-    Say(s2in[1], "go");
+    Say(s2_requests.get(), "go");
   }
   bool looked = false;
   // S2's output until it ends (the child's end).
   while (std::chrono::steady_clock::now() < deadline + std::chrono::seconds(10)) {
     pump();
-    if (!WaitReadable(s2out[0], 20)) continue;
+    if (!WaitReadable(s2_frames.get(), 20)) continue;
     char buf[4096];
-    ssize_t n = read(s2out[0], buf, sizeof(buf));
+    ssize_t n = read(s2_frames.get(), buf, sizeof(buf));
     if (n <= 0) break;
     out.s2_out.append(buf, static_cast<size_t>(n));
     if (!looked && out.s2_out.find("END\n") != std::string::npos) {
@@ -344,10 +370,10 @@ Scenario RunScenario(bool shared_mapping) {
       }
       if (ec) out.store_listing = "error: " + ec.message();
       looked = true;
-      Say(s2in[1], "bye");
+      Say(s2_requests.get(), "bye");
     }
   }
-  if (!s2_reaped) s2_reaped = waitpid(s2, &s2_status, 0) == s2;
+  if (s2 > 0 && !s2_reaped) s2_reaped = waitpid(s2, &s2_status, 0) == s2;
   if (s2_reaped && WIFEXITED(s2_status)) out.s2_exit = WEXITSTATUS(s2_status);
   char buf[4096];
   ssize_t n = read(gout[0], buf, sizeof(buf));
@@ -361,9 +387,10 @@ Scenario RunScenario(bool shared_mapping) {
     usleep(1000);
   }
   if (!tracer.leader_done()) kill(g, SIGKILL);
+  launcher.reset();  // (its zygote reaped by it)
   while (waitpid(-1, nullptr, __WALL | WNOHANG) > 0) {
   }
-  for (int fd : {sv[0], s2in[1], s2out[0], sync[1], report[0], gin[1], gout[0]}) close(fd);
+  for (int fd : {sv[0], sync[1], report[0], gin[1], gout[0]}) close(fd);
   std::filesystem::remove_all(store_tmpl);
   rmdir(root_tmpl);
   return out;
@@ -394,6 +421,17 @@ TEST(AdoptTest, TheForkedChildRunsOnlyUnderItsOwnSupervisorWithItsOwnCopy) {
   EXPECT_NE(s.s2_out.find("END\n"), std::string::npos) << s.s2_out;
   // Its view's store is S2's, over the parent's.
   EXPECT_EQ(s.store_listing.find("parent-store-file"), std::string::npos) << s.store_listing;
+}
+
+TEST(AdoptTest, TheSessionLauncherStartsTheChildsSupervisorInAdoptMode) {
+  if (!Root()) GTEST_SKIP() << "S2 adopts as root only";
+  Scenario s = RunScenario(false, /*via_launcher=*/true);
+  ASSERT_TRUE(s.handoff.ok()) << s.handoff.message();
+  EXPECT_EQ(s.s2_out.rfind("MARKER\n", 0), 0u) << s.s2_out;
+  EXPECT_EQ(s.parent_out.find("MARKER"), std::string::npos) << s.parent_out;
+  EXPECT_NE(s.s2_out.find("before=from-parent\n"), std::string::npos) << s.s2_out;
+  EXPECT_NE(s.s2_out.find("after=ERR2\n"), std::string::npos) << s.s2_out;
+  EXPECT_NE(s.s2_out.find("END\n"), std::string::npos) << s.s2_out;
 }
 
 TEST(AdoptTest, AParentWithASharedWritableMappingHasItsForkRefused) {
