@@ -76,6 +76,9 @@ class GuestStdio final {
   std::array<int, 3> child_fds() const;
   // Bit i set: child_fds()[i] is a pipe of the sentry's (a relay).
   int relay_mask() const;
+  // The sentry's own ends of the relayed pipes (-1 where none): a session
+  // fork's hand-off finds the child's copies of the guest's by their pipe.
+  std::array<int, 3> relay_ends() const { return {ours_[0].get(), ours_[1].get(), ours_[2].get()}; }
   // Gives the guest's ends of the relayed pipes to another owner (a run that
   // falls back to a host uid of its own after Setup).
   void SetPipeOwner(uid_t uid, gid_t gid);
