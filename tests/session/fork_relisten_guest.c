@@ -201,8 +201,15 @@ int main(int argc, char** argv) {
   if (!fgets(line, sizeof(line), stdin)) return 4;
   if (race) pthread_create(&own, NULL, OwnRelisten, NULL);
 
+  int live = strcmp(argv[1], "live") == 0;
   long c = syscall(SYS_clone, FORK_FLAGS, 0, 0, 0, 0);
-  if (c == 0) _exit(0);  // held by the supervisor: never runs
+  if (c == 0) {
+    // Runs only once handed to its own supervisor (mode "live"): it waits.
+    if (live) {
+      for (;;) pause();
+    }
+    _exit(0);
+  }
   printf("clone %d\n", Err(c));
   int free_before = LowestFreeFd();
   struct timespec t0, t1;
@@ -213,6 +220,17 @@ int main(int argc, char** argv) {
   printf("relisten %d\n", relisten_err);
   printf("relisten_us %ld\n", (t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
   printf("no_new_fd %d\n", LowestFreeFd() == free_before ? 0 : 1);
+  if (live && c > 0) {
+    // The child lives under its own supervisor: the parent's widest kills.
+    printf("kill_child %d\n", Err(kill((pid_t)c, SIGKILL)));
+    printf("kill_all %d\n", Err(kill(-1, SIGKILL)));
+    printf("kill_own_group %d\n", Err(kill(0, SIGCONT)));
+    printf("killed\n");
+    char again[64];
+    if (!fgets(again, sizeof(again), stdin)) return 4;
+    printf("done\n");
+    return 0;
+  }
   if (c > 0) {
     // The walls between parent and child: the child (killed at the end of
     // the re-listen, a zombie until reaped here) is no process of the

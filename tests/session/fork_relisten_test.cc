@@ -266,6 +266,64 @@ TEST(ForkRelisten, ThePreparedParentRunsOnItsNewListenerAndCannotNameItsChild) {
   std::cout << "re-listen as the guest waits for it: " << after["relisten_us"] << " us\n";
 }
 
+// With the child handed to its own supervisor (RunSandbox in adopt mode,
+// adopt's S2): it lives on after the parent's kill(pid, SIGKILL),
+// kill(-1, SIGKILL) and kill(0, SIGCONT), each of which natively reaches it.
+TEST(ForkRelisten, TheAdoptedChildIsOutOfTheParentsReach) {
+  Sandbox s = Start({"live"});
+  ASSERT_GT(s.supervisor, 0);
+  int pid = GuestPid(s);
+  ASSERT_GT(pid, 0);
+  Handoffs h = MakeHandoffs(1);
+  int s2in[2], s2out[2];
+  ASSERT_EQ(pipe2(s2in, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(s2out, O_CLOEXEC), 0);
+  pid_t s2 = fork();
+  if (s2 == 0) {
+    prctl(PR_SET_DUMPABLE, 0);
+    dup2(s2in[0], 0);
+    dup2(s2out[1], 1);
+    RunOptions o;
+    o.timeout_sec = 30;
+    o.disk_bytes = 64 << 20;
+    o.tty = TtyMode::kOff;
+    o.adopt_fd = fcntl(h.ours[0].get(), F_DUPFD_CLOEXEC, 10);
+    _exit(RunSandbox(o));
+  }
+  close(s2in[0]);
+  close(s2out[1]);
+  h.ours.clear();
+  ControlReply ok = Prepare(s, 1, pid, h.Theirs());
+  ASSERT_EQ(ok.status, 0) << Reason(ok);
+  h.theirs.clear();
+  ASSERT_EQ(write(s.in.get(), "go\n", 3), 3);
+  std::map<std::string, std::string> after;
+  for (std::string line = ReadLine(s); !line.empty() && line != "killed"; line = ReadLine(s)) {
+    size_t sp = line.rfind(' ');
+    if (sp != std::string::npos) after[line.substr(0, sp)] = line.substr(sp + 1);
+  }
+  ControlReply done;
+  ASSERT_TRUE(Receive(s, &done));
+  EXPECT_EQ(done.status, 0) << Reason(done);
+  EXPECT_EQ(done.children, 1u) << Reason(done);
+  usleep(200 * 1000);
+  // The child, and so its supervisor, still live.
+  int status = 0;
+  EXPECT_EQ(waitpid(s2, &status, WNOHANG), 0) << "the adopted child ended";
+  ASSERT_EQ(write(s.in.get(), "go\n", 3), 3);
+  EXPECT_EQ(ReadLine(s), "done");
+  EXPECT_EQ(Finish(s), 0);
+  kill(s2, SIGKILL);
+  waitpid(s2, &status, 0);
+  close(s2in[1]);
+  close(s2out[0]);
+  EXPECT_EQ(after["clone"], "0");
+  EXPECT_EQ(after["relisten"], "0");
+  EXPECT_EQ(after["kill_child"], Errno(ESRCH));
+  EXPECT_EQ(after["kill_all"], Errno(ESRCH));
+  EXPECT_EQ(after["kill_own_group"], "0");  // the parent's group alone (the child setsid'd)
+}
+
 // Escape attempts during the quiesce: a thread waits in the old listener
 // (a FIFO's open, answered late), another re-listens on its own, two loop
 // on trapped calls; none may lose a call or get a listener.
