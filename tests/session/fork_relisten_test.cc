@@ -40,6 +40,11 @@ struct Sandbox {
   std::string pending;
 };
 
+// As root (CI): a fork without root (a user namespace of the caller's) is
+// not yet tried here.
+#define SKIP_UNLESS_ROOT() \
+  if (geteuid() != 0) GTEST_SKIP() << "the fork's run side is tested as root"
+
 Sandbox Start(std::vector<std::string> args) {
   Sandbox s;
   int in[2], out[2], ctl[2];
@@ -215,6 +220,7 @@ std::string Reason(const ControlReply& r) {
 }
 
 TEST(ForkRelisten, ThePreparedParentRunsOnItsNewListenerAndCannotNameItsChild) {
+  SKIP_UNLESS_ROOT();
   std::vector<std::string> args = {"fork"};
   args.insert(args.end(), Work().begin(), Work().end());
   Sandbox s = Start(args);
@@ -270,6 +276,7 @@ TEST(ForkRelisten, ThePreparedParentRunsOnItsNewListenerAndCannotNameItsChild) {
 // adopt's S2): it lives on after the parent's kill(pid, SIGKILL),
 // kill(-1, SIGKILL) and kill(0, SIGCONT), each of which natively reaches it.
 TEST(ForkRelisten, TheAdoptedChildIsOutOfTheParentsReach) {
+  SKIP_UNLESS_ROOT();
   Sandbox s = Start({"live"});
   ASSERT_GT(s.supervisor, 0);
   int pid = GuestPid(s);
@@ -328,6 +335,7 @@ TEST(ForkRelisten, TheAdoptedChildIsOutOfTheParentsReach) {
 // (a FIFO's open, answered late), another re-listens on its own, two loop
 // on trapped calls; none may lose a call or get a listener.
 TEST(ForkRelisten, RacingThreadsDuringTheQuiesce) {
+  SKIP_UNLESS_ROOT();
   Sandbox s = Start({"race"});
   ASSERT_GT(s.supervisor, 0);
   int pid = GuestPid(s);
@@ -355,6 +363,7 @@ TEST(ForkRelisten, RacingThreadsDuringTheQuiesce) {
 }
 
 TEST(ForkRelisten, WithoutAPrepareTheForkAndTheRelistenAreEperm) {
+  SKIP_UNLESS_ROOT();
   Sandbox s = Start({"unprepared"});
   ASSERT_GT(s.supervisor, 0);
   auto facts = ReadFacts(s);
@@ -367,6 +376,7 @@ TEST(ForkRelisten, WithoutAPrepareTheForkAndTheRelistenAreEperm) {
 // Every malformed or refused control message gets an error reply with a
 // reason, and the supervisor goes on: a valid prepare after them works.
 TEST(ForkRelisten, BadControlMessagesGetAnErrorReply) {
+  SKIP_UNLESS_ROOT();
   Sandbox s = Start({"fork"});
   ASSERT_GT(s.supervisor, 0);
   int pid = GuestPid(s);
@@ -419,6 +429,7 @@ TEST(ForkRelisten, BadControlMessagesGetAnErrorReply) {
 
 // A fork copies one process, and a chain holds at most 16 filters.
 TEST(ForkRelisten, AForkIsRefusedWithASecondProcessOrSixteenFilters) {
+  SKIP_UNLESS_ROOT();
   for (const char* mode : {"busy", "deep"}) {
     Sandbox s = Start({mode});
     ASSERT_GT(s.supervisor, 0);
