@@ -124,8 +124,8 @@ std::optional<std::string> Adoption::ReadIds() {
   return std::nullopt;
 }
 
-std::optional<std::string> Adoption::Build() {
-  if (geteuid() != 0) return "adopting a forked child needs root here (newuidmap: not built)";
+// The tree's configuration: the parent's (the same options).
+void Adoption::ConfigureTree() {
   if (o_.root) tree_.uid = tree_.gid = 0;
   if (o_.uid >= 0) tree_.uid = static_cast<uid_t>(o_.uid);
   if (o_.gid >= 0) tree_.gid = static_cast<gid_t>(o_.gid);
@@ -138,10 +138,34 @@ std::optional<std::string> Adoption::Build() {
   creds_.uid = tree_.uid;
   creds_.gid = tree_.gid;
   creds_.groups = o_.groups;
+}
+
+// The devices of the lower layer's host files (lower roots, -v mounts but
+// :rw ones): what a read-only shared mapping may map.
+std::vector<dev_t> Adoption::LowerDevices() const {
+  std::vector<dev_t> devs;
+  auto add = [&](const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0) devs.push_back(st.st_dev);
+  };
+  for (const std::string& root : tree_.lower_roots) add(tree_.rootfs + root);
+  if (tree_.rootfs.empty()) add("/etc");
+  for (const BindMount& m : tree_.mounts) {
+    if (m.mode != BindMount::Mode::kReadWrite) add(m.host_path);
+  }
+  return devs;
+}
+
+std::optional<std::string> Adoption::Build() {
+  if (geteuid() != 0) return "adopting a forked child needs root here (newuidmap: not built)";
   auto store_dir = PrepareChildNamespaces(child_, tree_.hostname, o_.disk_bytes);
   if (!store_dir.ok()) return std::string(store_dir.status().message());
   struct stat st;
   if (fstat(store_dir->get(), &st) < 0) return "cannot stat the child's store";
+  // The sandbox's block of host ids: its root owns the store; host files
+  // are reached as its first unprivileged id, as a run's (GuestFsId).
+  fs_uid_ = st.st_uid + 1;
+  fs_gid_ = st.st_gid + 1;
   if (o_.cgroups) {
     cgroups_.Create(absl::StrCat("sentry-", getpid()),
                     {o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares});
@@ -285,9 +309,10 @@ int Adoption::Execute() {
   signal(SIGPIPE, SIG_IGN);
   if (auto e = Receive()) return Fail(*e);
   if (auto e = Seize()) return Fail(*e);
+  ConfigureTree();
   std::string mapping;
-  if (HasSharedWritableMapping(child_, &mapping)) {
-    return Fail(absl::StrCat("the parent holds a shared writable mapping (", mapping,
+  if (HasRefusedSharedMapping(child_, LowerDevices(), &mapping)) {
+    return Fail(absl::StrCat("the parent holds a shared mapping a fork cannot copy (", mapping,
                              "): a fork would share that memory with it"));
   }
   Answer(kHandOffSeized);
