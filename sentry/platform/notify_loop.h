@@ -58,6 +58,9 @@ class NotifyLoop final {
   bool done() const { return done_.load(); }
   // The loop thread's tid (known once Start returns).
   pid_t tid() const { return tid_.load(); }
+  // The copy of the listener the calls answered late share (after Stop):
+  // the listener's file is closed once this and the Unotify are gone.
+  std::weak_ptr<Unotify> late_listener() const { return late_unotify_; }
 
  private:
   void Run();

@@ -52,12 +52,22 @@ class Tracer final {
   // is killed before it runs an instruction of it.
   void CheckMappingsUnder(std::vector<std::string> dirs) { mapping_dirs_ = std::move(dirs); }
   // The fork gate (syscalls/fork_gate.h, sentry/session/FORK.md step 1):
-  // lets the next clone with the fork's flags of the sandbox's thread ns_tid
-  // run, once; every such clone without a grant fails with EPERM. False if
-  // the sandbox has no such thread. Safe from any thread (the kernel's lock);
-  // a grant dies with its task. WithdrawFork takes a grant not yet used back.
-  bool GrantFork(pid_t ns_tid);
+  // lets the next `count` clones with the fork's flags of the sandbox's
+  // thread ns_tid run, one each; every such clone without a grant fails with
+  // EPERM. False if the sandbox has no such thread or count is not 1..100.
+  // Safe from any thread (the kernel's lock); a grant dies with its task.
+  // WithdrawFork takes the grants not yet used back. Each granted clone's
+  // child is entered in Kernel::fork_children and held at its first stop
+  // (Task::fork_child): this tracer never resumes it.
+  static constexpr int kMaxForkGrant = 100;
+  bool GrantFork(pid_t ns_tid, int count = 1);
   void WithdrawFork(pid_t ns_tid);
+  // Called at the seccomp(NEW_LISTENER) stop of a task with no re-listen
+  // armed, with the task held there, on the tracer's thread: it may arm one
+  // (BeginRelisten), which then runs; else the call fails with EPERM.
+  void set_on_listener_request(std::function<void(pid_t tid)> f) {
+    on_listener_request_ = std::move(f);
+  }
 
   // The re-listen (FORK.md step 2; tracer_relisten.cc): the next seccomp()
   // with SECCOMP_FILTER_FLAG_NEW_LISTENER of thread ns_tid stacks `program`
@@ -150,14 +160,7 @@ class Tracer final {
   int leader_status_ = 0;
   std::set<pid_t> early_stops_;         // children whose first stop came before the parent's event
   std::map<pid_t, Relisten> relisten_;  // by host tid, under kernel_.mu()
-  // Granted fork children held for the hand-off, by host tid (under
-  // kernel_.mu()): whether their auto-attach stop was seen, and their order.
-  struct HeldFork {
-    uint64_t order = 0;
-    bool at_stop = false;
-  };
-  std::map<pid_t, HeldFork> held_forks_;
-  uint64_t held_order_ = 0;
+  std::function<void(pid_t)> on_listener_request_;
   std::string violation_;
 };
 

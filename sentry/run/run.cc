@@ -329,6 +329,9 @@ std::optional<RunError> Run::AttachGuest() {
     return RunError{kExitSentryError, absl::StrCat("cannot trace the guest: ", std::strerror(-r))};
   }
   tracer_->set_leader(spawned_->guest_pid());
+  if (o_.control_fd >= 0) {
+    tracer_->set_on_listener_request([this](pid_t pid) { OnListenerRequest(pid); });
+  }
   if (seccomp_only()) {
     std::vector<std::string> dirs = tree_.lower_roots;
     dirs.push_back(host_store_.path());

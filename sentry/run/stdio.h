@@ -76,6 +76,10 @@ class GuestStdio final {
   std::array<int, 3> child_fds() const;
   // Bit i set: child_fds()[i] is a pipe of the sentry's (a relay).
   int relay_mask() const;
+  // The sentry's own ends of the relayed pipes (-1 where none): they stay
+  // open while the relays run, and name the same pipes as the guest's ends
+  // (a fork's hand-off finds the child's relay fds by them).
+  std::array<int, 3> relay_ends() const { return {ours_[0].get(), ours_[1].get(), ours_[2].get()}; }
   // Gives the guest's ends of the relayed pipes to another owner (a run that
   // falls back to a host uid of its own after Setup).
   void SetPipeOwner(uid_t uid, gid_t gid);

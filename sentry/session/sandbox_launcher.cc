@@ -29,10 +29,11 @@ using nlohmann::json;
 constexpr size_t kMaxSpecBytes = 16 << 20;
 
 // The fds of one launch message, in order.
-enum LaunchFd { kSpec, kRequests, kFrames, kMessages, kLog, kLaunchFds };
+enum LaunchFd { kSpec, kRequests, kFrames, kMessages, kLog, kControl, kLaunchFds };
 // An adopting launch ('a') sends one more: the hand-off socket.
 constexpr int kAdoptFd = kLaunchFds;
 using LaunchFds = std::array<UniqueFd, kLaunchFds + 1>;
+static_assert(kLaunchFds + 1 <= kMaxPassedFds);
 
 std::vector<uint8_t> EncodeSpec(const SandboxSpec& s) {
   json j = {{"argv", s.argv},           {"memory", s.memory_bytes},
@@ -105,6 +106,7 @@ bool ReadAll(int fd, std::string* out, size_t max) {
     log::Error(absl::StrCat("a malformed session spec reached the launcher: ", e.what()));
     _exit(125);
   }
+  o.control_fd = fds[kControl].Release();  // the fork's control socket (FORK.md)
   if (fds[kAdoptFd]) o.adopt_fd = fds[kAdoptFd].Release();
   for (UniqueFd& fd : fds) fd.Reset();
   // The kernel's stdio are the server's pipes, relayed; nothing read from
@@ -215,6 +217,12 @@ absl::StatusOr<SandboxProcess> SandboxLauncher::Launch(const SandboxSpec& spec) 
       !pipe_pair(&out.messages, &theirs[kMessages]) || !pipe_pair(&out.log, &theirs[kLog])) {
     return ErrnoStatus("pipe");
   }
+  int control[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) < 0) {
+    return ErrnoStatus("socketpair for the supervisor's control");
+  }
+  out.control = UniqueFd(control[0]);
+  theirs[kControl] = UniqueFd(control[1]);
   int fds[kLaunchFds + 1];
   for (int i = 0; i < kLaunchFds; ++i) fds[i] = theirs[i].get();
   fds[kAdoptFd] = spec.adopt_fd;
