@@ -185,9 +185,6 @@ std::optional<std::string> Adoption::Build() {
   if (!v.ok()) return std::string(v.status().message());
   (*v)->set_metadata_limit(std::max<uint64_t>(o_.disk_bytes / 8, 1 << 20));
   (*v)->store().set_dir_fd(std::move(*store_dir));
-  vfs::SnapshotResult copied = vfs::ReadSnapshot(**v, stream_.get(), {.disk_bytes = o_.disk_bytes});
-  stream_.Reset();
-  if (!copied.ok()) return absl::StrCat("the parent's files: ", copied.error);
   KernelConfig kc;
   kc.hostname = tree_.hostname;
   kc.memory_bytes = o_.memory_bytes;
@@ -209,8 +206,20 @@ std::optional<std::string> Adoption::Build() {
   kernel_->set_cpus(o_.cpus);
   kernel_->set_pids(o_.pids);
   vfs::Vfs& fs = kernel_->vfs();
-  MountProcfs(*kernel_, fs.Lookup(fs.root(), "/proc", {}, creds_).value());
-  MountSysfs(*kernel_, fs.Lookup(fs.root(), "/sys", {}, creds_).value());
+  // Its own /proc and /sys, before the copy: the copy names the parent's
+  // (generated nodes) and keeps the new tree's at those names.
+  auto proc = fs.Lookup(fs.root(), "/proc", {}, creds_);
+  auto sys = fs.Lookup(fs.root(), "/sys", {}, creds_);
+  if (!proc.ok() || !sys.ok()) return "the tree has no /proc or /sys";
+  MountProcfs(*kernel_, *proc);
+  MountSysfs(*kernel_, *sys);
+  vfs::SnapshotResult copied;
+  {
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    copied = vfs::ReadSnapshot(fs, stream_.get(), {.disk_bytes = o_.disk_bytes});
+  }
+  stream_.Reset();
+  if (!copied.ok()) return absl::StrCat("the parent's files: ", copied.error);
   fs.store().StartStash(std::nullopt);
   struct stat netns;
   if (stat(absl::StrCat("/proc/", child_, "/ns/net").c_str(), &netns) == 0) {
