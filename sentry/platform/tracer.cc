@@ -199,7 +199,6 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       std::lock_guard<std::mutex> lock(kernel_.mu());
       if (trace_) TraceExit(pid, status);
       kernel_.tasks().Remove(pid);
-      held_forks_.erase(pid);
       if (pid == leader_) {
         leader_done_ = true;
         leader_status_ = status;
@@ -236,12 +235,12 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
         early_stops_.insert(pid);  // resumed once its parent's event registers it
         return;
       }
-      if (auto held = held_forks_.find(pid); held != held_forks_.end()) {
-        held->second.at_stop = true;  // not resumed: handed off from here
-        return;
-      }
       if (!task->started) {
         task->started = true;
+        if (task->fork_child) {
+          task->held_stopped = true;  // held for its hand-off (never resumed here)
+          return;
+        }
         Resume(pid, 0);
         return;
       }
@@ -305,21 +304,18 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   }
   if (trace_) TraceNewTask(parent, t.ns_tid, event);
   if (observer_) observer_->OnNewTask(parent, child);
-  // Not the sandbox's (syscalls/sys_pid.cc), whatever becomes of it.
   t.fork_child = fork_child;
   if (fork_child && kernel_.fork_children.size() < Kernel::kMaxForkChildren) {
     kernel_.fork_children.push_back(child);
   }
   Task& added = kernel_.tasks().Add(std::move(t));
-  bool stopped = early_stops_.erase(child) > 0;
-  if (fork_child) {
-    // Held at its auto-attach stop for the hand-off (HandOffForkChild).
-    held_forks_[child] = HeldFork{++held_order_, stopped};
-    return;
-  }
-  if (stopped) {
+  if (early_stops_.erase(child)) {
     added.started = true;
-    Resume(child, 0);
+    if (fork_child) {
+      added.held_stopped = true;
+    } else {
+      Resume(child, 0);
+    }
   }
 }
 

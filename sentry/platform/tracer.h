@@ -57,8 +57,8 @@ class Tracer final {
   // EPERM. False if the sandbox has no such thread or count is not 1..100.
   // Safe from any thread (the kernel's lock); a grant dies with its task.
   // WithdrawFork takes the grants not yet used back. Each granted clone's
-  // child is entered in Kernel::fork_children (Task::fork_child) and held
-  // at its first stop (HeldForkChildren below): this tracer never resumes it.
+  // child is entered in Kernel::fork_children and held at its first stop
+  // (Task::fork_child): this tracer never resumes it.
   static constexpr int kMaxForkGrant = 100;
   bool GrantFork(pid_t ns_tid, int count = 1);
   void WithdrawFork(pid_t ns_tid);
@@ -161,14 +161,6 @@ class Tracer final {
   std::set<pid_t> early_stops_;         // children whose first stop came before the parent's event
   std::map<pid_t, Relisten> relisten_;  // by host tid, under kernel_.mu()
   std::function<void(pid_t)> on_listener_request_;
-  // Granted fork children held for the hand-off, by host tid (under
-  // kernel_.mu()): whether their auto-attach stop was seen, and their order.
-  struct HeldFork {
-    uint64_t order = 0;
-    bool at_stop = false;
-  };
-  std::map<pid_t, HeldFork> held_forks_;
-  uint64_t held_order_ = 0;
   std::string violation_;
 };
 

@@ -78,20 +78,18 @@ int SendSignal(int pidfd, int sig) {
 
 std::vector<pid_t> Tracer::HeldForkChildren() {
   std::lock_guard<std::mutex> lock(kernel_.mu());
-  std::vector<std::pair<uint64_t, pid_t>> order;
-  for (const auto& [tid, held] : held_forks_) {
-    if (const Task* t = kernel_.tasks().Find(tid)) order.emplace_back(held.order, t->ns_tid);
-  }
-  std::sort(order.begin(), order.end());
   std::vector<pid_t> out;
-  for (const auto& [o, ns_tid] : order) out.push_back(ns_tid);
+  for (pid_t tid : kernel_.fork_children) {
+    const Task* t = kernel_.tasks().Find(tid);
+    if (t && t->fork_child) out.push_back(t->ns_tid);
+  }
   return out;
 }
 
 void Tracer::DropForkChild(pid_t child_ns_tid) {
   std::lock_guard<std::mutex> lock(kernel_.mu());
   Task* task = kernel_.tasks().FindByNsTid(child_ns_tid);
-  if (task && held_forks_.count(task->tid)) SendSignal(task->pidfd.get(), SIGKILL);
+  if (task && task->fork_child) SendSignal(task->pidfd.get(), SIGKILL);
 }
 
 absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, const ForkHandOff& h) {
@@ -104,12 +102,11 @@ absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, cons
   {
     std::lock_guard<std::mutex> lock(kernel_.mu());
     Task* task = kernel_.tasks().FindByNsTid(child_ns_tid);
-    auto held = task ? held_forks_.find(task->tid) : held_forks_.end();
-    if (held == held_forks_.end()) {
+    if (!task || !task->fork_child) {
       return absl::NotFoundError(absl::StrCat("no forked child ", child_ns_tid, " is held"));
     }
     tid = task->tid;
-    at_stop = held->second.at_stop;
+    at_stop = task->held_stopped;
     pidfd = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, tid, 0)));
     header.cwd = "/";
     if (task->fs && task->fs->cwd) {
@@ -132,7 +129,6 @@ absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, cons
       waitpid(tid, &status, __WALL);
     }
     std::lock_guard<std::mutex> lock(kernel_.mu());
-    held_forks_.erase(tid);
     kernel_.tasks().Remove(tid);
     return why;
   };
@@ -168,9 +164,10 @@ absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, cons
   int fds[2] = {pidfd.get(), theirs.get()};
   if (SendWithFds(handoff_sock, bytes.data(), bytes.size(), fds) !=
       static_cast<ssize_t>(bytes.size())) {
-    return fail(absl::UnavailableError(
-                    absl::StrCat("cannot reach the child's supervisor: ", std::strerror(errno))),
-                true);
+    return fail(
+        absl::UnavailableError(absl::StrCat(
+            "the hand-off failed: cannot reach the child's supervisor: ", std::strerror(errno))),
+        true);
   }
   theirs.Reset();
   // The SIGSTOP is queued at the ptrace-stop, so the child group-stops
@@ -182,8 +179,7 @@ absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, cons
   }
   {
     std::lock_guard<std::mutex> lock(kernel_.mu());
-    held_forks_.erase(tid);
-    kernel_.tasks().Remove(tid);
+    kernel_.tasks().Remove(tid);  // (it stays in Kernel::fork_children: never the sandbox's)
   }
   // The copy, with SIGPIPE held on this thread (S2 may go away midway):
   // the tree does not change meanwhile (the kernel's lock, the sandbox held).
@@ -192,7 +188,17 @@ absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, cons
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
   vfs::SnapshotResult copied;
-  {
+  // A refusal already there (S2 refused the child at its seize) ends it
+  // without the copy.
+  char peek[8];
+  bool refused = recv(handoff_sock, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT) > 0 &&
+                 std::memcmp(peek, "error", 5) == 0;
+  // Bounded: an S2 that never reads must not hold the parent (its writes
+  // fail once the time is spent).
+  timeval left{left_ms() / 1000, static_cast<suseconds_t>((left_ms() % 1000) * 1000)};
+  if (left.tv_sec == 0 && left.tv_usec == 0) left.tv_usec = 1000;
+  setsockopt(ours.get(), SOL_SOCKET, SO_SNDTIMEO, &left, sizeof(left));
+  if (!refused) {
     std::lock_guard<std::mutex> lock(kernel_.mu());
     copied = vfs::WriteSnapshot(kernel_.vfs(), ours.get());
   }
@@ -215,7 +221,8 @@ absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, cons
   if (said == kHandOffSeized) return absl::OkStatus();
   if (!copied.ok() && said.empty()) said = "the VFS copy failed: " + copied.error;
   if (said.empty()) said = n == 0 ? "the child's supervisor hung up" : "no answer in time";
-  return fail(absl::AbortedError(absl::StrCat("the child's supervisor did not adopt it: ", said)),
+  return fail(absl::AbortedError(absl::StrCat(
+                  "the hand-off failed: the child's supervisor did not adopt it: ", said)),
               false);
 }
 

@@ -124,8 +124,8 @@ std::optional<std::string> Adoption::ReadIds() {
   return std::nullopt;
 }
 
-std::optional<std::string> Adoption::Build() {
-  if (geteuid() != 0) return "adopting a forked child needs root here (newuidmap: not built)";
+// The tree's configuration: the parent's (the same options).
+void Adoption::ConfigureTree() {
   if (o_.root) tree_.uid = tree_.gid = 0;
   if (o_.uid >= 0) tree_.uid = static_cast<uid_t>(o_.uid);
   if (o_.gid >= 0) tree_.gid = static_cast<gid_t>(o_.gid);
@@ -138,10 +138,34 @@ std::optional<std::string> Adoption::Build() {
   creds_.uid = tree_.uid;
   creds_.gid = tree_.gid;
   creds_.groups = o_.groups;
+}
+
+// The devices of the lower layer's host files (lower roots, -v mounts but
+// :rw ones): what a read-only shared mapping may map.
+std::vector<dev_t> Adoption::LowerDevices() const {
+  std::vector<dev_t> devs;
+  auto add = [&](const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0) devs.push_back(st.st_dev);
+  };
+  for (const std::string& root : tree_.lower_roots) add(tree_.rootfs + root);
+  if (tree_.rootfs.empty()) add("/etc");
+  for (const BindMount& m : tree_.mounts) {
+    if (m.mode != BindMount::Mode::kReadWrite) add(m.host_path);
+  }
+  return devs;
+}
+
+std::optional<std::string> Adoption::Build() {
+  if (geteuid() != 0) return "adopting a forked child needs root here (newuidmap: not built)";
   auto store_dir = PrepareChildNamespaces(child_, tree_.hostname, o_.disk_bytes);
   if (!store_dir.ok()) return std::string(store_dir.status().message());
   struct stat st;
   if (fstat(store_dir->get(), &st) < 0) return "cannot stat the child's store";
+  // The sandbox's block of host ids: its root owns the store; host files
+  // are reached as its first unprivileged id, as a run's (GuestFsId).
+  fs_uid_ = st.st_uid + 1;
+  fs_gid_ = st.st_gid + 1;
   if (o_.cgroups) {
     cgroups_.Create(absl::StrCat("sentry-", getpid()),
                     {o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares});
@@ -161,9 +185,6 @@ std::optional<std::string> Adoption::Build() {
   if (!v.ok()) return std::string(v.status().message());
   (*v)->set_metadata_limit(std::max<uint64_t>(o_.disk_bytes / 8, 1 << 20));
   (*v)->store().set_dir_fd(std::move(*store_dir));
-  vfs::SnapshotResult copied = vfs::ReadSnapshot(**v, stream_.get(), {.disk_bytes = o_.disk_bytes});
-  stream_.Reset();
-  if (!copied.ok()) return absl::StrCat("the parent's files: ", copied.error);
   KernelConfig kc;
   kc.hostname = tree_.hostname;
   kc.memory_bytes = o_.memory_bytes;
@@ -185,8 +206,20 @@ std::optional<std::string> Adoption::Build() {
   kernel_->set_cpus(o_.cpus);
   kernel_->set_pids(o_.pids);
   vfs::Vfs& fs = kernel_->vfs();
-  MountProcfs(*kernel_, fs.Lookup(fs.root(), "/proc", {}, creds_).value());
-  MountSysfs(*kernel_, fs.Lookup(fs.root(), "/sys", {}, creds_).value());
+  // Its own /proc and /sys, before the copy: the copy names the parent's
+  // (generated nodes) and keeps the new tree's at those names.
+  auto proc = fs.Lookup(fs.root(), "/proc", {}, creds_);
+  auto sys = fs.Lookup(fs.root(), "/sys", {}, creds_);
+  if (!proc.ok() || !sys.ok()) return "the tree has no /proc or /sys";
+  MountProcfs(*kernel_, *proc);
+  MountSysfs(*kernel_, *sys);
+  vfs::SnapshotResult copied;
+  {
+    std::lock_guard<std::mutex> lock(kernel_->mu());
+    copied = vfs::ReadSnapshot(fs, stream_.get(), {.disk_bytes = o_.disk_bytes});
+  }
+  stream_.Reset();
+  if (!copied.ok()) return absl::StrCat("the parent's files: ", copied.error);
   fs.store().StartStash(std::nullopt);
   struct stat netns;
   if (stat(absl::StrCat("/proc/", child_, "/ns/net").c_str(), &netns) == 0) {
@@ -285,9 +318,10 @@ int Adoption::Execute() {
   signal(SIGPIPE, SIG_IGN);
   if (auto e = Receive()) return Fail(*e);
   if (auto e = Seize()) return Fail(*e);
+  ConfigureTree();
   std::string mapping;
-  if (HasSharedWritableMapping(child_, &mapping)) {
-    return Fail(absl::StrCat("the parent holds a shared writable mapping (", mapping,
+  if (HasRefusedSharedMapping(child_, LowerDevices(), &mapping)) {
+    return Fail(absl::StrCat("the parent holds a shared mapping a fork cannot copy (", mapping,
                              "): a fork would share that memory with it"));
   }
   Answer(kHandOffSeized);

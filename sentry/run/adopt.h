@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "sentry/base/unique_fd.h"
@@ -34,10 +35,12 @@ namespace adopt {
 absl::StatusOr<UniqueFd> PrepareChildNamespaces(pid_t child, const std::string& hostname,
                                                 uint64_t disk_bytes);
 
-// Whether /proc/PID/maps shows a shared mapping the task may write (or make
-// writable: a shared mapping of a file opened for writing): the fork
-// refuses it (the parent and the child would share memory). *what names it.
-bool HasSharedWritableMapping(pid_t pid, std::string* what);
+// Whether the task holds a shared mapping a fork must refuse: one it may
+// write (or make writable: VM_MAYWRITE, smaps' "mw"), or one whose file is
+// not on a device of lower_devs (the lower layer's: files neither side can
+// write; a store file, shared anonymous, SysV or memfd memory the parent
+// could still write through another mapping or fd). *what names it.
+bool HasRefusedSharedMapping(pid_t pid, const std::vector<dev_t>& lower_devs, std::string* what);
 
 }  // namespace adopt
 }  // namespace sentry

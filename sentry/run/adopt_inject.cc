@@ -108,10 +108,10 @@ std::optional<std::string> Adoption::MakeWhole() {
   if (ptrace(PTRACE_SETREGS, child_, nullptr, &at) < 0) return "cannot restore the child";
   unotify_->SetSyncWakeup();
   dispatcher_ = std::make_unique<Dispatcher>(nullptr, &FindSyscall);
-  loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, host_uid_);
+  loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, fs_uid_);
   loop_->Start();
   stdio_.Start();
-  if (!DropFsIdentity(host_uid_, host_gid_)) return "cannot take an unprivileged file identity";
+  if (!DropFsIdentity(fs_uid_, fs_gid_)) return "cannot take an unprivileged file identity";
   int first = held_.empty() ? 0 : held_.front();
   for (size_t i = 1; i < held_.size(); ++i) syscall(SYS_tgkill, child_, child_, held_[i]);
   if (ptrace(PTRACE_CONT, child_, nullptr, reinterpret_cast<void*>(static_cast<long>(first))) < 0) {

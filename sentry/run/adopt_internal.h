@@ -34,6 +34,8 @@ class Adoption {
   std::optional<std::string> Receive();
   std::optional<std::string> Seize();
   std::optional<std::string> ReadIds();
+  void ConfigureTree();
+  std::vector<dev_t> LowerDevices() const;
   std::optional<std::string> Build();
   // The injected calls and the fds (adopt_inject.cc); the child is left
   // running, served.
@@ -54,6 +56,8 @@ class Adoption {
   std::vector<int> held_;  // signals held back until the child resumes
   uid_t host_uid_ = 0;
   gid_t host_gid_ = 0;
+  uid_t fs_uid_ = 0;  // the file identity of the threads that reach host files
+  gid_t fs_gid_ = 0;
   TreeConfig tree_;
   vfs::Creds creds_;
   Cgroups cgroups_;

@@ -9,9 +9,11 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -127,33 +129,40 @@ absl::StatusOr<UniqueFd> PrepareChildNamespaces(pid_t child, const std::string& 
   return absl::InternalError("the namespace helper did not answer");
 }
 
-bool HasSharedWritableMapping(pid_t pid, std::string* what) {
+bool HasRefusedSharedMapping(pid_t pid, const std::vector<dev_t>& lower_devs, std::string* what) {
   // smaps: each mapping's line, then its fields, "VmFlags: rd mr mw me sh"
   // ("mw": may be made writable, as a shared mapping of a file opened for
-  // writing may, by mprotect).
+  // writing may, by mprotect). The file behind a mapping: map_files/RANGE
+  // (root's to read), its device the file's own.
   std::ifstream maps(absl::StrCat("/proc/", pid, "/smaps"));
   if (!maps) {
     *what = "its /proc/PID/smaps cannot be read";
     return true;
   }
-  std::string line, mapping;
+  std::string line, mapping, range;
   bool shared = false;
   while (std::getline(maps, line)) {
     if (line.rfind("VmFlags:", 0) == 0) {
+      if (!shared) continue;
       std::istringstream flags(line.substr(8));
       std::string f;
       bool may_write = false;
       while (flags >> f) may_write = may_write || f == "mw" || f == "wr";
-      if (shared && may_write) {
-        *what = mapping;
+      struct stat st;
+      bool lower = stat(absl::StrCat("/proc/", pid, "/map_files/", range).c_str(), &st) == 0 &&
+                   S_ISREG(st.st_mode) &&
+                   std::find(lower_devs.begin(), lower_devs.end(), st.st_dev) != lower_devs.end();
+      if (may_write || !lower) {
+        *what = absl::StrCat(mapping, may_write ? " (writable)" : " (not a lower-layer file)");
         return true;
       }
       continue;
     }
     std::istringstream fields(line);
-    std::string range, perms;
-    fields >> range >> perms;
-    if (range.find('-') != std::string::npos && perms.size() == 4 && range.back() != ':') {
+    std::string r, perms;
+    fields >> r >> perms;
+    if (r.find('-') != std::string::npos && perms.size() == 4 && r.back() != ':') {
+      range = r;
       mapping = line;
       shared = perms[3] == 's';
     }

@@ -33,6 +33,7 @@ enum LaunchFd { kSpec, kRequests, kFrames, kMessages, kLog, kControl, kLaunchFds
 // An adopting launch ('a') sends one more: the hand-off socket.
 constexpr int kAdoptFd = kLaunchFds;
 using LaunchFds = std::array<UniqueFd, kLaunchFds + 1>;
+static_assert(kLaunchFds + 1 <= kMaxPassedFds);
 
 std::vector<uint8_t> EncodeSpec(const SandboxSpec& s) {
   json j = {{"argv", s.argv},           {"memory", s.memory_bytes},

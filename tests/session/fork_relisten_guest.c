@@ -12,6 +12,12 @@
 //       own, two loop on trapped calls) during the quiesce.
 //   fork_relisten_guest unprepared      a fork clone and a re-listen without
 //       a prepare.
+//   fork_relisten_guest adopt           as fork, but the child is handed to
+//       a supervisor of its own (the test's S2, sentry/run/adopt.h): its
+//       first act writes "MARKER" to its stdout (which must be S2's by
+//       then), and it reports, on that stdout, what it sees of its files,
+//       fds, pids and host names; the parent writes a file after the fork
+//       and reports whether it sees the child's.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -175,10 +181,77 @@ static int Unforkable(int deep) {
   return 0;
 }
 
+static const char* Cat(const char* path, char* buf, size_t len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(buf, len, "ERR%d", errno);
+    return buf;
+  }
+  ssize_t n = read(fd, buf, len - 1);
+  close(fd);
+  buf[n > 0 ? n : 0] = '\0';
+  return buf;
+}
+
+static void WriteFile(const char* path, const char* text) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  (void)!write(fd, text, strlen(text));
+  close(fd);
+}
+
+// The adopted child: every line on its fd 1, S2's.
+static void AdoptedChild(void) {
+  static const char kMarker[] = "MARKER\n";
+  (void)!write(1, kMarker, sizeof(kMarker) - 1);  // its first act
+  char buf[256], line[64];
+  FILE* out = fdopen(1, "w");
+  setvbuf(out, NULL, _IOLBF, 0);
+  fprintf(out, "child_pid %d\n", getpid());
+  fprintf(out, "child_before %s\n", Cat("/tmp/before.txt", buf, sizeof(buf)));
+  WriteFile("/tmp/child.txt", "from-child");
+  fprintf(out, "child_own %s\n", Cat("/tmp/child.txt", buf, sizeof(buf)));
+  fprintf(out, "child_waits 1\n");
+  // S2's stdin: the parent wrote its file (read raw: the parent's stdin
+  // FILE buffer came along with the fork).
+  ssize_t got = read(0, line, sizeof(line));
+  if (got <= 0) {
+    fprintf(out, "child_stdin_error %d\n", got < 0 ? errno : 0);
+    _exit(4);
+  }
+  fprintf(out, "child_after %s\n", Cat("/tmp/after.txt", buf, sizeof(buf)));
+  fprintf(out, "child_kill_all %d\n", Err(kill(-1, 0)));
+  fprintf(out, "child_sid %d\n", (int)getsid(0));
+  fprintf(out, "child_guest_bin %s\n", access("/home/sandbox/guest", X_OK) == 0 ? "yes" : "no");
+  struct stat st;
+  fprintf(out, "child_fd3 %s\n", fstat(3, &st) == 0 ? "open" : "closed");
+  fprintf(out, "END 1\n");
+  _exit(0);
+}
+
+static int Adopt(void) {
+  WriteFile("/tmp/before.txt", "from-parent");
+  printf("pid %d\n", getpid());
+  char line[64];
+  if (!fgets(line, sizeof(line), stdin)) return 4;
+  long c = syscall(SYS_clone, FORK_FLAGS, 0, 0, 0, 0);
+  if (c == 0) AdoptedChild();
+  printf("clone %d\n", Err(c));
+  printf("relisten %d\n", Err(Relisten()));
+  WriteFile("/tmp/after.txt", "late");
+  printf("after_written 1\n");
+  if (!fgets(line, sizeof(line), stdin)) return 4;  // the child is done
+  char buf[64];
+  printf("parent_sees_child_file %s\n", Cat("/tmp/child.txt", buf, sizeof(buf)));
+  printf("done\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) return 2;
   if (strcmp(argv[1], "unprepared") == 0) return Unprepared();
+  if (strcmp(argv[1], "adopt") == 0) return Adopt();
   if (strcmp(argv[1], "busy") == 0) return Unforkable(0);
   if (strcmp(argv[1], "deep") == 0) return Unforkable(1);
   int race = strcmp(argv[1], "race") == 0;

@@ -2,9 +2,10 @@
 // processes: RunSandbox, as the session launcher runs it, in a process this
 // test forks, with a control socket the test holds (as the server does) and
 // a guest (fork_relisten_guest.c) that forks and re-listens as the session
-// kernel will. No hand-off exists yet (adopt's), so the supervisor kills the
-// fork's child at the end of the re-listen and says so; the walls checked
-// here are the parent's.
+// kernel will. Where no child's supervisor runs (the test closes its end of
+// the hand-off socket) the supervisor kills the fork's child at the end of
+// the re-listen and says so; two tests run a real S2 (RunSandbox in adopt
+// mode, sentry/run/adopt.h).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -329,6 +330,91 @@ TEST(ForkRelisten, TheAdoptedChildIsOutOfTheParentsReach) {
   EXPECT_EQ(after["kill_child"], Errno(ESRCH));
   EXPECT_EQ(after["kill_all"], Errno(ESRCH));
   EXPECT_EQ(after["kill_own_group"], "0");  // the parent's group alone (the child setsid'd)
+}
+
+// The whole flow with a real child's supervisor: S1 a session's RunSandbox
+// with its control socket, the guest forking in a real sandbox, S2 a
+// RunSandbox in adopt mode (sentry/run/adopt.h) on the hand-off socket.
+TEST(ForkRelisten, TheChildIsAdoptedByItsOwnSupervisor) {
+  if (geteuid() != 0) GTEST_SKIP() << "S2 adopts as root only";
+  // S2 first (this process has one thread).
+  int sv[2], s2in[2], s2out[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_EQ(pipe2(s2in, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(s2out, O_CLOEXEC), 0);
+  pid_t s2 = fork();
+  if (s2 == 0) {
+    dup2(s2in[0], 0);
+    dup2(s2out[1], 1);
+    RunOptions o;
+    o.adopt_fd = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+    o.timeout_sec = 60;
+    _exit(RunSandbox(o));
+  }
+  close(sv[1]);
+  close(s2in[0]);
+  close(s2out[1]);
+  Sandbox child;  // S2's stdio, read as a sandbox's
+  child.in = UniqueFd(s2in[1]);
+  child.out = UniqueFd(s2out[0]);
+
+  Sandbox s = Start({"adopt"});
+  ASSERT_GT(s.supervisor, 0);
+  int pid = GuestPid(s);
+  ASSERT_GT(pid, 0);
+  ControlReply ok = Prepare(s, 1, pid, {sv[0]}, 43);
+  ASSERT_EQ(ok.status, 0) << Reason(ok);
+  close(sv[0]);
+  ASSERT_EQ(write(s.in.get(), "go\n", 3), 3);
+  // The child's first line: its first act, on S2's pipe.
+  EXPECT_EQ(ReadLine(child), "MARKER");
+  std::map<std::string, std::string> seen;
+  for (std::string line = ReadLine(child); !line.empty(); line = ReadLine(child)) {
+    size_t sp = line.rfind(' ');
+    if (sp != std::string::npos) seen[line.substr(0, sp)] = line.substr(sp + 1);
+    if (line == "child_waits 1") break;
+  }
+  std::map<std::string, std::string> parent;
+  for (std::string line = ReadLine(s); !line.empty(); line = ReadLine(s)) {
+    size_t sp = line.rfind(' ');
+    if (sp != std::string::npos) parent[line.substr(0, sp)] = line.substr(sp + 1);
+    if (line == "after_written 1") break;
+  }
+  ControlReply done;
+  ASSERT_TRUE(Receive(s, &done));
+  EXPECT_EQ(done.status, 0) << Reason(done);
+  EXPECT_EQ(done.children, 1u) << Reason(done);
+  ASSERT_EQ(write(child.in.get(), "go\n", 3), 3);
+  for (std::string line = ReadLine(child); !line.empty(); line = ReadLine(child)) {
+    size_t sp = line.rfind(' ');
+    if (sp != std::string::npos) seen[line.substr(0, sp)] = line.substr(sp + 1);
+  }
+  ASSERT_EQ(write(s.in.get(), "go\n", 3), 3);
+  for (std::string line = ReadLine(s); !line.empty() && line != "done"; line = ReadLine(s)) {
+    size_t sp = line.rfind(' ');
+    if (sp != std::string::npos) parent[line.substr(0, sp)] = line.substr(sp + 1);
+  }
+  EXPECT_EQ(Finish(s), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(s2, &status, 0), s2);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+
+  EXPECT_EQ(parent["clone"], "0");
+  EXPECT_EQ(parent["relisten"], "0");
+  EXPECT_EQ(parent.count("MARKER"), 0u);  // the parent's pipe never saw the child
+  EXPECT_EQ(s.pending.find("MARKER"), std::string::npos);
+  EXPECT_EQ(parent["parent_sees_child_file"], "ERR2");
+  EXPECT_EQ(seen["child_pid"], "1");
+  EXPECT_EQ(seen["child_before"], "from-parent");
+  EXPECT_EQ(seen["child_own"], "from-child");
+  EXPECT_EQ(seen["child_after"], "ERR2");
+  EXPECT_EQ(seen["child_kill_all"], Errno(ESRCH));
+  EXPECT_EQ(seen["child_sid"], "1");
+  EXPECT_EQ(seen["child_guest_bin"], "yes");
+  EXPECT_EQ(seen["END"], "1");
+  if (HasFailure()) {
+    for (const auto& [k, v] : seen) std::cout << "child: " << k << " " << v << "\n";
+  }
 }
 
 // Escape attempts during the quiesce: a thread waits in the old listener

@@ -64,6 +64,9 @@ std::string ReadLineFrom(int fd) {
   return out;
 }
 
+// A shared mapping G holds when it forks.
+enum class Shared { kLowerFileReadOnly, kWritable, kStoreFileReadOnly };
+
 // What the adopted child reports, one line each, on its fd 1 (S2's pipe).
 [[noreturn]] void AdoptedChild(int listener_fd, int port, const std::string& abstract_name) {
   Say(1, "MARKER");  // its first instruction's work: must reach S2's pipe, never G's
@@ -123,7 +126,9 @@ std::string ReadLineFrom(int fd) {
 
 // G, the parent guest: its own namespaces and view, then the filter.
 [[noreturn]] void ParentGuest(int sync_r, int report_w, const std::string& root_dir,
-                              bool shared_mapping) {
+                              Shared shared) {
+  // A lower-layer file (the host's /bin/sh), opened before the view changes.
+  int lower = open("/bin/sh", O_RDONLY | O_CLOEXEC);
   if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC) < 0)
     _exit(90);
   Say(report_w, "unshared");
@@ -135,7 +140,11 @@ std::string ReadLineFrom(int fd) {
   if (mkdir(store.c_str(), 0755) < 0 || mkdir(old.c_str(), 0755) < 0) _exit(94);
   if (mount("tmpfs", store.c_str(), "tmpfs", 0, "size=1m,mode=0755") < 0) _exit(95);
   int m = open((store + "/parent-store-file").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  (void)!write(m, "x", 1);
   close(m);
+  // A store file opened read-only: its shared mapping cannot be made
+  // writable, but the parent could write the file through another fd.
+  int store_file = open((store + "/parent-store-file").c_str(), O_RDONLY | O_CLOEXEC);
   if (chdir(root_dir.c_str()) < 0 || syscall(SYS_pivot_root, ".", "old") < 0 || chdir("/") < 0 ||
       umount2("/old", MNT_DETACH) < 0) {
     _exit(96);
@@ -164,10 +173,12 @@ std::string ReadLineFrom(int fd) {
     _exit(99);
   }
   int port = ntohs(in.sin_port);
-  if (shared_mapping) {
-    void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) _exit(100);
-  }
+  void* p = shared == Shared::kWritable
+                ? mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)
+            : shared == Shared::kStoreFileReadOnly
+                ? mmap(nullptr, 4096, PROT_READ, MAP_SHARED, store_file, 0)
+                : mmap(nullptr, 4096, PROT_READ, MAP_SHARED, lower, 0);
+  if (p == MAP_FAILED) _exit(100);
   // The sandbox's guest: uid 1000, no privilege, the table's program (no
   // listener: trapped calls are ENOSYS for G; it makes only native ones).
   if (setresgid(1000, 1000, 1000) < 0 || setresuid(1000, 1000, 1000) < 0) _exit(101);
@@ -202,7 +213,7 @@ bool WaitReadable(int fd, int ms) {
 
 // S2 is RunSandbox in adopt mode: in a process forked here, or started as
 // the server starts it (the session launcher's zygote, an adopting spec).
-Scenario RunScenario(bool shared_mapping, bool via_launcher = false) {
+Scenario RunScenario(Shared shared, bool via_launcher = false) {
   Scenario out;
   // S2 first, while this process has one thread.
   int sv[2];
@@ -273,7 +284,7 @@ Scenario RunScenario(bool shared_mapping, bool via_launcher = false) {
   if (g == 0) {
     dup2(gin[0], 0);
     dup2(gout[1], 1);
-    ParentGuest(sync[0], report[1], root_tmpl, shared_mapping);
+    ParentGuest(sync[0], report[1], root_tmpl, shared);
   }
   close(sync[0]);
   close(report[1]);
@@ -400,7 +411,7 @@ bool Root() { return geteuid() == 0; }
 
 TEST(AdoptTest, TheForkedChildRunsOnlyUnderItsOwnSupervisorWithItsOwnCopy) {
   if (!Root()) GTEST_SKIP() << "S2 adopts as root only";
-  Scenario s = RunScenario(false);
+  Scenario s = RunScenario(Shared::kLowerFileReadOnly);  // (a read-only lower file: allowed)
   ASSERT_TRUE(s.handoff.ok()) << s.handoff.message();
   EXPECT_EQ(s.s2_exit, 0) << s.s2_out;
   // Its first instruction's write went to S2's pipe: it ran only after the
@@ -425,7 +436,7 @@ TEST(AdoptTest, TheForkedChildRunsOnlyUnderItsOwnSupervisorWithItsOwnCopy) {
 
 TEST(AdoptTest, TheSessionLauncherStartsTheChildsSupervisorInAdoptMode) {
   if (!Root()) GTEST_SKIP() << "S2 adopts as root only";
-  Scenario s = RunScenario(false, /*via_launcher=*/true);
+  Scenario s = RunScenario(Shared::kLowerFileReadOnly, /*via_launcher=*/true);
   ASSERT_TRUE(s.handoff.ok()) << s.handoff.message();
   EXPECT_EQ(s.s2_out.rfind("MARKER\n", 0), 0u) << s.s2_out;
   EXPECT_EQ(s.parent_out.find("MARKER"), std::string::npos) << s.parent_out;
@@ -436,12 +447,20 @@ TEST(AdoptTest, TheSessionLauncherStartsTheChildsSupervisorInAdoptMode) {
 
 TEST(AdoptTest, AParentWithASharedWritableMappingHasItsForkRefused) {
   if (!Root()) GTEST_SKIP() << "S2 adopts as root only";
-  Scenario s = RunScenario(true);
-  EXPECT_FALSE(s.handoff.ok());
-  EXPECT_NE(s.handoff.message().find("shared writable"), std::string::npos) << s.handoff.message();
-  EXPECT_EQ(s.s2_exit, kExitSentryError);
-  EXPECT_EQ(s.s2_out.find("MARKER"), std::string::npos);
-  EXPECT_EQ(s.parent_out.find("MARKER"), std::string::npos);
+  // Writable, and read-only but of a file the parent could write elsewhere.
+  for (Shared kind : {Shared::kWritable, Shared::kStoreFileReadOnly}) {
+    Scenario s = RunScenario(kind);
+    EXPECT_FALSE(s.handoff.ok());
+    EXPECT_NE(s.handoff.message().find("shared mapping a fork cannot copy"), std::string::npos)
+        << s.handoff.message();
+    EXPECT_NE(s.handoff.message().find(kind == Shared::kWritable ? "(writable)"
+                                                                 : "(not a lower-layer file)"),
+              std::string::npos)
+        << s.handoff.message();
+    EXPECT_EQ(s.s2_exit, kExitSentryError);
+    EXPECT_EQ(s.s2_out.find("MARKER"), std::string::npos);
+    EXPECT_EQ(s.parent_out.find("MARKER"), std::string::npos);
+  }
 }
 
 }  // namespace
