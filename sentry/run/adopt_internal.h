@@ -53,7 +53,7 @@ class Adoption {
   UniqueFd pidfd_, stream_;
   pid_t child_ = -1;
   bool seized_ = false, answered_ = false, timed_out_ = false;
-  std::vector<int> held_;  // signals held back until the child resumes
+  std::vector<int> held_;  // signals that came before the child ran: dropped
   uid_t host_uid_ = 0;
   gid_t host_gid_ = 0;
   uid_t fs_uid_ = 0;  // the file identity of the threads that reach host files

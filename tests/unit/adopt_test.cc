@@ -39,6 +39,8 @@
 
 #include "loader/filter.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/procfs.h"
+#include "sentry/kernel/sysfs.h"
 #include "sentry/platform/tracer.h"
 #include "sentry/run/run.h"
 #include "sentry/run/sandbox_tree.h"
@@ -273,6 +275,9 @@ Scenario RunScenario(Shared shared, bool via_launcher = false) {
   EXPECT_TRUE(
       WriteIntoSandbox(**tree, creds, "from-parent", 0644, "/home/sandbox/before.txt").ok());
   Kernel kernel(std::move(*tree), KernelConfig{});
+  // Its /proc and /sys, as a run's (the copy names them as generated nodes).
+  MountProcfs(kernel, kernel.vfs().Lookup(kernel.vfs().root(), "/proc", {}, creds).value());
+  MountSysfs(kernel, kernel.vfs().Lookup(kernel.vfs().root(), "/sys", {}, creds).value());
   Tracer tracer(kernel, {}, nullptr);
 
   int sync[2], report[2], gin[2], gout[2];
