@@ -43,6 +43,7 @@
 #include "sentry/platform/handoff_wire.h"
 #include "sentry/platform/tracer.h"
 #include "sentry/run/adopt_internal.h"
+#include "sentry/run/fork_control.h"
 #include "sentry/run/sandbox_tree.h"
 #include "syscalls/table.h"
 #include "vfs/store.h"
@@ -284,8 +285,10 @@ int Adoption::Supervise() {
     pid_t pid;
     while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) tracer_->OnWaitStatus(pid, status);
     if (tracer_->leader_done()) break;
-    pollfd p[2] = {{sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
-    if (poll(p, 2, -1) < 0 && errno != EINTR) break;
+    // (A negative fd: no control socket.)
+    pollfd p[3] = {{sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}, {o_.control_fd, POLLIN, 0}};
+    if (poll(p, 3, -1) < 0 && errno != EINTR) break;
+    if (p[2].revents & (POLLIN | POLLHUP)) AnswerControl();
     if (p[0].revents & POLLIN) {
       signalfd_siginfo si;
       while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
@@ -309,6 +312,21 @@ int Adoption::Supervise() {
   if (WIFEXITED(st)) return WEXITSTATUS(st);
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
   return kExitSentryError;
+}
+
+// A forked session's own fork is not built: every request on the
+// session's control socket is refused, with why (never left unanswered).
+void Adoption::AnswerControl() {
+  ReceivedRequest r = ReceiveControlRequest(o_.control_fd);
+  if (r.eof) {
+    o_.control_fd = -1;  // (the launcher's copy; closed with this process)
+    return;
+  }
+  if (r.none) return;
+  // (A malformed request is refused all the same, with its own why.)
+  SendControlReply(
+      o_.control_fd, ControlKind::kReply, r.request.id, EOPNOTSUPP,
+      r.ok ? "a forked session cannot fork again yet (its supervisor has no re-listen)" : r.why);
 }
 
 void Adoption::SendSignal(int sig) {

@@ -47,6 +47,7 @@ class Adoption {
   int Fail(const std::string& why);
   void Answer(std::string_view what);
   void SendSignal(int sig);
+  void AnswerControl();
 
   RunOptions o_;
   HandOffHeader header_;

@@ -42,6 +42,7 @@
 #include "sentry/kernel/procfs.h"
 #include "sentry/kernel/sysfs.h"
 #include "sentry/platform/tracer.h"
+#include "sentry/run/fork_control.h"
 #include "sentry/run/run.h"
 #include "sentry/run/sandbox_tree.h"
 #include "sentry/run/spawn.h"
@@ -206,6 +207,7 @@ struct Scenario {
   int s2_exit = -1;
   bool parent_vfs_has_child_file = true;
   std::string store_listing;  // the child's /.sentry-store, seen from the host
+  int control_status = -1;    // via the launcher: S2's answer to a fork_prepare
 };
 
 bool WaitReadable(int fd, int ms) {
@@ -385,6 +387,21 @@ Scenario RunScenario(Shared shared, bool via_launcher = false) {
         out.store_listing += e.path().filename().string() + ",";
       }
       if (ec) out.store_listing = "error: " + ec.message();
+      if (launched.control) {
+        // A fork of the forked session: refused, with why, not left hanging.
+        ControlRequest req;
+        req.op = static_cast<uint32_t>(ControlOp::kForkPrepare);
+        req.id = 5;
+        req.count = 1;
+        req.thread = 1;
+        ControlReply reply;
+        if (send(launched.control.get(), &req, sizeof(req), MSG_NOSIGNAL) == sizeof(req) &&
+            WaitReadable(launched.control.get(), 5000) &&
+            recv(launched.control.get(), &reply, sizeof(reply), 0) == sizeof(reply) &&
+            reply.id == 5) {
+          out.control_status = reply.status;
+        }
+      }
       looked = true;
       Say(s2_requests.get(), "bye");
     }
@@ -448,6 +465,7 @@ TEST(AdoptTest, TheSessionLauncherStartsTheChildsSupervisorInAdoptMode) {
   EXPECT_NE(s.s2_out.find("before=from-parent\n"), std::string::npos) << s.s2_out;
   EXPECT_NE(s.s2_out.find("after=ERR2\n"), std::string::npos) << s.s2_out;
   EXPECT_NE(s.s2_out.find("END\n"), std::string::npos) << s.s2_out;
+  EXPECT_EQ(s.control_status, EOPNOTSUPP);
 }
 
 TEST(AdoptTest, AParentWithASharedWritableMappingHasItsForkRefused) {
