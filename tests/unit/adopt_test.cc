@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -208,6 +209,8 @@ struct Scenario {
   bool parent_vfs_has_child_file = true;
   std::string store_listing;  // the child's /.sentry-store, seen from the host
   int control_status = -1;    // via the launcher: S2's answer to a fork_prepare
+  long handoff_us = 0;        // S1's HandOffForkChild (until "seized")
+  long first_write_us = 0;    // from its start to the child's first write on S2's pipe
 };
 
 bool WaitReadable(int fd, int ms) {
@@ -362,7 +365,17 @@ Scenario RunScenario(Shared shared, bool via_launcher = false) {
     }
     Tracer::ForkHandOff h;
     h.relay_ends = {gin[1], gout[0], -1};
+    auto t0 = std::chrono::steady_clock::now();
     out.handoff = tracer.HandOffForkChild(held[0], sv[0], h);
+    out.handoff_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    // Until the child's first write reaches S2's pipe: seized, made whole, run.
+    if (out.handoff.ok() && WaitReadable(s2_frames.get(), 5000)) {
+      out.first_write_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - t0)
+                               .count();
+    }
   }
   if (out.handoff.ok()) {
     // The parent's later write, then the child may look.
@@ -434,6 +447,8 @@ bool Root() { return geteuid() == 0; }
 TEST(AdoptTest, TheForkedChildRunsOnlyUnderItsOwnSupervisorWithItsOwnCopy) {
   if (!Root()) GTEST_SKIP() << "S2 adopts as root only";
   Scenario s = RunScenario(Shared::kLowerFileReadOnly);  // (a read-only lower file: allowed)
+  std::cout << "hand-off (S1, until seized): " << s.handoff_us
+            << " us; until the child's first write: " << s.first_write_us << " us\n";
   ASSERT_TRUE(s.handoff.ok()) << s.handoff.message();
   EXPECT_EQ(s.s2_exit, 0) << s.s2_out;
   // Its first instruction's write went to S2's pipe: it ran only after the
