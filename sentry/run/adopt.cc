@@ -43,6 +43,7 @@
 #include "sentry/platform/handoff_wire.h"
 #include "sentry/platform/tracer.h"
 #include "sentry/run/adopt_internal.h"
+#include "sentry/run/fork_control.h"
 #include "sentry/run/sandbox_tree.h"
 #include "syscalls/table.h"
 #include "vfs/store.h"
@@ -88,8 +89,8 @@ std::optional<std::string> Adoption::Seize() {
   }
   if (r < 0) return absl::StrCat("cannot trace the child: ", std::strerror(-r));
   seized_ = true;
-  // Its first stop: the group-stop of the SIGSTOP S1 queued, or that
-  // signal's delivery (not delivered: the injection resumes it without).
+  // Its first stop: the group-stop of the SIGSTOP S1 queued, or a
+  // signal's delivery, before any instruction of its own.
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     pid_t w = waitpid(child_, &status, __WALL | WNOHANG);
@@ -99,9 +100,15 @@ std::optional<std::string> Adoption::Seize() {
     }
     if (w < 0 || !WIFSTOPPED(status)) return "the child ended before it was adopted";
     int sig = WSTOPSIG(status), event = status >> 16;
-    if (event == PTRACE_EVENT_STOP || (event == 0 && sig == SIGSTOP)) return std::nullopt;
-    if (event == 0) held_.push_back(sig);  // another signal: given when it resumes
-    ptrace(PTRACE_LISTEN, child_, nullptr, nullptr);
+    if (event == PTRACE_EVENT_STOP) return std::nullopt;
+    // A signal's delivery (S1's SIGSTOP, or one the parent's side sent
+    // first): not delivered, the injection resumes it without; the SIGSTOP
+    // still pending then is held back by the injection alike.
+    if (event == 0) {
+      if (sig != SIGSTOP) held_.push_back(sig);  // dropped (MakeWhole)
+      return std::nullopt;
+    }
+    return "the child stopped other than for its hand-off";
   }
   return "the child never stopped for its new supervisor";
 }
@@ -220,6 +227,13 @@ std::optional<std::string> Adoption::Build() {
   }
   stream_.Reset();
   if (!copied.ok()) return absl::StrCat("the parent's files: ", copied.error);
+  // The copy names the parent's /proc and /sys as generated nodes the new
+  // tree keeps; a stream that put anything else there is refused.
+  auto proc_after = fs.Lookup(fs.root(), "/proc", {}, creds_);
+  auto sys_after = fs.Lookup(fs.root(), "/sys", {}, creds_);
+  if (!proc_after.ok() || !sys_after.ok() || *proc_after != *proc || *sys_after != *sys) {
+    return "the parent's files replaced the child's /proc or /sys";
+  }
   fs.store().StartStash(std::nullopt);
   struct stat netns;
   if (stat(absl::StrCat("/proc/", child_, "/ns/net").c_str(), &netns) == 0) {
@@ -271,8 +285,10 @@ int Adoption::Supervise() {
     pid_t pid;
     while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) tracer_->OnWaitStatus(pid, status);
     if (tracer_->leader_done()) break;
-    pollfd p[2] = {{sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
-    if (poll(p, 2, -1) < 0 && errno != EINTR) break;
+    // (A negative fd: no control socket.)
+    pollfd p[3] = {{sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}, {o_.control_fd, POLLIN, 0}};
+    if (poll(p, 3, -1) < 0 && errno != EINTR) break;
+    if (p[2].revents & (POLLIN | POLLHUP)) AnswerControl();
     if (p[0].revents & POLLIN) {
       signalfd_siginfo si;
       while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
@@ -296,6 +312,21 @@ int Adoption::Supervise() {
   if (WIFEXITED(st)) return WEXITSTATUS(st);
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
   return kExitSentryError;
+}
+
+// A forked session's own fork is not built: every request on the
+// session's control socket is refused, with why (never left unanswered).
+void Adoption::AnswerControl() {
+  ReceivedRequest r = ReceiveControlRequest(o_.control_fd);
+  if (r.eof) {
+    o_.control_fd = -1;  // (the launcher's copy; closed with this process)
+    return;
+  }
+  if (r.none) return;
+  // (A malformed request is refused all the same, with its own why.)
+  SendControlReply(
+      o_.control_fd, ControlKind::kReply, r.request.id, EOPNOTSUPP,
+      r.ok ? "a forked session cannot fork again yet (its supervisor has no re-listen)" : r.why);
 }
 
 void Adoption::SendSignal(int sig) {

@@ -47,13 +47,14 @@ class Adoption {
   int Fail(const std::string& why);
   void Answer(std::string_view what);
   void SendSignal(int sig);
+  void AnswerControl();
 
   RunOptions o_;
   HandOffHeader header_;
   UniqueFd pidfd_, stream_;
   pid_t child_ = -1;
   bool seized_ = false, answered_ = false, timed_out_ = false;
-  std::vector<int> held_;  // signals held back until the child resumes
+  std::vector<int> held_;  // signals that came before the child ran: dropped
   uid_t host_uid_ = 0;
   gid_t host_gid_ = 0;
   uid_t fs_uid_ = 0;  // the file identity of the threads that reach host files

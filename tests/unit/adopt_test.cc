@@ -34,12 +34,16 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "loader/filter.h"
 #include "sentry/kernel/kernel.h"
+#include "sentry/kernel/procfs.h"
+#include "sentry/kernel/sysfs.h"
 #include "sentry/platform/tracer.h"
+#include "sentry/run/fork_control.h"
 #include "sentry/run/run.h"
 #include "sentry/run/sandbox_tree.h"
 #include "sentry/run/spawn.h"
@@ -204,6 +208,9 @@ struct Scenario {
   int s2_exit = -1;
   bool parent_vfs_has_child_file = true;
   std::string store_listing;  // the child's /.sentry-store, seen from the host
+  int control_status = -1;    // via the launcher: S2's answer to a fork_prepare
+  long handoff_us = 0;        // S1's HandOffForkChild (until "seized")
+  long first_write_us = 0;    // from its start to the child's first write on S2's pipe
 };
 
 bool WaitReadable(int fd, int ms) {
@@ -273,6 +280,9 @@ Scenario RunScenario(Shared shared, bool via_launcher = false) {
   EXPECT_TRUE(
       WriteIntoSandbox(**tree, creds, "from-parent", 0644, "/home/sandbox/before.txt").ok());
   Kernel kernel(std::move(*tree), KernelConfig{});
+  // Its /proc and /sys, as a run's (the copy names them as generated nodes).
+  MountProcfs(kernel, kernel.vfs().Lookup(kernel.vfs().root(), "/proc", {}, creds).value());
+  MountSysfs(kernel, kernel.vfs().Lookup(kernel.vfs().root(), "/sys", {}, creds).value());
   Tracer tracer(kernel, {}, nullptr);
 
   int sync[2], report[2], gin[2], gout[2];
@@ -355,7 +365,17 @@ Scenario RunScenario(Shared shared, bool via_launcher = false) {
     }
     Tracer::ForkHandOff h;
     h.relay_ends = {gin[1], gout[0], -1};
+    auto t0 = std::chrono::steady_clock::now();
     out.handoff = tracer.HandOffForkChild(held[0], sv[0], h);
+    out.handoff_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    // Until the child's first write reaches S2's pipe: seized, made whole, run.
+    if (out.handoff.ok() && WaitReadable(s2_frames.get(), 5000)) {
+      out.first_write_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - t0)
+                               .count();
+    }
   }
   if (out.handoff.ok()) {
     // The parent's later write, then the child may look.
@@ -380,6 +400,21 @@ Scenario RunScenario(Shared shared, bool via_launcher = false) {
         out.store_listing += e.path().filename().string() + ",";
       }
       if (ec) out.store_listing = "error: " + ec.message();
+      if (launched.control) {
+        // A fork of the forked session: refused, with why, not left hanging.
+        ControlRequest req;
+        req.op = static_cast<uint32_t>(ControlOp::kForkPrepare);
+        req.id = 5;
+        req.count = 1;
+        req.thread = 1;
+        ControlReply reply;
+        if (send(launched.control.get(), &req, sizeof(req), MSG_NOSIGNAL) == sizeof(req) &&
+            WaitReadable(launched.control.get(), 5000) &&
+            recv(launched.control.get(), &reply, sizeof(reply), 0) == sizeof(reply) &&
+            reply.id == 5) {
+          out.control_status = reply.status;
+        }
+      }
       looked = true;
       Say(s2_requests.get(), "bye");
     }
@@ -412,6 +447,8 @@ bool Root() { return geteuid() == 0; }
 TEST(AdoptTest, TheForkedChildRunsOnlyUnderItsOwnSupervisorWithItsOwnCopy) {
   if (!Root()) GTEST_SKIP() << "S2 adopts as root only";
   Scenario s = RunScenario(Shared::kLowerFileReadOnly);  // (a read-only lower file: allowed)
+  std::cout << "hand-off (S1, until seized): " << s.handoff_us
+            << " us; until the child's first write: " << s.first_write_us << " us\n";
   ASSERT_TRUE(s.handoff.ok()) << s.handoff.message();
   EXPECT_EQ(s.s2_exit, 0) << s.s2_out;
   // Its first instruction's write went to S2's pipe: it ran only after the
@@ -443,6 +480,7 @@ TEST(AdoptTest, TheSessionLauncherStartsTheChildsSupervisorInAdoptMode) {
   EXPECT_NE(s.s2_out.find("before=from-parent\n"), std::string::npos) << s.s2_out;
   EXPECT_NE(s.s2_out.find("after=ERR2\n"), std::string::npos) << s.s2_out;
   EXPECT_NE(s.s2_out.find("END\n"), std::string::npos) << s.s2_out;
+  EXPECT_EQ(s.control_status, EOPNOTSUPP);
 }
 
 TEST(AdoptTest, AParentWithASharedWritableMappingHasItsForkRefused) {
