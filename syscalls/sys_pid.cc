@@ -27,23 +27,60 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <vector>
 
 #include "syscalls/handlers.h"
 
 namespace sentry::sys {
 namespace {
 
-bool IsSandboxTask(SyscallContext& ctx, pid_t pid) {
-  return pid > 0 && ctx.kernel.tasks().FindByNsTid(pid) != nullptr;
+// A child of a session fork (Kernel::fork_children) is not the sandbox's,
+// though its parent may name it natively (FORK.md, "Walls after a fork").
+bool IsForkChild(SyscallContext& ctx, pid_t host_pid) {
+  const std::vector<pid_t>& c = ctx.kernel.fork_children;
+  return std::find(c.begin(), c.end(), host_pid) != c.end();
 }
 
-bool IsSandboxGroup(SyscallContext& ctx, pid_t pgid) {
-  if (pgid <= 0) return false;
+bool IsSandboxTask(SyscallContext& ctx, pid_t pid) {
+  if (pid <= 0) return false;
+  const Task* t = ctx.kernel.tasks().FindByNsTid(pid);
+  return t != nullptr && !t->fork_child;
+}
+
+// A process's group as the sandbox names it: with namespaces (after a
+// fork: the one case that reaches here with them) the group id in the
+// sandbox's pid namespace, `outer` levels out from the process's own.
+pid_t GroupOf(SyscallContext& ctx, pid_t host_pid, int outer) {
+  if (!ctx.kernel.config().namespaces) return getpgid(host_pid);
+  return ReadNsPgid(host_pid, outer);
+}
+
+// Group pgid as the sandbox sees it: whether a process of the sandbox is in
+// it, and whether a fork's child is (its parent's group until its own
+// supervisor makes it setsid(), or for good if it died first).
+struct GroupMembers {
+  std::vector<pid_t> sandbox;  // host pids
+  bool fork_child = false;
+};
+GroupMembers MembersOf(SyscallContext& ctx, pid_t pgid) {
+  GroupMembers m;
+  if (pgid <= 0) return m;
   for (const auto& [tgid, process] : ctx.kernel.tasks().Processes()) {
-    if (getpgid(tgid) == pgid) return true;
+    if (IsForkChild(ctx, tgid)) continue;
+    if (GroupOf(ctx, tgid, 0) == pgid) m.sandbox.push_back(tgid);
   }
-  return false;
+  for (pid_t child : ctx.kernel.fork_children) {
+    if (GroupOf(ctx, child, 1) == pgid) m.fork_child = true;  // one level out: the sandbox's name
+  }
+  return m;
+}
+
+// A group counts as the sandbox's only while no fork's child is in it.
+bool IsSandboxGroup(SyscallContext& ctx, pid_t pgid) {
+  GroupMembers m = MembersOf(ctx, pgid);
+  return !m.sandbox.empty() && !m.fork_child;
 }
 
 // The run's own uid: its processes are the only ones of that uid (not so
@@ -82,7 +119,8 @@ SysStatus CheckWho(SyscallContext& ctx, Who kind, pid_t who, bool changes) {
     case Who::kProcess:
       return who == 0 || IsSandboxTask(ctx, who) ? SysStatus{} : Errno{ESRCH};
     case Who::kGroup:
-      return who == 0 || IsSandboxGroup(ctx, who) ? SysStatus{} : Errno{ESRCH};
+      if (who == 0) who = GroupOf(ctx, ctx.task.process->tgid, 0);
+      return IsSandboxGroup(ctx, who) ? SysStatus{} : Errno{ESRCH};
     case Who::kUser:
       if (changes) return Errno{EPERM};
       return IsRunUser(ctx, static_cast<uint32_t>(who)) ? SysStatus{} : Errno{ESRCH};
@@ -165,21 +203,52 @@ SysStatus CheckCall(SyscallContext& ctx, int nr) {
 // signal every process of the caller (the sentry too), so the sentry sends it
 // to the sandbox's processes but the caller, as kill(-1) would to a uid of
 // its own (kernel/signal.c, kill_something_info).
+//
+// With namespaces (after a session fork) likewise: kill(-1) in the parent
+// would reach its fork's children, whose pids its namespace sees. Every
+// process of the sandbox runs as the one host uid the guest has (no guest
+// changes its host ids), so the sentry's own sending reaches exactly whom
+// the guest's could, less the children.
 SysResult<uint64_t> KillEverySandboxProcess(SyscallContext& ctx) {
   int sig = ctx.args.Int(1);
   if (sig < 0 || sig > SIGRTMAX) return Errno{EINVAL};
   int sent = 0;
   for (const auto& [tgid, process] : ctx.kernel.tasks().Processes()) {
-    if (tgid == ctx.task.process->tgid) continue;
+    if (tgid == ctx.task.process->tgid || IsForkChild(ctx, tgid)) continue;
     if (kill(tgid, sig) == 0) ++sent;
   }
   if (sent == 0) return Errno{ESRCH};
   return 0;
 }
 
+namespace {
+
+// kill(0, sig) or kill(-pgid, sig) for a group a fork's child is in: the
+// sentry signals the group's sandbox processes itself, one by one (the
+// caller too, if it is one of them), never the child.
+SysResult<uint64_t> KillGroupButForkChildren(SyscallContext& ctx, const GroupMembers& m) {
+  int sig = ctx.args.Int(1);
+  if (sig < 0 || sig > SIGRTMAX) return Errno{EINVAL};
+  int sent = 0;
+  for (pid_t tgid : m.sandbox) {
+    if (kill(tgid, sig) == 0) ++sent;
+  }
+  if (sent == 0) return Errno{ESRCH};
+  return 0;
+}
+
+}  // namespace
+
 SysResult<uint64_t> ConfinePids(SyscallContext& ctx) {
-  if (ctx.nr == SYS_kill && ctx.args.Int(0) == -1 && ctx.kernel.config().host_uid_shared) {
+  const KernelConfig& config = ctx.kernel.config();
+  if (ctx.nr == SYS_kill && ctx.args.Int(0) == -1 &&
+      (config.host_uid_shared || config.namespaces)) {
     return KillEverySandboxProcess(ctx);
+  }
+  if (ctx.nr == SYS_kill && ctx.args.Int(0) <= 0 && !ctx.kernel.fork_children.empty()) {
+    pid_t pgid = ctx.args.Int(0) == 0 ? GroupOf(ctx, ctx.task.process->tgid, 0) : -ctx.args.Int(0);
+    GroupMembers m = MembersOf(ctx, pgid);
+    if (m.fork_child) return KillGroupButForkChildren(ctx, m);
   }
   SYS_TRY(CheckCall(ctx, ctx.nr));
   // (After it: a pid the sandbox no longer has is ESRCH, as ever.)

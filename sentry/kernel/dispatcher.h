@@ -32,6 +32,7 @@ class Dispatcher final {
       : trace_(std::move(trace)), find_(find) {}
   // Before the guest's go (a warm sandbox learns --trace with its command).
   void set_trace(std::shared_ptr<trace::TraceWriter> trace) { trace_ = std::move(trace); }
+  const std::shared_ptr<trace::TraceWriter>& trace() const { return trace_; }
   DispatchResult Dispatch(SyscallContext& ctx, int nr);
 
   // "openat(AT_FDCWD, \"/etc/passwd\", O_RDONLY|O_CLOEXEC)": the call as it

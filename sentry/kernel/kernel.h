@@ -137,6 +137,12 @@ class Kernel final {
   // Connections out of the sandbox (--allow-net); null: none may leave.
   std::shared_ptr<net::Egress> egress;
   dev_t pts_dev = 0;  // the sandbox's devpts instance, if it has one
+  // Every child a granted fork clone made (host pids, in clone order; under
+  // mu), alive or not, handed off or not: none is the sandbox's, and a
+  // process group is the sandbox's only while none of them is in it
+  // (syscalls/sys_pid.cc). At most kMaxForkChildren: a fork past it is refused.
+  std::vector<pid_t> fork_children;
+  static constexpr size_t kMaxForkChildren = 1600;  // 16 forks deep of 100
 
  private:
   std::mutex mu_;

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace sentry {
@@ -40,18 +42,28 @@ pid_t TaskTable::NsPidOfHost(pid_t host_pid) const {
 
 // From the NSpid line of its status: the host's pid namespace's first, the
 // innermost last.
-pid_t ReadNsPid(pid_t host_tid, int outer) {
+namespace {
+
+// A field of /proc/PID/status that lists an id at each pid namespace level
+// ("NSpid:", "NSpgid:"), `outer` levels out from the innermost.
+pid_t ReadNsLevel(pid_t host_tid, std::string_view field, int outer) {
   std::ifstream f("/proc/" + std::to_string(host_tid) + "/status");
   std::string line;
   while (std::getline(f, line)) {
-    if (line.rfind("NSpid:", 0) != 0) continue;
+    if (line.rfind(field, 0) != 0) continue;
     std::vector<pid_t> levels;
-    std::istringstream fields(line.substr(6));
+    std::istringstream fields(line.substr(field.size()));
     for (pid_t p; fields >> p;) levels.push_back(p);
     if (outer < 0 || static_cast<size_t>(outer) >= levels.size()) return 0;
     return levels[levels.size() - 1 - outer];
   }
   return 0;
 }
+
+}  // namespace
+
+pid_t ReadNsPid(pid_t host_tid, int outer) { return ReadNsLevel(host_tid, "NSpid:", outer); }
+
+pid_t ReadNsPgid(pid_t host_pid, int outer) { return ReadNsLevel(host_pid, "NSpgid:", outer); }
 
 }  // namespace sentry

@@ -57,10 +57,16 @@ struct Task {
   // the one tracing stop /proc shows as "T (stopped)" (procfs_task.cc).
   bool group_stopped = false;
   ExecCheck exec_check;
-  // The supervisor let this thread's next clone with the fork's flags run
-  // (Tracer::GrantFork; syscalls/fork_gate.h).
-  bool fork_granted = false;
-  std::string trace_exec;  // --trace: the execve line, printed at its exec event
+  // How many more clones with the fork's flags the supervisor lets this
+  // thread run (Tracer::GrantFork; syscalls/fork_gate.h).
+  int forks_granted = 0;
+  // The child of a granted fork clone (pid 1 of its own namespaces): not the
+  // sandbox's (the pid rule names it not; sys_pid.cc), held at its first
+  // stop (never resumed by this tracer) until it is handed to its own
+  // supervisor or killed (sentry/session/FORK.md, steps 2-3).
+  bool fork_child = false;
+  bool held_stopped = false;  // that first stop has come: it waits there
+  std::string trace_exec;     // --trace: the execve line, printed at its exec event
 };
 
 class TaskTable final {
@@ -101,6 +107,8 @@ class TaskTable final {
 // The pid of a host task in its innermost pid namespace, or `outer` levels
 // out from there (0 if it has no such level).
 pid_t ReadNsPid(pid_t host_tid, int outer = 0);
+// Its process group's id, likewise (also of a zombie, until it is reaped).
+pid_t ReadNsPgid(pid_t host_pid, int outer = 0);
 
 }  // namespace sentry
 

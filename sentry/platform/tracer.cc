@@ -237,6 +237,10 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       }
       if (!task->started) {
         task->started = true;
+        if (task->fork_child) {
+          task->held_stopped = true;  // held for its hand-off (never resumed here)
+          return;
+        }
         Resume(pid, 0);
         return;
       }
@@ -283,6 +287,7 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
       // Only a granted one runs (OnForkGate): its child is pid 1 of a pid
       // namespace of its own, and the sandbox names it one level out.
       fork_child = IsForkClone(SYS_clone, regs.rdi);
+      if (fork_child && p->forks_granted > 0) --p->forks_granted;  // the grant used (OnForkGate)
     }
   }
   Task t;
@@ -299,10 +304,18 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   }
   if (trace_) TraceNewTask(parent, t.ns_tid, event);
   if (observer_) observer_->OnNewTask(parent, child);
+  t.fork_child = fork_child;
+  if (fork_child && kernel_.fork_children.size() < Kernel::kMaxForkChildren) {
+    kernel_.fork_children.push_back(child);
+  }
   Task& added = kernel_.tasks().Add(std::move(t));
   if (early_stops_.erase(child)) {
     added.started = true;
-    Resume(child, 0);
+    if (fork_child) {
+      added.held_stopped = true;
+    } else {
+      Resume(child, 0);
+    }
   }
 }
 

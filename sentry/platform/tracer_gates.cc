@@ -44,7 +44,16 @@ bool Tracer::OnTraceStop(pid_t pid) {
     OnForkGate(pid, regs);
   } else if (IsListenerRequest(nr, regs.rsi)) {
     // Only a task the supervisor is re-listening takes one (and never into
-    // its own hands).
+    // its own hands). The supervisor's hook may arm it now (after a fork's
+    // prepare), with every other task stopped meanwhile.
+    if (on_listener_request_) {
+      bool armed;
+      {
+        std::lock_guard<std::mutex> lock(kernel_.mu());
+        armed = relisten_.count(pid) != 0;
+      }
+      if (!armed) on_listener_request_(pid);
+    }
     if (RelistenAtEntry(pid, regs)) return true;
     RefuseAtStop(pid, regs, EPERM, kListenerHint);
   }
@@ -57,25 +66,26 @@ void Tracer::OnForkGate(pid_t pid, user_regs_struct& regs) {
   {
     std::lock_guard<std::mutex> lock(kernel_.mu());
     Task* task = kernel_.tasks().Find(pid);
-    if (task && task->fork_granted) {
-      task->fork_granted = false;  // one clone a grant
-      return;                      // the kernel runs it when the task resumes
-    }
+    // One clone a grant, used when the child is made (Tracer::OnNewTask): a
+    // clone a signal interrupts before it makes one (-ERESTARTNOINTR)
+    // restarts and stops here again.
+    if (task && task->forks_granted > 0) return;  // the kernel runs it when the task resumes
   }
   RefuseAtStop(pid, regs, EPERM, kForkHint);
 }
 
-bool Tracer::GrantFork(pid_t ns_tid) {
+bool Tracer::GrantFork(pid_t ns_tid, int count) {
+  if (count < 1 || count > kMaxForkGrant) return false;
   std::lock_guard<std::mutex> lock(kernel_.mu());
   Task* task = kernel_.tasks().FindByNsTid(ns_tid);
-  if (!task) return false;
-  task->fork_granted = true;
+  if (!task || task->fork_child) return false;
+  task->forks_granted = count;
   return true;
 }
 
 void Tracer::WithdrawFork(pid_t ns_tid) {
   std::lock_guard<std::mutex> lock(kernel_.mu());
-  if (Task* task = kernel_.tasks().FindByNsTid(ns_tid)) task->fork_granted = false;
+  if (Task* task = kernel_.tasks().FindByNsTid(ns_tid)) task->forks_granted = 0;
 }
 
 void Tracer::RefuseAtStop(pid_t pid, user_regs_struct& regs, int err, const char* hint) {

@@ -32,6 +32,7 @@
 #include "sentry/platform/notify_loop.h"
 #include "sentry/platform/tracer.h"
 #include "sentry/platform/unotify.h"
+#include "sentry/run/adopt.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/fast_meta_files.h"
 #include "sentry/run/guest_files.h"
@@ -328,6 +329,9 @@ std::optional<RunError> Run::AttachGuest() {
     return RunError{kExitSentryError, absl::StrCat("cannot trace the guest: ", std::strerror(-r))};
   }
   tracer_->set_leader(spawned_->guest_pid());
+  if (o_.control_fd >= 0) {
+    tracer_->set_on_listener_request([this](pid_t pid) { OnListenerRequest(pid); });
+  }
   if (seccomp_only()) {
     std::vector<std::string> dirs = tree_.lower_roots;
     dirs.push_back(host_store_.path());
@@ -541,6 +545,7 @@ int Run::Serve(const RunOptions& request, int peer_fd) {
 using run_internal::Run;
 
 int RunSandbox(const RunOptions& options) {
+  if (options.adopt_fd >= 0) return AdoptSandbox(options);
   if (options.argv.empty()) {
     std::fprintf(stderr, "sentry: no command given; usage: sentry run [flags] -- CMD [ARGS...]\n");
     return kExitSentryError;

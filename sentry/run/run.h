@@ -169,9 +169,17 @@ struct RunOptions {
   uint64_t return_total_max = 32 << 20;
   static constexpr size_t kMaxReturnedEntries = 1000;
   int stdout_tee_fd = -1, stderr_tee_fd = -1;
+  // A session's sandbox: the supervisor's control socket (SOCK_SEQPACKET;
+  // sentry/run/fork_control.h), through which the session server prepares
+  // a fork (sentry/session/FORK.md); -1: none (`sentry run` offers none).
+  int control_fd = -1;
   // --tool NAME=HOST_COMMAND: host tools the guest may call through the
   // sentry's channel (sentry/tools/); none: no channel, no module.
   std::vector<tools::HostTool> tools;
+  // Adopt mode (adopt.h): this run is the supervisor of a forked child that
+  // its parent's supervisor hands over on this SOCK_SEQPACKET socket
+  // (platform/handoff_wire.h); argv is then not used. -1: an ordinary run.
+  int adopt_fd = -1;
 };
 
 int RunSandbox(const RunOptions& options);

@@ -104,10 +104,15 @@ void Run::Supervise() {
   // and Conclude reaps pid 1 after it answered the client.
   while (!init_reaped && !(warm_ && leader_seen_done)) {
     // (poll skips a negative fd: no pool client, no exec socket.)
-    pollfd pfd[6] = {{sig.get(), POLLIN, 0},   {timer.get(), POLLIN, 0},
-                     {grace.get(), POLLIN, 0}, {pin_check.get(), POLLIN, 0},
-                     {peer_fd_, POLLIN, 0},    {o_.exec_listen_fd, POLLIN, 0}};
-    if (poll(pfd, 6, -1) < 0 && errno != EINTR) break;
+    pollfd pfd[7] = {{sig.get(), POLLIN, 0},
+                     {timer.get(), POLLIN, 0},
+                     {grace.get(), POLLIN, 0},
+                     {pin_check.get(), POLLIN, 0},
+                     {peer_fd_, POLLIN, 0},
+                     {o_.exec_listen_fd, POLLIN, 0},
+                     {control_open_ ? o_.control_fd : -1, POLLIN, 0}};
+    if (poll(pfd, 7, -1) < 0 && errno != EINTR) break;
+    if (pfd[6].revents) OnControlMessage();  // a session's fork (run_fork.cc)
     if (pfd[5].revents & POLLIN) {
       int conn = accept4(o_.exec_listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (conn >= 0) {
@@ -118,7 +123,7 @@ void Run::Supervise() {
       }
     }
     uint64_t ticks;
-    if (pfd[3].revents & POLLIN) {
+    if ((pfd[3].revents & POLLIN) && loop_) {  // (none while a fork's re-listen changes it)
       (void)!read(pin_check.get(), &ticks, sizeof(ticks));
       uint64_t traps = loop_->handled();
       bool often = traps - traps_seen >= kMinTrapsPerCheck * ticks;
@@ -172,6 +177,7 @@ void Run::Supervise() {
       }
       if (tracer_->leader_done()) KillSandbox();
     }
+    if (init_exited_) init_reaped = true;  // waited for during a fork's quiesce
   }
   if (watchdog.joinable()) {
     {
@@ -245,6 +251,9 @@ int Run::Conclude(std::optional<RunError> error) {
   if (error) {
     code = error->code;
     r.error = error->message;
+  } else if (!fork_fatal_.empty()) {
+    code = kExitSentryError;
+    r.error = fork_fatal_;
   } else if (tracer_ && !tracer_->violation().empty()) {
     code = kExitSentryError;
     r.error = tracer_->violation();

@@ -263,6 +263,8 @@ void GuestStdio::Start() {
     // stdin may never end (a terminal left open): a detached thread, which
     // dies with the sentry, and the guest's end closes when the guest is gone.
     int from = passthrough_[0];
+    stdin_pipe_ =
+        UniqueFd(open(absl::StrCat("/proc/self/fd/", ours_[0].get()).c_str(), O_PATH | O_CLOEXEC));
     int to = ours_[0].Release();
     std::thread([from, to, prefix = std::move(stdin_prefix_)] {
       // A guest gone before it read all is EPIPE here, not the sentry's end.

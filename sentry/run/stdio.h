@@ -76,6 +76,13 @@ class GuestStdio final {
   std::array<int, 3> child_fds() const;
   // Bit i set: child_fds()[i] is a pipe of the sentry's (a relay).
   int relay_mask() const;
+  // Fds naming the relayed pipes (-1 where none), the pipes the guest's
+  // ends are on (a fork's hand-off finds the child's relay fds by them):
+  // the sentry's own ends, or for stdin, once its relay thread owns that
+  // end, an O_PATH fd of the pipe (no writer: the guest's EOF is kept).
+  std::array<int, 3> relay_ends() const {
+    return {ours_[0] ? ours_[0].get() : stdin_pipe_.get(), ours_[1].get(), ours_[2].get()};
+  }
   // Gives the guest's ends of the relayed pipes to another owner (a run that
   // falls back to a host uid of its own after Setup).
   void SetPipeOwner(uid_t uid, gid_t gid);
@@ -125,6 +132,7 @@ class GuestStdio final {
   GuestTerminal terminal_;
   UniqueFd ready_;
   std::string stdin_prefix_;
+  UniqueFd stdin_pipe_;  // O_PATH: the stdin relay's pipe (relay_ends)
 };
 
 }  // namespace sentry

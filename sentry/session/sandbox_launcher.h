@@ -13,7 +13,9 @@
 // The supervisor's fd 0 and 1 are the kernel's request and frame pipes
 // (relayed into the guest as its stdio), fd 2 its own messages (bounded by
 // the reader), and fd 3 gets its --log line at the end: the run's result
-// object, which says whether the cgroup's memory limit ended it.
+// object, which says whether the cgroup's memory limit ended it. It also
+// holds one end of a control socket (RunOptions::control_fd), the server
+// the other.
 #ifndef SENTRY_SESSION_SANDBOX_LAUNCHER_H_
 #define SENTRY_SESSION_SANDBOX_LAUNCHER_H_
 
@@ -44,6 +46,11 @@ struct SandboxSpec {
   bool network_none = false;
   std::vector<std::string> allow;  // HOST[:PORT] rules, within the server's
   std::vector<std::string> env;    // extra K=V
+  // Adopt mode (sentry/run/adopt.h): the sandbox is a forked child of
+  // another session's, handed over on this SOCK_SEQPACKET socket by that
+  // session's supervisor (Tracer::HandOffForkChild). The spec is then the
+  // parent's (its limits; argv is not run). Borrowed: Launch passes a copy.
+  int adopt_fd = -1;
 };
 
 // The server's ends of one sandbox.
@@ -53,6 +60,9 @@ struct SandboxProcess {
   UniqueFd frames;    // read: the kernel's fd 1
   UniqueFd messages;  // read: the supervisor's stderr
   UniqueFd log;       // read: the supervisor's --log line, at its end
+  // The supervisor's control socket (SOCK_SEQPACKET; sentry/run/fork_control.h):
+  // a fork is prepared through it (sentry/session/FORK.md).
+  UniqueFd control;
 };
 
 class SandboxLauncher final {

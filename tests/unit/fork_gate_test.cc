@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -159,11 +160,24 @@ TEST(TracerForkGate, OnlyAGrantedCloneRunsAndOnlyOnce) {
   ASSERT_EQ(write(go[1], "g", 1), 1);
 
   std::vector<Report> reports;
+  bool held_seen = false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!tracer.leader_done() && std::chrono::steady_clock::now() < deadline) {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) tracer.OnWaitStatus(pid, status);
+    {
+      // The granted clone's child is held at its first stop (the tracer
+      // never resumes it: a hand-off does); here the test lets it run.
+      std::lock_guard<std::mutex> lock(kernel.mu());
+      for (pid_t c : kernel.fork_children) {
+        Task* t = kernel.tasks().Find(c);
+        if (!t || !t->held_stopped) continue;
+        t->held_stopped = false;
+        held_seen = true;
+        ptrace(PTRACE_CONT, c, nullptr, nullptr);
+      }
+    }
     pollfd p{out[0], POLLIN, 0};
     if (poll(&p, 1, 2) <= 0) continue;
     Report r;
@@ -185,6 +199,8 @@ TEST(TracerForkGate, OnlyAGrantedCloneRunsAndOnlyOnce) {
   std::filesystem::remove_all(store_dir);
 
   ASSERT_TRUE(tracer.leader_done()) << "the child did not finish";
+  EXPECT_TRUE(held_seen) << "the granted clone's child was not held at its first stop";
+  EXPECT_EQ(kernel.fork_children.size(), 1u);
   EXPECT_EQ(WEXITSTATUS(tracer.leader_status()), 0);
   std::vector<std::pair<int, int>> got;
   for (const Report& r : reports) got.emplace_back(r.step, r.value);
