@@ -875,12 +875,14 @@ _FILE_OPS = {"read_file": _read_file, "write_file": _write_file, "list_files": _
 
 # kForkCloneFlags of syscalls/fork_gate.h (NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS|
 # NEWNS|SIGCHLD): the one clone the sandbox's fork gate lets run, when granted.
-# kernel_source_test checks that the two are equal.
+# kernel_source_test checks that these numbers are the sentry's.
 FORK_CLONE_FLAGS = 0x7C020011
 MAX_FORKS = 100  # children of one fork request
 BPF_MAXINSNS = 4096  # the re-listen's program buffer: the supervisor writes its own there
-SYS_CLONE, SYS_SECCOMP = 56, 317  # x86_64
-SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER = 1, 8
+SYS_CLONE = 56  # x86_64
+SYS_SECCOMP = 317
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_FILTER_FLAG_NEW_LISTENER = 8
 _FORK_TEST = None  # see _start
 _SESSION_FORK = False  # in _fork: the kernel's own at-fork hook stands aside
 FORKED = set()  # children of earlier forks, reaped when they end
