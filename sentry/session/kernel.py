@@ -887,7 +887,7 @@ _FORK_TEST = None  # see _start
 _SESSION_FORK = False  # in _fork: the kernel's own at-fork hook stands aside
 FORKED = set()  # children of earlier forks, reaped when they end
 _KEPT = []  # what a child must never close (it shares the parent's descriptions)
-_TCB = {}  # "tid": where glibc keeps a thread's tid in its descriptor
+_TCB = {}  # "tid": where glibc keeps a thread's tid in its descriptor; "syscall"
 
 
 def _fork_refusal(msg):
@@ -917,8 +917,11 @@ def _fork(rid, count):
         ST.running, ST.id = "fork", rid
     try:
         import ctypes
-        sc = ctypes.PyDLL(None, use_errno=True).syscall  # PyDLL: the GIL stays held
-        sc.restype = ctypes.c_long
+        sc = _TCB.get("syscall")
+        if sc is None:
+            sc = ctypes.PyDLL(None, use_errno=True).syscall  # PyDLL: the GIL stays held
+            sc.restype = ctypes.c_long
+            _TCB["syscall"] = sc
         off = _tcb_tid_offset(ctypes)
     except Exception as e:
         _end()
