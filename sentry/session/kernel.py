@@ -888,6 +888,11 @@ _SESSION_FORK = False  # in _fork: the kernel's own at-fork hook stands aside
 FORKED = set()  # children of earlier forks, reaped when they end
 _KEPT = []  # what a child must never close (it shares the parent's descriptions)
 _TCB = {}  # "tid": where glibc keeps a thread's tid in its descriptor; "syscall"
+_BLAS = {"modules": -1, "calls": []}  # OpenBLAS's fork handlers, found when sys.modules grew
+# The names OpenBLAS's pthread_atfork handler is exported under (plain, and
+# with the 64_ suffix and scipy_ prefix of the numpy and scipy wheels' builds).
+BLAS_SHUTDOWN = ("blas_thread_shutdown_", "blas_thread_shutdown_64_",
+                 "scipy_blas_thread_shutdown_", "scipy_blas_thread_shutdown_64_")
 
 
 def _fork_refusal(msg):
@@ -923,6 +928,8 @@ def _fork(rid, count):
             sc.restype = ctypes.c_long
             _TCB["syscall"] = sc
         off = _tcb_tid_offset(ctypes)
+        for shutdown in _blas_shutdowns(ctypes):
+            shutdown()
     except Exception as e:
         _end()
         _error_done(rid, "ForkError", "%s: %s" % (type(e).__name__, e))
@@ -1013,6 +1020,42 @@ def _reap_forked():
             done = True
         if done:
             FORKED.discard(pid)
+
+
+def _blas_shutdowns(ctypes):
+    """OpenBLAS's pthread_atfork handler of each OpenBLAS loaded: it stops
+    the library's thread pool, which each process then starts again at its
+    next call. A raw clone runs no pthread_atfork handler, and a child
+    would otherwise wait for the parent's pool threads at its first
+    threaded BLAS call, forever. Looked for again when sys.modules grew."""
+    if "numpy" not in sys.modules or _BLAS["modules"] == len(sys.modules):
+        return _BLAS["calls"]
+    calls, seen, paths = [], set(), set()
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and "blas" in parts[5].rsplit("/", 1)[-1]:
+                    paths.add(parts[5].rstrip("\n"))
+    except OSError:
+        pass
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        except OSError:
+            continue
+        for name in BLAS_SHUTDOWN:
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                continue
+            addr = ctypes.cast(fn, ctypes.c_void_p).value
+            if addr not in seen:
+                seen.add(addr)
+                calls.append(fn)
+            break
+    _BLAS["modules"], _BLAS["calls"] = len(sys.modules), calls
+    return calls
 
 
 def _tcb_tid_offset(ctypes):

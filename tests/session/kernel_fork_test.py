@@ -29,6 +29,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernel_test as kt  # noqa: E402
 
 SWITCH = "SENTRY_KERNEL_FORK_TEST_SOCKET"
+# A threaded OpenBLAS (libblas.so.3 of Debian's libopenblas0-pthread) for
+# numpy, if the machine has one: its own directory, or this variable's.
+OPENBLAS = os.environ.get("SENTRY_TEST_OPENBLAS_DIR", "/usr/lib/x86_64-linux-gnu/openblas-pthread")
 
 
 class Child(kt.Kernel):
@@ -111,14 +114,14 @@ class ForkRefusalTest(unittest.TestCase):
 class ForkTest(unittest.TestCase):
     """Natively: the children, their state, entropy, output and threads."""
 
-    def setUp(self):
+    def setUp(self, **env):
         self.dir = tempfile.mkdtemp(prefix="kernel_fork_test-")
         self.addr = os.path.join(self.dir, "children.sock")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(self.addr)
         self.listener.listen(16)
         self.listener.settimeout(10)
-        self.k = kt.Kernel(env=dict(os.environ, **{SWITCH: self.addr}))
+        self.k = kt.Kernel(env=dict(os.environ, **{SWITCH: self.addr}, **env))
         self.children = []
 
     def tearDown(self):
@@ -187,6 +190,24 @@ class ForkTest(unittest.TestCase):
         r = self.k.ok("print('parent')\nsubprocess.run(['echo', 'parent sub'])")
         self.assertEqual([f["text"] for f in r["frames"]], ["parent\n", "parent sub\n"])
         self.assertEqual(len(self.fork(1)), 1)
+
+
+@unittest.skipIf(not os.path.exists(os.path.join(OPENBLAS, "libblas.so.3")),
+                 "no threaded OpenBLAS here (SENTRY_TEST_OPENBLAS_DIR)")
+class OpenBlasForkTest(ForkTest):
+    """A raw clone runs no pthread_atfork handler: the kernel runs OpenBLAS's."""
+
+    def setUp(self):
+        super().setUp(LD_LIBRARY_PATH=OPENBLAS)
+
+    def test_a_threaded_blas_call_in_a_child(self):
+        r = self.k.ok("import numpy as np, os\na = np.random.rand(1200, 1200)\nb = a @ a\n"
+                      "any('openblas' in l for l in open('/proc/self/maps')), "
+                      "len(os.listdir('/proc/self/task')) > 6")
+        self.assertEqual(r["result"]["text/plain"], "(True, True)")  # its pool's threads run
+        c = self.fork(1)[0]
+        self.assertEqual(c.ok("b = a @ a\nb.shape", timeout=10)["result"]["text/plain"], "(1200, 1200)")
+        self.assertEqual(self.k.ok("b = a @ a\nb.shape")["result"]["text/plain"], "(1200, 1200)")
 
 
 if __name__ == "__main__":
