@@ -948,7 +948,10 @@ def _fork(rid, count):
             py.PyOS_AfterFork_Child()
             _SESSION_FORK = False
             sys.setswitchinterval(switch)
-            _fork_child(rid, off, ctypes)
+            try:
+                _fork_child(rid, off, ctypes)
+            except BaseException:  # never a half-made kernel
+                os._exit(70)
             return
         if pid < 0:
             err = ctypes.get_errno()
@@ -966,7 +969,8 @@ def _fork(rid, count):
     if why is not None:
         _discard(pids)
         if pids:
-            why += " (%d child%s made before it, killed)" % (len(pids), "" if len(pids) == 1 else "ren")
+            made = "1 child" if len(pids) == 1 else "%d children" % len(pids)
+            why += " (%s made before it, killed)" % made
         _error_done(rid, "ForkError", why)
         return
     FORKED.update(pids)
@@ -1106,6 +1110,9 @@ def _fork_child(rid, off, ctypes):
         os.dup2(s.fileno(), WIRE.wfd, inheritable=False)
         s.close()
     WIRE = _Wire(WIRE.rfd, WIRE.wfd)
+    null = os.open(os.devnull, os.O_RDONLY)  # fd 0 as at the start (S2 may put a pipe there)
+    os.dup2(null, 0)
+    os.close(null)
     old = ST
     ST, STREAMS, JOBS, FILES = _State(), _Streams(), queue.Queue(), queue.Queue()
     ST.count, ST.id = old.count, rid
@@ -1113,7 +1120,8 @@ def _fork_child(rid, off, ctypes):
         _KEPT.append(old.loop)
     FORKED.clear()  # the parent's
     for p in PIPES:
-        os.close(p.r)
+        if not p.dead:  # else a cell closed it, and the number may be another file's now
+            os.close(p.r)
     PIPES = [_Pipe("stdout", 1), _Pipe("stderr", 2)]
     failed = _reseed()
     for target in (STREAMS.ticker, _files_worker, _reader):

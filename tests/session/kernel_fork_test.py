@@ -38,7 +38,7 @@ class Child(kt.Kernel):
     """A forked child, spoken to on the socket it connected to."""
 
     def __init__(self, conn):
-        self.conn, self.rfd, self.buf, self.next_id, self.home = conn, conn.fileno(), b"", 1000, None
+        self.conn, self.rfd, self.buf, self.next_id, self.home = conn, conn.fileno(), b"", 0, None
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         self.pid = struct.unpack("3i", creds)[0]  # as the test (and the parent) name it
         self.ready = self.recv(10)
@@ -97,7 +97,8 @@ class ForkRefusalTest(unittest.TestCase):
         self.k.ok("x = 7")
         done, frames = fork(self.k, 3)
         if kt.SENTRY:  # the fork gate: no grant, so the first clone is EPERM
-            self.refused(done, "clone: Operation not permitted (the sandbox's supervisor granted no fork")
+            self.refused(done, "clone: Operation not permitted (the sandbox's supervisor "
+                               "granted no fork")
         else:  # natively: three children, then the re-listen fails (no supervisor) and they die
             self.refused(done, "re-listen (seccomp NEW_LISTENER): ")
             self.assertIn("(3 children made before it, killed)", done["error"]["value"])
@@ -150,7 +151,8 @@ class ForkTest(unittest.TestCase):
         return made
 
     def test_children_keep_the_state_and_draw_new_values(self):
-        self.k.ok("import os, random, sys, tempfile, numpy as np\nos.makedirs('sub')\nos.chdir('sub')\n"
+        self.k.ok("import os, random, sys, tempfile, numpy as np\n"
+                  "os.makedirs('sub')\nos.chdir('sub')\n"
                   "os.environ['FORK_ENV'] = 'kept'\nopen('written.txt', 'w').write('data')\n"
                   "x = 41\nrandom.random(), np.random.random(), tempfile.mktemp()")
         kids = self.fork(2)
@@ -206,7 +208,8 @@ class OpenBlasForkTest(ForkTest):
                       "len(os.listdir('/proc/self/task')) > 6")
         self.assertEqual(r["result"]["text/plain"], "(True, True)")  # its pool's threads run
         c = self.fork(1)[0]
-        self.assertEqual(c.ok("b = a @ a\nb.shape", timeout=10)["result"]["text/plain"], "(1200, 1200)")
+        r = c.ok("b = a @ a\nb.shape", timeout=10)
+        self.assertEqual(r["result"]["text/plain"], "(1200, 1200)")
         self.assertEqual(self.k.ok("b = a @ a\nb.shape")["result"]["text/plain"], "(1200, 1200)")
 
 
