@@ -193,6 +193,19 @@ class ForkTest(unittest.TestCase):
         self.assertEqual([f["text"] for f in r["frames"]], ["parent\n", "parent sub\n"])
         self.assertEqual(len(self.fork(1)), 1)
 
+    def test_busy_threads_stall_neither_the_fork_nor_its_children(self):
+        # Threads that want the GIL while the kernel clones a 100 MB process:
+        # the parent must get it back, and no child may wait for one of them.
+        self.k.ok("import numpy as np, threading\nbig = np.random.rand(100 << 17)\nstop = False\n"
+                  "def spin():\n    while not stop:\n        pass\n"
+                  "for _ in range(2):\n    threading.Thread(target=spin, daemon=True).start()")
+        for _ in range(2):
+            for c in self.fork(3):
+                self.assertEqual(c.ok("1 + 1", timeout=10)["result"]["text/plain"], "2")
+                c.close()
+            self.children = []
+        self.k.ok("stop = True")
+
 
 @unittest.skipIf(not os.path.exists(os.path.join(OPENBLAS, "libblas.so.3")),
                  "no threaded OpenBLAS here (SENTRY_TEST_OPENBLAS_DIR)")
