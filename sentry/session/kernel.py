@@ -1078,7 +1078,10 @@ def _clone_then(ctypes):
                 b"\x48\x85\xc0\x75\x04"  # test rax, rax; jnz out
                 b"\xff\xd3\x31\xc0"  # call rbx; xor eax, eax
                 b"\x5b\xc3")  # out: pop rbx; ret
-        page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        # Private: a shared page would be one parent and children could
+        # make writable again (a fork refuses any such mapping).
+        page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
         page.write(code)
         addr = ctypes.addressof(ctypes.c_char.from_buffer(page))
         mprotect = ctypes.CDLL(None, use_errno=True).mprotect

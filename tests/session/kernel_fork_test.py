@@ -163,6 +163,10 @@ class ForkTest(unittest.TestCase):
                      "os.environ['FORK_ENV'], open('written.txt').read()")
             self.assertEqual(r["result"]["text/plain"], "(41, True, True, 'kept', 'data')")
             self.assertEqual(r["executionCount"], 2)  # counted on from the parent's
+            # nothing the kernel mapped is shared and writable (a fork refuses that)
+            r = c.ok("[f for f in open('/proc/self/smaps').read().split('VmFlags:')[1:] "
+                     "if ' sh' in f.split('\\n')[0] and ' mw' in f.split('\\n')[0]]")
+            self.assertEqual(r["result"]["text/plain"], "[]")
             values.append(c.ok(draw)["result"]["text/plain"])
             c.ok("x = 0")
         values.append(self.k.ok(draw)["result"]["text/plain"])
