@@ -199,6 +199,7 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       std::lock_guard<std::mutex> lock(kernel_.mu());
       if (trace_) TraceExit(pid, status);
       kernel_.tasks().Remove(pid);
+      held_forks_.erase(pid);
       if (pid == leader_) {
         leader_done_ = true;
         leader_status_ = status;
@@ -233,6 +234,10 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       Task* task = kernel_.tasks().Find(pid);
       if (!task) {
         early_stops_.insert(pid);  // resumed once its parent's event registers it
+        return;
+      }
+      if (auto held = held_forks_.find(pid); held != held_forks_.end()) {
+        held->second.at_stop = true;  // not resumed: handed off from here
         return;
       }
       if (!task->started) {
@@ -308,7 +313,13 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
     kernel_.fork_children.push_back(child);
   }
   Task& added = kernel_.tasks().Add(std::move(t));
-  if (early_stops_.erase(child)) {
+  bool stopped = early_stops_.erase(child) > 0;
+  if (fork_child) {
+    // Held at its auto-attach stop for the hand-off (HandOffForkChild).
+    held_forks_[child] = HeldFork{++held_order_, stopped};
+    return;
+  }
+  if (stopped) {
     added.started = true;
     if (fork_child) {
       added.held_stopped = true;

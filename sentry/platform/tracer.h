@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include <array>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/syscall_event.h"
 #include "sentry/trace/trace_writer.h"
@@ -36,7 +38,7 @@ class Tracer final {
   void set_observer(std::shared_ptr<SyscallObserver> observer) { observer_ = std::move(observer); }
 
   // Seizes the first guest task (stopped on its go pipe) with every option.
-  int Seize(pid_t pid);
+  static int Seize(pid_t pid);
   // Handles one waitpid() result for a traced task.
   void OnWaitStatus(pid_t pid, int status);
 
@@ -84,6 +86,36 @@ class Tracer final {
   using ListenerTaken = std::function<void(int err, UniqueFd listener)>;
   bool BeginRelisten(pid_t ns_tid, std::vector<sock_filter> program, uint32_t flags,
                      ListenerTaken taken);
+  // The hand-off of a granted fork's child to its own supervisor S2
+  // (FORK.md step 3; tracer_handoff.cc, S2's side: sentry/run/adopt.h).
+  // Such a child is held at its auto-attach stop, never resumed here:
+  // HeldForkChildren lists them (their pids as the sandbox names them, in
+  // clone order: the pids the forking kernel reports).
+  std::vector<pid_t> HeldForkChildren();
+  // Kills a held child that will not be handed off (the fork failed); it
+  // leaves the task table at its end, as any task.
+  void DropForkChild(pid_t child_ns_tid);
+  struct ForkHandOff {
+    // The sentry's own ends of the guest's stdin, stdout and stderr relay
+    // pipes (-1: none): the child's fds on the same pipes are told to S2 by
+    // role (0, 1, 2), found by the pipe's identity, never by the guest's word.
+    std::array<int, 3> relay_ends = {-1, -1, -1};
+    std::vector<std::string> env;  // the parent's environment, as the kernel had it
+    int timeout_ms = 5000;         // for S2's "seized"
+  };
+  // Hands the held child child_ns_tid to S2 over handoff_sock (a
+  // SOCK_SEQPACKET socket to S2, borrowed): a header (its pid in the
+  // sandbox's numbering, its cwd, the relay fds, env) with a pidfd of the
+  // child and a stream socket that then carries the VFS copy
+  // (WriteSnapshot); queues SIGSTOP, PTRACE_DETACHes (the child group-stops
+  // before its first instruction), writes the copy and waits for S2's
+  // "seized". On the tracer's thread, with every task of the parent held
+  // stopped (the parent must not SIGCONT the child while nobody traces it)
+  // and its listener closed (the child's own must be its chain's only one).
+  // The child leaves the task table either way; on any failure it is
+  // killed, never left untraced, and the error says why (S2's own reason
+  // where S2 refused it).
+  absl::Status HandOffForkChild(pid_t child_ns_tid, int handoff_sock, const ForkHandOff& h);
   // Why the sentry killed the guest, if it did.
   const std::string& violation() const { return violation_; }
 
@@ -97,7 +129,7 @@ class Tracer final {
     std::vector<sock_filter> program;
     uint32_t flags = 0;
     ListenerTaken taken;
-    enum Phase { kArmed, kAwaitExit, kCloseEntry, kCloseExit } phase = kArmed;
+    enum Phase { kArmed, kAwaitExit } phase = kArmed;
     uint64_t guest_flags = 0, guest_fprog = 0;  // the call's own arguments, given back
     user_regs_struct after{};                   // the registers the guest resumes with
     UniqueFd listener;
@@ -129,6 +161,14 @@ class Tracer final {
   std::set<pid_t> early_stops_;         // children whose first stop came before the parent's event
   std::map<pid_t, Relisten> relisten_;  // by host tid, under kernel_.mu()
   std::function<void(pid_t)> on_listener_request_;
+  // Granted fork children held for the hand-off, by host tid (under
+  // kernel_.mu()): whether their auto-attach stop was seen, and their order.
+  struct HeldFork {
+    uint64_t order = 0;
+    bool at_stop = false;
+  };
+  std::map<pid_t, HeldFork> held_forks_;
+  uint64_t held_order_ = 0;
   std::string violation_;
 };
 

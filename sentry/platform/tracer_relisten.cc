@@ -8,14 +8,12 @@
 //      resumes with PTRACE_SYSCALL (the kernel re-runs the filters on the
 //      new arguments: the same TRACE row, now let through);
 //   2. the syscall-exit stop: rax is the new listener's number in the
-//      guest's fd table. The supervisor takes a copy (pidfd_getfd) and
-//      rewrites the registers to run close(fd) at the same `syscall`
-//      instruction (rip - 2), resuming with PTRACE_SYSCALL;
-//   3. a signal-delivery stop before it runs, if a signal is pending: held
-//      back (the guest's handler must not run while it holds the listener);
-//   4. the injected close's entry and exit stops: then the guest's own
-//      registers come back, with 0 as its seccomp's result, and it resumes
-//      with the signals held.
+//      guest's fd table. The supervisor takes a copy (pidfd_getfd) and runs
+//      close(fd) in the task (InjectSyscall, inject_syscall.h: at the same
+//      `syscall` instruction, rip - 2, to its exit; a signal that comes
+//      meanwhile is held back: the guest's handler must not run while it
+//      holds the listener); then the guest's own registers come back, with
+//      0 as its seccomp's result, and it resumes with the signals held.
 //
 // So the guest never runs an instruction of its own while it holds the
 // listener (it could answer, or SECCOMP_USER_NOTIF_FLAG_CONTINUE, its own
@@ -33,13 +31,13 @@
 #include <string>
 
 #include "sentry/abi/guest_memory.h"
+#include "sentry/platform/inject_syscall.h"
 #include "sentry/platform/tracer.h"
 
 namespace sentry {
 namespace {
 
 constexpr int kSyscallStop = SIGTRAP | 0x80;  // PTRACE_O_TRACESYSGOOD
-constexpr uint64_t kSyscallInsnLen = 2;       // 0f 05
 
 // The guest's sock_fprog (16 bytes: its length, padding, its filter's address).
 struct GuestFprog {
@@ -112,6 +110,8 @@ bool Tracer::RelistenOwnsStop(pid_t pid, int status) {
   int sig = WSTOPSIG(status);
   int event = status >> 16;
   int err = 0;
+  int close_fd = -1;
+  user_regs_struct at_exit{};
   {
     std::lock_guard<std::mutex> lock(kernel_.mu());
     auto it = relisten_.find(pid);
@@ -126,52 +126,49 @@ bool Tracer::RelistenOwnsStop(pid_t pid, int status) {
     }
     user_regs_struct regs;
     if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) < 0) return true;  // it is dying
-    switch (r.phase) {
-      case Relisten::kAwaitExit: {
-        auto ret = static_cast<int64_t>(regs.rax);
-        // The guest's own registers, but for what the call returns.
-        r.after = regs;
-        r.after.rsi = r.guest_flags;
-        r.after.rdx = r.guest_fprog;
-        if (ret < 0) {
-          err = static_cast<int>(-ret);
-          ptrace(PTRACE_SETREGS, pid, nullptr, &r.after);
-          break;
-        }
-        Task* task = kernel_.tasks().Find(pid);
-        int fd = static_cast<int>(ret);
-        if (task)
-          r.listener =
-              UniqueFd(static_cast<int>(syscall(SYS_pidfd_getfd, task->pidfd.get(), fd, 0)));
-        r.after.rax = 0;
-        user_regs_struct close_regs = regs;
-        close_regs.orig_rax = static_cast<uint64_t>(-1);  // no restart of the seccomp call
-        close_regs.rax = SYS_close;
-        close_regs.rdi = static_cast<uint64_t>(fd);
-        close_regs.rip -= kSyscallInsnLen;
-        ptrace(PTRACE_SETREGS, pid, nullptr, &close_regs);
-        ptrace(PTRACE_SYSCALL, pid, nullptr, nullptr);
-        r.phase = Relisten::kCloseEntry;
-        return true;
-      }
-      case Relisten::kCloseEntry:
-        ptrace(PTRACE_SYSCALL, pid, nullptr, nullptr);
-        r.phase = Relisten::kCloseExit;
-        return true;
-      case Relisten::kCloseExit:
-        // The guest's copy is closed: were it not (it cannot fail on an fd
-        // the kernel just made, in a task held stopped), the guest would
-        // hold a listener, so it does not run again.
-        if (regs.rax != 0 || !r.listener) {
-          kill(pid, SIGKILL);
-          violation_ = "the sentry could not take a re-listen's listener from the guest";
-          err = EPERM;
-          break;
-        }
-        ptrace(PTRACE_SETREGS, pid, nullptr, &r.after);
-        break;
-      case Relisten::kArmed:
-        return false;
+    if (r.phase != Relisten::kAwaitExit) return false;
+    auto ret = static_cast<int64_t>(regs.rax);
+    // The guest's own registers, but for what the call returns.
+    r.after = regs;
+    r.after.rsi = r.guest_flags;
+    r.after.rdx = r.guest_fprog;
+    if (ret < 0) {
+      err = static_cast<int>(-ret);
+      ptrace(PTRACE_SETREGS, pid, nullptr, &r.after);
+    } else {
+      Task* task = kernel_.tasks().Find(pid);
+      close_fd = static_cast<int>(ret);
+      if (task)
+        r.listener =
+            UniqueFd(static_cast<int>(syscall(SYS_pidfd_getfd, task->pidfd.get(), close_fd, 0)));
+      r.after.rax = 0;
+      at_exit = regs;
+    }
+  }
+  if (close_fd >= 0) {
+    // The guest's copy closed by an injected close (inject_syscall.h), run
+    // to its exit before the guest runs an instruction of its own.
+    std::vector<int> held;
+    Injected c = InjectSyscall(pid, at_exit, SYS_close,
+                               {static_cast<uint64_t>(close_fd), 0, 0, 0, 0, 0}, held);
+    if (c.gone) {
+      OnWaitStatus(pid, c.status);  // its end, as any other (ESRCH to `taken`)
+      return true;
+    }
+    std::lock_guard<std::mutex> lock(kernel_.mu());
+    auto it = relisten_.find(pid);
+    if (it == relisten_.end()) return true;
+    Relisten& r = it->second;
+    r.held.insert(r.held.end(), held.begin(), held.end());
+    // The guest's copy is closed: were it not (it cannot fail on an fd the
+    // kernel just made, in a task held stopped), the guest would hold a
+    // listener, so it does not run again.
+    if (c.ret != 0 || !r.listener) {
+      kill(pid, SIGKILL);
+      violation_ = "the sentry could not take a re-listen's listener from the guest";
+      err = EPERM;
+    } else {
+      ptrace(PTRACE_SETREGS, pid, nullptr, &r.after);
     }
   }
   // Done: the guest resumes with its signals.

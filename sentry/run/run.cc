@@ -32,6 +32,7 @@
 #include "sentry/platform/notify_loop.h"
 #include "sentry/platform/tracer.h"
 #include "sentry/platform/unotify.h"
+#include "sentry/run/adopt.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/fast_meta_files.h"
 #include "sentry/run/guest_files.h"
@@ -544,6 +545,7 @@ int Run::Serve(const RunOptions& request, int peer_fd) {
 using run_internal::Run;
 
 int RunSandbox(const RunOptions& options) {
+  if (options.adopt_fd >= 0) return AdoptSandbox(options);
   if (options.argv.empty()) {
     std::fprintf(stderr, "sentry: no command given; usage: sentry run [flags] -- CMD [ARGS...]\n");
     return kExitSentryError;

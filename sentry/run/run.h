@@ -176,6 +176,10 @@ struct RunOptions {
   // --tool NAME=HOST_COMMAND: host tools the guest may call through the
   // sentry's channel (sentry/tools/); none: no channel, no module.
   std::vector<tools::HostTool> tools;
+  // Adopt mode (adopt.h): this run is the supervisor of a forked child that
+  // its parent's supervisor hands over on this SOCK_SEQPACKET socket
+  // (platform/handoff_wire.h); argv is then not used. -1: an ordinary run.
+  int adopt_fd = -1;
 };
 
 int RunSandbox(const RunOptions& options);

@@ -30,6 +30,9 @@ constexpr size_t kMaxSpecBytes = 16 << 20;
 
 // The fds of one launch message, in order.
 enum LaunchFd { kSpec, kRequests, kFrames, kMessages, kLog, kControl, kLaunchFds };
+// An adopting launch ('a') sends one more: the hand-off socket.
+constexpr int kAdoptFd = kLaunchFds;
+using LaunchFds = std::array<UniqueFd, kLaunchFds + 1>;
 
 std::vector<uint8_t> EncodeSpec(const SandboxSpec& s) {
   json j = {{"argv", s.argv},           {"memory", s.memory_bytes},
@@ -80,7 +83,7 @@ bool ReadAll(int fd, std::string* out, size_t max) {
 }
 
 // The session's supervisor, in a child of the zygote: never returns.
-[[noreturn]] void SupervisorChild(const RunOptions& base, std::array<UniqueFd, kLaunchFds>& fds) {
+[[noreturn]] void SupervisorChild(const RunOptions& base, LaunchFds& fds) {
   // SIGTERM stays pending until the supervisor takes it in its signalfd.
   sigset_t term;
   sigemptyset(&term);
@@ -103,6 +106,7 @@ bool ReadAll(int fd, std::string* out, size_t max) {
     _exit(125);
   }
   o.control_fd = fds[kControl].Release();  // the fork's control socket (FORK.md)
+  if (fds[kAdoptFd]) o.adopt_fd = fds[kAdoptFd].Release();
   for (UniqueFd& fd : fds) fd.Reset();
   // The kernel's stdio are the server's pipes, relayed; nothing read from
   // the host's files; the run's result object to fd 3 at the end.
@@ -131,7 +135,7 @@ bool ReadAll(int fd, std::string* out, size_t max) {
     }
     pollfd p{sock, POLLIN, 0};
     if (poll(&p, 1, 500) == 0) continue;
-    std::array<UniqueFd, kLaunchFds> fds;
+    LaunchFds fds;
     char tag = 0;
     Received r = ReceiveWithFds(sock, &tag, 1, fds);
     if (r.bytes == 0) _exit(0);
@@ -139,7 +143,8 @@ bool ReadAll(int fd, std::string* out, size_t max) {
       if (errno == EINTR || errno == EAGAIN) continue;
       _exit(0);
     }
-    if (tag != 's' || !fds[kLaunchFds - 1]) {
+    bool adopt = tag == 'a';
+    if ((tag != 's' && !adopt) || !fds[kLaunchFds - 1] || adopt != bool(fds[kAdoptFd])) {
       char no = 'n';
       SendWithFds(sock, &no, 1, {});
       continue;
@@ -217,11 +222,16 @@ absl::StatusOr<SandboxProcess> SandboxLauncher::Launch(const SandboxSpec& spec) 
   }
   out.control = UniqueFd(control[0]);
   theirs[kControl] = UniqueFd(control[1]);
-  int fds[kLaunchFds];
+  int fds[kLaunchFds + 1];
   for (int i = 0; i < kLaunchFds; ++i) fds[i] = theirs[i].get();
+  fds[kAdoptFd] = spec.adopt_fd;
+  bool adopt = spec.adopt_fd >= 0;
   std::lock_guard<std::mutex> lock(mu_);
-  char tag = 's';
-  if (SendWithFds(sock_.get(), &tag, 1, fds) != 1) return ErrnoStatus("hand the session over");
+  char tag = adopt ? 'a' : 's';
+  if (SendWithFds(sock_.get(), &tag, 1,
+                  std::span<const int>(fds, adopt ? kLaunchFds + 1 : kLaunchFds)) != 1) {
+    return ErrnoStatus("hand the session over");
+  }
   for (UniqueFd& fd : theirs) fd.Reset();
   std::array<UniqueFd, 1> pidfd;
   char ok = 0;

@@ -46,6 +46,11 @@ struct SandboxSpec {
   bool network_none = false;
   std::vector<std::string> allow;  // HOST[:PORT] rules, within the server's
   std::vector<std::string> env;    // extra K=V
+  // Adopt mode (sentry/run/adopt.h): the sandbox is a forked child of
+  // another session's, handed over on this SOCK_SEQPACKET socket by that
+  // session's supervisor (Tracer::HandOffForkChild). The spec is then the
+  // parent's (its limits; argv is not run). Borrowed: Launch passes a copy.
+  int adopt_fd = -1;
 };
 
 // The server's ends of one sandbox.

@@ -42,7 +42,7 @@ enum Step : int {
   kUngranted,  // clone with the fork's flags, no grant: its errno
   kListener,   // seccomp with NEW_LISTENER: its errno
   kWantGrant,  // asks the test to grant it a fork (then waits)
-  kGranted,    // the granted clone: 0 if the child ran as pid 1 of its own pid namespace
+  kGranted,    // the granted clone: how its child ended (100 + signal: held, then dropped)
   kSecond,     // a second clone with the fork's flags (the grant is used): its errno
   kPlainFork,  // an ordinary fork and wait: 0 if it worked
   kDone,
@@ -84,10 +84,11 @@ void Send(int fd, int step, int value) {
   if (r < 0) {
     Send(out, kGranted, errno);
   } else {
+    bool waited = waitpid(static_cast<pid_t>(r), &status, __WALL) == r;
     Send(out, kGranted,
-         waitpid(static_cast<pid_t>(r), &status, __WALL) == r && WIFEXITED(status)
-             ? WEXITSTATUS(status)
-             : 200);
+         !waited               ? 200
+         : WIFSIGNALED(status) ? 100 + WTERMSIG(status)
+                               : WEXITSTATUS(status));
   }
 
   r = syscall(SYS_clone, kForkCloneFlags, 0, 0, 0, 0);
@@ -161,23 +162,21 @@ TEST(TracerForkGate, OnlyAGrantedCloneRunsAndOnlyOnce) {
 
   std::vector<Report> reports;
   bool held_seen = false;
+  bool held_as_pid1 = false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!tracer.leader_done() && std::chrono::steady_clock::now() < deadline) {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) tracer.OnWaitStatus(pid, status);
-    {
-      // The granted clone's child is held at its first stop (the tracer
-      // never resumes it: a hand-off does); here the test lets it run.
+    // The granted child is held at its first stop for a hand-off (never
+    // resumed by this tracer): pid 1 of its own pid namespace; this test
+    // has no S2, so it drops it (killed).
+    for (pid_t ns_tid : tracer.HeldForkChildren()) {
+      held_seen = true;
       std::lock_guard<std::mutex> lock(kernel.mu());
-      for (pid_t c : kernel.fork_children) {
-        Task* t = kernel.tasks().Find(c);
-        if (!t || !t->held_stopped) continue;
-        t->held_stopped = false;
-        held_seen = true;
-        ptrace(PTRACE_CONT, c, nullptr, nullptr);
-      }
+      if (Task* t = kernel.tasks().FindByNsTid(ns_tid)) held_as_pid1 = ReadNsPid(t->tid) == 1;
     }
+    for (pid_t ns_tid : tracer.HeldForkChildren()) tracer.DropForkChild(ns_tid);
     pollfd p{out[0], POLLIN, 0};
     if (poll(&p, 1, 2) <= 0) continue;
     Report r;
@@ -205,9 +204,10 @@ TEST(TracerForkGate, OnlyAGrantedCloneRunsAndOnlyOnce) {
   std::vector<std::pair<int, int>> got;
   for (const Report& r : reports) got.emplace_back(r.step, r.value);
   std::vector<std::pair<int, int>> want = {{kUngranted, EPERM}, {kListener, EPERM}, {kWantGrant, 0},
-                                           {kGranted, 0},       {kSecond, EPERM},   {kPlainFork, 0},
+                                           {kGranted, 109},     {kSecond, EPERM},   {kPlainFork, 0},
                                            {kDone, 0}};
   EXPECT_EQ(got, want);
+  EXPECT_TRUE(held_as_pid1);
   // The refusals are listed as a run lists them, with why.
   ASSERT_EQ(kernel.denials.size(), 3u);
   EXPECT_EQ(kernel.denials[0].syscall, "clone");

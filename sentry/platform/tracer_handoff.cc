@@ -1,0 +1,222 @@
+// S1's side of a fork's hand-off (sentry/session/FORK.md step 3): a granted
+// fork's child, held at its auto-attach stop since its clone, goes to its
+// own supervisor S2 (sentry/run/adopt.h) without ever running untraced.
+// The wire: platform/handoff_wire.h.
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "sentry/base/fd_passing.h"
+#include "sentry/platform/handoff_wire.h"
+#include "sentry/platform/tracer.h"
+#include "vfs/vfs_snapshot.h"
+
+namespace sentry {
+namespace {
+
+constexpr int kHandOffMaxFds = 1 << 16;  // the child's fds looked at
+
+// Each relay end's pipe (device and inode: a pipe's two ends share them).
+struct PipeId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool valid = false;
+};
+
+// The child's fds on the sentry's relay pipes, with their roles: read from
+// the kernel's /proc (the object each fd names), not from the guest.
+std::vector<std::pair<int, int>> RelayFdsOf(pid_t tid, const std::array<int, 3>& ends) {
+  std::array<PipeId, 3> ids;
+  for (int i = 0; i < 3; ++i) {
+    struct stat st;
+    if (ends[i] >= 0 && fstat(ends[i], &st) == 0 && S_ISFIFO(st.st_mode)) {
+      ids[i] = {st.st_dev, st.st_ino, true};
+    }
+  }
+  std::vector<std::pair<int, int>> out;
+  std::string dir = absl::StrCat("/proc/", tid, "/fd");
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    long fd = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || fd < 0 || fd >= kHandOffMaxFds) continue;
+    struct stat st;
+    if (stat(absl::StrCat(dir, "/", fd).c_str(), &st) != 0 || !S_ISFIFO(st.st_mode)) continue;
+    for (int i = 0; i < 3; ++i) {
+      if (ids[i].valid && ids[i].dev == st.st_dev && ids[i].ino == st.st_ino &&
+          out.size() < kHandOffMaxRelay) {
+        out.emplace_back(static_cast<int>(fd), i);
+      }
+    }
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int SendSignal(int pidfd, int sig) {
+  return static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+}  // namespace
+
+std::vector<pid_t> Tracer::HeldForkChildren() {
+  std::lock_guard<std::mutex> lock(kernel_.mu());
+  std::vector<std::pair<uint64_t, pid_t>> order;
+  for (const auto& [tid, held] : held_forks_) {
+    if (const Task* t = kernel_.tasks().Find(tid)) order.emplace_back(held.order, t->ns_tid);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<pid_t> out;
+  for (const auto& [o, ns_tid] : order) out.push_back(ns_tid);
+  return out;
+}
+
+void Tracer::DropForkChild(pid_t child_ns_tid) {
+  std::lock_guard<std::mutex> lock(kernel_.mu());
+  Task* task = kernel_.tasks().FindByNsTid(child_ns_tid);
+  if (task && held_forks_.count(task->tid)) SendSignal(task->pidfd.get(), SIGKILL);
+}
+
+absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, const ForkHandOff& h) {
+  pid_t tid = -1;
+  bool at_stop = false;
+  UniqueFd pidfd;
+  HandOffHeader header;
+  header.pid = child_ns_tid;
+  header.env = h.env;
+  {
+    std::lock_guard<std::mutex> lock(kernel_.mu());
+    Task* task = kernel_.tasks().FindByNsTid(child_ns_tid);
+    auto held = task ? held_forks_.find(task->tid) : held_forks_.end();
+    if (held == held_forks_.end()) {
+      return absl::NotFoundError(absl::StrCat("no forked child ", child_ns_tid, " is held"));
+    }
+    tid = task->tid;
+    at_stop = held->second.at_stop;
+    pidfd = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, tid, 0)));
+    header.cwd = "/";
+    if (task->fs && task->fs->cwd) {
+      if (auto path = kernel_.vfs().PathOf(task->fs->cwd); path.ok()) header.cwd = *path;
+    }
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto left_ms = [&] {
+    auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+    return std::max<long>(0, h.timeout_ms - spent);
+  };
+  // Ends the child (never left untraced) and forgets it.
+  auto fail = [&](absl::Status why, bool traced) {
+    if (pidfd) SendSignal(pidfd.get(), SIGKILL);
+    if (traced) {
+      int status;
+      // Its end, reaped by nobody but its parent: only the tracer's view of it.
+      waitpid(tid, &status, __WALL);
+    }
+    std::lock_guard<std::mutex> lock(kernel_.mu());
+    held_forks_.erase(tid);
+    kernel_.tasks().Remove(tid);
+    return why;
+  };
+  if (!pidfd) return fail(absl::InternalError("cannot open a pidfd of the forked child"), true);
+  // Its auto-attach stop, if this thread has not seen it yet.
+  while (!at_stop) {
+    int status = 0;
+    pid_t w = waitpid(tid, &status, __WALL | WNOHANG);
+    if (w == tid && WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP) {
+      at_stop = true;
+    } else if (w == tid && (WIFEXITED(status) || WIFSIGNALED(status))) {
+      OnWaitStatus(tid, status);
+      return absl::AbortedError("the forked child ended before its hand-off");
+    } else if (w == tid) {
+      return fail(absl::InternalError("the forked child stopped other than at its start"), false);
+    } else if (left_ms() == 0) {
+      return fail(absl::DeadlineExceededError("the forked child never reached its first stop"),
+                  true);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  header.relay = RelayFdsOf(tid, h.relay_ends);
+  std::string bytes = EncodeHandOff(header);
+  if (bytes.size() > kHandOffMaxBytes) {
+    return fail(absl::InvalidArgumentError("the hand-off header is too long (environment)"), true);
+  }
+  int stream[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, stream) < 0) {
+    return fail(absl::InternalError("socketpair for the VFS copy"), true);
+  }
+  UniqueFd ours(stream[0]), theirs(stream[1]);
+  int fds[2] = {pidfd.get(), theirs.get()};
+  if (SendWithFds(handoff_sock, bytes.data(), bytes.size(), fds) !=
+      static_cast<ssize_t>(bytes.size())) {
+    return fail(absl::UnavailableError(
+                    absl::StrCat("cannot reach the child's supervisor: ", std::strerror(errno))),
+                true);
+  }
+  theirs.Reset();
+  // The SIGSTOP is queued at the ptrace-stop, so the child group-stops
+  // before it returns to user code once detached; S2 seizes it there.
+  if (SendSignal(pidfd.get(), SIGSTOP) < 0 || ptrace(PTRACE_DETACH, tid, nullptr, nullptr) < 0) {
+    return fail(
+        absl::InternalError(absl::StrCat("cannot detach the forked child: ", std::strerror(errno))),
+        true);
+  }
+  {
+    std::lock_guard<std::mutex> lock(kernel_.mu());
+    held_forks_.erase(tid);
+    kernel_.tasks().Remove(tid);
+  }
+  // The copy, with SIGPIPE held on this thread (S2 may go away midway):
+  // the tree does not change meanwhile (the kernel's lock, the sandbox held).
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  vfs::SnapshotResult copied;
+  {
+    std::lock_guard<std::mutex> lock(kernel_.mu());
+    copied = vfs::WriteSnapshot(kernel_.vfs(), ours.get());
+  }
+  ours.Reset();
+  timespec zero{};
+  while (sigtimedwait(&pipe_set, nullptr, &zero) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  // S2's word (it may refuse the child after reading the copy: its reason).
+  char reply[512];
+  ssize_t n = -1;
+  pollfd p{handoff_sock, POLLIN, 0};
+  while (true) {
+    int r = poll(&p, 1, static_cast<int>(left_ms()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r > 0) n = recv(handoff_sock, reply, sizeof(reply), MSG_DONTWAIT);
+    break;
+  }
+  std::string said = n > 0 ? std::string(reply, static_cast<size_t>(n)) : "";
+  if (said == kHandOffSeized) return absl::OkStatus();
+  if (!copied.ok() && said.empty()) said = "the VFS copy failed: " + copied.error;
+  if (said.empty()) said = n == 0 ? "the child's supervisor hung up" : "no answer in time";
+  return fail(absl::AbortedError(absl::StrCat("the child's supervisor did not adopt it: ", said)),
+              false);
+}
+
+}  // namespace sentry

@@ -1,0 +1,329 @@
+// S2, the supervisor of a forked child (adopt.h; sentry/session/FORK.md
+// steps 3 and 5). In order:
+//   1. the hand-off from S1 (platform/handoff_wire.h): the header, a pidfd,
+//      the VFS copy's stream;
+//   2. PTRACE_SEIZE (retried while S1 still traces it): the child sits in
+//      the group-stop S1's queued SIGSTOP put it in, before any instruction
+//      of its own; a shared writable mapping refuses it; "seized" to S1;
+//   3. its namespaces made whole (adopt_ns.cc), its cgroups, the tree
+//      (BuildSandboxTree) with the copy applied (ReadSnapshot), the kernel;
+//   4. injected calls (platform/inject_syscall.h; adopt_inject.cc): setsid,
+//      seccomp(NEW_LISTENER) with the sandbox's table, taken with
+//      pidfd_getfd, and a trapped call during whose notification every fd
+//      of the child is replaced (SECCOMP_ADDFD_FLAG_SETFD);
+//   5. the child resumes at its clone's return (0), served by this
+//      process's NotifyLoop and Tracer as a run's pid 1, until it ends.
+#include "sentry/run/adopt.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "sentry/base/fd_passing.h"
+#include "sentry/base/fs_identity.h"
+#include "sentry/base/log.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/kernel/procfs.h"
+#include "sentry/kernel/sysfs.h"
+#include "sentry/platform/handoff_wire.h"
+#include "sentry/platform/tracer.h"
+#include "sentry/run/adopt_internal.h"
+#include "sentry/run/sandbox_tree.h"
+#include "syscalls/table.h"
+#include "vfs/store.h"
+#include "vfs/vfs_snapshot.h"
+
+namespace sentry {
+namespace adopt {
+
+void Adoption::Answer(std::string_view what) {
+  if (!answered_) SendWithFds(o_.adopt_fd, what.data(), what.size(), {});
+  answered_ = true;
+}
+
+std::optional<std::string> Adoption::Receive() {
+  pollfd p{o_.adopt_fd, POLLIN, 0};
+  if (poll(&p, 1, 10000) <= 0) return "no hand-off came";
+  std::string buf(kHandOffMaxBytes, '\0');
+  std::array<UniqueFd, 2> fds;
+  Received r = ReceiveWithFds(o_.adopt_fd, buf.data(), buf.size(), fds);
+  if (r.bytes <= 0 || r.too_many || !fds[0] || !fds[1]) return "a malformed hand-off";
+  std::string why;
+  auto header = DecodeHandOff(std::string_view(buf.data(), static_cast<size_t>(r.bytes)), &why);
+  if (!header) return why;
+  header_ = std::move(*header);
+  pidfd_ = std::move(fds[0]);
+  stream_ = std::move(fds[1]);
+  // The child's host pid, from its pidfd (no guest word in it).
+  std::ifstream info(absl::StrCat("/proc/self/fdinfo/", pidfd_.get()));
+  std::string line;
+  while (std::getline(info, line)) {
+    if (line.rfind("Pid:", 0) == 0) child_ = static_cast<pid_t>(std::atoi(line.c_str() + 4));
+  }
+  if (child_ <= 0) return "the hand-off's pidfd names no live process";
+  return std::nullopt;
+}
+
+std::optional<std::string> Adoption::Seize() {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  int r;
+  // EPERM while S1 has not detached yet.
+  while ((r = Tracer::Seize(child_)) == -EPERM && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (r < 0) return absl::StrCat("cannot trace the child: ", std::strerror(-r));
+  seized_ = true;
+  // Its first stop: the group-stop of the SIGSTOP S1 queued, or that
+  // signal's delivery (not delivered: the injection resumes it without).
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    pid_t w = waitpid(child_, &status, __WALL | WNOHANG);
+    if (w == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    if (w < 0 || !WIFSTOPPED(status)) return "the child ended before it was adopted";
+    int sig = WSTOPSIG(status), event = status >> 16;
+    if (event == PTRACE_EVENT_STOP || (event == 0 && sig == SIGSTOP)) return std::nullopt;
+    if (event == 0) held_.push_back(sig);  // another signal: given when it resumes
+    ptrace(PTRACE_LISTEN, child_, nullptr, nullptr);
+  }
+  return "the child never stopped for its new supervisor";
+}
+
+std::optional<std::string> Adoption::ReadIds() {
+  std::ifstream status(absl::StrCat("/proc/", child_, "/status"));
+  std::string line;
+  bool uid = false, gid = false;
+  while (std::getline(status, line)) {
+    unsigned r, e;
+    if (std::sscanf(line.c_str(), "Uid: %u %u", &r, &e) == 2) {
+      host_uid_ = e;
+      uid = true;
+    } else if (std::sscanf(line.c_str(), "Gid: %u %u", &r, &e) == 2) {
+      host_gid_ = e;
+      gid = true;
+    }
+  }
+  if (!uid || !gid) return "cannot read the child's ids";
+  return std::nullopt;
+}
+
+// The tree's configuration: the parent's (the same options).
+void Adoption::ConfigureTree() {
+  if (o_.root) tree_.uid = tree_.gid = 0;
+  if (o_.uid >= 0) tree_.uid = static_cast<uid_t>(o_.uid);
+  if (o_.gid >= 0) tree_.gid = static_cast<gid_t>(o_.gid);
+  if (!o_.hostname.empty()) tree_.hostname = o_.hostname;
+  if (!o_.rootfs.empty()) {
+    tree_.rootfs = o_.rootfs;
+    tree_.lower_roots = RootfsLowerRoots(o_.rootfs);
+  }
+  tree_.mounts = o_.mounts;
+  creds_.uid = tree_.uid;
+  creds_.gid = tree_.gid;
+  creds_.groups = o_.groups;
+}
+
+// The devices of the lower layer's host files (lower roots, -v mounts but
+// :rw ones): what a read-only shared mapping may map.
+std::vector<dev_t> Adoption::LowerDevices() const {
+  std::vector<dev_t> devs;
+  auto add = [&](const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0) devs.push_back(st.st_dev);
+  };
+  for (const std::string& root : tree_.lower_roots) add(tree_.rootfs + root);
+  if (tree_.rootfs.empty()) add("/etc");
+  for (const BindMount& m : tree_.mounts) {
+    if (m.mode != BindMount::Mode::kReadWrite) add(m.host_path);
+  }
+  return devs;
+}
+
+std::optional<std::string> Adoption::Build() {
+  if (geteuid() != 0) return "adopting a forked child needs root here (newuidmap: not built)";
+  auto store_dir = PrepareChildNamespaces(child_, tree_.hostname, o_.disk_bytes);
+  if (!store_dir.ok()) return std::string(store_dir.status().message());
+  struct stat st;
+  if (fstat(store_dir->get(), &st) < 0) return "cannot stat the child's store";
+  // The sandbox's block of host ids: its root owns the store; host files
+  // are reached as its first unprivileged id, as a run's (GuestFsId).
+  fs_uid_ = st.st_uid + 1;
+  fs_gid_ = st.st_gid + 1;
+  if (o_.cgroups) {
+    cgroups_.Create(absl::StrCat("sentry-", getpid()),
+                    {o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares});
+    // Moved while stopped: nothing it does escapes the limits.
+    int refused = 0, i = 0;
+    for (UniqueFd& f : cgroups_.OpenJoinFiles()) {
+      std::string pid = std::to_string(child_);
+      if (f && write(f.get(), pid.data(), pid.size()) != static_cast<ssize_t>(pid.size())) {
+        refused |= 1 << i;
+      }
+      ++i;
+    }
+    cgroups_.Joined(refused);
+  }
+  auto store = std::make_unique<vfs::Store>(UniqueFd(), st.st_uid, st.st_gid);
+  auto v = BuildSandboxTree(tree_, std::move(store));
+  if (!v.ok()) return std::string(v.status().message());
+  (*v)->set_metadata_limit(std::max<uint64_t>(o_.disk_bytes / 8, 1 << 20));
+  (*v)->store().set_dir_fd(std::move(*store_dir));
+  vfs::SnapshotResult copied = vfs::ReadSnapshot(**v, stream_.get(), {.disk_bytes = o_.disk_bytes});
+  stream_.Reset();
+  if (!copied.ok()) return absl::StrCat("the parent's files: ", copied.error);
+  KernelConfig kc;
+  kc.hostname = tree_.hostname;
+  kc.memory_bytes = o_.memory_bytes;
+  kc.cpus = o_.cpus;
+  kc.pids = o_.pids;
+  CPU_ZERO(&kc.host_cpus);
+  sched_getaffinity(0, sizeof(kc.host_cpus), &kc.host_cpus);
+  kc.host_id_base = st.st_uid;
+  kc.user_uid = tree_.uid;
+  kc.user_gid = tree_.gid;
+  kc.user_host_uid = host_uid_;
+  kc.user_host_gid = host_gid_;
+  kc.namespaces = true;
+  kc.fast_fd_identity = o_.fast_fd_identity;
+  kc.fast_trap = o_.fast_trap;
+  kernel_ = std::make_unique<Kernel>(std::move(*v), kc);
+  kernel_->init_host_pid = child_;
+  kernel_->set_memory_bytes(o_.memory_bytes);
+  kernel_->set_cpus(o_.cpus);
+  kernel_->set_pids(o_.pids);
+  vfs::Vfs& fs = kernel_->vfs();
+  MountProcfs(*kernel_, fs.Lookup(fs.root(), "/proc", {}, creds_).value());
+  MountSysfs(*kernel_, fs.Lookup(fs.root(), "/sys", {}, creds_).value());
+  fs.store().StartStash(std::nullopt);
+  struct stat netns;
+  if (stat(absl::StrCat("/proc/", child_, "/ns/net").c_str(), &netns) == 0) {
+    kernel_->set_net_ns_ino(netns.st_ino);
+  }
+  // Its relays (S2's own pipes, as a run's).
+  GuestStdio::Options so = GuestStdio::OptionsFor(o_);
+  so.pipe_uid = host_uid_;
+  so.pipe_gid = host_gid_;
+  if (absl::Status s = stdio_.Setup(so); !s.ok()) return std::string(s.message());
+  for (int fd : stdio_.child_fds()) {
+    struct stat sst;
+    if (fd >= 0 && fstat(fd, &sst) == 0) kernel_->fds().TrustCallerObject(sst);
+  }
+  // Its task, with the parent's cwd where the copy has it (else its home, /).
+  tracer_ = std::make_unique<Tracer>(*kernel_, tree_.lower_roots, nullptr);
+  std::lock_guard<std::mutex> lock(kernel_->mu());
+  Task t;
+  t.tid = child_;
+  t.ns_tid = ReadNsPid(child_);
+  t.pidfd = UniqueFd(fcntl(pidfd_.get(), F_DUPFD_CLOEXEC, 3));
+  t.fs = std::make_shared<FsContext>();
+  t.fs->umask = o_.umask & 0777;
+  auto cwd = fs.Lookup(fs.root(), header_.cwd, {}, creds_);
+  if (!cwd.ok()) cwd = fs.Lookup(fs.root(), tree_.home, {}, creds_);
+  t.fs->cwd = cwd.ok() ? *cwd : fs.root();
+  t.process = std::make_shared<Process>();
+  t.process->tgid = t.tid;
+  t.process->ns_pid = t.ns_tid;
+  t.process->creds = creds_;
+  t.started = true;
+  kernel_->tasks().Add(std::move(t));
+  tracer_->set_leader(child_);
+  return std::nullopt;
+}
+
+int Adoption::Supervise() {
+  UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd timer(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+  if (o_.timeout_sec > 0) {
+    itimerspec its{};
+    its.it_value.tv_sec = static_cast<time_t>(o_.timeout_sec);
+    its.it_value.tv_nsec = static_cast<long>((o_.timeout_sec - its.it_value.tv_sec) * 1e9);
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
+    timerfd_settime(timer.get(), 0, &its, nullptr);
+  }
+  while (!tracer_->leader_done()) {
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) tracer_->OnWaitStatus(pid, status);
+    if (tracer_->leader_done()) break;
+    pollfd p[2] = {{sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
+    if (poll(p, 2, -1) < 0 && errno != EINTR) break;
+    if (p[0].revents & POLLIN) {
+      signalfd_siginfo si;
+      while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo != SIGCHLD) SendSignal(SIGKILL);  // SIGTERM & co: the sandbox ends
+      }
+    }
+    if (p[1].revents & POLLIN) {
+      log::Error("the forked sandbox's --timeout ended it");
+      SendSignal(SIGKILL);
+      timed_out_ = true;
+      uint64_t n;
+      (void)!read(timer.get(), &n, sizeof(n));
+    }
+  }
+  if (loop_) loop_->Stop();
+  stdio_.Finish();
+  cgroups_.Remove();
+  if (!tracer_->violation().empty()) log::Error(tracer_->violation());
+  int st = tracer_->leader_status();
+  if (timed_out_) return kExitTimeout;
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+  return kExitSentryError;
+}
+
+void Adoption::SendSignal(int sig) {
+  if (pidfd_) syscall(SYS_pidfd_send_signal, pidfd_.get(), sig, nullptr, 0);
+}
+
+int Adoption::Fail(const std::string& why) {
+  Answer(absl::StrCat("error: ", why));
+  if (seized_ || pidfd_) SendSignal(SIGKILL);
+  if (seized_) waitpid(child_, nullptr, __WALL);
+  log::Error(absl::StrCat("cannot adopt the forked child: ", why));
+  cgroups_.Remove();
+  return kExitSentryError;
+}
+
+int Adoption::Execute() {
+  sigemptyset(&mask_);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask_, s);
+  pthread_sigmask(SIG_BLOCK, &mask_, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  if (auto e = Receive()) return Fail(*e);
+  if (auto e = Seize()) return Fail(*e);
+  ConfigureTree();
+  std::string mapping;
+  if (HasRefusedSharedMapping(child_, LowerDevices(), &mapping)) {
+    return Fail(absl::StrCat("the parent holds a shared mapping a fork cannot copy (", mapping,
+                             "): a fork would share that memory with it"));
+  }
+  Answer(kHandOffSeized);
+  if (auto e = ReadIds()) return Fail(*e);
+  if (auto e = Build()) return Fail(*e);
+  if (auto e = MakeWhole()) return Fail(*e);
+  return Supervise();
+}
+
+}  // namespace adopt
+
+int AdoptSandbox(const RunOptions& options) { return adopt::Adoption(options).Execute(); }
+
+}  // namespace sentry

@@ -1,0 +1,75 @@
+// The adoption of a forked child by its own supervisor (adopt.h), in one
+// class adopt.cc (its phases) and adopt_inject.cc (the injected calls)
+// share.
+#ifndef SENTRY_RUN_ADOPT_INTERNAL_H_
+#define SENTRY_RUN_ADOPT_INTERNAL_H_
+
+#include <signal.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sentry/kernel/dispatcher.h"
+#include "sentry/kernel/kernel.h"
+#include "sentry/platform/handoff_wire.h"
+#include "sentry/platform/notify_loop.h"
+#include "sentry/platform/tracer.h"
+#include "sentry/platform/unotify.h"
+#include "sentry/run/cgroups.h"
+#include "sentry/run/run.h"
+#include "sentry/run/sandbox_tree.h"
+#include "sentry/run/stdio.h"
+
+namespace sentry::adopt {
+
+class Adoption {
+ public:
+  explicit Adoption(const RunOptions& o) : o_(o) {}
+  int Execute();
+
+ private:
+  std::optional<std::string> Receive();
+  std::optional<std::string> Seize();
+  std::optional<std::string> ReadIds();
+  void ConfigureTree();
+  std::vector<dev_t> LowerDevices() const;
+  std::optional<std::string> Build();
+  // The injected calls and the fds (adopt_inject.cc); the child is left
+  // running, served.
+  std::optional<std::string> MakeWhole();
+  // Every fd of the child replaced, during the notification of one trapped
+  // call injected for it (adopt_inject.cc).
+  std::optional<std::string> ReplaceFds(const user_regs_struct& at);
+  int Supervise();
+  int Fail(const std::string& why);
+  void Answer(std::string_view what);
+  void SendSignal(int sig);
+
+  RunOptions o_;
+  HandOffHeader header_;
+  UniqueFd pidfd_, stream_;
+  pid_t child_ = -1;
+  bool seized_ = false, answered_ = false, timed_out_ = false;
+  std::vector<int> held_;  // signals held back until the child resumes
+  uid_t host_uid_ = 0;
+  gid_t host_gid_ = 0;
+  uid_t fs_uid_ = 0;  // the file identity of the threads that reach host files
+  gid_t fs_gid_ = 0;
+  TreeConfig tree_;
+  vfs::Creds creds_;
+  Cgroups cgroups_;
+  GuestStdio stdio_;
+  sigset_t mask_;
+  std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<Tracer> tracer_;
+  std::unique_ptr<Unotify> unotify_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<NotifyLoop> loop_;
+};
+
+}  // namespace sentry::adopt
+
+#endif  // SENTRY_RUN_ADOPT_INTERNAL_H_
