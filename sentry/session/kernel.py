@@ -240,6 +240,9 @@ def _forked_child():
     # Only the kernel writes frames: a forked child that goes on running
     # Python writes its output to fd 1/2 (read back by the kernel's pipes),
     # and never takes a lock another thread may have held at the fork.
+    # A session fork's child is a kernel: _fork_child sets it up instead.
+    if _SESSION_FORK:
+        return
     _Out.forked = True
     STREAMS.parts = []
     for fd in (WIRE.rfd, WIRE.wfd):
@@ -868,6 +871,291 @@ def _walk(top):
 _FILE_OPS = {"read_file": _read_file, "write_file": _write_file, "list_files": _list_files}
 
 
+# --- fork: N copies of this kernel (sentry/session/FORK.md, step 6) ----------
+
+# kForkCloneFlags of syscalls/fork_gate.h (NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS|
+# NEWNS|SIGCHLD): the one clone the sandbox's fork gate lets run, when granted.
+# kernel_source_test checks that these numbers are the sentry's.
+FORK_CLONE_FLAGS = 0x7C020011
+MAX_FORKS = 100  # children of one fork request
+BPF_MAXINSNS = 4096  # the re-listen's program buffer: the supervisor writes its own there
+SYS_CLONE = 56  # x86_64
+SYS_SECCOMP = 317
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_FILTER_FLAG_NEW_LISTENER = 8
+_FORK_TEST = None  # see _start
+_SESSION_FORK = False  # in _fork: the kernel's own at-fork hook stands aside
+FORKED = set()  # children of earlier forks, reaped when they end
+_KEPT = []  # what a child must never close (it shares the parent's descriptions)
+_TCB = {}  # "tid": where glibc keeps a thread's tid in its descriptor; "syscall"
+_BLAS = {"modules": -1, "calls": []}  # OpenBLAS's fork handlers, found when sys.modules grew
+# The names OpenBLAS's pthread_atfork handler is exported under (plain, and
+# with the 64_ suffix and scipy_ prefix of the numpy and scipy wheels' builds).
+BLAS_SHUTDOWN = ("blas_thread_shutdown_", "blas_thread_shutdown_64_",
+                 "scipy_blas_thread_shutdown_", "scipy_blas_thread_shutdown_64_")
+
+
+def _fork_refusal(msg):
+    """Why a fork cannot run now, or None (the reader's check: between cells only)."""
+    n = msg.get("count", 1)
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_FORKS:
+        return "count must be an integer from 1 to %d, not %r" % (MAX_FORKS, n)
+    with ST.lock:
+        running = ST.running
+    if running is not None:
+        return "a %s is running: a fork is made between cells only (wait for its done)" % running
+    if not JOBS.empty():
+        return "a request waits to run: a fork is made between cells only"
+    if os.uname().machine != "x86_64":
+        return "fork is made on x86_64 only"
+    return None
+
+
+def _fork(rid, count):
+    """count children of this kernel (clone with the fork gate's flags), then
+    the parent's re-listen. In the parent: done with the children's pids (as
+    it names them), or an error done with no child left. In each child: the
+    kernel again, its `forked` frame first."""
+    global _SESSION_FORK
+    _flush_out()
+    with ST.lock:
+        ST.running, ST.id = "fork", rid
+    try:
+        import ctypes
+        sc = _TCB.get("syscall")
+        if sc is None:
+            sc = ctypes.PyDLL(None, use_errno=True).syscall  # PyDLL: the GIL stays held
+            sc.restype = ctypes.c_long
+            _TCB["syscall"] = sc
+        off = _tcb_tid_offset(ctypes)
+        for shutdown in _blas_shutdowns(ctypes):
+            shutdown()
+    except Exception as e:
+        _end()
+        _error_done(rid, "ForkError", "%s: %s" % (type(e).__name__, e))
+        return
+    py, pids, why = ctypes.pythonapi, [], None
+    switch = sys.getswitchinterval()
+    # A thread waiting for the GIL asks for it after the switch interval; the
+    # child must not give the GIL away before PyOS_AfterFork_Child (a lock
+    # held by a thread of the parent at the clone is never released there).
+    sys.setswitchinterval(1000.0)
+    _SESSION_FORK = True
+    py.PyOS_BeforeFork()
+    for _ in range(count):
+        pid = sc(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(FORK_CLONE_FLAGS), None, None, None, None)
+        if pid == 0:
+            py.PyOS_AfterFork_Child()
+            _SESSION_FORK = False
+            sys.setswitchinterval(switch)
+            try:
+                _fork_child(rid, off, ctypes)
+            except BaseException:  # never a half-made kernel
+                os._exit(70)
+            return
+        if pid < 0:
+            err = ctypes.get_errno()
+            why = "clone: %s" % os.strerror(err)
+            if err == 1:  # EPERM
+                why += " (the sandbox's supervisor granted no fork: forks come through the server)"
+            break
+        pids.append(pid)
+    py.PyOS_AfterFork_Parent()
+    _SESSION_FORK = False
+    sys.setswitchinterval(switch)
+    if why is None:
+        why = _relisten(sc, ctypes)
+    _end()
+    if why is not None:
+        _discard(pids)
+        if pids:
+            made = "1 child" if len(pids) == 1 else "%d children" % len(pids)
+            why += " (%s made before it, killed)" % made
+        _error_done(rid, "ForkError", why)
+        return
+    FORKED.update(pids)
+    WIRE.send({"op": "done", "id": rid, "status": "ok", "executionCount": ST.count, "result": None,
+               "error": None, "exitCode": None, "children": pids})
+
+
+def _relisten(sc, ctypes):
+    """The parent's new listener, taken by its supervisor (FORK.md, step 2):
+    seccomp(NEW_LISTENER) with room for BPF_MAXINSNS instructions, where the
+    supervisor writes its own program; the call returns 0 to the kernel."""
+    if _FORK_TEST:  # no supervisor (a native test): nothing to re-listen to
+        return None
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    insns = (ctypes.c_uint64 * BPF_MAXINSNS)()  # struct sock_filter is 8 bytes
+    prog = SockFprog(BPF_MAXINSNS, ctypes.addressof(insns))
+    r = sc(ctypes.c_long(SYS_SECCOMP), ctypes.c_long(SECCOMP_SET_MODE_FILTER),
+           ctypes.c_long(SECCOMP_FILTER_FLAG_NEW_LISTENER), ctypes.byref(prog))
+    if r < 0:
+        return ("re-listen (seccomp NEW_LISTENER): %s (only a sentry sandbox's supervisor "
+                "completes it)" % os.strerror(ctypes.get_errno()))
+    if r > 0:  # a listener in the kernel's hands: no supervisor took it
+        os.close(r)
+        return "re-listen: no supervisor took the new listener"
+    return None
+
+
+def _discard(pids):
+    """Kills the children of a failed fork and reaps them (at most ~2 s)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    FORKED.update(pids)
+    end = time.monotonic() + 2
+    while FORKED and time.monotonic() < end:
+        _reap_forked()
+        if FORKED:
+            time.sleep(0.005)
+
+
+def _reap_forked():
+    for pid in list(FORKED):
+        try:
+            done = os.waitpid(pid, os.WNOHANG)[0] == pid
+        except ChildProcessError:
+            done = True
+        if done:
+            FORKED.discard(pid)
+
+
+def _blas_shutdowns(ctypes):
+    """OpenBLAS's pthread_atfork handler of each OpenBLAS loaded: it stops
+    the library's thread pool, which each process then starts again at its
+    next call. A raw clone runs no pthread_atfork handler, and a child
+    would otherwise wait for the parent's pool threads at its first
+    threaded BLAS call, forever. Looked for again when sys.modules grew."""
+    if "numpy" not in sys.modules or _BLAS["modules"] == len(sys.modules):
+        return _BLAS["calls"]
+    calls, seen, paths = [], set(), set()
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and "blas" in parts[5].rsplit("/", 1)[-1]:
+                    paths.add(parts[5].rstrip("\n"))
+    except OSError:
+        pass
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        except OSError:
+            continue
+        for name in BLAS_SHUTDOWN:
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                continue
+            addr = ctypes.cast(fn, ctypes.c_void_p).value
+            if addr not in seen:
+                seen.add(addr)
+                calls.append(fn)
+            break
+    _BLAS["modules"], _BLAS["calls"] = len(sys.modules), calls
+    return calls
+
+
+def _tcb_tid_offset(ctypes):
+    """Where glibc keeps a thread's tid in its descriptor (pthread_self()).
+
+    A raw clone leaves the parent's tid there (glibc's fork writes the
+    child's), and pthread_kill (the interrupt, among others) names the main
+    thread by it. Found once: the one offset at which two threads'
+    descriptors hold their own tids."""
+    if "tid" not in _TCB:
+        seen, ready, leave = {}, threading.Event(), threading.Event()
+
+        def other():
+            seen["pd"], seen["tid"] = threading.get_ident(), threading.get_native_id()
+            ready.set()
+            leave.wait()
+
+        t = threading.Thread(target=other, name="sentry-probe", daemon=True)
+        t.start()
+        ready.wait()
+        try:
+            main, tid = threading.get_ident(), threading.get_native_id()
+            found = [off for off in range(0, 1024, 4)
+                     if ctypes.c_int32.from_address(main + off).value == tid
+                     and ctypes.c_int32.from_address(seen["pd"] + off).value == seen["tid"]]
+        finally:
+            leave.set()
+            t.join()
+        if len(found) != 1:
+            raise OSError("glibc's thread id field not found (%d candidates)" % len(found))
+        _TCB["tid"] = found[0]
+    return _TCB["tid"]
+
+
+def _fork_child(rid, off, ctypes):
+    """The child, right after PyOS_AfterFork_Child: the parent's threads are
+    gone (their locks may be held) and fd 1/2 are the parent's pipes. Its
+    supervisor has made its request and frame fds its own (natively, the
+    test's socket stands in). New locks, queues, pipes and threads; new
+    entropy; then `forked`, and it serves requests with the parent's __main__."""
+    global WIRE, STREAMS, PIPES, ST, JOBS, FILES
+    ctypes.c_int32.from_address(_MAIN + off).value = threading.get_native_id()
+    if _FORK_TEST:
+        import socket
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(_FORK_TEST)
+        os.dup2(s.fileno(), WIRE.rfd, inheritable=False)
+        os.dup2(s.fileno(), WIRE.wfd, inheritable=False)
+        s.close()
+    WIRE = _Wire(WIRE.rfd, WIRE.wfd)
+    null = os.open(os.devnull, os.O_RDONLY)  # fd 0 as at the start (S2 may put a pipe there)
+    os.dup2(null, 0)
+    os.close(null)
+    old = ST
+    ST, STREAMS, JOBS, FILES = _State(), _Streams(), queue.Queue(), queue.Queue()
+    ST.count, ST.id = old.count, rid
+    if old.loop is not None:  # its epoll and self-pipe are the parent's: never closed here
+        _KEPT.append(old.loop)
+    FORKED.clear()  # the parent's
+    for p in PIPES:
+        if not p.dead:  # else a cell closed it, and the number may be another file's now
+            os.close(p.r)
+    PIPES = [_Pipe("stdout", 1), _Pipe("stderr", 2)]
+    failed = _reseed()
+    for target in (STREAMS.ticker, _files_worker, _reader):
+        threading.Thread(target=target, name="sentry-kernel", daemon=True).start()
+    WIRE.send({"op": "forked", "id": rid, "role": "child", "pid": os.getpid()})
+    for why in failed:
+        STREAMS.write("stderr", "fork: %s\n" % why)
+
+
+def _reseed():
+    """New entropy where the interpreter and common modules cached some, so
+    no two children draw the same values. str/bytes hashes keep the parent's
+    seed (every dict and set in memory depends on it); objects a cell made
+    (a random.Random, a numpy Generator) keep their state, as under os.fork."""
+    failed, m = [], sys.modules
+    steps = [("random", lambda r: r.seed(os.urandom(32))),
+             ("numpy.random", lambda r: r.seed()),  # the global RandomState, from OS entropy
+             ("tempfile", lambda t: setattr(t, "_name_sequence", None)),
+             # libuuid's uuid1 state (clock sequence, node) is the parent's:
+             # uuid1 takes its clock sequence from `random` instead
+             ("uuid", lambda u: setattr(u, "_generate_time_safe", None)),
+             ("multiprocessing.process",
+              lambda p: setattr(p.current_process(), "authkey", os.urandom(32))),
+             ("ssl", lambda s: s.RAND_add(os.urandom(48), 48.0))]  # OpenSSL's DRBG
+    for name, step in steps:
+        mod = m.get(name)
+        if mod is not None:
+            try:
+                step(mod)
+            except Exception as e:
+                failed.append("reseeding %s failed: %s: %s" % (name, type(e).__name__, e))
+    return failed
+
+
 # --- the loops ---------------------------------------------------------------
 
 
@@ -894,11 +1182,20 @@ def _reader():
             FILES.put(msg)
         elif op == "exit":
             _quit(0)
+        elif op == "fork":
+            why = _fork_refusal(msg)
+            if why is None:
+                JOBS.put(msg)
+            else:
+                _error_done(msg.get("id"), "ForkError", why)
         elif "id" in msg:
-            WIRE.send({"op": "done", "id": msg.get("id"), "status": "error", "executionCount": ST.count,
-                       "result": None, "exitCode": None,
-                       "error": {"name": "ProtocolError", "value": "unknown op %r" % (op,)[:200],
-                                 "traceback": []}})
+            _error_done(msg.get("id"), "ProtocolError", "unknown op %r" % (op,)[:200])
+
+
+def _error_done(rid, name, value):
+    WIRE.send({"op": "done", "id": rid, "status": "error", "executionCount": ST.count,
+               "result": None, "exitCode": None,
+               "error": {"name": name, "value": value, "traceback": []}})
 
 
 def _quit(status):
@@ -915,6 +1212,8 @@ def _main_loop():
         try:
             if msg["op"] == "cell":
                 _run_cell(msg.get("id"), msg.get("code"))
+            elif msg["op"] == "fork":
+                _fork(msg.get("id"), msg.get("count", 1))
             else:
                 _run_command(msg.get("id"), msg)
         except KeyboardInterrupt:
@@ -928,11 +1227,18 @@ def _main_loop():
                        "executionCount": ST.count, "result": None, "exitCode": None,
                        "error": {"name": "KernelError", "value": "%s: %s" % (type(e).__name__, e),
                                  "traceback": traceback.format_exc().splitlines()}})
+        if FORKED:
+            _reap_forked()
 
 
 def _start():
-    global WIRE, STREAMS, PIPES, ST, JOBS, FILES, MAIN, _MAIN
+    global WIRE, STREAMS, PIPES, ST, JOBS, FILES, MAIN, _MAIN, _FORK_TEST
     _MAIN = threading.get_ident()
+    # Set only by tests that run the kernel natively (no sentry, so no
+    # supervisor): a fork skips the re-listen, and each child takes this unix
+    # socket as its request and frame fds, as a child's supervisor gives it
+    # its own pipes. No wall rests on it: the guest can make these calls itself.
+    _FORK_TEST = os.environ.pop("SENTRY_KERNEL_FORK_TEST_SOCKET", None)
     preload = []
     args = sys.argv[1:]
     if "--preload" in args[:-1]:

@@ -31,7 +31,7 @@ CHUNK = 64 << 10
 
 
 class Kernel:
-    def __init__(self, *args):
+    def __init__(self, *args, env=None):
         if PROGRAM is not None:
             source = PROGRAM
         else:
@@ -46,7 +46,8 @@ class Kernel:
         # home is its sandbox's, in memory).
         self.home = None if SENTRY else tempfile.mkdtemp(prefix="kernel_test-")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     cwd=self.home)
+                                     cwd=self.home, env=env)
+        self.rfd = self.proc.stdout.fileno()
         self.buf = b""
         self.next_id = 0
         self.ready = self.recv(30)
@@ -68,20 +69,23 @@ class Kernel:
         if self.home:
             shutil.rmtree(self.home, ignore_errors=True)
 
+    def _status(self):
+        return self.proc.wait()
+
     def send(self, msg):
         raw = msg if isinstance(msg, bytes) else json.dumps(msg).encode()
         self.proc.stdin.write(struct.pack(">I", len(raw)) + raw)
         self.proc.stdin.flush()
 
     def _fill(self, n, deadline):
-        fd = self.proc.stdout.fileno()
+        fd = self.rfd
         while len(self.buf) < n:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 raise TimeoutError("no frame from the kernel")
             chunk = os.read(fd, 1 << 20)
             if not chunk:
-                raise EOFError("the kernel ended (status %s)" % self.proc.wait())
+                raise EOFError("the kernel ended (status %s)" % self._status())
             self.buf += chunk
 
     def recv(self, timeout=20):
