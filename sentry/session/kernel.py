@@ -887,7 +887,7 @@ _FORK_TEST = None  # see _start
 _SESSION_FORK = False  # in _fork: the kernel's own at-fork hook stands aside
 FORKED = set()  # children of earlier forks, reaped when they end
 _KEPT = []  # what a child must never close (it shares the parent's descriptions)
-_TCB = {}  # "tid": where glibc keeps a thread's tid in its descriptor; "syscall"
+_TCB = {}  # made once: "tid" (glibc's tid field), "syscall", "clone" (and its "page")
 _BLAS = {"modules": -1, "calls": []}  # OpenBLAS's fork handlers, found when sys.modules grew
 # The names OpenBLAS's pthread_atfork handler is exported under (plain, and
 # with the 64_ suffix and scipy_ prefix of the numpy and scipy wheels' builds).
@@ -927,6 +927,7 @@ def _fork(rid, count):
             sc = ctypes.PyDLL(None, use_errno=True).syscall  # PyDLL: the GIL stays held
             sc.restype = ctypes.c_long
             _TCB["syscall"] = sc
+        clone = _clone_then(ctypes)
         off = _tcb_tid_offset(ctypes)
         for shutdown in _blas_shutdowns(ctypes):
             shutdown()
@@ -935,34 +936,26 @@ def _fork(rid, count):
         _error_done(rid, "ForkError", "%s: %s" % (type(e).__name__, e))
         return
     py, pids, why = ctypes.pythonapi, [], None
-    switch = sys.getswitchinterval()
-    # A thread waiting for the GIL asks for it after the switch interval; the
-    # child must not give the GIL away before PyOS_AfterFork_Child (a lock
-    # held by a thread of the parent at the clone is never released there).
-    sys.setswitchinterval(1000.0)
+    after_child = ctypes.cast(py.PyOS_AfterFork_Child, ctypes.c_void_p)
     _SESSION_FORK = True
     py.PyOS_BeforeFork()
     for _ in range(count):
-        pid = sc(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(FORK_CLONE_FLAGS), None, None, None, None)
-        if pid == 0:
-            py.PyOS_AfterFork_Child()
+        pid = clone(FORK_CLONE_FLAGS, after_child)
+        if pid == 0:  # PyOS_AfterFork_Child has run
             _SESSION_FORK = False
-            sys.setswitchinterval(switch)
             try:
                 _fork_child(rid, off, ctypes)
             except BaseException:  # never a half-made kernel
                 os._exit(70)
             return
         if pid < 0:
-            err = ctypes.get_errno()
-            why = "clone: %s" % os.strerror(err)
-            if err == 1:  # EPERM
+            why = "clone: %s" % os.strerror(-pid)
+            if pid == -1:  # EPERM
                 why += " (the sandbox's supervisor granted no fork: forks come through the server)"
             break
         pids.append(pid)
     py.PyOS_AfterFork_Parent()
     _SESSION_FORK = False
-    sys.setswitchinterval(switch)
     if why is None:
         why = _relisten(sc, ctypes)
     _end()
@@ -1060,6 +1053,44 @@ def _blas_shutdowns(ctypes):
             break
     _BLAS["modules"], _BLAS["calls"] = len(sys.modules), calls
     return calls
+
+
+def _clone_then(ctypes):
+    """clone(flags, 0, 0, 0, 0), then in the child PyOS_AfterFork_Child()
+    before any bytecode: a function of 24 bytes of x86-64, made once.
+
+    Through ctypes' syscall the child would return to the eval loop first,
+    whose check after a call gives the GIL away when another thread asked
+    for it (a thread waiting since before the clone): in the child nobody
+    takes it, and it waits forever (seen with busy threads and a 100 MB
+    process, a few children in a hundred). os.fork calls the hook from C
+    for that reason; PyOS_AfterFork_Child recreates the GIL and clears the
+    request. Returns the child's pid, 0 in the child, or -errno. Called
+    with the GIL held (PYFUNCTYPE)."""
+    fn = _TCB.get("clone")
+    if fn is None:
+        import mmap
+        code = (b"\x53"  # push rbx
+                b"\x48\x89\xf3"  # mov rbx, rsi: the child's hook
+                + b"\xb8" + SYS_CLONE.to_bytes(4, "little") +  # mov eax, SYS_clone (flags: rdi)
+                b"\x31\xf6\x31\xd2\x4d\x31\xd2\x4d\x31\xc0"  # rsi, rdx, r10, r8 = 0
+                b"\x0f\x05"  # syscall
+                b"\x48\x85\xc0\x75\x04"  # test rax, rax; jnz out
+                b"\xff\xd3\x31\xc0"  # call rbx; xor eax, eax
+                b"\x5b\xc3")  # out: pop rbx; ret
+        # Private: a shared page would be one parent and children could
+        # make writable again (a fork refuses any such mapping).
+        page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        page.write(code)
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(page))
+        mprotect = ctypes.CDLL(None, use_errno=True).mprotect
+        mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        if mprotect(addr, mmap.PAGESIZE, mmap.PROT_READ | mmap.PROT_EXEC) != 0:
+            raise OSError(ctypes.get_errno(), "mprotect of the clone function")
+        fn = ctypes.PYFUNCTYPE(ctypes.c_long, ctypes.c_ulong, ctypes.c_void_p)(addr)
+        _TCB["clone"], _TCB["page"] = fn, page
+    return fn
 
 
 def _tcb_tid_offset(ctypes):

@@ -163,6 +163,10 @@ class ForkTest(unittest.TestCase):
                      "os.environ['FORK_ENV'], open('written.txt').read()")
             self.assertEqual(r["result"]["text/plain"], "(41, True, True, 'kept', 'data')")
             self.assertEqual(r["executionCount"], 2)  # counted on from the parent's
+            # nothing the kernel mapped is shared and writable (a fork refuses that)
+            r = c.ok("[f for f in open('/proc/self/smaps').read().split('VmFlags:')[1:] "
+                     "if ' sh' in f.split('\\n')[0] and ' mw' in f.split('\\n')[0]]")
+            self.assertEqual(r["result"]["text/plain"], "[]")
             values.append(c.ok(draw)["result"]["text/plain"])
             c.ok("x = 0")
         values.append(self.k.ok(draw)["result"]["text/plain"])
@@ -192,6 +196,19 @@ class ForkTest(unittest.TestCase):
         r = self.k.ok("print('parent')\nsubprocess.run(['echo', 'parent sub'])")
         self.assertEqual([f["text"] for f in r["frames"]], ["parent\n", "parent sub\n"])
         self.assertEqual(len(self.fork(1)), 1)
+
+    def test_busy_threads_stall_neither_the_fork_nor_its_children(self):
+        # Threads that want the GIL while the kernel clones a 100 MB process:
+        # the parent must get it back, and no child may wait for one of them.
+        self.k.ok("import numpy as np, threading\nbig = np.random.rand(100 << 17)\nstop = False\n"
+                  "def spin():\n    while not stop:\n        pass\n"
+                  "for _ in range(2):\n    threading.Thread(target=spin, daemon=True).start()")
+        for _ in range(2):
+            for c in self.fork(3):
+                self.assertEqual(c.ok("1 + 1", timeout=10)["result"]["text/plain"], "2")
+                c.close()
+            self.children = []
+        self.k.ok("stop = True")
 
 
 @unittest.skipIf(not os.path.exists(os.path.join(OPENBLAS, "libblas.so.3")),
