@@ -238,6 +238,8 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       }
       if (auto held = held_forks_.find(pid); held != held_forks_.end()) {
         held->second.at_stop = true;  // not resumed: handed off from here
+        task->started = true;
+        task->held_stopped = true;  // (the re-listen's quiesce counts it stopped)
         return;
       }
       if (!task->started) {
@@ -317,6 +319,7 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   if (fork_child) {
     // Held at its auto-attach stop for the hand-off (HandOffForkChild).
     held_forks_[child] = HeldFork{++held_order_, stopped};
+    if (stopped) added.started = added.held_stopped = true;
     return;
   }
   if (stopped) {

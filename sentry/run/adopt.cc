@@ -188,6 +188,13 @@ std::optional<std::string> Adoption::Build() {
   vfs::SnapshotResult copied = vfs::ReadSnapshot(**v, stream_.get(), {.disk_bytes = o_.disk_bytes});
   stream_.Reset();
   if (!copied.ok()) return absl::StrCat("the parent's files: ", copied.error);
+  // The copy drops the fresh tree's empty /proc and /sys (the parent's are
+  // mounts, generated, never written): made again for this kernel's mounts.
+  for (const char* name : {"proc", "sys"}) {
+    if (!(*v)->Child((*v)->root(), name)) {
+      (*v)->AddChild((*v)->root(), name, (*v)->NewNode(vfs::NodeKind::kDir, S_IFDIR | 0555, 0, 0));
+    }
+  }
   KernelConfig kc;
   kc.hostname = tree_.hostname;
   kc.memory_bytes = o_.memory_bytes;
@@ -209,8 +216,15 @@ std::optional<std::string> Adoption::Build() {
   kernel_->set_cpus(o_.cpus);
   kernel_->set_pids(o_.pids);
   vfs::Vfs& fs = kernel_->vfs();
-  MountProcfs(*kernel_, fs.Lookup(fs.root(), "/proc", {}, creds_).value());
-  MountSysfs(*kernel_, fs.Lookup(fs.root(), "/sys", {}, creds_).value());
+  // The copy is the parent's word: a tree without them is an error, not a crash.
+  auto proc = fs.Lookup(fs.root(), "/proc", {}, creds_);
+  auto sys = fs.Lookup(fs.root(), "/sys", {}, creds_);
+  if (!proc.ok() || !sys.ok()) {
+    return absl::StrCat("the copied tree has no /proc or /sys (errno ",
+                        proc.ok() ? sys.error() : proc.error(), ")");
+  }
+  MountProcfs(*kernel_, proc.value());
+  MountSysfs(*kernel_, sys.value());
   fs.store().StartStash(std::nullopt);
   struct stat netns;
   if (stat(absl::StrCat("/proc/", child_, "/ns/net").c_str(), &netns) == 0) {

@@ -418,9 +418,10 @@ void Run::OnRelistenTaken(int err, UniqueFd listener) {
   dispatcher_ = std::make_unique<Dispatcher>(dispatcher_->trace(), &FindSyscallAfterFork);
   StartLoop();
   ForkHandoffContext ctx{*kernel_, *tracer_, {}, relisten_parent_};
-  for (int fd : stdio_.child_fds()) {
-    if (fd >= 0) ctx.relay_fds.push_back(fd);
-  }
+  // By role (0, 1, 2; -1 where not a relay): the hand-off tells S2 which
+  // of the child's fds are on these pipes (the guest's ends are closed here
+  // since the start: a read end of each pipe is kept for this).
+  for (int fd : stdio_.relay_identities()) ctx.relay_fds.push_back(fd);
   uint32_t handed = 0;
   std::vector<std::string> failures;
   for (size_t i = 0; i < children.size(); ++i) {

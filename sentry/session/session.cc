@@ -92,6 +92,9 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Launch(SandboxLauncher& launch
   absl::StatusOr<SandboxProcess> p = launcher.Launch(spec);
   if (!p.ok()) return p.status();
   std::shared_ptr<Session> s(new Session(std::move(*p)));
+  s->spec_ = spec;
+  s->adopted_ = spec.adopt_fd >= 0;
+  s->spec_.adopt_fd = -1;  // borrowed: the launch has passed its copy
   s->reader_ = std::thread([raw = s.get()] { raw->ReadLoop(); });
   return s;
 }
@@ -222,7 +225,10 @@ void Session::OnFrame(const json& frame) {
   const std::string& op = op_it->get_ref<const std::string&>();
   auto id_it = frame.find("id");
   uint64_t id = id_it != frame.end() && id_it->is_number_unsigned() ? id_it->get<uint64_t>() : 0;
-  if (op == "ready") {
+  if (op == "ready" || op == "forked") {  // a fork's child says forked first, not ready
+    if (auto pid = frame.find("pid"); pid != frame.end() && pid->is_number_integer()) {
+      kernel_pid_ = pid->get<int64_t>();
+    }
     ready_ = true;
     cv_.notify_all();
     return;
@@ -233,6 +239,11 @@ void Session::OnFrame(const json& frame) {
       it->second = frame;
       cv_.notify_all();
     }
+    return;
+  }
+  if (forking_ && op == "done" && id == fork_id_ && !fork_done_) {
+    fork_done_ = frame;
+    cv_.notify_all();
     return;
   }
   // A frame of another id (a cell already given up) is the guest's noise.
@@ -282,7 +293,7 @@ void Session::Concluded() {
 Status Session::Execute(json op, double timeout_sec, const LiveFn& live, Ordered* result) {
   std::unique_lock<std::mutex> lock(mu_);
   if (ended_) return Status::kEnded;
-  if (cell_) return Status::kBusy;
+  if (cell_ || forking_) return Status::kBusy;
   if (timeout_sec <= 0) timeout_sec = terms_.cell_timeout_sec;
   timeout_sec = std::min(timeout_sec, terms_.max_cell_timeout_sec);
   uint64_t id = next_id_++;

@@ -23,21 +23,6 @@ using Clock = std::chrono::steady_clock;
 // supervisor's backstop clock runs from its start).
 constexpr double kSpareMaxAgeSec = 600;
 
-std::string NewId() {
-  unsigned char bytes[12];
-  if (getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
-    log::Error("getrandom failed");
-    abort();  // an id that could repeat must never be handed out
-  }
-  std::string hex;
-  static const char kHex[] = "0123456789abcdef";
-  for (unsigned char b : bytes) {
-    hex += kHex[b >> 4];
-    hex += kHex[b & 15];
-  }
-  return "ses_" + hex;
-}
-
 // A duration field in ms: > 0 and at most ceiling_sec; *out in seconds.
 bool Duration(const json& request, const char* key, double ceiling_sec, double* out, Answer* err) {
   auto it = request.find(key);
@@ -57,6 +42,21 @@ bool Duration(const json& request, const char* key, double ceiling_sec, double* 
 }
 
 }  // namespace
+
+std::string NewSessionId() {
+  unsigned char bytes[12];
+  if (getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
+    log::Error("getrandom failed");
+    abort();  // an id that could repeat must never be handed out
+  }
+  std::string hex;
+  static const char kHex[] = "0123456789abcdef";
+  for (unsigned char b : bytes) {
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
+  }
+  return "ses_" + hex;
+}
 
 Answer ErrorAnswer(int status, const std::string& message, const std::string& field) {
   Answer a;
@@ -319,14 +319,14 @@ Answer SessionManager::Create(const std::string& tenant, const json& request) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return ErrorAnswer(503, "the server is shutting down");
-    int mine = 0;
+    int mine = ReservedFor(tenant);
     for (const auto& [id, s] : live_) mine += s->tenant() == tenant;
     if (mine >= options_.max_sessions_per_tenant) {
       return ErrorAnswer(429, absl::StrCat("this token has ", mine,
                                            " sessions open, its cap "
                                            "(--max-sessions-per-token); delete one first"));
     }
-    if (static_cast<int>(live_.size()) >= options_.max_sessions) {
+    if (static_cast<int>(live_.size()) + reserved_total_ >= options_.max_sessions) {
       return ErrorAnswer(429, "the server holds as many sessions as it allows (--max-sessions)");
     }
   }
@@ -344,7 +344,7 @@ Answer SessionManager::Create(const std::string& tenant, const json& request) {
     s = std::move(*launched);
   }
   SessionTerms terms;
-  terms.id = NewId();
+  terms.id = NewSessionId();
   terms.tenant = tenant;
   terms.idle_timeout_sec = idle;
   terms.max_lifetime_sec = lifetime;
