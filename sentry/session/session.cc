@@ -155,11 +155,25 @@ bool Session::Send(const json& op) {
 }
 
 void Session::EndLocked(EndReason reason, std::string detail) {
+  if (ended_ && sandbox_kept_) {  // its forked sessions are gone: now the sandbox
+    sandbox_kept_ = false;
+    if (!gone_) syscall(SYS_pidfd_send_signal, process_.pidfd.get(), SIGTERM, nullptr, 0);
+    cv_.notify_all();
+    return;
+  }
   if (ended_) return;
   ended_ = Ended{reason, NowUnixMs(), std::move(detail)};
   // SIGTERM ends the supervisor's run as it ends `sentry run`: the guest is
   // told, then killed; the reader sends it again until the sandbox is gone.
   if (!gone_) syscall(SYS_pidfd_send_signal, process_.pidfd.get(), SIGTERM, nullptr, 0);
+  cv_.notify_all();
+}
+
+void Session::EndKeepingSandbox(EndReason reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ended_) return;
+  ended_ = Ended{reason, NowUnixMs(), ""};
+  sandbox_kept_ = true;
   cv_.notify_all();
 }
 
@@ -185,7 +199,7 @@ void Session::ReadLoop() {
     bool ending;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      ending = ended_.has_value();
+      ending = ended_.has_value() && !sandbox_kept_;
     }
     int r = poll(p, 3, ending ? 100 : -1);
     if (r < 0 && errno != EINTR) break;

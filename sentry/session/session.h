@@ -121,6 +121,12 @@ class Session final {
   // Ends the session with reason (the first reason wins) and starts the
   // sandbox's teardown; returns at once.
   void End(EndReason reason);
+  // Ends the session for its callers (reason, as End) but keeps its sandbox
+  // running: a forked session's kernel lives in a pid namespace nested in
+  // its parent's, so the parent's kernel must outlive it. The next End (any
+  // reason) stops the sandbox.
+  void EndKeepingSandbox(EndReason reason);
+
   // Waits until the sandbox is gone (its supervisor exited, having removed
   // its processes, cgroup and files); false if timeout_sec passed first.
   bool WaitGone(double timeout_sec);
@@ -155,10 +161,11 @@ class Session final {
 
   SandboxProcess process_;
   SandboxSpec spec_;
-  bool adopted_ = false;    // a fork's child (its supervisor serves no fork yet)
-  int64_t kernel_pid_ = 0;  // the kernel's pid as the sandbox names it (its ready frame)
-  bool forking_ = false;    // a fork is under way (as busy as a cell)
-  uint64_t fork_id_ = 0;    // its request id, while its done is awaited
+  bool adopted_ = false;       // a fork's child (its supervisor serves no fork yet)
+  int64_t kernel_pid_ = 0;     // the kernel's pid as the sandbox names it (its ready frame)
+  bool forking_ = false;       // a fork is under way (as busy as a cell)
+  bool sandbox_kept_ = false;  // ended, its sandbox kept (EndKeepingSandbox)
+  uint64_t fork_id_ = 0;       // its request id, while its done is awaited
   std::optional<nlohmann::json> fork_done_;
   pid_t supervisor_pid_ = -1;
   SessionTerms terms_;

@@ -143,6 +143,11 @@ void SessionManager::Retire(const std::shared_ptr<Session>& s) {
   std::optional<Ended> e = s->ended();
   if (!e || s->id().empty()) return;
   live_.erase(s->id());
+  // Its forked sessions are tracked while it lingers for them, never after
+  // (the address may be another session's later).
+  if (std::find(lingering_.begin(), lingering_.end(), s) == lingering_.end()) {
+    children_of_.erase(s.get());
+  }
   if (ended_.emplace(s->id(), EndedRecord{s->tenant(), *e}).second) {
     ++ended_by_reason_[ReasonName(e->reason)];
     ended_order_.push_back(s->id());
@@ -162,7 +167,7 @@ void SessionManager::Reap() {
     std::vector<std::shared_ptr<Session>> all;
     for (const auto& [id, s] : live_) all.push_back(s);
     for (const std::shared_ptr<Session>& s : all) {
-      if (EndReason r = s->Expired(now); r != EndReason::kNone) s->End(r);
+      if (EndReason r = s->Expired(now); r != EndReason::kNone) EndOrLinger(s, r);
       if (s->ended()) {
         Retire(s);
         dying.push_back(s);
@@ -177,6 +182,17 @@ void SessionManager::Reap() {
       } else {
         ++it;
       }
+    }
+    // A parent kept for its forked sessions: stopped once they have ended.
+    for (auto it = lingering_.begin(); it != lingering_.end();) {
+      if (HasLiveChildren(it->get())) {
+        ++it;
+        continue;
+      }
+      (*it)->End(EndReason::kShutdown);  // the reason stays the first one
+      children_of_.erase(it->get());
+      dying.push_back(*it);
+      it = lingering_.erase(it);
     }
     // Dropped once gone: the destructor joins a reader that has finished.
     lock.unlock();
@@ -202,7 +218,10 @@ void SessionManager::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, s] : live_) all.push_back(s);
     for (const auto& s : spares_) all.push_back(s);
+    for (const auto& s : lingering_) all.push_back(s);
     spares_.clear();
+    lingering_.clear();
+    children_of_.clear();
   }
   for (const auto& s : all) s->End(EndReason::kShutdown);
   for (const auto& s : all) s->WaitGone(30);
@@ -452,9 +471,15 @@ Answer SessionManager::Delete(const std::string& tenant, const std::string& id) 
   Answer refusal;
   std::shared_ptr<Session> s = Find(tenant, id, &refusal);
   if (!s) return refusal;
-  s->End(EndReason::kDeleted);
-  // Answered once nothing of it is left (processes, cgroup, files).
-  s->WaitGone(30);
+  bool kept;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EndOrLinger(s, EndReason::kDeleted);
+    kept = HasLiveChildren(s.get());
+  }
+  // Answered once nothing of it is left (processes, cgroup, files), unless
+  // its sandbox is kept for the sessions forked from it.
+  if (!kept) s->WaitGone(30);
   std::optional<Ended> e = s->ended();
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -126,6 +126,11 @@ class SessionManager final {
   void Retire(const std::shared_ptr<Session>& s);  // with mu_ held
   Answer EndedAnswer(const Ended& e) const;
   int ReservedFor(const std::string& tenant) const;  // with mu_ held
+  // Whether sessions forked from s are still running (with mu_ held).
+  bool HasLiveChildren(const Session* s) const;
+  // Ends s (reason), or, while sessions forked from it run, ends it for its
+  // callers and keeps its sandbox in lingering_ (with mu_ held).
+  void EndOrLinger(const std::shared_ptr<Session>& s, EndReason reason);
   void LogCell(const Session& s, const nlohmann::json& op, const nlohmann::ordered_json& result);
 
   const ManagerOptions options_;
@@ -145,6 +150,10 @@ class SessionManager final {
   // Sessions a fork under way will make, counted against the caps meanwhile.
   std::map<std::string, int> reserved_;
   int reserved_total_ = 0;
+  // A parent's forked sessions: their kernels' pid namespaces nest in the
+  // parent's, so its sandbox is kept (lingering_) until they have ended.
+  std::map<const Session*, std::vector<std::weak_ptr<Session>>> children_of_;
+  std::vector<std::shared_ptr<Session>> lingering_;
 };
 
 // A new session id ("ses_" + 24 hex digits from getrandom).

@@ -3,6 +3,7 @@
 // the children made sessions. A failure anywhere ends every child started.
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -21,6 +22,27 @@ using nlohmann::json;
 constexpr double kForkTimeoutSec = 60;
 
 }  // namespace
+
+bool SessionManager::HasLiveChildren(const Session* s) const {
+  auto it = children_of_.find(s);
+  if (it == children_of_.end()) return false;
+  for (const auto& weak : it->second) {
+    std::shared_ptr<Session> c = weak.lock();
+    if (c && (!c->ended() || !c->gone())) return true;
+  }
+  return false;
+}
+
+void SessionManager::EndOrLinger(const std::shared_ptr<Session>& s, EndReason reason) {
+  if (!HasLiveChildren(s.get())) {
+    s->End(reason);
+    return;
+  }
+  s->EndKeepingSandbox(reason);
+  if (std::find(lingering_.begin(), lingering_.end(), s) == lingering_.end()) {
+    lingering_.push_back(s);
+  }
+}
 
 int SessionManager::ReservedFor(const std::string& tenant) const {
   auto it = reserved_.find(tenant);
@@ -137,6 +159,7 @@ Answer SessionManager::Fork(const std::string& tenant, const std::string& id, co
     terms.id = NewSessionId();
     c->Claim(terms);  // its own idle and lifetime clocks, from now
     live_[terms.id] = c;
+    children_of_[parent.get()].push_back(c);
     a.body["sessions"].push_back(terms.id);
   }
   return a;

@@ -110,6 +110,7 @@ TEST(SessionForkTest, ChildrenStartAsTheParentAndGoTheirOwnWay) {
                        "--max-sessions-per-token", "4"});
   ASSERT_TRUE(server.ok()) << server.Stderr();
   SessionClient alice(server, kAlice);
+  const size_t base = Descendants(server.pid()).size();  // its zygotes
   std::string parent = alice.Create();
   ASSERT_FALSE(parent.empty());
   ASSERT_EQ(alice.Eval(parent, "x = 41\nopen('before.txt', 'w').write('parent')\nx"), "41");
@@ -170,13 +171,20 @@ TEST(SessionForkTest, ChildrenStartAsTheParentAndGoTheirOwnWay) {
   EXPECT_EQ(again.status, 409) << again.body;
   EXPECT_NE(again.body.find("cannot fork again"), std::string::npos) << again.body;
 
-  // The parent's end leaves the children working.
+  // The parent's end leaves the children working (their pid namespaces
+  // nest in its: its sandbox is kept, unreachable, until they end).
   EXPECT_EQ(alice.Delete(parent).status, 200);
   for (const std::string& k : kids) EXPECT_EQ(alice.Eval(k, "x + 1"), "42") << k;
   // A child ends alone.
   EXPECT_EQ(alice.Delete(kids[1]).status, 200);
   EXPECT_EQ(alice.Eval(kids[0], "x + 1"), "42");
   EXPECT_EQ(alice.Delete(kids[0]).status, 200);
+  // The parent's sandbox, kept while its children ran, is gone after them.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Descendants(server.pid()).size() > base && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(Descendants(server.pid()).size(), base);
   EXPECT_EQ(server.Stop(), 0);
 }
 
