@@ -61,12 +61,10 @@ struct Task {
   // thread run (Tracer::GrantFork; syscalls/fork_gate.h).
   int forks_granted = 0;
   // The child of a granted fork clone (pid 1 of its own namespaces): not the
-  // sandbox's (the pid rule names it not; sys_pid.cc), held at its first
-  // stop (never resumed by this tracer) until it is handed to its own
-  // supervisor or killed (sentry/session/FORK.md, steps 2-3).
+  // sandbox's (the pid rule names it not; sys_pid.cc). The tracer holds it
+  // at its first stop until it is handed off or dropped (Tracer::HeldForkChildren).
   bool fork_child = false;
-  bool held_stopped = false;  // that first stop has come: it waits there
-  std::string trace_exec;     // --trace: the execve line, printed at its exec event
+  std::string trace_exec;  // --trace: the execve line, printed at its exec event
 };
 
 class TaskTable final {

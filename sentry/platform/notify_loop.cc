@@ -222,7 +222,10 @@ void NotifyLoop::Stop() {
   // The thread may be between its check and the blocking receive: keep
   // nudging until it has left.
   while (!done_) {
-    pthread_kill(thread_.native_handle(), kWakeSignal);
+    // Only while it waits (in its receive or its share's sleep): a signal
+    // in a handler's host call would fail that call with EINTR, and the
+    // guest's call with it (a fork's re-listen stops the loop mid-run).
+    if (waiting_.load()) pthread_kill(thread_.native_handle(), kWakeSignal);
     struct timespec ts {
       0, 50000
     };
@@ -261,11 +264,15 @@ void NotifyLoop::Run() {
       timespec ts{static_cast<time_t>(wait_ns / 1000000000u),
                   static_cast<long>(wait_ns % 1000000000u)};
       uint64_t before = NowNs();
-      nanosleep(&ts, nullptr);
+      waiting_.store(true);
+      if (!stop_) nanosleep(&ts, nullptr);
+      waiting_.store(false);
       share_->AddThrottled(NowNs() - before);
       continue;
     }
-    int r = unotify_.Receive(&req);
+    waiting_.store(true);
+    int r = stop_ ? -EINTR : unotify_.Receive(&req);
+    waiting_.store(false);
     if (r == -EINTR) continue;
     if (r == -ENOENT) {
       // A notification withdrawn (its task was killed or interrupted), or no

@@ -87,6 +87,7 @@ class NotifyLoop final {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> handled_{0};
   std::atomic<bool> done_{false};
+  std::atomic<bool> waiting_{false};  // in the receive or the share's sleep: Stop may signal
   std::atomic<pid_t> tid_{0};
   pid_t self_pid_ = 0;  // the sentry's pid, for kcmp (NotifFds::SameFile)
   // A duplicate of the listener shared by the calls answered late: they may

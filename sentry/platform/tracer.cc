@@ -238,16 +238,10 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
       }
       if (auto held = held_forks_.find(pid); held != held_forks_.end()) {
         held->second.at_stop = true;  // not resumed: handed off from here
-        task->started = true;
-        task->held_stopped = true;  // (the re-listen's quiesce counts it stopped)
         return;
       }
       if (!task->started) {
         task->started = true;
-        if (task->fork_child) {
-          task->held_stopped = true;  // held for its hand-off (never resumed here)
-          return;
-        }
         Resume(pid, 0);
         return;
       }
@@ -294,6 +288,7 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
       // Only a granted one runs (OnForkGate): its child is pid 1 of a pid
       // namespace of its own, and the sandbox names it one level out.
       fork_child = IsForkClone(SYS_clone, regs.rdi);
+      if (fork_child && p->forks_granted > 0) --p->forks_granted;  // the grant used (OnForkGate)
     }
   }
   Task t;
@@ -310,6 +305,7 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   }
   if (trace_) TraceNewTask(parent, t.ns_tid, event);
   if (observer_) observer_->OnNewTask(parent, child);
+  // Not the sandbox's (syscalls/sys_pid.cc), whatever becomes of it.
   t.fork_child = fork_child;
   if (fork_child && kernel_.fork_children.size() < Kernel::kMaxForkChildren) {
     kernel_.fork_children.push_back(child);
@@ -319,16 +315,11 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   if (fork_child) {
     // Held at its auto-attach stop for the hand-off (HandOffForkChild).
     held_forks_[child] = HeldFork{++held_order_, stopped};
-    if (stopped) added.started = added.held_stopped = true;
     return;
   }
   if (stopped) {
     added.started = true;
-    if (fork_child) {
-      added.held_stopped = true;
-    } else {
-      Resume(child, 0);
-    }
+    Resume(child, 0);
   }
 }
 

@@ -57,8 +57,8 @@ class Tracer final {
   // EPERM. False if the sandbox has no such thread or count is not 1..100.
   // Safe from any thread (the kernel's lock); a grant dies with its task.
   // WithdrawFork takes the grants not yet used back. Each granted clone's
-  // child is entered in Kernel::fork_children and held at its first stop
-  // (Task::fork_child): this tracer never resumes it.
+  // child is entered in Kernel::fork_children (Task::fork_child) and held
+  // at its first stop (HeldForkChildren below): this tracer never resumes it.
   static constexpr int kMaxForkGrant = 100;
   bool GrantFork(pid_t ns_tid, int count = 1);
   void WithdrawFork(pid_t ns_tid);

@@ -66,10 +66,10 @@ void Tracer::OnForkGate(pid_t pid, user_regs_struct& regs) {
   {
     std::lock_guard<std::mutex> lock(kernel_.mu());
     Task* task = kernel_.tasks().Find(pid);
-    if (task && task->forks_granted > 0) {
-      --task->forks_granted;  // one clone a grant
-      return;                 // the kernel runs it when the task resumes
-    }
+    // One clone a grant, used when the child is made (Tracer::OnNewTask): a
+    // clone a signal interrupts before it makes one (-ERESTARTNOINTR)
+    // restarts and stops here again.
+    if (task && task->forks_granted > 0) return;  // the kernel runs it when the task resumes
   }
   RefuseAtStop(pid, regs, EPERM, kForkHint);
 }

@@ -21,7 +21,7 @@
 //   4. the tracer's BeginRelisten writes the after-fork program over the
 //      guest's buffer, with NEW_LISTENER|TSYNC|TSYNC_ESRCH, and takes L2;
 //   5. a new NotifyLoop answers L2 with the after-fork table; each child is
-//      handed to its supervisor (fork_handoff.h) or killed; every task
+//      handed to its supervisor (Tracer::HandOffForkChild) or killed; every task
 //      resumes.
 // A refusal before L1 closes leaves the parent as it was (its call fails
 // with EPERM, the children are killed). A failure after it (the kernel's
@@ -46,7 +46,6 @@
 #include "sentry/abi/guest_memory.h"
 #include "sentry/base/log.h"
 #include "sentry/run/fork_control.h"
-#include "sentry/run/fork_handoff.h"
 #include "sentry/run/run_internal.h"
 #include "syscalls/table.h"
 
@@ -128,7 +127,7 @@ void Run::OnControlMessage() {
       return;
     }
     tracer_->WithdrawFork(fork_.thread);
-    KillForkChildren(ForkChildrenSince(fork_.first_child), "the fork was cancelled");
+    DropHeldChildren("the fork was cancelled");
     fork_ = ForkPrepare{};
     SendControlReply(o_.control_fd, ControlKind::kReply, req.id, 0, "");
     return;
@@ -152,7 +151,6 @@ int Run::PrepareFork(const ControlRequest& req, std::vector<UniqueFd> handoffs, 
     return EBUSY;
   }
   pid_t host_tid = 0;
-  size_t first_child = 0;
   {
     std::lock_guard<std::mutex> lock(kernel_->mu());
     const Task* t = kernel_->tasks().FindByNsTid(req.thread);
@@ -177,7 +175,6 @@ int Run::PrepareFork(const ControlRequest& req, std::vector<UniqueFd> handoffs, 
       *why = "this sandbox has made as many fork children as it may";
       return EAGAIN;
     }
-    first_child = kernel_->fork_children.size();
   }
   int depth = SeccompDepth(host_tid);
   if (depth < 0 || depth >= kMaxFilterDepth) {
@@ -195,27 +192,13 @@ int Run::PrepareFork(const ControlRequest& req, std::vector<UniqueFd> handoffs, 
   fork_.thread = req.thread;
   fork_.count = req.count;
   fork_.handoffs = std::move(handoffs);
-  fork_.first_child = first_child;
   return 0;
 }
 
-std::vector<pid_t> Run::ForkChildrenSince(size_t first) {
-  std::lock_guard<std::mutex> lock(kernel_->mu());
-  const std::vector<pid_t>& all = kernel_->fork_children;
-  if (first >= all.size()) return {};
-  return std::vector<pid_t>(all.begin() + static_cast<long>(first), all.end());
-}
-
-void Run::KillForkChildren(const std::vector<pid_t>& children, const std::string& why) {
-  for (pid_t child : children) {
-    bool ours;
-    {
-      std::lock_guard<std::mutex> lock(kernel_->mu());
-      ours = kernel_->tasks().Find(child) != nullptr;
-    }
-    if (!ours) continue;  // gone, or handed off
-    kill(child, SIGKILL);
-    log::Notice(absl::StrCat("notice: the fork's child (host pid ", child, ") was killed: ", why),
+void Run::DropHeldChildren(const std::string& why) {
+  for (pid_t child : tracer_->HeldForkChildren()) {
+    tracer_->DropForkChild(child);
+    log::Notice(absl::StrCat("notice: the fork's child (pid ", child, ") was killed: ", why),
                 log::Level::kWarn);
   }
 }
@@ -248,7 +231,7 @@ void Run::OnListenerRequest(pid_t pid) {
   if (why.empty()) why = CloseOldListener(late);
   if (!why.empty()) {
     if (!loop_ && unotify_) StartLoop();  // L1 serves on
-    KillForkChildren(ForkChildrenSince(prepared.first_child), why);
+    DropHeldChildren(why);
     ResumeQuiesced();
     relisten_busy_ = false;
     log::Notice(absl::StrCat("notice: a fork's re-listen was refused: ", why), log::Level::kWarn);
@@ -275,13 +258,9 @@ std::string Run::QuiesceAllBut(pid_t keep) {
     for (const auto& [tgid, process] : kernel_->tasks().Processes()) {
       for (const Task* t : kernel_->tasks().TasksOf(process.get())) {
         if (t->tid == keep) continue;
-        if (t->fork_child) {
-          if (!t->held_stopped)
-            waiting.insert(t->tid);
-          else
-            waiting.erase(t->tid);
-          continue;
-        }
+        // A fork's child is held at its first stop, never resumed here
+        // (the hand-off waits for that stop itself).
+        if (t->fork_child) continue;
         if (interrupted.insert(t->tid).second) {
           ptrace(PTRACE_INTERRUPT, t->tid, nullptr, nullptr);
           waiting.insert(t->tid);
@@ -325,9 +304,9 @@ std::string Run::QuiesceAllBut(pid_t keep) {
       continue;
     }
     // Anything else as ever (an exit, an event, a signal's delivery): the
-    // task is resumed and stops for its interrupt later. A fork child's
-    // first stop holds it. A thread's own re-listen request here is refused
-    // (relisten_busy_).
+    // task is resumed and stops for its interrupt later (a fork child's
+    // first stop holds it). A thread's own re-listen request here is
+    // refused (relisten_busy_).
     tracer_->OnWaitStatus(pid, status);
     bool gone;
     {
@@ -395,13 +374,12 @@ void Run::StartLoop() {
 void Run::OnRelistenTaken(int err, UniqueFd listener) {
   ForkPrepare prepared = std::move(relisten_);
   relisten_ = ForkPrepare{};
-  std::vector<pid_t> children = ForkChildrenSince(prepared.first_child);
   if (err != 0 || !listener) {
     // L1 is closed: nothing can answer the parent's trapped calls.
     fork_fatal_ = absl::StrCat("a fork's re-listen failed (", std::strerror(err ? err : EBADF),
                                "): the sandbox cannot go on without a listener");
     log::Error(fork_fatal_);
-    KillForkChildren(children, "the re-listen failed");
+    DropHeldChildren("the re-listen failed");
     ResumeQuiesced();
     relisten_busy_ = false;
     KillSandbox();
@@ -417,32 +395,30 @@ void Run::OnRelistenTaken(int err, UniqueFd listener) {
   // (ConfinePids), the children none of the sandbox's.
   dispatcher_ = std::make_unique<Dispatcher>(dispatcher_->trace(), &FindSyscallAfterFork);
   StartLoop();
-  ForkHandoffContext ctx{*kernel_, *tracer_, {}, relisten_parent_};
-  // By role (0, 1, 2; -1 where not a relay): the hand-off tells S2 which
-  // of the child's fds are on these pipes (the guest's ends are closed here
-  // since the start: a read end of each pipe is kept for this).
-  for (int fd : stdio_.relay_identities()) ctx.relay_fds.push_back(fd);
+  // Each child to its own supervisor, in clone order (the i-th hand-off
+  // socket), the parent held meanwhile: it must not SIGCONT a child nobody
+  // traces. A failed hand-off has killed its child.
+  Tracer::ForkHandOff h;
+  h.relay_ends = stdio_.relay_ends();
+  h.env = launch_.envp;
+  std::vector<pid_t> held = tracer_->HeldForkChildren();
   uint32_t handed = 0;
   std::vector<std::string> failures;
-  for (size_t i = 0; i < children.size(); ++i) {
-    bool alive;
-    {
-      std::lock_guard<std::mutex> lock(kernel_->mu());
-      alive = kernel_->tasks().Find(children[i]) != nullptr;
-    }
-    if (!alive) {
-      failures.push_back(absl::StrCat("child ", i, " ended before its hand-off"));
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (i >= prepared.handoffs.size()) {
+      tracer_->DropForkChild(held[i]);
+      failures.push_back(absl::StrCat("child ", held[i], ": more clones than hand-off sockets"));
       continue;
     }
-    absl::Status s = i < prepared.handoffs.size()
-                         ? HandOffForkedChild(ctx, children[i], prepared.handoffs[i].get())
-                         : absl::InternalError("no hand-off socket for it");
+    absl::Status s = tracer_->HandOffForkChild(held[i], prepared.handoffs[i].get(), h);
     if (s.ok()) {
       ++handed;
       continue;
     }
-    failures.push_back(absl::StrCat("child ", i, ": ", s.message()));
-    KillForkChildren({children[i]}, std::string(s.message()));
+    failures.push_back(absl::StrCat("child ", held[i], ": ", s.message()));
+    log::Notice(
+        absl::StrCat("notice: the fork's child (pid ", held[i], ") was killed: ", s.message()),
+        log::Level::kWarn);
   }
   prepared.handoffs.clear();  // S2s waiting on the others see their end
   ResumeQuiesced();

@@ -116,8 +116,8 @@ class Run {
   void StartLoop();
   void OnRelistenTaken(int err, UniqueFd listener);
   void ResumeQuiesced();
-  std::vector<pid_t> ForkChildrenSince(size_t first);
-  void KillForkChildren(const std::vector<pid_t>& children, const std::string& why);
+  // Kills every fork child held for a hand-off, saying why.
+  void DropHeldChildren(const std::string& why);
   int Conclude(std::optional<RunError> error);
   void Report(const RunResult& r);
   // The result's `limits`: which mechanism holds each (run_end.cc).
@@ -228,7 +228,6 @@ class Run {
     pid_t thread = 0;  // as the sandbox names it
     uint32_t count = 0;
     std::vector<UniqueFd> handoffs;
-    size_t first_child = 0;  // its children: Kernel::fork_children from here
   };
   ForkPrepare fork_, relisten_;
   pid_t relisten_parent_ = 0;

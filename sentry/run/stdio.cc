@@ -224,9 +224,6 @@ absl::Status GuestStdio::MakeRelay(int i) {
   // stdin's relay writes into the guest; stdout's and stderr's read from it.
   child_[i] = UniqueFd(p[i == 0 ? 0 : 1]);
   ours_[i] = UniqueFd(p[i == 0 ? 1 : 0]);
-  // A read end kept for the pipe's identity (a fork's hand-off finds the
-  // guest's fds on it): never a write end, which would hide an EOF.
-  identity_[i] = UniqueFd(fcntl(p[0], F_DUPFD_CLOEXEC, 3));
   return absl::OkStatus();
 }
 

@@ -76,11 +76,9 @@ class GuestStdio final {
   std::array<int, 3> child_fds() const;
   // Bit i set: child_fds()[i] is a pipe of the sentry's (a relay).
   int relay_mask() const;
-  // A read end of each relay's pipe (-1: not relayed), open for the run's
-  // life: what a session fork's hand-off compares the child's fds with.
-  std::array<int, 3> relay_identities() const {
-    return {identity_[0].get(), identity_[1].get(), identity_[2].get()};
-  }
+  // The sentry's own ends of the relayed pipes (-1 where none): a session
+  // fork's hand-off finds the child's copies of the guest's by their pipe.
+  std::array<int, 3> relay_ends() const { return {ours_[0].get(), ours_[1].get(), ours_[2].get()}; }
   // Gives the guest's ends of the relayed pipes to another owner (a run that
   // falls back to a host uid of its own after Setup).
   void SetPipeOwner(uid_t uid, gid_t gid);
@@ -120,9 +118,8 @@ class GuestStdio final {
   void WritePrefixNow();
 
   Options options_;
-  std::array<UniqueFd, 3> child_;     // the guest's ends
-  std::array<UniqueFd, 3> ours_;      // the sentry's ends of relayed streams
-  std::array<UniqueFd, 3> identity_;  // relay_identities()
+  std::array<UniqueFd, 3> child_;  // the guest's ends
+  std::array<UniqueFd, 3> ours_;   // the sentry's ends of relayed streams
   std::array<int, 3> passthrough_ = {-1, -1, -1};
   std::unique_ptr<OutputBuffer> out_, err_;
   std::vector<std::thread> outputs_;

@@ -67,18 +67,25 @@ static void Work(int argc, char** argv, int first, const char* when) {
 }
 
 // The racing threads.
-static atomic_int g_stop, g_errors, g_calls, g_own_relisten = -1, g_fifo_open = -1;
+static atomic_int g_stop, g_errors, g_first_error, g_calls, g_own_relisten = -1, g_fifo_open = -1;
 static const char* g_fifo = "/tmp/relisten-fifo";
+
+// Counts a failed call; the first one's errno and call (1 getcwd, 2 open,
+// 3 kill) are reported.
+static void Failed(int which) {
+  int e = errno;
+  if (atomic_fetch_add(&g_errors, 1) == 0) atomic_store(&g_first_error, which * 1000 + e);
+}
 
 static void* Caller(void* arg) {
   (void)arg;
   char buf[256];
   while (!atomic_load(&g_stop)) {
     // getcwd and an open of a lower file: both answered by the sentry.
-    if (syscall(SYS_getcwd, buf, sizeof(buf)) < 0) atomic_fetch_add(&g_errors, 1);
+    if (syscall(SYS_getcwd, buf, sizeof(buf)) < 0) Failed(1);
     int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      atomic_fetch_add(&g_errors, 1);
+      Failed(2);
     } else {
       close(fd);
     }
@@ -97,7 +104,7 @@ static void* Signaller(void* arg) {
   (void)arg;
   // Signals to the process while its tasks are stopped and resumed.
   while (!atomic_load(&g_stop)) {
-    if (kill(getpid(), SIGUSR1) != 0) atomic_fetch_add(&g_errors, 1);
+    if (kill(getpid(), SIGUSR1) != 0) Failed(3);
     usleep(200);
   }
   return NULL;
@@ -111,12 +118,26 @@ static void* OwnRelisten(void* arg) {
   return NULL;
 }
 
+static atomic_int g_reader_done;
+
 static void* FifoReader(void* arg) {
   (void)arg;
-  // Waits in the sentry (a late call) until a writer opens.
-  int fd = open(g_fifo, O_RDONLY | O_CLOEXEC);
-  atomic_store(&g_fifo_open, fd >= 0 ? 0 : errno);
-  if (fd >= 0) close(fd);
+  // Waits in the sentry (a late call) until a writer opens; then reads the
+  // writer's byte (reopening after an end without it: a writer may have
+  // met the read end of the interrupted call, which the sentry let go).
+  int got = 0, err = 0;
+  for (int i = 0; i < 400 && !got && !err; ++i) {
+    int fd = open(g_fifo, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      err = errno;
+      break;
+    }
+    char c;
+    got = read(fd, &c, 1) == 1;
+    close(fd);
+  }
+  atomic_store(&g_fifo_open, got ? 0 : err ? err : -1);
+  atomic_store(&g_reader_done, 1);
   return NULL;
 }
 
@@ -180,8 +201,15 @@ int main(int argc, char** argv) {
   if (!fgets(line, sizeof(line), stdin)) return 4;
   if (race) pthread_create(&own, NULL, OwnRelisten, NULL);
 
+  int live = strcmp(argv[1], "live") == 0;
   long c = syscall(SYS_clone, FORK_FLAGS, 0, 0, 0, 0);
-  if (c == 0) _exit(0);  // held by the supervisor: never runs
+  if (c == 0) {
+    // Runs only once handed to its own supervisor (mode "live"): it waits.
+    if (live) {
+      for (;;) pause();
+    }
+    _exit(0);
+  }
   printf("clone %d\n", Err(c));
   int free_before = LowestFreeFd();
   struct timespec t0, t1;
@@ -192,6 +220,17 @@ int main(int argc, char** argv) {
   printf("relisten %d\n", relisten_err);
   printf("relisten_us %ld\n", (t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
   printf("no_new_fd %d\n", LowestFreeFd() == free_before ? 0 : 1);
+  if (live && c > 0) {
+    // The child lives under its own supervisor: the parent's widest kills.
+    printf("kill_child %d\n", Err(kill((pid_t)c, SIGKILL)));
+    printf("kill_all %d\n", Err(kill(-1, SIGKILL)));
+    printf("kill_own_group %d\n", Err(kill(0, SIGCONT)));
+    printf("killed\n");
+    char again[64];
+    if (!fgets(again, sizeof(again), stdin)) return 4;
+    printf("done\n");
+    return 0;
+  }
   if (c > 0) {
     // The walls between parent and child: the child (killed at the end of
     // the re-listen, a zombie until reaped here) is no process of the
@@ -212,9 +251,22 @@ int main(int argc, char** argv) {
     printf("own_relisten %d\n", atomic_load(&g_own_relisten));
     // The FIFO's reader waited in the old listener; its open restarted under
     // the new one and completes now that a writer comes.
-    int w = open(g_fifo, O_WRONLY | O_CLOEXEC);
+    // Writers until the reader has its byte: each opens without waiting
+    // (ENXIO while no reader waits) and writes one.
+    signal(SIGPIPE, SIG_IGN);
+    int writer_errors = 0;
+    for (int i = 0; i < 2000 && !atomic_load(&g_reader_done); ++i) {
+      int w = open(g_fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (w >= 0) {
+        if (write(w, "x", 1) != 1 && errno != EPIPE && errno != EAGAIN) ++writer_errors;
+        close(w);
+      } else if (errno != ENXIO) {
+        ++writer_errors;
+      }
+      usleep(1000);
+    }
+    printf("fifo_writer %d\n", writer_errors);
     pthread_join(reader, NULL);
-    if (w >= 0) close(w);
     printf("fifo_open %d\n", atomic_load(&g_fifo_open));
     int before = atomic_load(&g_calls);
     usleep(20000);
@@ -224,6 +276,7 @@ int main(int argc, char** argv) {
     printf("calls_after %d\n", atomic_load(&g_calls) > before ? 0 : 1);
     printf("signals_seen %d\n", atomic_load(&g_signals) > 0 ? 0 : 1);
     printf("call_errors %d\n", atomic_load(&g_errors));
+    printf("first_error %d\n", atomic_load(&g_first_error));
   }
   Work(argc, argv, 2, "after");
   printf("done\n");

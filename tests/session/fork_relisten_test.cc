@@ -40,6 +40,11 @@ struct Sandbox {
   std::string pending;
 };
 
+// As root (CI): a fork without root (a user namespace of the caller's) is
+// not yet tried here.
+#define SKIP_UNLESS_ROOT() \
+  if (geteuid() != 0) GTEST_SKIP() << "the fork's run side is tested as root"
+
 Sandbox Start(std::vector<std::string> args) {
   Sandbox s;
   int in[2], out[2], ctl[2];
@@ -214,15 +219,8 @@ std::string Reason(const ControlReply& r) {
   return std::string(r.reason, strnlen(r.reason, sizeof(r.reason)));
 }
 
-// Whether the peer of a hand-off socket is closed (the supervisor let go of it).
-bool PeerClosed(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  if (poll(&p, 1, 5000) != 1) return false;
-  char c;
-  return recv(fd, &c, 1, MSG_DONTWAIT) == 0;
-}
-
 TEST(ForkRelisten, ThePreparedParentRunsOnItsNewListenerAndCannotNameItsChild) {
+  SKIP_UNLESS_ROOT();
   std::vector<std::string> args = {"fork"};
   args.insert(args.end(), Work().begin(), Work().end());
   Sandbox s = Start(args);
@@ -236,6 +234,9 @@ TEST(ForkRelisten, ThePreparedParentRunsOnItsNewListenerAndCannotNameItsChild) {
   EXPECT_EQ(ok.id, 41u);
   ASSERT_EQ(ok.status, 0) << Reason(ok);
   h.theirs.clear();
+  // No supervisor for the child here: its hand-off fails at once, and the
+  // parent's supervisor kills it and says why.
+  h.ours.clear();
   ASSERT_EQ(write(s.in.get(), "go\n", 3), 3);
   auto after = ReadFacts(s);
   ControlReply done;
@@ -243,9 +244,8 @@ TEST(ForkRelisten, ThePreparedParentRunsOnItsNewListenerAndCannotNameItsChild) {
   EXPECT_EQ(done.kind, static_cast<uint32_t>(ControlKind::kRelistened));
   EXPECT_EQ(done.id, 41u);
   EXPECT_EQ(done.status, 0) << Reason(done);
-  EXPECT_EQ(done.children, 0u);  // no hand-off yet: the child was killed, and it says why
-  EXPECT_NE(Reason(done).find("hand-off"), std::string::npos) << Reason(done);
-  EXPECT_TRUE(PeerClosed(h.ours[0].get()));
+  EXPECT_EQ(done.children, 0u);
+  EXPECT_NE(Reason(done).find("supervisor"), std::string::npos) << Reason(done);
   EXPECT_EQ(Finish(s), 0);
 
   // The same work, with the same result, before and after.
@@ -272,10 +272,70 @@ TEST(ForkRelisten, ThePreparedParentRunsOnItsNewListenerAndCannotNameItsChild) {
   std::cout << "re-listen as the guest waits for it: " << after["relisten_us"] << " us\n";
 }
 
+// With the child handed to its own supervisor (RunSandbox in adopt mode,
+// adopt's S2): it lives on after the parent's kill(pid, SIGKILL),
+// kill(-1, SIGKILL) and kill(0, SIGCONT), each of which natively reaches it.
+TEST(ForkRelisten, TheAdoptedChildIsOutOfTheParentsReach) {
+  SKIP_UNLESS_ROOT();
+  Sandbox s = Start({"live"});
+  ASSERT_GT(s.supervisor, 0);
+  int pid = GuestPid(s);
+  ASSERT_GT(pid, 0);
+  Handoffs h = MakeHandoffs(1);
+  int s2in[2], s2out[2];
+  ASSERT_EQ(pipe2(s2in, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(s2out, O_CLOEXEC), 0);
+  pid_t s2 = fork();
+  if (s2 == 0) {
+    prctl(PR_SET_DUMPABLE, 0);
+    dup2(s2in[0], 0);
+    dup2(s2out[1], 1);
+    RunOptions o;
+    o.timeout_sec = 30;
+    o.disk_bytes = 64 << 20;
+    o.tty = TtyMode::kOff;
+    o.adopt_fd = fcntl(h.ours[0].get(), F_DUPFD_CLOEXEC, 10);
+    _exit(RunSandbox(o));
+  }
+  close(s2in[0]);
+  close(s2out[1]);
+  h.ours.clear();
+  ControlReply ok = Prepare(s, 1, pid, h.Theirs());
+  ASSERT_EQ(ok.status, 0) << Reason(ok);
+  h.theirs.clear();
+  ASSERT_EQ(write(s.in.get(), "go\n", 3), 3);
+  std::map<std::string, std::string> after;
+  for (std::string line = ReadLine(s); !line.empty() && line != "killed"; line = ReadLine(s)) {
+    size_t sp = line.rfind(' ');
+    if (sp != std::string::npos) after[line.substr(0, sp)] = line.substr(sp + 1);
+  }
+  ControlReply done;
+  ASSERT_TRUE(Receive(s, &done));
+  EXPECT_EQ(done.status, 0) << Reason(done);
+  EXPECT_EQ(done.children, 1u) << Reason(done);
+  usleep(200 * 1000);
+  // The child, and so its supervisor, still live.
+  int status = 0;
+  EXPECT_EQ(waitpid(s2, &status, WNOHANG), 0) << "the adopted child ended";
+  ASSERT_EQ(write(s.in.get(), "go\n", 3), 3);
+  EXPECT_EQ(ReadLine(s), "done");
+  EXPECT_EQ(Finish(s), 0);
+  kill(s2, SIGKILL);
+  waitpid(s2, &status, 0);
+  close(s2in[1]);
+  close(s2out[0]);
+  EXPECT_EQ(after["clone"], "0");
+  EXPECT_EQ(after["relisten"], "0");
+  EXPECT_EQ(after["kill_child"], Errno(ESRCH));
+  EXPECT_EQ(after["kill_all"], Errno(ESRCH));
+  EXPECT_EQ(after["kill_own_group"], "0");  // the parent's group alone (the child setsid'd)
+}
+
 // Escape attempts during the quiesce: a thread waits in the old listener
 // (a FIFO's open, answered late), another re-listens on its own, two loop
 // on trapped calls; none may lose a call or get a listener.
 TEST(ForkRelisten, RacingThreadsDuringTheQuiesce) {
+  SKIP_UNLESS_ROOT();
   Sandbox s = Start({"race"});
   ASSERT_GT(s.supervisor, 0);
   int pid = GuestPid(s);
@@ -283,6 +343,7 @@ TEST(ForkRelisten, RacingThreadsDuringTheQuiesce) {
   Handoffs h = MakeHandoffs(1);
   ControlReply ok = Prepare(s, 1, pid, h.Theirs());
   ASSERT_EQ(ok.status, 0) << Reason(ok);
+  h.ours.clear();  // no supervisor for the child: it is killed
   ASSERT_EQ(write(s.in.get(), "go\n", 3), 3);
   auto after = ReadFacts(s);
   ControlReply done;
@@ -292,15 +353,17 @@ TEST(ForkRelisten, RacingThreadsDuringTheQuiesce) {
   EXPECT_EQ(after["clone"], "0");
   EXPECT_EQ(after["relisten"], "0");
   EXPECT_EQ(after["own_relisten"], Errno(EPERM));
+  EXPECT_EQ(after["fifo_writer"], "0");
   EXPECT_EQ(after["fifo_open"], "0");
   EXPECT_EQ(after["calls_after"], "0");
   EXPECT_EQ(after["signals_seen"], "0");
-  EXPECT_EQ(after["call_errors"], "0");
+  EXPECT_EQ(after["call_errors"], "0") << "the first: " << after["first_error"];
   EXPECT_EQ(after["kill_child"], Errno(ESRCH));
   EXPECT_EQ(after["relisten_again"], Errno(EPERM));
 }
 
 TEST(ForkRelisten, WithoutAPrepareTheForkAndTheRelistenAreEperm) {
+  SKIP_UNLESS_ROOT();
   Sandbox s = Start({"unprepared"});
   ASSERT_GT(s.supervisor, 0);
   auto facts = ReadFacts(s);
@@ -313,6 +376,7 @@ TEST(ForkRelisten, WithoutAPrepareTheForkAndTheRelistenAreEperm) {
 // Every malformed or refused control message gets an error reply with a
 // reason, and the supervisor goes on: a valid prepare after them works.
 TEST(ForkRelisten, BadControlMessagesGetAnErrorReply) {
+  SKIP_UNLESS_ROOT();
   Sandbox s = Start({"fork"});
   ASSERT_GT(s.supervisor, 0);
   int pid = GuestPid(s);
@@ -352,6 +416,7 @@ TEST(ForkRelisten, BadControlMessagesGetAnErrorReply) {
   refused(Prepare(s, 1, pid, {h.theirs[1].get()}), EBUSY, "a second prepare");
   EXPECT_EQ(Ask(s, &cancel, sizeof(cancel)).status, 0);
   EXPECT_EQ(Prepare(s, 1, pid, {h.theirs[1].get()}).status, 0);
+  h.ours.clear();
   ASSERT_EQ(write(s.in.get(), "go\n", 3), 3);
   auto after = ReadFacts(s);
   ControlReply done;
@@ -364,6 +429,7 @@ TEST(ForkRelisten, BadControlMessagesGetAnErrorReply) {
 
 // A fork copies one process, and a chain holds at most 16 filters.
 TEST(ForkRelisten, AForkIsRefusedWithASecondProcessOrSixteenFilters) {
+  SKIP_UNLESS_ROOT();
   for (const char* mode : {"busy", "deep"}) {
     Sandbox s = Start({mode});
     ASSERT_GT(s.supervisor, 0);
