@@ -224,6 +224,7 @@ absl::Status GuestStdio::MakeRelay(int i) {
   // stdin's relay writes into the guest; stdout's and stderr's read from it.
   child_[i] = UniqueFd(p[i == 0 ? 0 : 1]);
   ours_[i] = UniqueFd(p[i == 0 ? 1 : 0]);
+  identity_[i] = UniqueFd(fcntl(p[0], F_DUPFD_CLOEXEC, 3));  // relay_ends()
   return absl::OkStatus();
 }
 

@@ -78,7 +78,11 @@ class GuestStdio final {
   int relay_mask() const;
   // The sentry's own ends of the relayed pipes (-1 where none): a session
   // fork's hand-off finds the child's copies of the guest's by their pipe.
-  std::array<int, 3> relay_ends() const { return {ours_[0].get(), ours_[1].get(), ours_[2].get()}; }
+  // (A read end of each pipe kept from its making: the stdin relay's thread
+  // owns its write end once started, and a write end kept would hide EOF.)
+  std::array<int, 3> relay_ends() const {
+    return {identity_[0].get(), identity_[1].get(), identity_[2].get()};
+  }
   // Gives the guest's ends of the relayed pipes to another owner (a run that
   // falls back to a host uid of its own after Setup).
   void SetPipeOwner(uid_t uid, gid_t gid);
@@ -118,8 +122,9 @@ class GuestStdio final {
   void WritePrefixNow();
 
   Options options_;
-  std::array<UniqueFd, 3> child_;  // the guest's ends
-  std::array<UniqueFd, 3> ours_;   // the sentry's ends of relayed streams
+  std::array<UniqueFd, 3> child_;     // the guest's ends
+  std::array<UniqueFd, 3> ours_;      // the sentry's ends of relayed streams
+  std::array<UniqueFd, 3> identity_;  // relay_ends(): a read end of each relay's pipe
   std::array<int, 3> passthrough_ = {-1, -1, -1};
   std::unique_ptr<OutputBuffer> out_, err_;
   std::vector<std::thread> outputs_;
