@@ -8,8 +8,9 @@ bench/session_fork_floor.py is the floor under it (a bare raw clone).
     /usr/bin/python3 bench/session_kernel_fork.py [--mib 100] [--forks 20] [--children 100]
 
 Run as root (clone into new user, pid, net, ipc, uts, mnt namespaces).
-- one child (count 1), --forks times: the request until the parent's done,
-  and until the child's `forked` frame; then a cell in the child right
+- one child (count 1), --forks times: the request until the parent's done
+  (and the CPU time its main thread ran meanwhile: steadier than the wall
+  time on a busy machine), and until the child's `forked` frame; then a cell in the child right
   after (`len(df)`), and the same cell in the parent;
 - --children in one request: until the done, until the last `forked`, a
   child's PSS and Private_Dirty (smaps_rollup), the parent's PSS.
@@ -70,6 +71,12 @@ def rollup(pid):
     return out
 
 
+def cpu_ms(pid):
+    """CPU time the kernel's main thread has run, in ms (schedstat: ns)."""
+    with open("/proc/%d/task/%d/schedstat" % (pid, pid)) as f:
+        return int(f.read().split()[0]) / 1e6
+
+
 def gone(pid):
     """Waits until pid has exited (a zombie of the kernel's, or reaped)."""
     while True:
@@ -118,12 +125,14 @@ def main():
     parent.request("cell", code="import numpy as np, pandas as pd\n"
                    "df = pd.DataFrame(np.random.rand(%d, 4))\nlen(df)" % (args.mib * 2**20 // 32))
     print("kernel PSS %.0f MiB (a %d MiB DataFrame)" % (rollup(proc.pid)["Pss"], args.mib))
-    done_ms, forked_ms, child_cell, parent_cell = [], [], [], []
+    done_ms, forked_ms, child_cell, parent_cell, cpu = [], [], [], [], []
     for _ in range(args.forks):
+        c0 = cpu_ms(proc.pid)
         t0 = time.perf_counter()
         parent.send({"op": "fork", "id": 0, "count": 1})
         m = parent.recv()
         done_ms.append((time.perf_counter() - t0) * 1e3)
+        cpu.append(cpu_ms(proc.pid) - c0)
         assert m["status"] == "ok", m
         conn = listener.accept()[0]
         child = Wire(conn.fileno(), conn.sendall)
@@ -136,6 +145,7 @@ def main():
         gone(m["children"][0])  # as the floor's waitpid: no exit overlaps the next fork
     print("one child, p50 / p90 of %d:" % args.forks)
     print("  fork request until the parent's done  %.2f / %.2f ms" % p50_p90(done_ms))
+    print("  CPU of the kernel's main thread then   %.2f / %.2f ms" % p50_p90(cpu))
     print("  fork request until the child's forked %.2f / %.2f ms" % p50_p90(forked_ms))
     print("  a cell in the child right after       %.2f / %.2f ms" % p50_p90(child_cell))
     print("  the same cell in the parent           %.2f / %.2f ms" % p50_p90(parent_cell))

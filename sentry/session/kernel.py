@@ -15,6 +15,9 @@ to a worker, so both work while a cell runs. SIGINT is blocked in the main
 thread except while a cell runs: an interrupt then raises KeyboardInterrupt
 in the cell and nowhere else.
 
+A fork request makes copies of the kernel, each with this __main__
+(sentry/session/FORK.md, step 6).
+
 The kernel runs as the guest, so it is no wall: its bounds keep what it
 writes within what the sentry accepts, and nothing more.
 """

@@ -197,6 +197,33 @@ class ForkTest(unittest.TestCase):
         self.assertEqual([f["text"] for f in r["frames"]], ["parent\n", "parent sub\n"])
         self.assertEqual(len(self.fork(1)), 1)
 
+    def test_a_child_forks_again(self):
+        # Its children and it are all pid 1: what caches by pid (tempfile's
+        # names, OpenSSL's fork check) sees no change there, so the kernel
+        # reseeds them itself. A child's supervisor maps its ids (else it
+        # may not make a user namespace): the test does it here.
+        self.k.ok("import multiprocessing, random, ssl, tempfile, numpy as np")
+        c = self.fork(1)[0]
+        for kind in ("uid", "gid"):
+            with open("/proc/%d/%s_map" % (c.pid, kind), "w") as f:
+                f.write("0 0 1")
+        draw = ("'|'.join(map(str, (x, random.random(), float(np.random.random()), "
+                "tempfile.mktemp(), ssl.RAND_bytes(8).hex(), "
+                "multiprocessing.current_process().authkey.hex())))")
+        c.ok("x = 'from the child'\n" + draw)
+        done, frames = fork(c, 2)
+        self.assertEqual(done["status"], "ok", done)
+        grand = [Child(self.listener.accept()[0]) for _ in range(2)]
+        self.children += grand
+        names = []  # each grandchild's pid as the child names it (NSpid: host, child's, own)
+        for g in grand:
+            with open("/proc/%d/status" % g.pid) as f:
+                names += [int(ln.split()[2]) for ln in f if ln.startswith("NSpid:")]
+        self.assertEqual(sorted(names), sorted(done["children"]))
+        values = [k.ok(draw)["result"]["text/plain"].split("|") for k in grand + [c]]
+        for i in range(6):
+            self.assertEqual(len({v[i] for v in values}), 1 if i == 0 else 3, (i, values))
+
     def test_busy_threads_stall_neither_the_fork_nor_its_children(self):
         # Threads that want the GIL while the kernel clones a 100 MB process:
         # the parent must get it back, and no child may wait for one of them.
