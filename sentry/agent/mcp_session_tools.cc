@@ -62,6 +62,15 @@ void AddSessionTools(json* tools) {
                         "Ends a session: its processes, files and memory are gone.",
                         {{"sessionId", SessionId()}}, {"sessionId"}));
   tools->push_back(
+      Tool("fork_session", "Fork a session",
+           "Copies a session between calls into count new sessions (1-100, default 1): each "
+           "starts with its Python state, files, cwd and environment, then goes its own way "
+           "(new random seeds; writes unseen by the others). Returns their sessionIds; each "
+           "counts as a session of its own.",
+           {{"sessionId", SessionId()},
+            {"count", {{"type", "integer"}, {"minimum", 1}, {"maximum", 100}}}},
+           {"sessionId"}));
+  tools->push_back(
       Tool("read_file", "Read a file of a session",
            "A file of the session (relative paths are under its home, /home/sandbox): an image "
            "comes back as image content, text as text.",

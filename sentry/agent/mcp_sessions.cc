@@ -163,6 +163,18 @@ json Close(SessionManager& sessions, const std::string& id, McpCallError* error)
                 false);
 }
 
+json ForkSession(SessionManager& sessions, const std::string& id, const json& args,
+                 McpCallError* error) {
+  json request = json::object();
+  if (args.contains("count")) request["count"] = args["count"];
+  Answer a = sessions.Fork(kMcpTenant, id, request);
+  if (a.status / 100 != 2) return Refused(a, error);
+  json body = a.body;
+  std::string text = absl::StrCat("forked session ", id, " into:");
+  for (const json& s : body.value("sessions", json::array())) absl::StrAppend(&text, " ", Str(s));
+  return Result(json::array({Text(text)}), body, false);
+}
+
 // files: written into the session before its cell runs.
 bool WriteFiles(SessionManager& sessions, const std::string& id, const json& files, json* refusal,
                 McpCallError* error) {
@@ -317,8 +329,8 @@ json ListFiles(SessionManager& sessions, const std::string& id, const json& args
 }  // namespace
 
 bool IsSessionCall(const std::string& tool, const json& args) {
-  if (tool == "create_session" || tool == "close_session" || tool == "read_file" ||
-      tool == "write_file" || tool == "list_files") {
+  if (tool == "create_session" || tool == "close_session" || tool == "fork_session" ||
+      tool == "read_file" || tool == "write_file" || tool == "list_files") {
     return true;
   }
   return (tool == "run_python" || tool == "run_command") && args.is_object() &&
@@ -338,10 +350,12 @@ json CallSessionTool(SessionManager& sessions, const std::string& tool, const js
   if (tool == "read_file") known.insert("path");
   if (tool == "write_file") known.insert({"path", "text", "base64"});
   if (tool == "list_files") known.insert({"dir", "recursive", "glob"});
+  if (tool == "fork_session") known.insert("count");
   if (std::string why = Unknown(tool, args, known); !why.empty()) {
     return Fail(error, kInvalidParams, why);
   }
   if (tool == "close_session") return Close(sessions, id, error);
+  if (tool == "fork_session") return ForkSession(sessions, id, args, error);
   if (tool == "read_file") return ReadFile(sessions, id, args, error);
   if (tool == "write_file") return WriteFile(sessions, id, args, error);
   return ListFiles(sessions, id, args, error);

@@ -147,6 +147,13 @@ SessionReply RouteSession(SessionManager& sessions, const SessionRequest& r, Ndj
     if (r.method != "POST") return Refuse(405, "use POST");
     return FromAnswer(sessions.Interrupt(r.tenant, id));
   }
+  if (action == "fork") {
+    if (r.method != "POST") return Refuse(405, "use POST");
+    if (auto e = only({})) return *e;
+    json body;
+    if (auto e = body_json(&body)) return *e;
+    return FromAnswer(sessions.Fork(r.tenant, id, body));
+  }
   if (action == "files") {
     if (r.method == "PUT") {
       if (auto e = only({"path"})) return *e;

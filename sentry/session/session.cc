@@ -92,6 +92,9 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Launch(SandboxLauncher& launch
   absl::StatusOr<SandboxProcess> p = launcher.Launch(spec);
   if (!p.ok()) return p.status();
   std::shared_ptr<Session> s(new Session(std::move(*p)));
+  s->spec_ = spec;
+  s->adopted_ = spec.adopt_fd >= 0;
+  s->spec_.adopt_fd = -1;  // borrowed: the launch has passed its copy
   s->reader_ = std::thread([raw = s.get()] { raw->ReadLoop(); });
   return s;
 }
@@ -152,11 +155,25 @@ bool Session::Send(const json& op) {
 }
 
 void Session::EndLocked(EndReason reason, std::string detail) {
+  if (ended_ && sandbox_kept_) {  // its forked sessions are gone: now the sandbox
+    sandbox_kept_ = false;
+    if (!gone_) syscall(SYS_pidfd_send_signal, process_.pidfd.get(), SIGTERM, nullptr, 0);
+    cv_.notify_all();
+    return;
+  }
   if (ended_) return;
   ended_ = Ended{reason, NowUnixMs(), std::move(detail)};
   // SIGTERM ends the supervisor's run as it ends `sentry run`: the guest is
   // told, then killed; the reader sends it again until the sandbox is gone.
   if (!gone_) syscall(SYS_pidfd_send_signal, process_.pidfd.get(), SIGTERM, nullptr, 0);
+  cv_.notify_all();
+}
+
+void Session::EndKeepingSandbox(EndReason reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ended_) return;
+  ended_ = Ended{reason, NowUnixMs(), ""};
+  sandbox_kept_ = true;
   cv_.notify_all();
 }
 
@@ -182,7 +199,7 @@ void Session::ReadLoop() {
     bool ending;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      ending = ended_.has_value();
+      ending = ended_.has_value() && !sandbox_kept_;
     }
     int r = poll(p, 3, ending ? 100 : -1);
     if (r < 0 && errno != EINTR) break;
@@ -222,7 +239,10 @@ void Session::OnFrame(const json& frame) {
   const std::string& op = op_it->get_ref<const std::string&>();
   auto id_it = frame.find("id");
   uint64_t id = id_it != frame.end() && id_it->is_number_unsigned() ? id_it->get<uint64_t>() : 0;
-  if (op == "ready") {
+  if (op == "ready" || op == "forked") {  // a fork's child says forked first, not ready
+    if (auto pid = frame.find("pid"); pid != frame.end() && pid->is_number_integer()) {
+      kernel_pid_ = pid->get<int64_t>();
+    }
     ready_ = true;
     cv_.notify_all();
     return;
@@ -233,6 +253,11 @@ void Session::OnFrame(const json& frame) {
       it->second = frame;
       cv_.notify_all();
     }
+    return;
+  }
+  if (forking_ && op == "done" && id == fork_id_ && !fork_done_) {
+    fork_done_ = frame;
+    cv_.notify_all();
     return;
   }
   // A frame of another id (a cell already given up) is the guest's noise.
@@ -282,7 +307,7 @@ void Session::Concluded() {
 Status Session::Execute(json op, double timeout_sec, const LiveFn& live, Ordered* result) {
   std::unique_lock<std::mutex> lock(mu_);
   if (ended_) return Status::kEnded;
-  if (cell_) return Status::kBusy;
+  if (cell_ || forking_) return Status::kBusy;
   if (timeout_sec <= 0) timeout_sec = terms_.cell_timeout_sec;
   timeout_sec = std::min(timeout_sec, terms_.max_cell_timeout_sec);
   uint64_t id = next_id_++;

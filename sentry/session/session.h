@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
@@ -107,9 +108,25 @@ class Session final {
   // file_error), checked to be an object with that op.
   Status FileOp(nlohmann::json op, double timeout_sec, nlohmann::json* reply);
 
+  // A fork (FORK.md; session_fork.cc): grants `handoffs.size()` forks on the
+  // supervisor's control socket (fork_prepare, the i-th socket the i-th
+  // child's hand-off to its own supervisor, already started), asks the
+  // kernel to fork, and waits for its `done` and the supervisor's end of the
+  // re-listen. kBusy while a cell, a command or another fork runs; else OK
+  // with *children (pids as the sandbox names them) or an error in *why
+  // (the fork refused, withdrawn, or the session ended by it).
+  Status Fork(const std::vector<int>& handoffs, double timeout_sec, std::vector<int64_t>* children,
+              std::string* why);
+
   // Ends the session with reason (the first reason wins) and starts the
   // sandbox's teardown; returns at once.
   void End(EndReason reason);
+  // Ends the session for its callers (reason, as End) but keeps its sandbox
+  // running: a forked session's kernel lives in a pid namespace nested in
+  // its parent's, so the parent's kernel must outlive it. The next End (any
+  // reason) stops the sandbox.
+  void EndKeepingSandbox(EndReason reason);
+
   // Waits until the sandbox is gone (its supervisor exited, having removed
   // its processes, cgroup and files); false if timeout_sec passed first.
   bool WaitGone(double timeout_sec);
@@ -123,6 +140,8 @@ class Session final {
   const std::string& tenant() const { return terms_.tenant; }
   const SessionTerms& terms() const { return terms_; }
   pid_t supervisor_pid() const { return supervisor_pid_; }
+  // What the sandbox was started with (a fork's children get the same).
+  const SandboxSpec& spec() const { return spec_; }
   // For GET /v1/sessions: id, state, ageMs, idleMs, memoryBytes, cells, expiresAt.
   nlohmann::ordered_json Info() const;
   // The ISO 8601 time at which the lifetime ends.
@@ -135,8 +154,19 @@ class Session final {
   void EndLocked(EndReason reason, std::string detail);
   bool Send(const nlohmann::json& op);  // without mu_ held
   void Concluded();                     // the supervisor is gone: why, if nobody said
+  // The control socket's next message (a reply or an event), waited for at
+  // most until deadline; false with *why if none came.
+  bool ReadControl(std::chrono::steady_clock::time_point deadline, uint32_t kind, uint64_t id,
+                   int* status, std::string* reason, std::string* why, uint32_t* handed = nullptr);
 
   SandboxProcess process_;
+  SandboxSpec spec_;
+  bool adopted_ = false;       // a fork's child (its supervisor serves no fork yet)
+  int64_t kernel_pid_ = 0;     // the kernel's pid as the sandbox names it (its ready frame)
+  bool forking_ = false;       // a fork is under way (as busy as a cell)
+  bool sandbox_kept_ = false;  // ended, its sandbox kept (EndKeepingSandbox)
+  uint64_t fork_id_ = 0;       // its request id, while its done is awaited
+  std::optional<nlohmann::json> fork_done_;
   pid_t supervisor_pid_ = -1;
   SessionTerms terms_;
   std::chrono::steady_clock::time_point claimed_, last_used_;

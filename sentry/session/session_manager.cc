@@ -23,21 +23,6 @@ using Clock = std::chrono::steady_clock;
 // supervisor's backstop clock runs from its start).
 constexpr double kSpareMaxAgeSec = 600;
 
-std::string NewId() {
-  unsigned char bytes[12];
-  if (getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
-    log::Error("getrandom failed");
-    abort();  // an id that could repeat must never be handed out
-  }
-  std::string hex;
-  static const char kHex[] = "0123456789abcdef";
-  for (unsigned char b : bytes) {
-    hex += kHex[b >> 4];
-    hex += kHex[b & 15];
-  }
-  return "ses_" + hex;
-}
-
 // A duration field in ms: > 0 and at most ceiling_sec; *out in seconds.
 bool Duration(const json& request, const char* key, double ceiling_sec, double* out, Answer* err) {
   auto it = request.find(key);
@@ -57,6 +42,21 @@ bool Duration(const json& request, const char* key, double ceiling_sec, double* 
 }
 
 }  // namespace
+
+std::string NewSessionId() {
+  unsigned char bytes[12];
+  if (getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
+    log::Error("getrandom failed");
+    abort();  // an id that could repeat must never be handed out
+  }
+  std::string hex;
+  static const char kHex[] = "0123456789abcdef";
+  for (unsigned char b : bytes) {
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
+  }
+  return "ses_" + hex;
+}
 
 Answer ErrorAnswer(int status, const std::string& message, const std::string& field) {
   Answer a;
@@ -143,6 +143,11 @@ void SessionManager::Retire(const std::shared_ptr<Session>& s) {
   std::optional<Ended> e = s->ended();
   if (!e || s->id().empty()) return;
   live_.erase(s->id());
+  // Its forked sessions are tracked while it lingers for them, never after
+  // (the address may be another session's later).
+  if (std::find(lingering_.begin(), lingering_.end(), s) == lingering_.end()) {
+    children_of_.erase(s.get());
+  }
   if (ended_.emplace(s->id(), EndedRecord{s->tenant(), *e}).second) {
     ++ended_by_reason_[ReasonName(e->reason)];
     ended_order_.push_back(s->id());
@@ -162,7 +167,7 @@ void SessionManager::Reap() {
     std::vector<std::shared_ptr<Session>> all;
     for (const auto& [id, s] : live_) all.push_back(s);
     for (const std::shared_ptr<Session>& s : all) {
-      if (EndReason r = s->Expired(now); r != EndReason::kNone) s->End(r);
+      if (EndReason r = s->Expired(now); r != EndReason::kNone) EndOrLinger(s, r);
       if (s->ended()) {
         Retire(s);
         dying.push_back(s);
@@ -177,6 +182,17 @@ void SessionManager::Reap() {
       } else {
         ++it;
       }
+    }
+    // A parent kept for its forked sessions: stopped once they have ended.
+    for (auto it = lingering_.begin(); it != lingering_.end();) {
+      if (HasLiveChildren(it->get())) {
+        ++it;
+        continue;
+      }
+      (*it)->End(EndReason::kShutdown);  // the reason stays the first one
+      children_of_.erase(it->get());
+      dying.push_back(*it);
+      it = lingering_.erase(it);
     }
     // Dropped once gone: the destructor joins a reader that has finished.
     lock.unlock();
@@ -202,7 +218,10 @@ void SessionManager::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, s] : live_) all.push_back(s);
     for (const auto& s : spares_) all.push_back(s);
+    for (const auto& s : lingering_) all.push_back(s);
     spares_.clear();
+    lingering_.clear();
+    children_of_.clear();
   }
   for (const auto& s : all) s->End(EndReason::kShutdown);
   for (const auto& s : all) s->WaitGone(30);
@@ -319,14 +338,14 @@ Answer SessionManager::Create(const std::string& tenant, const json& request) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return ErrorAnswer(503, "the server is shutting down");
-    int mine = 0;
+    int mine = ReservedFor(tenant);
     for (const auto& [id, s] : live_) mine += s->tenant() == tenant;
     if (mine >= options_.max_sessions_per_tenant) {
       return ErrorAnswer(429, absl::StrCat("this token has ", mine,
                                            " sessions open, its cap "
                                            "(--max-sessions-per-token); delete one first"));
     }
-    if (static_cast<int>(live_.size()) >= options_.max_sessions) {
+    if (static_cast<int>(live_.size()) + reserved_total_ >= options_.max_sessions) {
       return ErrorAnswer(429, "the server holds as many sessions as it allows (--max-sessions)");
     }
   }
@@ -344,7 +363,7 @@ Answer SessionManager::Create(const std::string& tenant, const json& request) {
     s = std::move(*launched);
   }
   SessionTerms terms;
-  terms.id = NewId();
+  terms.id = NewSessionId();
   terms.tenant = tenant;
   terms.idle_timeout_sec = idle;
   terms.max_lifetime_sec = lifetime;
@@ -452,9 +471,15 @@ Answer SessionManager::Delete(const std::string& tenant, const std::string& id) 
   Answer refusal;
   std::shared_ptr<Session> s = Find(tenant, id, &refusal);
   if (!s) return refusal;
-  s->End(EndReason::kDeleted);
-  // Answered once nothing of it is left (processes, cgroup, files).
-  s->WaitGone(30);
+  bool kept;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EndOrLinger(s, EndReason::kDeleted);
+    kept = HasLiveChildren(s.get());
+  }
+  // Answered once nothing of it is left (processes, cgroup, files), unless
+  // its sandbox is kept for the sessions forked from it.
+  if (!kept) s->WaitGone(30);
   std::optional<Ended> e = s->ended();
   {
     std::lock_guard<std::mutex> lock(mu_);

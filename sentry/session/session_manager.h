@@ -13,6 +13,8 @@
 //       -> 200 the cell's result (cell_record.h), 409 busy
 //   Interrupt(tenant, id) -> 200 {interrupted}
 //   ReadFile / WriteFile / ListFiles (tenant, id, path | dir, ...)
+//   Fork(tenant, id, {count}) -> 201 {sessions: [ids]} (FORK.md; 409 while a
+//       cell runs, 429 past a cap: refused whole)
 //   Delete(tenant, id) -> 200 {id, ended}
 //   List(tenant) -> 200 {sessions: [...]}; Get(tenant, id) -> 200 one of them
 //
@@ -91,6 +93,10 @@ class SessionManager final {
   // glob: "" for all; matched against the path relative to dir (fnmatch).
   Answer ListFiles(const std::string& tenant, const std::string& id, const std::string& dir,
                    bool recursive, const std::string& glob);
+  // N copies of a session between cells (session_manager_fork.cc): each a
+  // new session of the same tenant with the parent's limits and terms, its
+  // own id and clocks. Any failure leaves no child and the parent usable.
+  Answer Fork(const std::string& tenant, const std::string& id, const nlohmann::json& request);
   Answer Delete(const std::string& tenant, const std::string& id);
   Answer List(const std::string& tenant);
   // One session's entry of List.
@@ -119,6 +125,12 @@ class SessionManager final {
                       const std::vector<std::string>& allow) const;
   void Retire(const std::shared_ptr<Session>& s);  // with mu_ held
   Answer EndedAnswer(const Ended& e) const;
+  int ReservedFor(const std::string& tenant) const;  // with mu_ held
+  // Whether sessions forked from s are still running (with mu_ held).
+  bool HasLiveChildren(const Session* s) const;
+  // Ends s (reason), or, while sessions forked from it run, ends it for its
+  // callers and keeps its sandbox in lingering_ (with mu_ held).
+  void EndOrLinger(const std::shared_ptr<Session>& s, EndReason reason);
   void LogCell(const Session& s, const nlohmann::json& op, const nlohmann::ordered_json& result);
 
   const ManagerOptions options_;
@@ -135,7 +147,17 @@ class SessionManager final {
   std::atomic<uint64_t> logged_{0};
   std::atomic<uint64_t> cells_{0};
   std::map<std::string, uint64_t> ended_by_reason_;
+  // Sessions a fork under way will make, counted against the caps meanwhile.
+  std::map<std::string, int> reserved_;
+  int reserved_total_ = 0;
+  // A parent's forked sessions: their kernels' pid namespaces nest in the
+  // parent's, so its sandbox is kept (lingering_) until they have ended.
+  std::map<const Session*, std::vector<std::weak_ptr<Session>>> children_of_;
+  std::vector<std::shared_ptr<Session>> lingering_;
 };
+
+// A new session id ("ses_" + 24 hex digits from getrandom).
+std::string NewSessionId();
 
 // Ended ids kept for their 410s (the oldest forgotten first).
 inline constexpr size_t kEndedKept = 10000;

@@ -3,6 +3,7 @@
 // files written, read and listed, a cancel that interrupts a cell and keeps
 // its state, the session's end said in words.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -54,8 +55,8 @@ TEST(McpSession, StateImagesAndFilesAcrossCalls) {
     }
   }
   EXPECT_EQ(names,
-            "run_python run_command create_session close_session read_file write_file "
-            "list_files ");
+            "run_python run_command create_session close_session fork_session read_file "
+            "write_file list_files ");
   std::string id = Open(mcp, 3);
   EXPECT_EQ(id.rfind("ses_", 0), 0u) << id;
 
@@ -114,6 +115,24 @@ TEST(McpSession, StateImagesAndFilesAcrossCalls) {
   EXPECT_NE(text.find("File \"<cell 6>\", line 2, in f"), std::string::npos) << text;
   EXPECT_NE(text.find("ZeroDivisionError"), std::string::npos) << text;
   EXPECT_EQ(r["result"]["structuredContent"]["error"]["name"], "ZeroDivisionError");
+
+  // A fork: a new session with the same state, its own from then on (as
+  // root: a child's supervisor maps its ids as root only).
+  if (geteuid() == 0) {
+    r = Tool(mcp, 30, "fork_session", {{"sessionId", id}, {"count", 1}});
+    ASSERT_TRUE(r.contains("result")) << r.dump();
+    ASSERT_EQ(r["result"]["isError"], false) << r.dump();
+    ASSERT_EQ(r["result"]["structuredContent"]["sessions"].size(), 1u) << r.dump();
+    std::string child = r["result"]["structuredContent"]["sessions"][0].get<std::string>();
+    EXPECT_NE(TextOf(r).find(child), std::string::npos) << r.dump();
+    r = Tool(mcp, 31, "run_python", {{"sessionId", child}, {"code", "x = x * 2\nx"}});
+    EXPECT_EQ(r["result"]["structuredContent"]["results"][0]["text/plain"], "82") << r.dump();
+    r = Tool(mcp, 32, "run_python", {{"sessionId", id}, {"code", "x"}});
+    EXPECT_EQ(r["result"]["structuredContent"]["results"][0]["text/plain"], "41") << r.dump();
+    json bad = Tool(mcp, 33, "fork_session", {{"sessionId", id}, {"count", 0}});
+    EXPECT_TRUE(bad.contains("error") || bad["result"]["isError"] == true) << bad.dump();
+    Tool(mcp, 34, "close_session", {{"sessionId", child}});
+  }
 
   // The end, said in words.
   r = Tool(mcp, 16, "close_session", {{"sessionId", id}});

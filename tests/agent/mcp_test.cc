@@ -29,8 +29,8 @@ TEST(Mcp, InitializeListsToolsWithSchemas) {
   EXPECT_EQ(init["result"]["serverInfo"]["name"], "sentry");
   EXPECT_TRUE(init["result"]["capabilities"].contains("tools"));
   json list = mcp.Call(2, "tools/list", json::object());
-  // run_python, run_command, and the five session tools (mcp_session_test.cc)
-  ASSERT_EQ(list["result"]["tools"].size(), 7u) << list.dump();
+  // run_python, run_command, and the six session tools (mcp_session_test.cc)
+  ASSERT_EQ(list["result"]["tools"].size(), 8u) << list.dump();
   for (const json& t : list["result"]["tools"]) {
     EXPECT_EQ(t["inputSchema"]["type"], "object");
     if (t["name"] != "run_python" && t["name"] != "run_command") continue;
