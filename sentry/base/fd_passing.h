@@ -1,5 +1,6 @@
 // Fds passed over a unix socket (SCM_RIGHTS) with a small payload, in one
-// message: the loader's cgroup files and DNS socket, a pool client's stdio.
+// message: the loader's cgroup files and DNS socket, a pool client's stdio,
+// a session fork's hand-off sockets.
 #ifndef SENTRY_BASE_FD_PASSING_H_
 #define SENTRY_BASE_FD_PASSING_H_
 
@@ -12,8 +13,9 @@
 
 namespace sentry {
 
-// At most this many fds travel in one message.
-inline constexpr size_t kMaxPassedFds = 8;
+// At most this many fds travel in one message (a session fork's prepare
+// carries one hand-off socket per child: up to 100).
+inline constexpr size_t kMaxPassedFds = 128;
 
 // Sends len bytes and `fds` (none: an empty span) in one sendmsg, with
 // MSG_NOSIGNAL, again on EINTR. Returns what sendmsg returned.

@@ -283,13 +283,15 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "kcmp against a reference the sentry keeps (for measuring and debugging)",
            [&o] { o.fast_fd_identity = false; });
   f.Switch("--no-fast-trap", kSandbox,
-           "check guest memory after every read of a stat-like call and read the CPU "
-           "clock after every call, as before the trap was trimmed (for measuring)",
+           "check guest memory after every read of a stat-like call or a read-only open, "
+           "and read the CPU clock after every call, as before the trap was trimmed (for "
+           "measuring)",
            [&o] { o.fast_trap = false; });
   f.Switch("--fast-metadata", kSandbox,
            "publish the system directories' metadata to a preload library in the guest, "
-           "which answers stat, access and readlink of absolute paths there without a "
-           "trap (experimental: fewer traps for Python's imports, more for each exec)",
+           "which answers stat, access and readlink of absolute paths there, and fstat "
+           "and fstatat of directory fds, without a trap (experimental: fewer traps for "
+           "imports and tree walks, more for each exec)",
            [&o] { o.fast_metadata = true; });
   f.Switch("--no-fast-metadata", kSandbox, "the default: every stat, access and readlink traps",
            [&o] { o.fast_metadata = false; });

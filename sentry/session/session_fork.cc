@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/base/fd_passing.h"
 #include "sentry/run/fork_control.h"
 #include "sentry/session/session.h"
 
@@ -16,6 +17,8 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
+static_assert(kMaxForkCount <= kMaxPassedFds, "a prepare carries a hand-off socket a child");
+
 bool SendControl(int sock, ControlOp op, uint64_t id, uint32_t count, int32_t thread,
                  const std::vector<int>& fds) {
   ControlRequest req;
@@ -23,31 +26,7 @@ bool SendControl(int sock, ControlOp op, uint64_t id, uint32_t count, int32_t th
   req.id = id;
   req.count = count;
   req.thread = thread;
-  // Up to kMaxForkCount fds in one message (SendWithFds takes 8 at most;
-  // the supervisor reads them all with the request: fork_control.cc).
-  if (fds.size() > kMaxForkCount) {
-    errno = EINVAL;
-    return false;
-  }
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxForkCount)] = {};
-  iovec iov{&req, sizeof(req)};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (!fds.empty()) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
-  ssize_t n;
-  do {
-    n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  return n == static_cast<ssize_t>(sizeof(req));
+  return SendWithFds(sock, &req, sizeof(req), fds) == static_cast<ssize_t>(sizeof(req));
 }
 
 }  // namespace
