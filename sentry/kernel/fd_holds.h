@@ -25,8 +25,8 @@
 // one byte of each held directory token, which names the token to the
 // guest's library: syscalls/fast_meta_publish.h. A guest's F_GETLK on a
 // directory fd reports it; a directory fd is read-only, so no lock the
-// guest can take conflicts with it.) Regular files (lower or upper) are shared inodes where a lingering
-// flock would be seen by the next opener; they take the copy path.
+// guest can take conflicts with it.) Regular files (lower or upper) are shared inodes where a
+// lingering flock would be seen by the next opener; they take the copy path.
 //
 // Bounds: the sentry cannot see a guest close an fd, so every so many
 // Keeps it sweeps: it asks the kernel (kcmp) of each reference whether it is
