@@ -1,6 +1,7 @@
 #include "tests/agent/agent_util.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -84,6 +85,29 @@ std::string RawExchange(const std::string& address, const std::string& bytes, do
   }
   close(fd);
   return out;
+}
+
+std::vector<int> HostProcessesWith(const std::string& marker) {
+  std::vector<int> pids;
+  DIR* d = opendir("/proc");
+  if (!d) return pids;
+  while (dirent* e = readdir(d)) {
+    int pid = atoi(e->d_name);
+    if (pid <= 0) continue;
+    // read(2), not a stream: a process that ends between the open and the
+    // read makes the read fail with ESRCH, which libstdc++'s filebuf throws.
+    int fd = open((std::string("/proc/") + e->d_name + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::string cmd;
+    char buf[4096];
+    ssize_t got;
+    while ((got = read(fd, buf, sizeof(buf))) > 0) cmd.append(buf, static_cast<size_t>(got));
+    close(fd);
+    for (char& c : cmd) c = c == '\0' ? ' ' : c;
+    if (cmd.find(marker) != std::string::npos) pids.push_back(pid);
+  }
+  closedir(d);
+  return pids;
 }
 
 HttpReply ParseHttpReply(const std::string& raw) {

@@ -61,6 +61,10 @@ std::string RawExchange(const std::string& address, const std::string& bytes,
                         double timeout_sec = 30);
 HttpReply ParseHttpReply(const std::string& raw);
 
+// The pids of host processes whose command line (NULs as spaces) holds
+// marker. A process that ends during the scan is skipped.
+std::vector<int> HostProcessesWith(const std::string& marker);
+
 // `sentry mcp EXTRA`, its stdin and stdout as a JSON-RPC line pipe.
 class McpProcess final {
  public:

@@ -208,22 +208,6 @@ TEST(HostileServe, SlowlorisIsCutAtTheHeadDeadlineAndOthersAreServed) {
   EXPECT_EQ(serve.Stop(), 0);
 }
 
-// The pids of host processes whose command line holds marker.
-std::vector<int> ProcessesWith(const std::string& marker) {
-  std::vector<int> pids;
-  DIR* d = opendir("/proc");
-  while (dirent* e = readdir(d)) {
-    int pid = atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (char& c : cmd) c = c == '\0' ? ' ' : c;
-    if (cmd.find(marker) != std::string::npos) pids.push_back(pid);
-  }
-  closedir(d);
-  return pids;
-}
-
 void CancelEndsTheCall(const json& arguments, const std::string& tool, const std::string& marker) {
   McpProcess mcp;
   mcp.Call(1, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()}});
@@ -233,8 +217,8 @@ void CancelEndsTheCall(const json& arguments, const std::string& tool, const std
                 {"params", {{"name", tool}, {"arguments", arguments}}}});
   double start = Now();
   if (!marker.empty()) {
-    while (ProcessesWith(marker).empty() && Now() - start < 20) usleep(50 * 1000);
-    ASSERT_FALSE(ProcessesWith(marker).empty()) << "the run never started";
+    while (HostProcessesWith(marker).empty() && Now() - start < 20) usleep(50 * 1000);
+    ASSERT_FALSE(HostProcessesWith(marker).empty()) << "the run never started";
   } else {
     usleep(1500 * 1000);
   }
@@ -248,8 +232,8 @@ void CancelEndsTheCall(const json& arguments, const std::string& tool, const std
   EXPECT_TRUE(ping.contains("result")) << ping.dump();
   double cancelled = Now();
   if (!marker.empty()) {
-    while (!ProcessesWith(marker).empty() && Now() - cancelled < 10) usleep(50 * 1000);
-    EXPECT_TRUE(ProcessesWith(marker).empty()) << "the run outlived its cancel";
+    while (!HostProcessesWith(marker).empty() && Now() - cancelled < 10) usleep(50 * 1000);
+    EXPECT_TRUE(HostProcessesWith(marker).empty()) << "the run outlived its cancel";
   }
   // The end of stdin waits for calls in progress: the cancelled one is over.
   EXPECT_EQ(mcp.Finish(), 0);

@@ -30,20 +30,6 @@ std::string Probe() {
   return s.str();
 }
 
-// Host processes whose command line holds marker (a probe's sleeper).
-int ProcessesWith(const std::string& marker) {
-  int n = 0;
-  DIR* d = opendir("/proc");
-  while (dirent* e = readdir(d)) {
-    if (atoi(e->d_name) <= 0) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), {});
-    if (cmd.find(marker) != std::string::npos) ++n;
-  }
-  closedir(d);
-  return n;
-}
-
 // This test's runs make their cgroups beside no other test's: the test
 // process (and so its server, and the server's sandboxes, which make theirs
 // under their own) moves into a cgroup of its own in each v1 controller the
@@ -152,7 +138,7 @@ TEST(Isolation, NoRunSeesWhatAnEarlierOneLeft) {
   std::ifstream unix_sockets("/proc/net/unix");
   std::string text((std::istreambuf_iterator<char>(unix_sockets)), {});
   EXPECT_EQ(text.find("@iso-abstract"), std::string::npos);
-  EXPECT_EQ(ProcessesWith(sleeper), 0);
+  EXPECT_EQ(HostProcessesWith(sleeper).size(), 0u);
   for (const std::string& c : cgroups.Stale())
     ADD_FAILURE() << "a dead run's cgroup is left: " << c;
   if (!cgroups.made()) std::printf("(no cgroup of its own here: its runs' cgroups unchecked)\n");
