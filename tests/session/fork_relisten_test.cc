@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "sentry/base/fd_passing.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/fork_control.h"
 #include "sentry/run/run.h"
@@ -132,23 +133,9 @@ bool Receive(Sandbox& s, ControlReply* reply, int timeout_ms = 30000) {
 
 // Sends raw bytes and fds; the reply.
 ControlReply Ask(Sandbox& s, const void* data, size_t len, const std::vector<int>& fds = {}) {
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 128)] = {};
-  iovec iov{const_cast<void*>(data), len};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (!fds.empty()) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
   ControlReply reply;
   reply.status = -1;
-  if (sendmsg(s.control.get(), &msg, MSG_NOSIGNAL) < 0) return reply;
+  if (SendWithFds(s.control.get(), data, len, fds) < 0) return reply;
   if (!Receive(s, &reply)) reply.status = -1;
   return reply;
 }
