@@ -44,6 +44,7 @@
 #include "sentry/platform/tracer.h"
 #include "sentry/run/adopt_internal.h"
 #include "sentry/run/fork_control.h"
+#include "sentry/run/run_internal.h"
 #include "sentry/run/sandbox_tree.h"
 #include "syscalls/table.h"
 #include "vfs/store.h"
@@ -132,20 +133,7 @@ std::optional<std::string> Adoption::ReadIds() {
 }
 
 // The tree's configuration: the parent's (the same options).
-void Adoption::ConfigureTree() {
-  if (o_.root) tree_.uid = tree_.gid = 0;
-  if (o_.uid >= 0) tree_.uid = static_cast<uid_t>(o_.uid);
-  if (o_.gid >= 0) tree_.gid = static_cast<gid_t>(o_.gid);
-  if (!o_.hostname.empty()) tree_.hostname = o_.hostname;
-  if (!o_.rootfs.empty()) {
-    tree_.rootfs = o_.rootfs;
-    tree_.lower_roots = RootfsLowerRoots(o_.rootfs);
-  }
-  tree_.mounts = o_.mounts;
-  creds_.uid = tree_.uid;
-  creds_.gid = tree_.gid;
-  creds_.groups = o_.groups;
-}
+void Adoption::ConfigureTree() { run_internal::TreeFromOptions(o_, tree_, creds_); }
 
 // The devices of the lower layer's host files (lower roots, -v mounts but
 // :rw ones): what a read-only shared mapping may map.
@@ -272,14 +260,7 @@ std::optional<std::string> Adoption::Build() {
 
 int Adoption::Supervise() {
   UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
-  UniqueFd timer(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
-  if (o_.timeout_sec > 0) {
-    itimerspec its{};
-    its.it_value.tv_sec = static_cast<time_t>(o_.timeout_sec);
-    its.it_value.tv_nsec = static_cast<long>((o_.timeout_sec - its.it_value.tv_sec) * 1e9);
-    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
-    timerfd_settime(timer.get(), 0, &its, nullptr);
-  }
+  UniqueFd timer = run_internal::TimeoutTimer(o_.timeout_sec);
   while (!tracer_->leader_done()) {
     int status;
     pid_t pid;

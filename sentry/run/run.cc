@@ -61,28 +61,29 @@ cpu_set_t Run::HostCpus() const {
   return mask;
 }
 
+void TreeFromOptions(const RunOptions& o, TreeConfig& tree, vfs::Creds& creds) {
+  if (o.root) tree.uid = tree.gid = 0;
+  if (o.uid >= 0) tree.uid = static_cast<uid_t>(o.uid);
+  if (o.gid >= 0) tree.gid = static_cast<gid_t>(o.gid);
+  if (!o.hostname.empty()) tree.hostname = o.hostname;
+  if (!o.rootfs.empty()) {
+    tree.rootfs = o.rootfs;
+    tree.lower_roots = RootfsLowerRoots(o.rootfs);
+  }
+  tree.mounts = o.mounts;
+  creds.uid = tree.uid;
+  creds.gid = tree.gid;
+  creds.groups = o.groups;
+}
+
 std::optional<RunError> Run::Prepare() {
   // A warm sandbox is pinned when its command comes (to the CPU it is woken
   // on then); a cold run from here (see CoLocation::PinCallerEarly).
   if (!warm_) early_pin_ = CoLocation::PinCallerEarly();
   elsewhere_ = CoLocation::Elsewhere(early_pin_);
   if (early_pin_) spec_.guest_cpu = sched_getcpu();
-  if (o_.root) {
-    tree_.uid = 0;
-    tree_.gid = 0;
-  }
-  if (o_.uid >= 0) tree_.uid = static_cast<uid_t>(o_.uid);
-  if (o_.gid >= 0) tree_.gid = static_cast<gid_t>(o_.gid);
-  if (!o_.hostname.empty()) tree_.hostname = o_.hostname;
-  if (!o_.rootfs.empty()) {
-    tree_.rootfs = o_.rootfs;
-    tree_.lower_roots = RootfsLowerRoots(o_.rootfs);
-    spec_.lower_source = o_.rootfs;
-  }
-  creds_.uid = tree_.uid;
-  creds_.gid = tree_.gid;
-  creds_.groups = o_.groups;
-  tree_.mounts = o_.mounts;
+  TreeFromOptions(o_, tree_, creds_);
+  if (!o_.rootfs.empty()) spec_.lower_source = o_.rootfs;
   spec_.lower_roots = tree_.lower_roots;
   spec_.store_options = absl::StrCat("mode=0755,size=", o_.disk_bytes);
   spec_.uid = tree_.uid;

@@ -29,16 +29,21 @@
 
 namespace sentry::run_internal {
 
-void Run::Supervise() {
-  UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
+UniqueFd TimeoutTimer(double seconds) {
   UniqueFd timer(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
-  if (o_.timeout_sec > 0) {
+  if (seconds > 0) {
     itimerspec its{};
-    its.it_value.tv_sec = static_cast<time_t>(o_.timeout_sec);
-    its.it_value.tv_nsec = static_cast<long>((o_.timeout_sec - its.it_value.tv_sec) * 1e9);
+    its.it_value.tv_sec = static_cast<time_t>(seconds);
+    its.it_value.tv_nsec = static_cast<long>((seconds - its.it_value.tv_sec) * 1e9);
     if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
     timerfd_settime(timer.get(), 0, &its, nullptr);
   }
+  return timer;
+}
+
+void Run::Supervise() {
+  UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd timer = TimeoutTimer(o_.timeout_sec);
   // The timeout must hold even if this thread is held up (waiting for the
   // kernel lock behind a handler that waits on the guest): a watchdog that
   // needs nothing but the init pid kills the sandbox shortly after it.

@@ -36,6 +36,14 @@
 
 namespace sentry::run_internal {
 
+// The sandbox tree and the guest's credentials a run's options name (a
+// run's and a fork child's adoption alike: adopt.cc).
+void TreeFromOptions(const RunOptions& o, TreeConfig& tree, vfs::Creds& creds);
+
+// A timerfd that fires once after `seconds` (unarmed for 0 or less): a
+// supervisor's --timeout clock (run_end.cc).
+UniqueFd TimeoutTimer(double seconds);
+
 // A failure that ends the run before the guest starts, with its exit code.
 struct RunError {
   int code;
