@@ -104,16 +104,23 @@ UniqueFd SandboxUserns(pid_t child) {
 }
 
 ChildRange RangeOfChild(pid_t child) {
-  // "INSIDE HOST COUNT" lines; the one that starts at inside id 1.
+  // "INSIDE HOST COUNT" lines: a range's two ("0 CALLER 1", "1 START N");
+  // single-id mode's one line may start at 1 too (--uid 1), and is none.
   auto second = [&](const char* name, uint32_t* host, uint32_t* count) {
     std::ifstream in(absl::StrCat("/proc/", child, "/", name));
     unsigned long inside, outside, n;
+    int lines = 0;
+    uint32_t h = 0, c = 0;
     while (in >> inside >> outside >> n) {
+      ++lines;
       if (inside == 1) {
-        *host = static_cast<uint32_t>(outside);
-        *count = static_cast<uint32_t>(n);
-        return;
+        h = static_cast<uint32_t>(outside);
+        c = static_cast<uint32_t>(n);
       }
+    }
+    if (lines == 2) {
+      *host = h;
+      *count = c;
     }
   };
   ChildRange r;
