@@ -47,7 +47,8 @@ struct PipeId {
 std::vector<int> FdNumbersOf(GuestProcOpener& opener, pid_t tid, bool* ok) {
   std::vector<int> out;
   UniqueFd dir = opener.Open(tid, "fd", O_DIRECTORY);
-  DIR* d = dir ? fdopendir(dir.Release()) : nullptr;
+  DIR* d = dir ? fdopendir(dir.get()) : nullptr;
+  if (d) dir.Release();  // the DIR's now
   *ok = d != nullptr;
   if (!d) return out;
   while (dirent* e = readdir(d)) {

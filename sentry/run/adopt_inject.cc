@@ -46,7 +46,8 @@ struct ChildFprog {  // sock_fprog as the child's (x86-64) memory holds it
 std::optional<std::vector<std::pair<int, bool>>> ChildFds(GuestProcOpener& opener, pid_t pid) {
   std::vector<std::pair<int, bool>> out;
   UniqueFd dir = opener.Open(pid, "fd", O_DIRECTORY);
-  DIR* d = dir ? fdopendir(dir.Release()) : nullptr;
+  DIR* d = dir ? fdopendir(dir.get()) : nullptr;
+  if (d) dir.Release();  // the DIR's now
   if (!d) return std::nullopt;
   std::vector<int> fds;
   while (dirent* e = readdir(d)) {
