@@ -12,7 +12,8 @@ over loopback HTTP (POST /v1/sessions/{id}/fork), in one run:
 - PSS: each child's kernel's PSS (smaps_rollup) right after the fork and
   after a cell that reads the whole DataFrame, and the parent's;
 - a cell (`df.shape`) in a child right after the fork, beside one in the parent.
-As root (a fork's child supervisor maps its ids as root only).
+As root or as an ordinary user (single-id mode, or a subordinate range: the
+PSS is read from /proc/PID/smaps_rollup, which the caller may read there).
 """
 import argparse
 import json

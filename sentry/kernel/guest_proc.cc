@@ -258,6 +258,15 @@ void GuestProcOpener::set_namespace_pid(pid_t pid) {
   std::lock_guard<std::mutex> lock(mu_);
   StopHelperLocked();
   ns_pid_ = pid;
+  userns_.Reset();
+  broken_ = false;
+}
+
+void GuestProcOpener::set_namespace(UniqueFd userns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  StopHelperLocked();
+  ns_pid_ = 0;
+  userns_ = std::move(userns);
   broken_ = false;
 }
 
@@ -317,7 +326,7 @@ UniqueFd GuestProcOpener::Request(int32_t ask, int32_t flags, const std::string&
   std::lock_guard<std::mutex> lock(mu_);
   // A helper that died (killed from outside) is made again, once per call.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (!sock_ && (broken_ || ns_pid_ == 0 || !StartHelperLocked())) break;
+    if (!sock_ && (broken_ || (ns_pid_ == 0 && !userns_) || !StartHelperLocked())) break;
     OpenReply reply;
     int fd = -1;
     if (SendFd(sock_.get(), &r, sizeof(r), fd_sent) == sizeof(r) &&
@@ -338,7 +347,8 @@ UniqueFd GuestProcOpener::Request(int32_t ask, int32_t flags, const std::string&
 
 bool GuestProcOpener::StartHelperLocked() {
   std::string ns_path = "/proc/" + std::to_string(ns_pid_) + "/ns/user";
-  UniqueFd userns(open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd userns(userns_ ? fcntl(userns_.get(), F_DUPFD_CLOEXEC, 0)
+                          : open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
   int sv[2];
   if (!userns || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
     broken_ = true;

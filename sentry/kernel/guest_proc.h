@@ -53,6 +53,10 @@ class GuestProcOpener final {
   // namespace), whose namespace the helper joins; 0 (the default): no
   // helper, every refusal stands (root and single-id sentries need none).
   void set_namespace_pid(pid_t pid);
+  // The same, given the namespace itself: a fork's supervisor has no process
+  // in the sandbox's namespace (its child's is nested in it), and a nested
+  // one (the guest's own, whose owner it is) is not the helper's to join.
+  void set_namespace(UniqueFd userns);
 
   // openat(dir, name, flags | O_CLOEXEC | O_NOFOLLOW) for dir a /proc/PID
   // directory of a guest process: as the sentry itself, and where that is
@@ -84,7 +88,7 @@ class GuestProcOpener final {
   // Whether a helper may be used (set_namespace_pid was given a pid).
   bool enabled() {
     std::lock_guard<std::mutex> lock(mu_);
-    return ns_pid_ != 0;
+    return ns_pid_ != 0 || userns_;
   }
 
   // How many times a helper was started (0 or 1, but after a failure); tests.
@@ -98,6 +102,7 @@ class GuestProcOpener final {
 
   std::mutex mu_;
   pid_t ns_pid_ = 0;
+  UniqueFd userns_;      // set_namespace's, before ns_pid_
   UniqueFd sock_;        // to the helper
   UniqueFd pidfd_;       // the helper's
   bool broken_ = false;  // it could not start: refusals stand

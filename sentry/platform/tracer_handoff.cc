@@ -3,6 +3,7 @@
 // own supervisor S2 (sentry/run/adopt.h) without ever running untraced.
 // The wire: platform/handoff_wire.h.
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ptrace.h>
@@ -20,8 +21,10 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "sentry/base/fd_passing.h"
+#include "sentry/kernel/guest_proc.h"
 #include "sentry/platform/handoff_wire.h"
 #include "sentry/platform/tracer.h"
 #include "vfs/vfs_snapshot.h"
@@ -38,9 +41,33 @@ struct PipeId {
   bool valid = false;
 };
 
-// The child's fds on the sentry's relay pipes, with their roles: read from
-// the kernel's /proc (the object each fd names), not from the guest.
-std::vector<std::pair<int, int>> RelayFdsOf(pid_t tid, const std::array<int, 3>& ends) {
+// The child's fd numbers, from the kernel's /proc: opened through the
+// guest's /proc opener (on a subordinate range the directory is the
+// guest's uid's alone, 0500). Empty with ok false when it cannot be read.
+std::vector<int> FdNumbersOf(GuestProcOpener& opener, pid_t tid, bool* ok) {
+  std::vector<int> out;
+  UniqueFd dir = opener.Open(tid, "fd", O_DIRECTORY);
+  DIR* d = dir ? fdopendir(dir.get()) : nullptr;
+  if (d) dir.Release();  // the DIR's now
+  *ok = d != nullptr;
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    long fd = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || e->d_name[0] == '\0' || fd < 0 || fd >= kHandOffMaxFds) continue;
+    out.push_back(static_cast<int>(fd));
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The child's fds on the sentry's relay pipes, with their roles: each fd's
+// object (a copy taken with pidfd_getfd, as the tracer may), not the
+// guest's word.
+absl::StatusOr<std::vector<std::pair<int, int>>> RelayFdsOf(GuestProcOpener& opener, pid_t tid,
+                                                            int pidfd,
+                                                            const std::array<int, 3>& ends) {
   std::array<PipeId, 3> ids;
   for (int i = 0; i < 3; ++i) {
     struct stat st;
@@ -48,25 +75,24 @@ std::vector<std::pair<int, int>> RelayFdsOf(pid_t tid, const std::array<int, 3>&
       ids[i] = {st.st_dev, st.st_ino, true};
     }
   }
+  bool listed = false;
+  std::vector<int> fds = FdNumbersOf(opener, tid, &listed);
+  if (!listed) {
+    return absl::InternalError(
+        absl::StrCat("cannot list the forked child's fds: ", std::strerror(errno)));
+  }
   std::vector<std::pair<int, int>> out;
-  std::string dir = absl::StrCat("/proc/", tid, "/fd");
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    char* end = nullptr;
-    long fd = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || fd < 0 || fd >= kHandOffMaxFds) continue;
+  for (int fd : fds) {
+    UniqueFd copy = GuestFdCopy(pidfd, fd);
     struct stat st;
-    if (stat(absl::StrCat(dir, "/", fd).c_str(), &st) != 0 || !S_ISFIFO(st.st_mode)) continue;
+    if (!copy || fstat(copy.get(), &st) != 0 || !S_ISFIFO(st.st_mode)) continue;
     for (int i = 0; i < 3; ++i) {
       if (ids[i].valid && ids[i].dev == st.st_dev && ids[i].ino == st.st_ino &&
           out.size() < kHandOffMaxRelay) {
-        out.emplace_back(static_cast<int>(fd), i);
+        out.emplace_back(fd, i);
       }
     }
   }
-  closedir(d);
-  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -151,7 +177,9 @@ absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, cons
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
-  header.relay = RelayFdsOf(tid, h.relay_ends);
+  auto relay = RelayFdsOf(kernel_.proc_opener(), tid, pidfd.get(), h.relay_ends);
+  if (!relay.ok()) return fail(relay.status(), true);
+  header.relay = std::move(*relay);
   std::string bytes = EncodeHandOff(header);
   if (bytes.size() > kHandOffMaxBytes) {
     return fail(absl::InvalidArgumentError("the hand-off header is too long (environment)"), true);

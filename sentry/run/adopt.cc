@@ -152,16 +152,19 @@ std::vector<dev_t> Adoption::LowerDevices() const {
 }
 
 std::optional<std::string> Adoption::Build() {
-  if (geteuid() != 0) return "adopting a forked child needs root here (newuidmap: not built)";
   auto store_dir = PrepareChildNamespaces(child_, tree_.hostname, o_.disk_bytes);
   if (!store_dir.ok()) return std::string(store_dir.status().message());
   struct stat st;
   if (fstat(store_dir->get(), &st) < 0) return "cannot stat the child's store";
-  // The sandbox's block of host ids: its root owns the store; host files
-  // are reached as its first unprivileged id, as a run's (GuestFsId).
-  fs_uid_ = st.st_uid + 1;
-  fs_gid_ = st.st_gid + 1;
-  if (o_.cgroups) {
+  // As a run's (GuestFsId): root's sandbox has a block of host ids, whose
+  // root owns the store, and host files are reached as its first
+  // unprivileged id; without root the caller's own ids are the only ones.
+  const bool root = SentryIsRoot();
+  fs_uid_ = root ? st.st_uid + 1 : geteuid();
+  fs_gid_ = root ? st.st_gid + 1 : getegid();
+  // Without root no cgroup is the sentry's to make (run.cc's BuildSandbox):
+  // the limits hold by the rlimits the child inherited and S2's counts.
+  if (o_.cgroups && root) {
     cgroups_.Create(absl::StrCat("sentry-", getpid()),
                     {o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares});
     // Moved while stopped: nothing it does escapes the limits.
@@ -193,10 +196,24 @@ std::optional<std::string> Adoption::Build() {
   kc.user_host_uid = host_uid_;
   kc.user_host_gid = host_gid_;
   kc.namespaces = true;
+  // On a subordinate range the guest's ids are the range's: its /proc/PID/fd
+  // and the like open through a helper in the sandbox's user namespace (not
+  // the child's own: the guest made and owns that one).
+  ChildRange range = root ? ChildRange{} : RangeOfChild(child_);
+  if (range.count != 0) {
+    kc.range_uid = range.uid;
+    kc.range_gid = range.gid;
+    kc.range_count = range.count;
+  }
   kc.fast_fd_identity = o_.fast_fd_identity;
   kc.fast_trap = o_.fast_trap;
   kernel_ = std::make_unique<Kernel>(std::move(*v), kc);
   kernel_->init_host_pid = child_;
+  if (range.count != 0) {
+    UniqueFd userns = SandboxUserns(child_);
+    if (!userns) return "the sandbox's user namespace is out of reach";
+    kernel_->proc_opener().set_namespace(std::move(userns));
+  }
   kernel_->set_memory_bytes(o_.memory_bytes);
   kernel_->set_cpus(o_.cpus);
   kernel_->set_pids(o_.pids);

@@ -30,16 +30,34 @@ namespace adopt {
 // parent's user namespace, the sandbox's: the same ids, nothing more), `lo`
 // up in its network namespace, its hostname in its uts namespace, and a
 // tmpfs of disk_bytes mounted over the parent's store (vfs::Store::kGuestPath)
-// in its mount namespace. Returns that tmpfs's directory (S2's store). As
-// root only (range mode without root would need newuidmap: not built).
+// in its mount namespace. Returns that tmpfs's directory (S2's store).
+// Root or not: the caller made the sandbox's user namespace, so it holds
+// every capability there and in the child's, nested in it (no newuidmap:
+// the child's maps name only ids the sandbox's already maps).
 absl::StatusOr<UniqueFd> PrepareChildNamespaces(pid_t child, const std::string& hostname,
                                                 uint64_t disk_bytes);
+
+// The sandbox's user namespace: the parent of the child's (which the
+// guest made, and owns). Empty with errno where it is out of reach.
+UniqueFd SandboxUserns(pid_t child);
+
+// The host ids behind a subordinate range's inside ids 1 .. count (the
+// second line of a range-mode sandbox's maps, which the child's repeat),
+// from the child's uid_map and gid_map as the host reads them; count 0
+// where there is no such line (root's block, single-id mode).
+struct ChildRange {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  uint32_t count = 0;
+};
+ChildRange RangeOfChild(pid_t child);
 
 // Whether the task holds a shared mapping a fork must refuse: one it may
 // write (or make writable: VM_MAYWRITE, smaps' "mw"), or one whose file is
 // not on a device of lower_devs (the lower layer's: files neither side can
 // write; a store file, shared anonymous, SysV or memfd memory the parent
-// could still write through another mapping or fd). *what names it.
+// could still write through another mapping or fd), by smaps' device
+// and inode of each mapping. *what names it.
 bool HasRefusedSharedMapping(pid_t pid, const std::vector<dev_t>& lower_devs, std::string* what);
 
 }  // namespace adopt

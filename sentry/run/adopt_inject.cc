@@ -3,12 +3,14 @@
 // re-listen's own mechanism), its registers restored after each.
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -20,6 +22,7 @@
 #include "loader/prebuilt_filter.h"
 #include "sentry/abi/guest_memory.h"
 #include "sentry/base/fs_identity.h"
+#include "sentry/kernel/guest_proc.h"
 #include "sentry/platform/inject_syscall.h"
 #include "sentry/run/adopt_internal.h"
 #include "syscalls/table.h"
@@ -36,31 +39,78 @@ struct ChildFprog {  // sock_fprog as the child's (x86-64) memory holds it
   uint64_t filter;
 };
 
-// The child's fds and whether each is close-on-exec (from fdinfo's flags).
-std::vector<std::pair<int, bool>> ChildFds(pid_t pid) {
+// The child's fds and whether each is close-on-exec (from fdinfo's
+// flags), through the guest's /proc opener (on a subordinate range its fd/
+// and fdinfo/ are the guest uid's alone). nullopt when they cannot be read:
+// an fd left unreplaced would be the parent's in the child.
+std::optional<std::vector<std::pair<int, bool>>> ChildFds(GuestProcOpener& opener, pid_t pid) {
   std::vector<std::pair<int, bool>> out;
-  std::string dir = absl::StrCat("/proc/", pid, "/fd");
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
+  UniqueFd dir = opener.Open(pid, "fd", O_DIRECTORY);
+  DIR* d = dir ? fdopendir(dir.get()) : nullptr;
+  if (d) dir.Release();  // the DIR's now
+  if (!d) return std::nullopt;
+  std::vector<int> fds;
   while (dirent* e = readdir(d)) {
     char* end = nullptr;
     long fd = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || e->d_name[0] == '\0' || fd < 0 || fd >= kMaxChildFds) continue;
-    std::ifstream info(absl::StrCat("/proc/", pid, "/fdinfo/", fd));
-    std::string line;
-    bool cloexec = false;
-    while (std::getline(info, line)) {
-      if (line.rfind("flags:", 0) == 0) {
-        cloexec = (std::strtoul(line.c_str() + 6, nullptr, 8) & O_CLOEXEC) != 0;
-      }
-    }
-    out.emplace_back(static_cast<int>(fd), cloexec);
+    fds.push_back(static_cast<int>(fd));
   }
   closedir(d);
+  for (int fd : fds) {
+    UniqueFd info = opener.Open(pid, absl::StrCat("fdinfo/", fd));
+    char text[512];
+    ssize_t n = info ? read(info.get(), text, sizeof(text) - 1) : -1;
+    if (n <= 0) return std::nullopt;
+    text[n] = '\0';
+    const char* flags = std::strstr(text, "flags:");
+    if (!flags) return std::nullopt;
+    bool cloexec = (std::strtoul(flags + 6, nullptr, 8) & O_CLOEXEC) != 0;
+    out.emplace_back(fd, cloexec);
+  }
   return out;
 }
 
 }  // namespace
+
+// The clone that made the child's user namespace gave it every capability
+// there (kernel/user_namespace.c, set_cred_user_ns), so it could become any
+// id the sandbox maps (set*id run natively): the sandbox's root, which a
+// subordinate range maps to the caller. It gets none, as its parent has
+// none: capset to empty sets (header and data written below the red zone,
+// the bytes there given back), checked in its status after.
+std::optional<std::string> Adoption::DropCapabilities(GuestMemory& mem,
+                                                      const user_regs_struct& at) {
+  struct ChildCaps {  // __user_cap_header_struct, then two __user_cap_data_struct
+    uint32_t version = _LINUX_CAPABILITY_VERSION_3;
+    int32_t pid = 0;
+    uint32_t data[6] = {};
+  } caps;
+  uint64_t addr = (at.rsp - kRedZone - sizeof(ChildCaps)) & ~uint64_t{15};
+  ChildCaps saved;
+  if (!mem.CopyIn(GuestAddr(addr), &saved, sizeof(saved)).ok() ||
+      !mem.CopyOutValue(GuestAddr(addr), caps).ok()) {
+    return "the child's stack has no room for its capabilities";
+  }
+  Injected set = InjectSyscall(child_, at, SYS_capset, {addr, addr + 8, 0, 0, 0, 0}, held_);
+  bool restored = mem.CopyOutValue(GuestAddr(addr), saved).ok();
+  if (set.gone || set.ret != 0) {
+    return absl::StrCat("the child's capset failed: ", std::strerror(static_cast<int>(-set.ret)));
+  }
+  if (!restored) return "cannot restore the child's stack";
+  std::ifstream status(absl::StrCat("/proc/", child_, "/status"));
+  std::string line;
+  int none = 0;
+  while (std::getline(status, line)) {
+    for (const char* set_name : {"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"}) {
+      if (line.rfind(set_name, 0) == 0 && std::strtoull(line.c_str() + 7, nullptr, 16) == 0) {
+        ++none;
+      }
+    }
+  }
+  if (none != 4) return "the child kept capabilities";
+  return std::nullopt;
+}
 
 std::optional<std::string> Adoption::MakeWhole() {
   user_regs_struct at;
@@ -69,6 +119,9 @@ std::optional<std::string> Adoption::MakeWhole() {
   // the parent's must not reach it).
   Injected sid = InjectSyscall(child_, at, SYS_setsid, {}, held_);
   if (sid.gone || sid.ret <= 0) return absl::StrCat("the child's setsid failed (", sid.ret, ")");
+  ProcessMemoryBackend backend(child_);
+  GuestMemory mem(backend);
+  if (auto e = DropCapabilities(mem, at)) return e;
   // Its own filter (the sandbox's table) with a listener: the program and
   // its sock_fprog written below the red zone, the bytes there given back
   // after.
@@ -77,8 +130,6 @@ std::optional<std::string> Adoption::MakeWhole() {
   uint64_t fprog_addr = (at.rsp - kRedZone - sizeof(ChildFprog)) & ~uint64_t{15};
   uint64_t prog_addr = (fprog_addr - bytes) & ~uint64_t{15};
   size_t span = at.rsp - kRedZone - prog_addr;
-  ProcessMemoryBackend backend(child_);
-  GuestMemory mem(backend);
   std::vector<char> saved(span);
   if (!mem.CopyIn(GuestAddr(prog_addr), saved.data(), span).ok()) {
     return "the child's stack has no room for its filter";
@@ -143,7 +194,13 @@ std::optional<std::string> Adoption::ReplaceFds(const user_regs_struct& at) {
     // S1's relay pipes become this supervisor's own; every other fd is
     // /dev/null (reopening the parent's files from the copy is not built).
     std::array<int, 3> ours = stdio_.child_fds();
-    for (const auto& [fd, cloexec] : ChildFds(child_)) {
+    auto fds = ChildFds(kernel_->proc_opener(), child_);
+    if (!fds) {
+      error = absl::StrCat("cannot list the child's fds: ", std::strerror(errno));
+      SendSignal(SIGKILL);
+      return;
+    }
+    for (const auto& [fd, cloexec] : *fds) {
       int src = null.get();
       for (const auto& [relay_fd, role] : header_.relay) {
         if (relay_fd == fd && ours[role] >= 0) src = ours[role];

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sentry/abi/guest_memory.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/platform/handoff_wire.h"
@@ -40,6 +41,7 @@ class Adoption {
   // The injected calls and the fds (adopt_inject.cc); the child is left
   // running, served.
   std::optional<std::string> MakeWhole();
+  std::optional<std::string> DropCapabilities(GuestMemory& mem, const user_regs_struct& at);
   // Every fd of the child replaced, during the notification of one trapped
   // call injected for it (adopt_inject.cc).
   std::optional<std::string> ReplaceFds(const user_regs_struct& at);

@@ -10,6 +10,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,14 +47,18 @@ std::string IdentityOf(const std::string& own_map) {
 }
 
 [[noreturn]] void Helper(int report, pid_t child, const std::string& hostname, uint64_t disk,
-                         int user_parent, int user, int mnt, int uts, int net) {
+                         bool as_root, int user_parent, int user, int mnt, int uts, int net) {
   auto fail = [&](const std::string& what) {
     std::string msg = absl::StrCat("error: ", what, ": ", std::strerror(errno));
     SendWithFds(report, msg.data(), msg.size(), {});
     _exit(1);
   };
   // The sandbox's user namespace (the child's parent one): its maps are
-  // written from there, mapping exactly the ids the sandbox maps.
+  // written from there, mapping exactly the ids the sandbox maps. Without
+  // root too: the caller made that namespace, so it holds every capability
+  // there (setns, and the map write's CAP_SETUID/SETGID over the parent);
+  // a gid_map so written needs no setgroups "deny" (single-id mode's
+  // sandbox has it, and the child inherits it: nobody can allow it again).
   if (setns(user_parent, CLONE_NEWUSER) < 0 && errno != EINVAL) fail("join the sandbox's userns");
   std::string uids = IdentityOf("/proc/self/uid_map"), gids = IdentityOf("/proc/self/gid_map");
   std::string base = absl::StrCat("/proc/", child);
@@ -72,9 +77,10 @@ std::string IdentityOf(const std::string& own_map) {
   if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) fail("bring the child's lo up");
   close(s);
   if (setns(mnt, CLONE_NEWNS) < 0 || chdir("/") < 0) fail("join the child's mount namespace");
-  // Over the parent's store, where the child's view has it (uid 0: the
-  // sandbox's root, who owns a store).
-  std::string opts = absl::StrCat("mode=0755,size=", disk, ",uid=0,gid=0");
+  // Over the parent's store, where the child's view has it, owned as a
+  // run's: by the sandbox's root (uid 0 there: root's block) or, without
+  // root, by the caller, its mounter (the one id single-id mode maps).
+  std::string opts = absl::StrCat("mode=0755,size=", disk, as_root ? ",uid=0,gid=0" : "");
   if (mount("tmpfs", vfs::Store::kGuestPath, "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) < 0) {
     fail("mount the child's store over the parent's");
   }
@@ -91,6 +97,40 @@ UniqueFd OpenNs(pid_t pid, const char* name) {
 
 }  // namespace
 
+UniqueFd SandboxUserns(pid_t child) {
+  UniqueFd user = OpenNs(child, "user");
+  if (!user) return {};
+  return UniqueFd(ioctl(user.get(), NS_GET_PARENT));
+}
+
+ChildRange RangeOfChild(pid_t child) {
+  // "INSIDE HOST COUNT" lines: a range's two ("0 CALLER 1", "1 START N");
+  // single-id mode's one line may start at 1 too (--uid 1), and is none.
+  auto second = [&](const char* name, uint32_t* host, uint32_t* count) {
+    std::ifstream in(absl::StrCat("/proc/", child, "/", name));
+    unsigned long inside, outside, n;
+    int lines = 0;
+    uint32_t h = 0, c = 0;
+    while (in >> inside >> outside >> n) {
+      ++lines;
+      if (inside == 1) {
+        h = static_cast<uint32_t>(outside);
+        c = static_cast<uint32_t>(n);
+      }
+    }
+    if (lines == 2) {
+      *host = h;
+      *count = c;
+    }
+  };
+  ChildRange r;
+  uint32_t uids = 0, gids = 0;
+  second("uid_map", &r.uid, &uids);
+  second("gid_map", &r.gid, &gids);
+  r.count = std::min(uids, gids);
+  return r;
+}
+
 absl::StatusOr<UniqueFd> PrepareChildNamespaces(pid_t child, const std::string& hostname,
                                                 uint64_t disk_bytes) {
   UniqueFd user = OpenNs(child, "user"), mnt = OpenNs(child, "mnt"), uts = OpenNs(child, "uts"),
@@ -99,7 +139,7 @@ absl::StatusOr<UniqueFd> PrepareChildNamespaces(pid_t child, const std::string& 
     return absl::InternalError(
         absl::StrCat("cannot open the child's namespaces: ", std::strerror(errno)));
   }
-  UniqueFd parent(ioctl(user.get(), NS_GET_PARENT));
+  UniqueFd parent = SandboxUserns(child);
   if (!parent) {
     return absl::InternalError(
         absl::StrCat("the child's userns has no parent in reach: ", std::strerror(errno)));
@@ -112,8 +152,8 @@ absl::StatusOr<UniqueFd> PrepareChildNamespaces(pid_t child, const std::string& 
   pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork the namespace helper");
   if (pid == 0) {
-    Helper(theirs.get(), child, hostname, disk_bytes, parent.get(), user.get(), mnt.get(),
-           uts.get(), net.get());
+    Helper(theirs.get(), child, hostname, disk_bytes, geteuid() == 0, parent.get(), user.get(),
+           mnt.get(), uts.get(), net.get());
   }
   theirs.Reset();
   char msg[512];
@@ -130,17 +170,18 @@ absl::StatusOr<UniqueFd> PrepareChildNamespaces(pid_t child, const std::string& 
 }
 
 bool HasRefusedSharedMapping(pid_t pid, const std::vector<dev_t>& lower_devs, std::string* what) {
-  // smaps: each mapping's line, then its fields, "VmFlags: rd mr mw me sh"
-  // ("mw": may be made writable, as a shared mapping of a file opened for
-  // writing may, by mprotect). The file behind a mapping: map_files/RANGE
-  // (root's to read), its device the file's own.
+  // smaps: each mapping's line ("START-END PERMS OFFSET MAJ:MIN INODE
+  // PATH": the device and inode of the file the user sees, as stat gives
+  // them), then its fields, "VmFlags: rd mr mw me sh" ("mw": may be made
+  // writable, as a shared mapping of a file opened for writing may, by
+  // mprotect). Readable by the tracer, root or not (map_files/ is not).
   std::ifstream maps(absl::StrCat("/proc/", pid, "/smaps"));
   if (!maps) {
     *what = "its /proc/PID/smaps cannot be read";
     return true;
   }
-  std::string line, mapping, range;
-  bool shared = false;
+  std::string line, mapping;
+  bool shared = false, lower = false;
   while (std::getline(maps, line)) {
     if (line.rfind("VmFlags:", 0) == 0) {
       if (!shared) continue;
@@ -148,10 +189,6 @@ bool HasRefusedSharedMapping(pid_t pid, const std::vector<dev_t>& lower_devs, st
       std::string f;
       bool may_write = false;
       while (flags >> f) may_write = may_write || f == "mw" || f == "wr";
-      struct stat st;
-      bool lower = stat(absl::StrCat("/proc/", pid, "/map_files/", range).c_str(), &st) == 0 &&
-                   S_ISREG(st.st_mode) &&
-                   std::find(lower_devs.begin(), lower_devs.end(), st.st_dev) != lower_devs.end();
       if (may_write || !lower) {
         *what = absl::StrCat(mapping, may_write ? " (writable)" : " (not a lower-layer file)");
         return true;
@@ -159,13 +196,21 @@ bool HasRefusedSharedMapping(pid_t pid, const std::vector<dev_t>& lower_devs, st
       continue;
     }
     std::istringstream fields(line);
-    std::string r, perms;
-    fields >> r >> perms;
-    if (r.find('-') != std::string::npos && perms.size() == 4 && r.back() != ':') {
-      range = r;
-      mapping = line;
-      shared = perms[3] == 's';
-    }
+    std::string r, perms, offset, dev;
+    unsigned long long inode = 0;
+    fields >> r >> perms >> offset >> dev >> inode;
+    if (r.find('-') == std::string::npos || perms.size() != 4 || r.back() == ':') continue;
+    mapping = line;
+    shared = perms[3] == 's';
+    // Anonymous, SysV and memfd memory (inode on the kernel's internal
+    // mounts) and a store file are on no lower device.
+    unsigned major = 0, minor = 0;
+    char colon = 0;
+    std::istringstream d(dev);
+    d >> std::hex >> major >> colon >> minor;
+    lower =
+        !d.fail() && colon == ':' && inode != 0 &&
+        std::find(lower_devs.begin(), lower_devs.end(), makedev(major, minor)) != lower_devs.end();
   }
   return false;
 }

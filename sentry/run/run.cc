@@ -71,6 +71,13 @@ void TreeFromOptions(const RunOptions& o, TreeConfig& tree, vfs::Creds& creds) {
     tree.lower_roots = RootfsLowerRoots(o.rootfs);
   }
   tree.mounts = o.mounts;
+  if (geteuid() != 0) {
+    // A -v :rw mount is written by the sentry, as the caller, in either
+    // id mode; the caller's files there read as the guest's.
+    tree.rw_uid = geteuid();
+    tree.rw_gid = getegid();
+    vfs::g_host_owner_view = {true, geteuid(), tree.uid, getegid(), tree.gid};
+  }
   creds.uid = tree.uid;
   creds.gid = tree.gid;
   creds.groups = o.groups;
@@ -89,13 +96,6 @@ std::optional<RunError> Run::Prepare() {
   spec_.uid = tree_.uid;
   spec_.gid = tree_.gid;
   spec_.groups = o_.groups;
-  if (rootless_) {
-    // A -v :rw mount is written by the sentry, as the caller, in either
-    // id mode; the caller's files there read as the guest's.
-    tree_.rw_uid = geteuid();
-    tree_.rw_gid = getegid();
-    vfs::g_host_owner_view = {true, geteuid(), tree_.uid, getegid(), tree_.gid};
-  }
   spec_.hostname = tree_.hostname;
   // Root's sandboxes each take a block of host ids, and its first id makes
   // the user namespace (see spawn.h and loader/pool_caps.h).
