@@ -195,6 +195,7 @@ std::optional<std::string> Adoption::Build() {
   kc.namespaces = true;
   kc.fast_fd_identity = o_.fast_fd_identity;
   kc.fast_trap = o_.fast_trap;
+  kc.fast_listings = o_.fast_listings;
   kernel_ = std::make_unique<Kernel>(std::move(*v), kc);
   kernel_->init_host_pid = child_;
   kernel_->set_memory_bytes(o_.memory_bytes);
