@@ -86,9 +86,10 @@ def same(path):
     return lib(path)[0] == records(want) and L.get(path, want) == want
 )PY";
 
-ProcessResult RunListingPy(const std::string& body, std::vector<std::string> flags = {}) {
+ProcessResult RunListingPy(const std::string& body, std::vector<std::string> flags = {},
+                           double timeout_sec = 60) {
   flags.insert(flags.begin(), "--fast-metadata");
-  return RunPy(std::string(kListingPy) + body, flags);
+  return RunPy(std::string(kListingPy) + body, flags, timeout_sec);
 }
 
 int TrappedCount(const std::string& census, const std::string& name) {
@@ -264,6 +265,29 @@ libc.closedir(d)
   EXPECT_EQ(Value(res, "file"), "(None, 20)") << r.out;  // ENOTDIR
   EXPECT_EQ(Value(res, "pipe"), "(None, 20)") << r.out;
   EXPECT_EQ(Value(res, "read_from"), "(True, False)") << r.out;
+}
+
+// A walk whose listings outgrow their area (/usr/lib: 13,000 directories,
+// 4.5 MB of records; the area holds 4 MiB) starts the area again: the
+// region never holds more, and what it holds afterwards is still the trap's.
+TEST(FastListing, ListingsStayWithinTheirArea) {
+  ProcessResult r = RunListingPy(R"PY(
+import random
+walked = [d for d, _, _ in os.walk("/usr/lib")]
+t("walked", lambda: len(walked) > 5000)
+L, _ = listings()
+t("within", lambda: 0 < sum(len(b) for b in L.values()) <= 4 << 20)
+t("fewer", lambda: len(L) < len(walked))
+sample = random.Random(1).sample(walked, 40) + walked[-10:]
+t("same", lambda: [p for p in sample if not same(p) or not lib(p)[1]])
+)PY",
+                                 {}, /*timeout_sec=*/120);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "walked"), "True") << r.out;
+  EXPECT_EQ(Value(res, "within"), "True") << r.out;
+  EXPECT_EQ(Value(res, "fewer"), "True") << r.out;
+  EXPECT_EQ(Value(res, "same"), "[]") << r.out;
 }
 
 // Listings off (--no-fast-listings), or the region unmapped: glibc's
