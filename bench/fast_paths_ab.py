@@ -43,7 +43,7 @@ def argv(sentry, flag, name, delay=0.0):
     if delay:
         # Time for perf to attach before the workload's first call.
         guest = ["/bin/sh", "-c", f'sleep {delay}; exec "$@"', "sh"] + guest
-    return run_corpus.sentry_prefix(sentry) + ([flag] if flag else []) + ["--"] + guest
+    return run_corpus.sentry_prefix(sentry) + flag.split() + ["--"] + guest
 
 
 def timed(cmd):
@@ -106,6 +106,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("sentry")
     ap.add_argument("--flag", default="--no-fast-fd-identity")
+    # A's own flags (default none): e.g. --base "--fast-metadata --no-fast-listings".
+    ap.add_argument("--base", default="")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only")
     ap.add_argument("--count", action="store_true")
@@ -114,17 +116,17 @@ def main():
     args.sentry = os.path.abspath(args.sentry)
     names = args.only.split(",") if args.only else DEFAULT
     print(f"load average at start: {os.getloadavg()}")
-    print(f"A: sentry run; B: sentry run {args.flag}\n")
+    print(f"A: sentry run {args.base}; B: sentry run {args.flag}\n")
     if args.runs:
         print("| workload | A median | B median | B/A | A samples | B samples |")
         print("| --- | --- | --- | --- | --- | --- |")
         for name in names:
             runs = max(1, args.runs // 2) if name == "cpython_tests" else args.runs
             a, b = [], []
-            for cmd in (argv(args.sentry, "", name), argv(args.sentry, args.flag, name)):
+            for cmd in (argv(args.sentry, args.base, name), argv(args.sentry, args.flag, name)):
                 timed(cmd)  # warm-up
             for _ in range(runs):
-                for side, flag in ((a, ""), (b, args.flag)):
+                for side, flag in ((a, args.base), (b, args.flag)):
                     t, code = timed(argv(args.sentry, flag, name))
                     if code != 0:
                         print(f"{name}: exit {code}", file=sys.stderr)
@@ -138,22 +140,25 @@ def main():
         print("| workload | total | notification thread | " + " | ".join(COUNTED) + " |")
         print("| --- | --- | --- | " + " | ".join("---" for _ in COUNTED) + " |")
         for name in names:
-            ca, _ = counted(argv(args.sentry, "", name, delay=1))
+            ca, _ = counted(argv(args.sentry, args.base, name, delay=1))
             cb, _ = counted(argv(args.sentry, args.flag, name, delay=1))
             cells = [f"{ca.get(c, 0)} / {cb.get(c, 0)}" for c in ("total", "notify_total")]
             cells += [f"{ca.get(c, 0)} / {cb.get(c, 0)}" for c in COUNTED]
             print(f"| {name} | " + " | ".join(cells) + " |")
     if args.census:
         print("\nThe guest's trapped calls (sentry run --census), A / B:\n")
-        print("| workload | trapped | stat family | stat family without a trap |")
-        print("| --- | --- | --- | --- |")
+        print("| workload | trapped | stat family | stat family without a trap (1 - B/A) "
+              "| getdents64 | openat |")
+        print("| --- | --- | --- | --- | --- | --- |")
         for name in names:
-            ca = census(argv(args.sentry, "", name))
+            ca = census(argv(args.sentry, args.base, name))
             cb = census(argv(args.sentry, args.flag, name))
             sa = sum(ca.get(c, 0) for c in STAT_FAMILY)
             sb = sum(cb.get(c, 0) for c in STAT_FAMILY)
-            share = f"{100 * (1 - sa / sb):.0f} %" if sb else "-"
-            print(f"| {name} | {sum(ca.values())} / {sum(cb.values())} | {sa} / {sb} | {share} |")
+            share = f"{100 * (1 - sb / sa):.0f} %" if sa else "-"
+            print(f"| {name} | {sum(ca.values())} / {sum(cb.values())} | {sa} / {sb} | {share} | "
+                  f"{ca.get('getdents64', 0)} / {cb.get('getdents64', 0)} | "
+                  f"{ca.get('openat', 0)} / {cb.get('openat', 0)} |")
     print(f"\nload average at end: {os.getloadavg()}")
 
 

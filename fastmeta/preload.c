@@ -5,10 +5,11 @@
  * names), access, faccessat, readlink and readlinkat: for an absolute,
  * normalised path whose answer the sentry has published it answers from the
  * region; for anything else it makes the very syscall glibc would make, which
- * traps as before. The region is mapped at a process's first such call
- * (inherited by fork; mapped again after exec). It holds no lock and allocates nothing
- * (async-signal-safe as the calls it replaces), trusts no offset it has not checked, and a region
- * it cannot read only costs it the trap.
+ * traps as before (directory streams: dir.c). The region is mapped at a
+ * process's first such call (inherited by fork; mapped again after exec).
+ * These calls hold no lock and allocate nothing (async-signal-safe as the
+ * calls they replace), trust no offset not checked, and a region they cannot
+ * read only costs them the trap.
  *
  * A caller's buffer is probed with getrandom(2) (a native call that writes
  * exactly that many bytes or fails with EFAULT) before the answer is copied
@@ -26,9 +27,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fastmeta/preload_internal.h"
 #include "fastmeta/region.h"
 
-#define FM_EXPORT __attribute__((visibility("default")))
 #define FM_MAX_REGION (64u << 20)
 
 static const char* fm_base;   /* the mapping, or NULL: every call traps */
@@ -38,6 +39,9 @@ static uint64_t fm_slots_off; /* checked against the mapping's size */
 static uint64_t fm_index_off;
 static int fm_tokens;       /* token slots published: lock_pid below is set */
 static int32_t fm_lock_pid; /* l_pid of the sentry's token locks */
+int fm_listings;            /* listing slots published: fm_list_* are set */
+uint64_t fm_list_off;       /* the listings' area, checked against the mapping */
+uint64_t fm_list_bytes;
 
 static int fm_state; /* 0: not mapped yet, 1: being mapped, 2: done (mapped or not) */
 
@@ -72,6 +76,12 @@ static void fm_init(void) {
           fm_index_off = h->index_offset;
           fm_tokens = (h->features & SENTRY_FM_HAS_TOKENS) != 0;
           fm_lock_pid = h->lock_pid;
+          fm_listings = (h->features & SENTRY_FM_HAS_LISTINGS) != 0 &&
+                        h->list_offset >= sizeof(*h) && h->list_offset % 8 == 0 &&
+                        h->list_offset <= (uint64_t)size &&
+                        h->list_bytes <= (uint64_t)size - h->list_offset;
+          fm_list_off = h->list_offset;
+          fm_list_bytes = h->list_bytes;
           fm_size = (size_t)size;
           __atomic_store_n(&fm_base, (const char*)m, __ATOMIC_RELEASE);
         } else {
@@ -85,13 +95,12 @@ static void fm_init(void) {
   __atomic_store_n(&fm_state, 2, __ATOMIC_RELEASE);
 }
 
-static const char* fm_mapped(void) {
+const char* fm_mapped(void) {
   if (__atomic_load_n(&fm_state, __ATOMIC_ACQUIRE) == 0) fm_init();
   return __atomic_load_n(&fm_base, __ATOMIC_ACQUIRE);
 }
 
-/* A copy of the slot whose key is key[0..len), or 0: a miss. */
-static int fm_find(const char* base, const char* key, size_t len, struct sentry_fm_slot* out) {
+int fm_find(const char* base, const char* key, size_t len, struct sentry_fm_slot* out) {
   const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
   uint64_t gen = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
   const uint32_t* index = (const uint32_t*)(base + fm_index_off);
@@ -132,11 +141,10 @@ static int fm_lookup(const char* path, int follow, struct sentry_fm_slot* out) {
   return fm_lookup_path(base, path, strnlen(path, 256), follow, out);
 }
 
-/* The absolute path of the directory token fd, copied to out (256 bytes),
- * and its length; 0 when fd is not a published token. The token's id is
- * the sentry's lock on it (region.h): F_GETLK reports the first lock of
- * another owner that a write lock of the whole file would meet. */
-static size_t fm_token_path(const char* base, int fd, char* out) {
+/* The token's id is the sentry's lock on it (region.h): F_GETLK reports
+ * the first lock of another owner that a write lock of the whole file would
+ * meet. */
+size_t fm_token_path(const char* base, int fd, char* out, uint64_t* gen) {
   if (!fm_tokens || fd < 0) return 0;
   struct flock fl;
   memset(&fl, 0, sizeof(fl));
@@ -156,6 +164,7 @@ static size_t fm_token_path(const char* base, int fd, char* out) {
   if (s.target_len == 0 || s.target_len >= 256) return 0;
   memcpy(out, s.data + s.path_len, s.target_len);
   out[s.target_len] = '\0';
+  if (gen) *gen = s.generation;
   return s.target_len;
 }
 
@@ -170,7 +179,7 @@ static int fm_lookup_at(int dirfd, const char* path, int empty_ok, int follow,
   const char* base = fm_mapped();
   if (base == NULL) return 0;
   char full[256 + 256];
-  size_t n = fm_token_path(base, dirfd, full);
+  size_t n = fm_token_path(base, dirfd, full, NULL);
   if (n == 0) return 0;
   if (path[0] != '\0') {
     size_t len = strnlen(path, 256);

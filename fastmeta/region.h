@@ -8,6 +8,7 @@
  *   offset 0            struct sentry_fm_header
  *   offset index_offset nslots x uint32_t: a bucket's slot number + 1, or 0
  *   offset slots_offset nslots x struct sentry_fm_slot (slot_size bytes each)
+ *   offset list_offset  list_bytes of directory listings (HAS_LISTINGS)
  *
  * A slot answers one question about one absolute, normalised guest path:
  * "what does lstat give, and stat too when FOLLOW is set?" (a symlink
@@ -38,6 +39,14 @@
  * header's generation before it answers any write that could change an
  * answer) and that the path matches; anything else is a miss (the trap).
  *
+ * A LISTING slot (key '@' and a directory's path) says where that
+ * directory's listing is (struct sentry_fm_listing). The guest finds it from
+ * a directory fd: its token slot gives the path, whose listing slot must be
+ * of the same generation; it copies the records and checks that the header's
+ * generation is still that one (the area is append-only within a
+ * generation, and every change to a listing bumps it first), so the copy is
+ * the listing as a trapped getdents64 would have read it at that moment.
+ *
  * Plain C: the guest library is C, the sentry C++. */
 #ifndef SENTRY_FASTMETA_REGION_H_
 #define SENTRY_FASTMETA_REGION_H_
@@ -47,7 +56,7 @@
 #include <sys/stat.h>
 
 #define SENTRY_FM_MAGIC 0x314d4653u /* "SFM1" */
-#define SENTRY_FM_VERSION 3u
+#define SENTRY_FM_VERSION 4u
 #define SENTRY_FM_SLOT_SIZE 512u
 #define SENTRY_FM_INDEX_OFFSET 4096u
 #define SENTRY_FM_PROBES 8u
@@ -57,13 +66,20 @@
 #define SENTRY_FM_LIBRARY_PATH "/etc/sentry/libfastmeta.so"
 
 /* Slot flags. */
-#define SENTRY_FM_FOLLOW 1u /* also stat's answer (else lstat's only) */
-#define SENTRY_FM_ABSENT 2u /* ENOENT; st is unused */
-#define SENTRY_FM_TARGET 4u /* a symlink whose target follows the path */
-#define SENTRY_FM_TOKEN 8u  /* a directory token: its path follows the key */
+#define SENTRY_FM_FOLLOW 1u   /* also stat's answer (else lstat's only) */
+#define SENTRY_FM_ABSENT 2u   /* ENOENT; st is unused */
+#define SENTRY_FM_TARGET 4u   /* a symlink whose target follows the path */
+#define SENTRY_FM_TOKEN 8u    /* a directory token: its path follows the key */
+#define SENTRY_FM_LISTING 16u /* a directory's listing: list says where it is */
 
 /* header.features */
-#define SENTRY_FM_HAS_TOKENS 1u /* token slots are published; lock_pid is set */
+#define SENTRY_FM_HAS_TOKENS 1u   /* token slots are published; lock_pid is set */
+#define SENTRY_FM_HAS_LISTINGS 2u /* listing slots are published; list_* are set */
+
+/* A listing's key: '@' and the directory's absolute normalised path. */
+#define SENTRY_FM_LISTING_PREFIX '@'
+/* The largest listing published (bytes of records); a larger one traps. */
+#define SENTRY_FM_MAX_LISTING (1u << 20)
 
 /* A token's key: '#' and its id in 16 hex digits. */
 #define SENTRY_FM_TOKEN_KEY_LEN 17u
@@ -76,9 +92,22 @@ struct sentry_fm_header {
   uint64_t slots_offset;
   uint64_t generation; /* starts at 1; bumped by every invalidation */
   uint64_t index_offset;
-  uint32_t features; /* SENTRY_FM_HAS_TOKENS */
-  int32_t lock_pid;  /* l_pid of the sentry's token locks, as guests see it */
-  uint64_t reserved[2];
+  uint32_t features;    /* SENTRY_FM_HAS_TOKENS */
+  int32_t lock_pid;     /* l_pid of the sentry's token locks, as guests see it */
+  uint64_t list_offset; /* the listings' area: offset and size (HAS_LISTINGS) */
+  uint64_t list_bytes;
+};
+
+/* Where a LISTING slot's records are: bytes of struct linux_dirent64 records
+ * at offset into the listings' area, exactly what getdents64 returns for the
+ * whole directory read from position 0 (".", "..", then the entries, each
+ * d_off the position after it). The area is written only where nothing was
+ * published in the current generation: records a slot of generation g
+ * points at stay as they are until the header's generation moves past g. */
+struct sentry_fm_listing {
+  uint64_t offset;
+  uint64_t bytes;
+  uint64_t entries;
 };
 
 struct sentry_fm_slot {
@@ -91,7 +120,10 @@ struct sentry_fm_slot {
   uint32_t access_ok;
   uint16_t path_len;
   uint16_t target_len;
-  struct stat st;
+  union {
+    struct stat st;                /* a path's answer */
+    struct sentry_fm_listing list; /* a LISTING slot's records */
+  };
   char data[SENTRY_FM_SLOT_SIZE - 24 - sizeof(struct stat)]; /* path, then target */
 };
 

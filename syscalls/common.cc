@@ -200,7 +200,7 @@ SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::Nod
     if (dir_token && ctx.kernel.fast_meta()) {
       std::optional<FdHolds::Held> held = ctx.kernel.holds().OfObject(st);
       const OpenObject* object = ctx.kernel.fds().Find(st);
-      if (held && object) PublishDirToken(ctx, *object, held->fd, nullptr);
+      if (held && object) PublishDirToken(ctx, *object, held->fd, nullptr, /*list=*/true);
     }
   }
   return static_cast<uint64_t>(guest_fd);

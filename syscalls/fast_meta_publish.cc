@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "sentry/kernel/kernel.h"
+#include "syscalls/dir_listing.h"
 
 namespace sentry::sys {
 namespace {
@@ -32,6 +35,13 @@ bool FromLowerLayer(const vfs::Node& n, bool top) {
 bool SearchableByAll(const vfs::Node& dir) {
   return dir.IsDir() && dir.host_dir && !dir.host_dir->read_write &&
          (dir.attr().mode & 0111) == 0111 && (dir.host_mode & 1);
+}
+
+// Whoever the caller is, it may open the directory to read its listing (the
+// token it holds proves only that its own caller could).
+bool ListableByAll(const vfs::Node& dir) {
+  return dir.IsDir() && !dir.names && dir.host_dir && !dir.host_dir->read_write &&
+         (dir.attr().mode & 0444) == 0444 && (dir.host_mode & 4);
 }
 
 // The access(2) modes every caller is granted (Vfs::Permission: owner, group
@@ -116,7 +126,7 @@ bool RelockDirToken(const OpenObject& object, int held_fd) {
 }
 
 void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
-                     const std::vector<std::pair<std::string, unsigned char>>* names) {
+                     const DirNames* names, bool list) {
   FastMeta* fm = ctx.kernel.fast_meta();
   if (!fm || !object.dir_token || !object.node || !object.node->IsDir()) return;
   const vfs::NodeRef& dir = object.node;
@@ -125,6 +135,22 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
   const std::string& path = where.value();
   bool absent = false;
   if (PublishableAt(ctx, path, &absent) != dir) return;
+  // The listing first: a directory's first listing may change its stat
+  // (st_nlink) and so invalidate the region (vfs.h set_on_lower_change).
+  std::optional<std::vector<char>> listing;
+  DirNames listed;
+  auto take_listing = [&] {
+    listing = WholeListing(ctx.vfs(), dir, SENTRY_FM_MAX_LISTING, names ? nullptr : &listed);
+    if (!names && listing) names = &listed;
+  };
+  if (list && fm->listings() && ListableByAll(*dir)) {
+    bool had = fm->HasListing(path);
+    if (!had) take_listing();
+    // Its stat, token and listing slots in one generation (the guest needs
+    // all three): room is made before, never between them.
+    fm->Reserve(3, listing ? listing->size() : 0);
+    if (had && !fm->HasListing(path)) take_listing();  // that room dropped it
+  }
   PublishNode(ctx, *fm, path, *dir);  // the token's fstat
   if (fm->tokens() && held_fd >= 0) {
     if (object.fast_meta_id == 0) object.fast_meta_id = FastMeta::NewTokenId();
@@ -132,6 +158,7 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
     // the sentry (a copy taken by GetFd) drops the process's POSIX locks.
     if (RelockDirToken(object, held_fd)) fm->PublishToken(object.fast_meta_id, path);
   }
+  if (listing) fm->PublishListing(path, std::string_view(listing->data(), listing->size()));
   // As NFS's READDIRPLUS: what a listing returned, the stats that follow hit.
   if (!names || !SearchableByAll(*dir)) return;
   vfs::Vfs& v = ctx.vfs();

@@ -28,6 +28,7 @@
 
 #include "sentry/kernel/syscall_context.h"
 #include "syscalls/common.h"
+#include "syscalls/dir_listing.h"
 #include "vfs/vfs.h"
 
 namespace sentry::sys {
@@ -44,10 +45,17 @@ void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
 // with names (what a getdents64 just returned, with each d_type), the
 // answers of its entries that need no host call (looked up before) and of
 // its subdirectories (one host lookup each: what fts and a walk stat next).
+// With list and listings on (FastMeta::EnableListings), also the
+// directory's whole listing, when every caller may read the directory and it
+// is not published yet: at the token's donation (names null; the listing's
+// names then serve as the fill's), so that the guest's opendir/readdir read
+// it without a getdents64, and after a getdents64 from position 0 (a
+// listing the guest read by the trap: an invalidation since, or a program
+// that calls getdents64 itself).
 // Only while the directory's path may be published (the rules above), and
 // every child only when that directory may be searched by every caller.
 void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
-                     const std::vector<std::pair<std::string, unsigned char>>* names);
+                     const DirNames* names, bool list);
 
 // Sets the sentry's lock that names object (a directory token already
 // published) on its held reference held_fd; false if it could not.

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "syscalls/common.h"
+#include "syscalls/dir_listing.h"
 #include "syscalls/fast_meta_publish.h"
 #include "syscalls/handlers.h"
 
@@ -35,15 +35,6 @@ unsigned char DirentType(const vfs::Node& node) {
       return DT_UNKNOWN;
   }
 }
-
-// struct linux_dirent64 without its name: 19 bytes, no padding.
-struct __attribute__((packed)) linux_dirent64_header {
-  uint64_t d_ino;
-  int64_t d_off;
-  uint16_t d_reclen;
-  unsigned char d_type;
-};
-static_assert(sizeof(linux_dirent64_header) == 19);
 
 bool IsNumber(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -82,19 +73,12 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   std::string last;  // the last name emitted
   // What this call returned, for the fast-metadata region's fill.
   bool fill = ctx.kernel.fast_meta() != nullptr;
-  std::vector<std::pair<std::string, unsigned char>> names;
+  DirNames names;
   // Appends one record; false when the buffer is full.
   auto emit = [&](size_t index, std::string_view name, uint64_t ino, unsigned char type) {
-    size_t reclen = (sizeof(linux_dirent64_header) + name.size() + 1 + 7) & ~size_t{7};
-    if (out.size() + reclen > count) return false;
+    if (!AppendDirent(out, count, index, name, ino, type)) return false;
     last = name;
     if (fill) names.emplace_back(name, type);
-    size_t at = out.size();
-    out.resize(at + reclen, 0);
-    linux_dirent64_header h{ino, static_cast<int64_t>(index + 1), static_cast<uint16_t>(reclen),
-                            type};
-    std::memcpy(out.data() + at, &h, sizeof(h));
-    std::memcpy(out.data() + at + sizeof(h), name.data(), name.size());
     return true;
   };
   size_t i = static_cast<size_t>(pos);
@@ -166,7 +150,7 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
         held = ref.held = h->fd;
       }
     }
-    PublishDirToken(ctx, *ref.object, held, &names);
+    PublishDirToken(ctx, *ref.object, held, &names, /*list=*/pos == 0);
   }
   return out.size();
 }

@@ -295,6 +295,10 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            [&o] { o.fast_metadata = true; });
   f.Switch("--no-fast-metadata", kSandbox, "the default: every stat, access and readlink traps",
            [&o] { o.fast_metadata = false; });
+  f.Switch("--no-fast-listings", kSandbox,
+           "with --fast-metadata, publish no directory listings: the guest's opendir and "
+           "readdir trap as without it (for measuring)",
+           [&o] { o.fast_listings = false; });
   f.Value("--pool", kSandbox, "SOCKET",
           "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "
           "none can serve the run, it starts cold, with a notice",

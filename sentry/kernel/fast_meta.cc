@@ -72,8 +72,13 @@ SysResult<UniqueFd> FastMeta::Reopen(int src) {
 
 void FastMeta::Invalidate() {
   __atomic_add_fetch(&header()->generation, 1, __ATOMIC_RELEASE);
+  // The seqlock's write side for the listings' area, which has no seq of
+  // its own: a reader that sees any byte written after this sees the new
+  // generation too (region.h).
+  __atomic_thread_fence(__ATOMIC_RELEASE);
   ++invalidations_;
   next_slot_ = 0;
+  list_fill_ = 0;
 }
 
 void FastMeta::PublishStat(std::string_view path, const struct stat& st, uint32_t access_ok,
@@ -107,6 +112,73 @@ void FastMeta::PublishToken(uint64_t id, std::string_view dir_path) {
         dir_path);
 }
 
+void FastMeta::EnableListings() {
+  header()->list_offset = kListOffset;
+  header()->list_bytes = kListBytes;
+  __atomic_or_fetch(&header()->features, SENTRY_FM_HAS_LISTINGS, __ATOMIC_RELEASE);
+  listings_ = true;
+}
+
+namespace {
+
+std::string ListingKey(std::string_view dir_path) {
+  std::string key(1, SENTRY_FM_LISTING_PREFIX);
+  key += dir_path;
+  return key;
+}
+
+}  // namespace
+
+bool FastMeta::HasListing(std::string_view dir_path) const {
+  return listings_ && LiveSlot(ListingKey(dir_path)) != 0;
+}
+
+void FastMeta::PublishListing(std::string_view dir_path, std::string_view records) {
+  if (!listings_ || !sentry_fm_normal(dir_path.data(), dir_path.size())) return;
+  if (records.empty() || records.size() > SENTRY_FM_MAX_LISTING || records.size() % 8 != 0) return;
+  // Taken before the area is written: a Write that found the slots full
+  // would invalidate after it, and the next listing would be written over
+  // records a live slot points at.
+  sentry_fm_listing list{0, records.size(), 0};
+  for (size_t off = 0; off < records.size(); ++list.entries) {
+    uint16_t reclen;  // struct linux_dirent64's d_reclen, at byte 16
+    if (records.size() - off < 24) return;
+    std::memcpy(&reclen, records.data() + off + 16, sizeof(reclen));
+    if (reclen < 24 || reclen % 8 != 0 || reclen > records.size() - off) return;
+    off += reclen;
+  }
+  if (next_slot_ == kSlots) Invalidate();
+  if (list_fill_ + records.size() > kListBytes) Invalidate();
+  list.offset = list_fill_;
+  std::memcpy(static_cast<char*>(map_) + kListOffset + list.offset, records.data(), records.size());
+  list_fill_ += records.size();
+  // The slot's union: a listing where a path's answer has its stat.
+  struct stat st {};
+  static_assert(sizeof(list) <= sizeof(st));
+  std::memcpy(&st, &list, sizeof(list));
+  Write(ListingKey(dir_path), SENTRY_FM_LISTING | SENTRY_FM_FOLLOW, &st, 0, {});
+  ++listings_published_;
+}
+
+void FastMeta::Reserve(uint32_t slots, size_t list_bytes) {
+  if (next_slot_ + slots > kSlots || list_fill_ + list_bytes > kListBytes) Invalidate();
+}
+
+uint32_t FastMeta::LiveSlot(std::string_view key) const {
+  uint64_t h = sentry_fm_hash(key.data(), key.size(), 0);
+  const auto* index =
+      reinterpret_cast<const uint32_t*>(static_cast<const char*>(map_) + SENTRY_FM_INDEX_OFFSET);
+  uint64_t gen = __atomic_load_n(&header()->generation, __ATOMIC_RELAXED);
+  for (uint32_t i = 0; i < SENTRY_FM_PROBES; ++i) {
+    uint32_t n = index[(h + i) & (kSlots - 1)];
+    if (n == 0 || n > next_slot_) return 0;
+    const sentry_fm_slot* s = SlotAt(n - 1);
+    if (s->generation != gen) return 0;
+    if (s->path_len == key.size() && std::memcmp(s->data, key.data(), key.size()) == 0) return n;
+  }
+  return 0;
+}
+
 uint64_t FastMeta::NewTokenId() {
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed) & ((uint64_t{1} << 62) - 1);
@@ -118,10 +190,7 @@ void FastMeta::Write(std::string_view path, uint32_t flags, const struct stat* s
   if (path.size() + target.size() > sizeof(sentry_fm_slot::data)) return;
   uint64_t h = sentry_fm_hash(path.data(), path.size(), 0);
   auto* index = reinterpret_cast<uint32_t*>(static_cast<char*>(map_) + SENTRY_FM_INDEX_OFFSET);
-  auto slot_at = [this](uint32_t n) {
-    return reinterpret_cast<sentry_fm_slot*>(static_cast<char*>(map_) + kSlotsOffset +
-                                             size_t{n} * SENTRY_FM_SLOT_SIZE);
-  };
+  auto slot_at = [this](uint32_t n) { return SlotAt(n); };
   uint64_t gen = __atomic_load_n(&header()->generation, __ATOMIC_RELAXED);
   auto live = [&](uint32_t n) {
     return n != 0 && n <= next_slot_ && slot_at(n - 1)->generation == gen;

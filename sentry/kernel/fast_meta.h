@@ -8,9 +8,9 @@
 // the sentry) can make another writable mapping, write(2) it or resize it;
 // the guest is also given only O_RDONLY descriptions of it. Its pages are
 // shmem charged to the sentry's memory cgroup (the sandbox's) as they are
-// first written: at most kRegionBytes (2 MiB + 20 KiB) a sandbox, and 14 KiB
-// for the library, beside the
-// VFS's 8 MiB lower cache (vfs.h kLowerCacheBytes).
+// first written: at most kRegionBytes (6 MiB + 20 KiB: 2 MiB of slots, 4 MiB
+// of listings) a sandbox, and 14 KiB for the library, beside the VFS's 8 MiB
+// lower cache (vfs.h kLowerCacheBytes).
 //
 // Publish* and Invalidate run under the kernel mutex (one writer); guests
 // read concurrently through the per-slot seqlock.
@@ -34,7 +34,11 @@ class FastMeta final {
  public:
   static constexpr uint32_t kSlots = 4096;
   static constexpr size_t kSlotsOffset = SENTRY_FM_INDEX_OFFSET + size_t{kSlots} * 4;
-  static constexpr size_t kRegionBytes = kSlotsOffset + size_t{kSlots} * SENTRY_FM_SLOT_SIZE;
+  // Listings (region.h): appended in order, all dropped with the slots when
+  // full (a find over the corpus's trees lists 1.2 MiB; all of /usr, 9 MiB).
+  static constexpr size_t kListOffset = kSlotsOffset + size_t{kSlots} * SENTRY_FM_SLOT_SIZE;
+  static constexpr size_t kListBytes = 4 << 20;
+  static constexpr size_t kRegionBytes = kListOffset + kListBytes;
 
   static absl::StatusOr<std::unique_ptr<FastMeta>> Create();
   ~FastMeta();
@@ -58,6 +62,19 @@ class FastMeta final {
   void EnableTokens(int32_t lock_pid);
   bool tokens() const { return tokens_; }
   void PublishToken(uint64_t id, std::string_view dir_path);
+  // Directory listings (region.h): records are what getdents64 returns for
+  // the whole directory at dir_path from position 0; larger than
+  // SENTRY_FM_MAX_LISTING, not published.
+  void EnableListings();
+  bool listings() const { return listings_; }
+  // Whether dir_path's listing is published in the current generation (it
+  // cannot have changed since: every change bumps the generation first).
+  bool HasListing(std::string_view dir_path) const;
+  void PublishListing(std::string_view dir_path, std::string_view records);
+  // Room for `slots` new slots and list_bytes of listings, made now (by an
+  // invalidation) if there is not: answers published together then all
+  // stay, where making room halfway would drop the first ones.
+  void Reserve(uint32_t slots, size_t list_bytes);
   // A new id, unique in this process, below 2^62 (a lock's l_start).
   static uint64_t NewTokenId();
   // Every published answer becomes a miss.
@@ -65,6 +82,7 @@ class FastMeta final {
 
   uint64_t published() const { return published_; }
   uint64_t invalidations() const { return invalidations_; }
+  uint64_t listings_published() const { return listings_published_; }
 
  private:
   FastMeta(UniqueFd fd, void* map, UniqueFd lib_fd)
@@ -73,14 +91,23 @@ class FastMeta final {
   sentry_fm_header* header() const { return static_cast<sentry_fm_header*>(map_); }
   void Write(std::string_view path, uint32_t flags, const struct stat* st, uint32_t access_ok,
              std::string_view target);
+  sentry_fm_slot* SlotAt(uint32_t n) const {
+    return reinterpret_cast<sentry_fm_slot*>(static_cast<char*>(map_) + kSlotsOffset +
+                                             size_t{n} * SENTRY_FM_SLOT_SIZE);
+  }
+  // The slot number + 1 of key's live slot, or 0.
+  uint32_t LiveSlot(std::string_view key) const;
 
   UniqueFd fd_;
   void* map_;
   UniqueFd lib_fd_;
   bool tokens_ = false;
+  bool listings_ = false;
   uint32_t next_slot_ = 0;  // taken in order; from 0 again after Invalidate
+  size_t list_fill_ = 0;    // the listings' area used; 0 again after Invalidate
   uint64_t published_ = 0;
   uint64_t invalidations_ = 0;
+  uint64_t listings_published_ = 0;
 };
 
 }  // namespace sentry

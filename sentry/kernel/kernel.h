@@ -74,6 +74,9 @@ struct KernelConfig {
   // stat-like calls left to their write (NotifyLoop's memory backend), the
   // CPU share's clock read once per 1 ms of answering or 64 calls.
   bool fast_trap = true;
+  // With fast metadata, directory listings published too, for the guest's
+  // opendir/readdir (off: --no-fast-listings; see fast_meta_publish.h).
+  bool fast_listings = true;
   uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid, range_uid); }
   gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid, range_gid); }
 

@@ -106,6 +106,9 @@ struct RunOptions {
   // (true: --fast-metadata; see sentry/kernel/fast_meta.h). Off by default:
   // it did not pay in wall time (bench/README.md, "Fast metadata").
   bool fast_metadata = false;
+  // With it, directory listings too (false: --no-fast-listings, for
+  // measuring; see KernelConfig::fast_listings).
+  bool fast_listings = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):

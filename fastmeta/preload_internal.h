@@ -1,0 +1,31 @@
+/* What the preload library's files share (preload.c: the region and its
+ * lookups; dir.c: directory streams). Hidden: nothing here is exported. */
+#ifndef SENTRY_FASTMETA_PRELOAD_INTERNAL_H_
+#define SENTRY_FASTMETA_PRELOAD_INTERNAL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fastmeta/region.h"
+
+#define FM_EXPORT __attribute__((visibility("default")))
+
+/* The region's mapping, mapped at the first call; NULL: every call traps. */
+const char* fm_mapped(void);
+
+/* A copy of the slot whose key is key[0..len), or 0: a miss. The copy's
+ * generation was the header's when it was read. */
+int fm_find(const char* base, const char* key, size_t len, struct sentry_fm_slot* out);
+
+/* The absolute path of the directory token fd, copied to out (256 bytes),
+ * and its length; 0 when fd is not a published token. gen, if set, gets the
+ * generation the token's slot was read in. */
+size_t fm_token_path(const char* base, int fd, char* out, uint64_t* gen);
+
+/* Set by fm_mapped: listing slots are published, in the area at
+ * fm_list_off of fm_list_bytes (checked to lie in the mapping). */
+extern int fm_listings;
+extern uint64_t fm_list_off;
+extern uint64_t fm_list_bytes;
+
+#endif /* SENTRY_FASTMETA_PRELOAD_INTERNAL_H_ */
