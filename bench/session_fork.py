@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -57,12 +58,55 @@ def cell(s, sid, code):
     return ms, body
 
 
+def timeline_of(path, start):
+    """The marks written to the SENTRY_TIMELINE file from byte `start` on:
+    [(ms, pid, event)], ms from the request's own mark (srv.fork.request)."""
+    with open(path) as f:
+        f.seek(start)
+        marks = []
+        for line in f:
+            ns, pid, event = line.split()
+            marks.append((int(ns) / 1e6, int(pid), event))
+    t0 = next((ms for ms, _, e in marks if e == "srv.fork.request"), None)
+    if t0 is None:
+        return []
+    return [(ms - t0, pid, e) for ms, pid, e in marks]
+
+
+def print_timeline(forks):
+    """Each event's median time from the request (ms), in the order of the
+    medians, over the forks of one child."""
+    at = {}
+    for marks in forks:
+        seen = set()
+        for ms, _, e in marks:
+            if e not in seen:  # a step's first mark
+                seen.add(e)
+                at.setdefault(e, []).append(ms)
+    rows = sorted(((pct(v, 50), e, len(v)) for e, v in at.items()))
+    print("where a fork of one child goes (ms from the request, median over "
+          f"{len(forks)} forks; s1: the parent's supervisor, s2: the child's):")
+    last = None
+    for med, e, n in rows:
+        step = "" if last is None else f"  (+{med - last:.2f})"
+        print(f"  {med:8.2f}  {e}{step}" + ("" if n == len(forks) else f"  [in {n}]"))
+        last = med
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("sentry")
     ap.add_argument("--forks", type=int, default=20)
     ap.add_argument("--many", type=int, default=10)
+    ap.add_argument("--timeline", action="store_true",
+                    help="the steps of each fork of one child (SENTRY_TIMELINE)")
     a = ap.parse_args()
+    tl = None
+    if a.timeline:
+        fd, tl = tempfile.mkstemp(prefix="sentry-fork-timeline-")
+        os.close(fd)
+        os.chmod(tl, 0o666)  # the supervisors write it with their own file ids
+        os.environ["SENTRY_TIMELINE"] = tl
     s = Server(a.sentry, ["--session-spares", "0", "--max-sessions", "200",
                           "--max-sessions-per-token", "200"])
     try:
@@ -82,8 +126,9 @@ def main():
 
         s.call("DELETE", f"/v1/sessions/{parent}")
         parent = loaded()
-        times, per_parent, parents = [], 0, 1
+        times, per_parent, parents, marks = [], 0, 1, []
         while len(times) < a.forks:
+            start = os.path.getsize(tl) if tl else 0
             t0 = time.perf_counter()
             st, body = s.call("POST", f"/v1/sessions/{parent}/fork", {"count": 1})
             ms = (time.perf_counter() - t0) * 1000
@@ -97,9 +142,13 @@ def main():
                 raise SystemExit(f"fork: {st} {body}")
             times.append(ms)
             per_parent += 1
+            if tl:
+                marks.append(timeline_of(tl, start))
             s.call("DELETE", f"/v1/sessions/{body['sessions'][0]}")
         print(f"fork of 1 child (100 MB DataFrame): p50 {pct(times, 50):.1f} ms, "
               f"p99 {pct(times, 99):.1f} ms over {a.forks} ({parents} parents)")
+        if marks:
+            print_timeline(marks)
         s.call("DELETE", f"/v1/sessions/{parent}")
         parent = loaded()
 

@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sentry/base/fd_passing.h"
+#include "sentry/base/timeline.h"
 #include "sentry/platform/handoff_wire.h"
 #include "sentry/platform/tracer.h"
 #include "vfs/vfs_snapshot.h"
@@ -151,6 +152,7 @@ absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, cons
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
+  timeline::Mark("s1.handoff.start");
   header.relay = RelayFdsOf(tid, h.relay_ends);
   std::string bytes = EncodeHandOff(header);
   if (bytes.size() > kHandOffMaxBytes) {
@@ -170,6 +172,7 @@ absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, cons
         true);
   }
   theirs.Reset();
+  timeline::Mark("s1.handoff.sent");
   // The SIGSTOP is queued at the ptrace-stop, so the child group-stops
   // before it returns to user code once detached; S2 seizes it there.
   if (SendSignal(pidfd.get(), SIGSTOP) < 0 || ptrace(PTRACE_DETACH, tid, nullptr, nullptr) < 0) {
@@ -203,6 +206,7 @@ absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, cons
     copied = vfs::WriteSnapshot(kernel_.vfs(), ours.get());
   }
   ours.Reset();
+  timeline::Mark("s1.handoff.copied");
   timespec zero{};
   while (sigtimedwait(&pipe_set, nullptr, &zero) > 0) {
   }
@@ -218,6 +222,7 @@ absl::Status Tracer::HandOffForkChild(pid_t child_ns_tid, int handoff_sock, cons
     break;
   }
   std::string said = n > 0 ? std::string(reply, static_cast<size_t>(n)) : "";
+  timeline::Mark("s1.handoff.answered");
   if (said == kHandOffSeized) return absl::OkStatus();
   if (!copied.ok() && said.empty()) said = "the VFS copy failed: " + copied.error;
   if (said.empty()) said = n == 0 ? "the child's supervisor hung up" : "no answer in time";

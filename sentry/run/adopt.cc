@@ -37,6 +37,7 @@
 #include "sentry/base/fd_passing.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/log.h"
+#include "sentry/base/timeline.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/procfs.h"
 #include "sentry/kernel/sysfs.h"
@@ -155,6 +156,7 @@ std::optional<std::string> Adoption::Build() {
   if (geteuid() != 0) return "adopting a forked child needs root here (newuidmap: not built)";
   auto store_dir = PrepareChildNamespaces(child_, tree_.hostname, o_.disk_bytes);
   if (!store_dir.ok()) return std::string(store_dir.status().message());
+  timeline::Mark("s2.ns");
   struct stat st;
   if (fstat(store_dir->get(), &st) < 0) return "cannot stat the child's store";
   // The sandbox's block of host ids: its root owns the store; host files
@@ -175,9 +177,11 @@ std::optional<std::string> Adoption::Build() {
     }
     cgroups_.Joined(refused);
   }
+  timeline::Mark("s2.cgroups");
   auto store = std::make_unique<vfs::Store>(UniqueFd(), st.st_uid, st.st_gid);
   auto v = BuildSandboxTree(tree_, std::move(store));
   if (!v.ok()) return std::string(v.status().message());
+  timeline::Mark("s2.tree");
   (*v)->set_metadata_limit(std::max<uint64_t>(o_.disk_bytes / 8, 1 << 20));
   (*v)->store().set_dir_fd(std::move(*store_dir));
   KernelConfig kc;
@@ -208,12 +212,14 @@ std::optional<std::string> Adoption::Build() {
   if (!proc.ok() || !sys.ok()) return "the tree has no /proc or /sys";
   MountProcfs(*kernel_, *proc);
   MountSysfs(*kernel_, *sys);
+  timeline::Mark("s2.kernel");
   vfs::SnapshotResult copied;
   {
     std::lock_guard<std::mutex> lock(kernel_->mu());
     copied = vfs::ReadSnapshot(fs, stream_.get(), {.disk_bytes = o_.disk_bytes});
   }
   stream_.Reset();
+  timeline::Mark("s2.copy");
   if (!copied.ok()) return absl::StrCat("the parent's files: ", copied.error);
   // The copy names the parent's /proc and /sys as generated nodes the new
   // tree keeps; a stream that put anything else there is refused.
@@ -237,6 +243,7 @@ std::optional<std::string> Adoption::Build() {
     if (fd >= 0 && fstat(fd, &sst) == 0) kernel_->fds().TrustCallerObject(sst);
   }
   // Its task, with the parent's cwd where the copy has it (else its home, /).
+  timeline::Mark("s2.stdio");
   tracer_ = std::make_unique<Tracer>(*kernel_, tree_.lower_roots, nullptr);
   std::lock_guard<std::mutex> lock(kernel_->mu());
   Task t;
@@ -328,18 +335,24 @@ int Adoption::Execute() {
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask_, s);
   pthread_sigmask(SIG_BLOCK, &mask_, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  timeline::Mark("s2.start");
   if (auto e = Receive()) return Fail(*e);
+  timeline::Mark("s2.received");
   if (auto e = Seize()) return Fail(*e);
+  timeline::Mark("s2.seized");
   ConfigureTree();
   std::string mapping;
   if (HasRefusedSharedMapping(child_, LowerDevices(), &mapping)) {
     return Fail(absl::StrCat("the parent holds a shared mapping a fork cannot copy (", mapping,
                              "): a fork would share that memory with it"));
   }
+  timeline::Mark("s2.mapcheck");
   Answer(kHandOffSeized);
   if (auto e = ReadIds()) return Fail(*e);
   if (auto e = Build()) return Fail(*e);
+  timeline::Mark("s2.built");
   if (auto e = MakeWhole()) return Fail(*e);
+  timeline::Mark("s2.running");
   return Supervise();
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/base/timeline.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/fork_control.h"
 #include "sentry/session/session_manager.h"
@@ -50,6 +51,7 @@ int SessionManager::ReservedFor(const std::string& tenant) const {
 }
 
 Answer SessionManager::Fork(const std::string& tenant, const std::string& id, const json& request) {
+  timeline::Mark("srv.fork.request");
   Answer refusal;
   std::shared_ptr<Session> parent = Find(tenant, id, &refusal);
   if (!parent) return refusal;
@@ -119,6 +121,7 @@ Answer SessionManager::Fork(const std::string& tenant, const std::string& id, co
     children.push_back(std::move(*launched));
   }
 
+  timeline::Mark("srv.s2.launched");
   std::vector<int64_t> pids;
   std::string why;
   Status st = parent->Fork(handoff_fds, kForkTimeoutSec, &pids, &why);
@@ -144,6 +147,7 @@ Answer SessionManager::Fork(const std::string& tenant, const std::string& id, co
                                     not_ready));
     }
   }
+  timeline::Mark("srv.children.ready");
   Answer a;
   a.status = 201;
   a.body = {{"sessions", json::array()}};
