@@ -11,14 +11,21 @@ namespace sentry::timeline {
 namespace {
 
 int g_fd = -1;  // set once in main, before any thread
+constexpr int kHighFd = 900;
 
 }  // namespace
 
 void OpenFromEnvironment() {
   const char* path = std::getenv("SENTRY_TIMELINE");
   if (!path || !*path) return;
-  g_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (g_fd < 0) std::fprintf(stderr, "sentry: SENTRY_TIMELINE: cannot open %s\n", path);
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    std::fprintf(stderr, "sentry: SENTRY_TIMELINE: cannot open %s\n", path);
+    return;
+  }
+  // Far from the low fds a supervisor puts its own pipes at with dup2 (0-3).
+  g_fd = fcntl(fd, F_DUPFD_CLOEXEC, kHighFd);
+  close(fd);
 }
 
 bool Enabled() { return g_fd >= 0; }
