@@ -429,6 +429,8 @@ void Run::OnRelistenTaken(int err, UniqueFd listener) {
   for (int fd : stdio_.relay_ends()) ctx.relay_fds.push_back(fd);
   uint32_t handed = 0;
   std::vector<std::string> failures;
+  std::vector<std::pair<pid_t, int>> batch;  // {host pid, hand-off socket}
+  std::vector<size_t> index;
   for (size_t i = 0; i < children.size(); ++i) {
     bool alive;
     {
@@ -437,17 +439,24 @@ void Run::OnRelistenTaken(int err, UniqueFd listener) {
     }
     if (!alive) {
       failures.push_back(absl::StrCat("child ", i, " ended before its hand-off"));
-      continue;
+    } else if (i >= prepared.handoffs.size()) {
+      failures.push_back(absl::StrCat("child ", i, ": no hand-off socket for it"));
+      KillForkChildren({children[i]}, "no hand-off socket for it");
+    } else {
+      batch.emplace_back(children[i], prepared.handoffs[i].get());
+      index.push_back(i);
     }
-    absl::Status s = i < prepared.handoffs.size()
-                         ? HandOffForkedChild(ctx, children[i], prepared.handoffs[i].get())
-                         : absl::InternalError("no hand-off socket for it");
+  }
+  // All at once: their supervisors seize and set up in parallel.
+  std::vector<absl::Status> handed_off = HandOffForkedChildren(ctx, batch);
+  for (size_t j = 0; j < handed_off.size(); ++j) {
+    const absl::Status& s = handed_off[j];
     if (s.ok()) {
       ++handed;
       continue;
     }
-    failures.push_back(absl::StrCat("child ", i, ": ", s.message()));
-    KillForkChildren({children[i]}, std::string(s.message()));
+    failures.push_back(absl::StrCat("child ", index[j], ": ", s.message()));
+    KillForkChildren({batch[j].first}, std::string(s.message()));
   }
   prepared.handoffs.clear();  // S2s waiting on the others see their end
   timeline::Mark("s1.handed");
