@@ -107,6 +107,8 @@ std::optional<std::string> Adoption::MakeWhole() {
   unotify_ = std::make_unique<Unotify>(std::move(l2));
   if (auto e = ReplaceFds(at)) return e;
   timeline::Mark("s2.fds");
+  // In its cgroups before it runs an instruction of its own.
+  FinishCgroupJoin();
   // The child's own registers: its clone returns 0.
   if (ptrace(PTRACE_SETREGS, child_, nullptr, &at) < 0) return "cannot restore the child";
   unotify_->SetSyncWakeup();
