@@ -3,7 +3,6 @@
 // (syscalls/sys_pid.cc); with one they are native. Either way they must read
 // as the kernel's answers: the caller (0 or its own pid) and its children are
 // reachable, a pid that is gone is ESRCH.
-#include <linux/ioprio.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -17,6 +16,12 @@
 
 namespace sentry::conformance {
 namespace {
+
+// ioprio's ABI, written here: the uapi header of linux-libc-dev 6.1.192
+// (Debian 12's current one) names a parameter `class`, which C++ cannot parse.
+constexpr int kIoprioWhoProcess = 1;
+constexpr long IoprioValue(int io_class, int level) { return (long{io_class} << 13) | level; }
+constexpr int kIoprioClassRt = 1, kIoprioClassBe = 2;
 
 // linux/sched/types.h's, which cannot be included with <sched.h>.
 struct sched_attr {
@@ -238,30 +243,29 @@ TEST(SchedSetattrTest, AChildRaisesItsNiceValue) {
 }
 
 TEST(IoprioGetTest, OfTheCallerByZeroOrPid) {
-  long self = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0);
+  long self = syscall(SYS_ioprio_get, kIoprioWhoProcess, 0);
   ASSERT_GE(self, 0) << ErrnoString();
-  EXPECT_EQ(syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, getpid()), self);
-  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, ReapedPid()), ESRCH);
+  EXPECT_EQ(syscall(SYS_ioprio_get, kIoprioWhoProcess, getpid()), self);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_ioprio_get, kIoprioWhoProcess, ReapedPid()), ESRCH);
   EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_ioprio_get, 42, 0), EINVAL);
 }
 
 TEST(IoprioSetTest, AChildTakesABestEffortLevel) {
   int status = RunInChild([] {
-    long be6 = IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 6);
-    if (syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, be6) != 0) return 1;
-    if (syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, getpid()) != be6) return 2;
+    long be6 = IoprioValue(kIoprioClassBe, 6);
+    if (syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, be6) != 0) return 1;
+    if (syscall(SYS_ioprio_get, kIoprioWhoProcess, getpid()) != be6) return 2;
     // The real-time class needs CAP_SYS_ADMIN or CAP_SYS_NICE.
-    long rt = IOPRIO_PRIO_VALUE(IOPRIO_CLASS_RT, 0);
+    long rt = IoprioValue(kIoprioClassRt, 0);
     bool privileged = geteuid() == 0;
-    if (!privileged &&
-        (syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, rt) == 0 || errno != EPERM)) {
+    if (!privileged && (syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, rt) == 0 || errno != EPERM)) {
       return 3;
     }
     return 0;
   });
   EXPECT_EQ(status, 0);
-  long be4 = IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 4);
-  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, ReapedPid(), be4), ESRCH);
+  long be4 = IoprioValue(kIoprioClassBe, 4);
+  EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_ioprio_set, kIoprioWhoProcess, ReapedPid(), be4), ESRCH);
 }
 
 }  // namespace
