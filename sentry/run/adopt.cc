@@ -345,6 +345,13 @@ int Adoption::Supervise() {
   cgroups_.Remove();
   if (!tracer_->violation().empty()) log::Error(tracer_->violation());
   int st = tracer_->leader_status();
+  // Its end, for the session's record (the server ends a session by SIGTERM:
+  // its program is then killed, and nobody reads this).
+  if (WIFSIGNALED(st)) {
+    log::Error(absl::StrCat("the forked program was killed by signal ", WTERMSIG(st)));
+  } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+    log::Error(absl::StrCat("the forked program exited with ", WEXITSTATUS(st)));
+  }
   if (timed_out_) return kExitTimeout;
   if (WIFEXITED(st)) return WEXITSTATUS(st);
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
