@@ -42,8 +42,9 @@ std::string Exists(const SessionClient& c, const std::string& id, const std::str
 // refuses: the parent goes on as before, no session or sandbox is left of it.
 TEST(SessionForkTest, RefusalsLeaveTheParentAsItWas) {
   TenantTokens tokens;
+  // No fork spares (session_fork_spares_test's): nothing may be left of a fork.
   ServeProcess server({"--token-file", tokens.path(), "--session-spares", "0", "--pool-size", "0",
-                       "--max-sessions-per-token", "2"});
+                       "--session-fork-spares", "0", "--max-sessions-per-token", "2"});
   ASSERT_TRUE(server.ok()) << server.Stderr();
   SessionClient alice(server, kAlice), bob(server, kBob);
   std::string parent = alice.Create();
@@ -109,7 +110,7 @@ TEST(SessionForkTest, ChildrenStartAsTheParentAndGoTheirOwnWay) {
   if (geteuid() != 0) GTEST_SKIP() << "a child's supervisor maps its ids as root only (adopt.h)";
   TenantTokens tokens;
   ServeProcess server({"--token-file", tokens.path(), "--session-spares", "0", "--pool-size", "0",
-                       "--max-sessions-per-token", "4"});
+                       "--session-fork-spares", "0", "--max-sessions-per-token", "4"});
   ASSERT_TRUE(server.ok()) << server.Stderr();
   SessionClient alice(server, kAlice);
   const size_t base = Descendants(server.pid()).size();  // its zygotes
