@@ -143,8 +143,12 @@ def main():
         os.close(fd)
         os.chmod(tl, 0o666)  # the supervisors write it with their own file ids
         os.environ["SENTRY_TIMELINE"] = tl
+    # --pids-limit: a child's user namespace nests in its parent's, where the
+    # kernel counts every child's tasks against the parent's RLIMIT_NPROC
+    # (its --pids) too: about six threads a child.
     extra = ["--session-spares", "0", "--max-sessions", str(a.many + 20),
-             "--max-sessions-per-token", str(a.many + 20)]
+             "--max-sessions-per-token", str(a.many + 20),
+             "--pids-limit", str(max(128, 8 * a.many + 64))]
     if a.fork_spares is not None:
         extra += ["--session-fork-spares", str(a.fork_spares)]
     s = Server(a.sentry, extra)
