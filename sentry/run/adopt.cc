@@ -405,10 +405,11 @@ int Adoption::Execute() {
     return 0;
   }
   timeline::Mark("s2.received");
+  // Moved while stopped (held by S1, then group-stopped, then ours):
+  // nothing it does escapes the limits. Its pid is the pidfd's.
+  StartCgroupJoin();
   if (auto e = Seize()) return Fail(*e);
   timeline::Mark("s2.seized");
-  // Moved while stopped: nothing it does escapes the limits.
-  StartCgroupJoin();
   std::string mapping;
   if (HasRefusedSharedMapping(child_, LowerDevices(), &mapping)) {
     return Fail(absl::StrCat("the parent holds a shared mapping a fork cannot copy (", mapping,

@@ -10,6 +10,7 @@
 namespace sentry::session {
 
 using Clock = std::chrono::steady_clock;
+constexpr auto kRefillDelay = std::chrono::milliseconds(200);
 
 bool SameSpec(const SandboxSpec& a, const SandboxSpec& b) {
   return a.argv == b.argv && a.memory_bytes == b.memory_bytes && a.pids == b.pids &&
@@ -101,6 +102,9 @@ void ForkSpares::RefillLoop() {
       cv_.wait_for(lock, std::chrono::seconds(1));
       continue;
     }
+    // A moment after the fork's answer, not at once: the first cells of its
+    // children come then, and a spare's set-up would compete with them.
+    if (cv_.wait_for(lock, kRefillDelay, [&] { return stopping_; })) break;
     lock.unlock();
     auto spare = Launch(launcher_, spec_);
     lock.lock();
