@@ -60,6 +60,12 @@ class Store final {
   // Whose the store's entries are (the ids new entries are made with).
   uid_t owner_uid() const { return uid_; }
   gid_t owner_gid() const { return gid_; }
+  // For a store made before its owner is known (a fork child's supervisor
+  // builds its tree ahead of the child): set before its first entry.
+  void set_owner(uid_t uid, gid_t gid) {
+    uid_ = uid;
+    gid_ = gid;
+  }
   // For a store made before its directory exists (a sandbox's tmpfs, mounted
   // by its loader while the sentry builds the tree): given once it does.
   void set_dir_fd(UniqueFd dir_fd);

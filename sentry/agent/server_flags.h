@@ -17,6 +17,7 @@ struct SessionFlags {
   double idle_timeout_sec = 600;   // the default, and a request's ceiling
   double max_lifetime_sec = 3600;  // likewise
   int spares = 1;                  // sessions started ahead
+  int fork_spares = 2;             // fork children's supervisors started ahead
   std::string kernel_file;         // --session-kernel: a kernel of one's own ("": sentry's)
 };
 

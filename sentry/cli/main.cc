@@ -9,6 +9,7 @@
 #include "sentry/base/fd_table.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/log.h"
+#include "sentry/base/timeline.h"
 #include "sentry/cli/commands.h"
 #include "sentry/oci/spec.h"
 #include "sentry/run/result.h"
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   // secrets. Its children inherit this until they exec.
   prctl(PR_SET_DUMPABLE, 0);
   sentry::log::LevelFromEnvironment();
+  sentry::timeline::OpenFromEnvironment();
   std::vector<std::string> args(argv + 1, argv + argc);
   // uid 0 of a user namespace without host ids (rootless podman's runtime
   // call, `unshare -r`) becomes the caller it stands for (OCI commands: their

@@ -153,6 +153,11 @@ void DefineServerFlags(FlagSet& f, agent::ServerFlags* server, agent::WarmFlags*
           "sessions started ahead, so that a new one is handed out in milliseconds "
           "(default 1; 0: each started on demand)",
           Whole(&s.spares, 0, 64, "needs 0 to 64"));
+  f.Value("--session-fork-spares", kSessions, "N",
+          "supervisors of forked sessions started ahead once a session was forked, so that "
+          "a fork's children need not wait for theirs (default 2; 0: each started with its "
+          "fork)",
+          Whole(&s.fork_spares, 0, 100, "needs 0 to 100"));
   f.Value("--session-kernel", kSessions, "FILE",
           "the Python program a session runs instead of sentry's own kernel (it speaks "
           "the same frames: for testing a kernel)",

@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sentry/abi/guest_memory.h"
+#include "sentry/base/timeline.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/trace/syscall_format.h"
 #include "sentry/trace/trace_flags.h"
@@ -305,6 +306,7 @@ void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   if (trace_) TraceNewTask(parent, t.ns_tid, event);
   if (observer_) observer_->OnNewTask(parent, child);
   t.fork_child = fork_child;
+  if (fork_child) timeline::Mark("s1.clone", static_cast<long>(kernel_.fork_children.size()));
   if (fork_child && kernel_.fork_children.size() < Kernel::kMaxForkChildren) {
     kernel_.fork_children.push_back(child);
   }

@@ -116,11 +116,22 @@ class Tracer final {
   // killed, never left untraced, and the error says why (S2's own reason
   // where S2 refused it).
   absl::Status HandOffForkChild(pid_t child_ns_tid, int handoff_sock, const ForkHandOff& h);
+  // The same for the children of one fork ({ns_tid, handoff_sock} each), in
+  // three passes so that their S2s seize and set up in parallel: every
+  // header sent and child detached, then every copy written, then every
+  // "seized" read (h.timeout_ms from the start, and 20 ms more for each
+  // later child). One status a child, in order.
+  std::vector<absl::Status> HandOffForkChildren(const std::vector<std::pair<pid_t, int>>& children,
+                                                const ForkHandOff& h);
   // Why the sentry killed the guest, if it did.
   const std::string& violation() const { return violation_; }
 
  private:
   void OnNewTask(pid_t parent, pid_t child, int event);
+  // HandOffForkChildren's passes (tracer_handoff.cc).
+  struct HandOffState;
+  void BeginHandOff(pid_t child_ns_tid, const ForkHandOff& h, long timeout_ms, HandOffState* st);
+  void FinishHandOff(long timeout_ms, HandOffState* st);
   // A SECCOMP_RET_TRACE stop: an exec, or a call at the fork gate. True if
   // it resumed the task itself.
   bool OnTraceStop(pid_t pid);

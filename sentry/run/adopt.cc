@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -37,6 +38,7 @@
 #include "sentry/base/fd_passing.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/log.h"
+#include "sentry/base/timeline.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/procfs.h"
 #include "sentry/kernel/sysfs.h"
@@ -59,11 +61,31 @@ void Adoption::Answer(std::string_view what) {
 }
 
 std::optional<std::string> Adoption::Receive() {
-  pollfd p{o_.adopt_fd, POLLIN, 0};
-  if (poll(&p, 1, 10000) <= 0) return "no hand-off came";
+  // Started ahead (sentry/session/fork_spares.h) or with its fork, S2 waits
+  // for as long as the server keeps its end of the hand-off socket open, at
+  // most until its --timeout backstop (from its start); SIGTERM ends it.
+  // Ended so, it has adopted nothing: it exits quietly (unused_).
+  pollfd p[3] = {{o_.adopt_fd, POLLIN, 0}, {sig_.get(), POLLIN, 0}, {timer_.get(), POLLIN, 0}};
+  while (!p[0].revents) {
+    if (poll(p, 3, -1) < 0 && errno != EINTR) return "cannot wait for the hand-off";
+    signalfd_siginfo si;
+    while ((p[1].revents & POLLIN) && read(sig_.get(), &si, sizeof(si)) == sizeof(si)) {
+      if (si.ssi_signo == SIGCHLD) continue;
+      unused_ = true;
+      return "ended before its hand-off came";
+    }
+    if (p[2].revents & POLLIN) {
+      unused_ = true;
+      return "no hand-off came before its --timeout";
+    }
+  }
   std::string buf(kHandOffMaxBytes, '\0');
   std::array<UniqueFd, 2> fds;
   Received r = ReceiveWithFds(o_.adopt_fd, buf.data(), buf.size(), fds);
+  if (r.bytes == 0) {
+    unused_ = true;  // the server closed its end: the fork did not come
+    return "no hand-off came";
+  }
   if (r.bytes <= 0 || r.too_many || !fds[0] || !fds[1]) return "a malformed hand-off";
   std::string why;
   auto header = DecodeHandOff(std::string_view(buf.data(), static_cast<size_t>(r.bytes)), &why);
@@ -83,11 +105,19 @@ std::optional<std::string> Adoption::Receive() {
 
 std::optional<std::string> Adoption::Seize() {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  // Polled from 50 us up to 1 ms: S1 detaches microseconds after its
+  // header, and the stop follows the seize at once.
+  auto pause = std::chrono::microseconds(50);
+  auto wait = [&] {
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(1));
+  };
   int r;
   // EPERM while S1 has not detached yet.
   while ((r = Tracer::Seize(child_)) == -EPERM && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    wait();
   }
+  pause = std::chrono::microseconds(50);
   if (r < 0) return absl::StrCat("cannot trace the child: ", std::strerror(-r));
   seized_ = true;
   // Its first stop: the group-stop of the SIGSTOP S1 queued, or a
@@ -96,7 +126,7 @@ std::optional<std::string> Adoption::Seize() {
     int status = 0;
     pid_t w = waitpid(child_, &status, __WALL | WNOHANG);
     if (w == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      wait();
       continue;
     }
     if (w < 0 || !WIFSTOPPED(status)) return "the child ended before it was adopted";
@@ -151,9 +181,28 @@ std::vector<dev_t> Adoption::LowerDevices() const {
   return devs;
 }
 
+std::optional<std::string> Adoption::Prepare() {
+  ConfigureTree();
+  // Without root no cgroup is the sentry's to make (run.cc's BuildSandbox):
+  // the limits hold by the rlimits the child inherited and S2's counts.
+  if (o_.cgroups && SentryIsRoot()) {
+    cgroups_.Create(absl::StrCat("sentry-", getpid()),
+                    {o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares});
+    join_files_ = cgroups_.OpenJoinFiles();
+  }
+  // The store's owner is the sandbox's root, known from the child's store.
+  auto store = std::make_unique<vfs::Store>(UniqueFd(), 0, 0);
+  auto v = BuildSandboxTree(tree_, std::move(store));
+  if (!v.ok()) return std::string(v.status().message());
+  vfs_ = std::move(*v);
+  vfs_->set_metadata_limit(std::max<uint64_t>(o_.disk_bytes / 8, 1 << 20));
+  return std::nullopt;
+}
+
 std::optional<std::string> Adoption::Build() {
   auto store_dir = PrepareChildNamespaces(child_, tree_.hostname, o_.disk_bytes);
   if (!store_dir.ok()) return std::string(store_dir.status().message());
+  timeline::Mark("s2.ns");
   struct stat st;
   if (fstat(store_dir->get(), &st) < 0) return "cannot stat the child's store";
   // As a run's (GuestFsId): root's sandbox has a block of host ids, whose
@@ -162,27 +211,9 @@ std::optional<std::string> Adoption::Build() {
   const bool root = SentryIsRoot();
   fs_uid_ = root ? st.st_uid + 1 : geteuid();
   fs_gid_ = root ? st.st_gid + 1 : getegid();
-  // Without root no cgroup is the sentry's to make (run.cc's BuildSandbox):
-  // the limits hold by the rlimits the child inherited and S2's counts.
-  if (o_.cgroups && root) {
-    cgroups_.Create(absl::StrCat("sentry-", getpid()),
-                    {o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares});
-    // Moved while stopped: nothing it does escapes the limits.
-    int refused = 0, i = 0;
-    for (UniqueFd& f : cgroups_.OpenJoinFiles()) {
-      std::string pid = std::to_string(child_);
-      if (f && write(f.get(), pid.data(), pid.size()) != static_cast<ssize_t>(pid.size())) {
-        refused |= 1 << i;
-      }
-      ++i;
-    }
-    cgroups_.Joined(refused);
-  }
-  auto store = std::make_unique<vfs::Store>(UniqueFd(), st.st_uid, st.st_gid);
-  auto v = BuildSandboxTree(tree_, std::move(store));
-  if (!v.ok()) return std::string(v.status().message());
-  (*v)->set_metadata_limit(std::max<uint64_t>(o_.disk_bytes / 8, 1 << 20));
-  (*v)->store().set_dir_fd(std::move(*store_dir));
+  timeline::Mark("s2.cgroups");
+  vfs_->store().set_owner(st.st_uid, st.st_gid);
+  vfs_->store().set_dir_fd(std::move(*store_dir));
   KernelConfig kc;
   kc.hostname = tree_.hostname;
   kc.memory_bytes = o_.memory_bytes;
@@ -208,7 +239,7 @@ std::optional<std::string> Adoption::Build() {
   kc.fast_fd_identity = o_.fast_fd_identity;
   kc.fast_trap = o_.fast_trap;
   kc.fast_listings = o_.fast_listings;
-  kernel_ = std::make_unique<Kernel>(std::move(*v), kc);
+  kernel_ = std::make_unique<Kernel>(std::move(vfs_), kc);
   kernel_->init_host_pid = child_;
   if (range.count != 0) {
     UniqueFd userns = SandboxUserns(child_);
@@ -226,12 +257,14 @@ std::optional<std::string> Adoption::Build() {
   if (!proc.ok() || !sys.ok()) return "the tree has no /proc or /sys";
   MountProcfs(*kernel_, *proc);
   MountSysfs(*kernel_, *sys);
+  timeline::Mark("s2.kernel");
   vfs::SnapshotResult copied;
   {
     std::lock_guard<std::mutex> lock(kernel_->mu());
     copied = vfs::ReadSnapshot(fs, stream_.get(), {.disk_bytes = o_.disk_bytes});
   }
   stream_.Reset();
+  timeline::Mark("s2.copy");
   if (!copied.ok()) return absl::StrCat("the parent's files: ", copied.error);
   // The copy names the parent's /proc and /sys as generated nodes the new
   // tree keeps; a stream that put anything else there is refused.
@@ -255,6 +288,7 @@ std::optional<std::string> Adoption::Build() {
     if (fd >= 0 && fstat(fd, &sst) == 0) kernel_->fds().TrustCallerObject(sst);
   }
   // Its task, with the parent's cwd where the copy has it (else its home, /).
+  timeline::Mark("s2.stdio");
   tracer_ = std::make_unique<Tracer>(*kernel_, tree_.lower_roots, nullptr);
   std::lock_guard<std::mutex> lock(kernel_->mu());
   Task t;
@@ -276,21 +310,43 @@ std::optional<std::string> Adoption::Build() {
   return std::nullopt;
 }
 
+void Adoption::StartCgroupJoin() {
+  if (!o_.cgroups) return;
+  std::string pid = std::to_string(child_);
+  join_ = std::thread([this, pid] {
+    int refused = 0;
+    for (size_t i = 0; i < join_files_.size(); ++i) {
+      const UniqueFd& f = join_files_[i];
+      if (f && write(f.get(), pid.data(), pid.size()) != static_cast<ssize_t>(pid.size())) {
+        refused |= 1 << i;
+      }
+    }
+    join_refused_ = refused;
+  });
+}
+
+void Adoption::FinishCgroupJoin() {
+  if (!join_.joinable()) return;
+  join_.join();
+  cgroups_.Joined(join_refused_);
+  for (UniqueFd& f : join_files_) f.Reset();
+  timeline::Mark("s2.cgroups.joined");
+}
+
 int Adoption::Supervise() {
-  UniqueFd sig(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
-  UniqueFd timer = run_internal::TimeoutTimer(o_.timeout_sec);
+  int sig = sig_.get(), timer = timer_.get();
   while (!tracer_->leader_done()) {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) tracer_->OnWaitStatus(pid, status);
     if (tracer_->leader_done()) break;
     // (A negative fd: no control socket.)
-    pollfd p[3] = {{sig.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}, {o_.control_fd, POLLIN, 0}};
+    pollfd p[3] = {{sig, POLLIN, 0}, {timer, POLLIN, 0}, {o_.control_fd, POLLIN, 0}};
     if (poll(p, 3, -1) < 0 && errno != EINTR) break;
     if (p[2].revents & (POLLIN | POLLHUP)) AnswerControl();
     if (p[0].revents & POLLIN) {
       signalfd_siginfo si;
-      while (read(sig.get(), &si, sizeof(si)) == sizeof(si)) {
+      while (read(sig, &si, sizeof(si)) == sizeof(si)) {
         if (si.ssi_signo != SIGCHLD) SendSignal(SIGKILL);  // SIGTERM & co: the sandbox ends
       }
     }
@@ -299,7 +355,7 @@ int Adoption::Supervise() {
       SendSignal(SIGKILL);
       timed_out_ = true;
       uint64_t n;
-      (void)!read(timer.get(), &n, sizeof(n));
+      (void)!read(timer, &n, sizeof(n));
     }
   }
   if (loop_) loop_->Stop();
@@ -307,6 +363,13 @@ int Adoption::Supervise() {
   cgroups_.Remove();
   if (!tracer_->violation().empty()) log::Error(tracer_->violation());
   int st = tracer_->leader_status();
+  // Its end, for the session's record (the server ends a session by SIGTERM:
+  // its program is then killed, and nobody reads this).
+  if (WIFSIGNALED(st)) {
+    log::Error(absl::StrCat("the forked program was killed by signal ", WTERMSIG(st)));
+  } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+    log::Error(absl::StrCat("the forked program exited with ", WEXITSTATUS(st)));
+  }
   if (timed_out_) return kExitTimeout;
   if (WIFEXITED(st)) return WEXITSTATUS(st);
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
@@ -333,6 +396,7 @@ void Adoption::SendSignal(int sig) {
 }
 
 int Adoption::Fail(const std::string& why) {
+  FinishCgroupJoin();
   Answer(absl::StrCat("error: ", why));
   if (seized_ || pidfd_) SendSignal(SIGKILL);
   if (seized_) waitpid(child_, nullptr, __WALL);
@@ -346,18 +410,36 @@ int Adoption::Execute() {
   for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask_, s);
   pthread_sigmask(SIG_BLOCK, &mask_, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  if (auto e = Receive()) return Fail(*e);
+  sig_ = UniqueFd(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
+  timer_ = run_internal::TimeoutTimer(o_.timeout_sec);  // the backstop, from S2's start
+  timeline::Mark("s2.start");
+  // A failure here is answered on the hand-off socket: S1 reads it when it
+  // hands the child over, and kills the child.
+  if (auto e = Prepare()) return Fail(*e);
+  timeline::Mark("s2.prepared");
+  if (auto e = Receive()) {
+    if (!unused_) return Fail(*e);
+    cgroups_.Remove();
+    return 0;
+  }
+  timeline::Mark("s2.received");
+  // Moved while stopped (held by S1, then group-stopped, then ours):
+  // nothing it does escapes the limits. Its pid is the pidfd's.
+  StartCgroupJoin();
   if (auto e = Seize()) return Fail(*e);
-  ConfigureTree();
+  timeline::Mark("s2.seized");
   std::string mapping;
   if (HasRefusedSharedMapping(child_, LowerDevices(), &mapping)) {
     return Fail(absl::StrCat("the parent holds a shared mapping a fork cannot copy (", mapping,
                              "): a fork would share that memory with it"));
   }
+  timeline::Mark("s2.mapcheck");
   Answer(kHandOffSeized);
   if (auto e = ReadIds()) return Fail(*e);
   if (auto e = Build()) return Fail(*e);
+  timeline::Mark("s2.built");
   if (auto e = MakeWhole()) return Fail(*e);
+  timeline::Mark("s2.running");
   return Supervise();
 }
 

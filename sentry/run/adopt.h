@@ -53,7 +53,7 @@ struct ChildRange {
 ChildRange RangeOfChild(pid_t child);
 
 // Whether the task holds a shared mapping a fork must refuse: one it may
-// write (or make writable: VM_MAYWRITE, smaps' "mw"), or one whose file is
+// write (or make writable: VM_MAYWRITE: its file opened for writing), or one whose file is
 // not on a device of lower_devs (the lower layer's: files neither side can
 // write; a store file, shared anonymous, SysV or memfd memory the parent
 // could still write through another mapping or fd), by smaps' device

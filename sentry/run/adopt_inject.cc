@@ -22,6 +22,7 @@
 #include "loader/prebuilt_filter.h"
 #include "sentry/abi/guest_memory.h"
 #include "sentry/base/fs_identity.h"
+#include "sentry/base/timeline.h"
 #include "sentry/kernel/guest_proc.h"
 #include "sentry/platform/inject_syscall.h"
 #include "sentry/run/adopt_internal.h"
@@ -153,8 +154,12 @@ std::optional<std::string> Adoption::MakeWhole() {
   Injected closed =
       InjectSyscall(child_, at, SYS_close, {static_cast<uint64_t>(guest_fd), 0, 0, 0, 0, 0}, held_);
   if (!l2 || closed.gone || closed.ret != 0) return "cannot take the child's listener";
+  timeline::Mark("s2.listener");
   unotify_ = std::make_unique<Unotify>(std::move(l2));
   if (auto e = ReplaceFds(at)) return e;
+  timeline::Mark("s2.fds");
+  // In its cgroups before it runs an instruction of its own.
+  FinishCgroupJoin();
   // The child's own registers: its clone returns 0.
   if (ptrace(PTRACE_SETREGS, child_, nullptr, &at) < 0) return "cannot restore the child";
   unotify_->SetSyncWakeup();

@@ -6,10 +6,12 @@
 
 #include <signal.h>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "sentry/abi/guest_memory.h"
@@ -36,6 +38,10 @@ class Adoption {
   std::optional<std::string> Seize();
   std::optional<std::string> ReadIds();
   void ConfigureTree();
+  // What does not depend on the child, done before it comes: the tree's
+  // configuration, the cgroups (made, joined by the child later), the tree
+  // of the lower layer (its store's directory and owner given later).
+  std::optional<std::string> Prepare();
   std::vector<dev_t> LowerDevices() const;
   std::optional<std::string> Build();
   // The injected calls and the fds (adopt_inject.cc); the child is left
@@ -56,16 +62,30 @@ class Adoption {
   UniqueFd pidfd_, stream_;
   pid_t child_ = -1;
   bool seized_ = false, answered_ = false, timed_out_ = false;
+  bool unused_ = false;    // ended before any hand-off: nothing to clean but its own
   std::vector<int> held_;  // signals that came before the child ran: dropped
   uid_t host_uid_ = 0;
   gid_t host_gid_ = 0;
   uid_t fs_uid_ = 0;  // the file identity of the threads that reach host files
   gid_t fs_gid_ = 0;
   TreeConfig tree_;
+  std::unique_ptr<vfs::Vfs> vfs_;  // built by Prepare, the kernel's from Build on
   vfs::Creds creds_;
   Cgroups cgroups_;
+  // The child's move into the cgroups (their tasks files opened by Prepare),
+  // on a thread of its own from the seize on (each write waits for the
+  // kernel's cgroup lock: milliseconds on a busy host), joined before the
+  // child runs an instruction of its own (FinishCgroupJoin). Only write(2)s
+  // on that thread: the namespace helper may be forked meanwhile.
+  void StartCgroupJoin();
+  void FinishCgroupJoin();
+  std::array<UniqueFd, 4> join_files_;
+  std::thread join_;
+  int join_refused_ = 0;
   GuestStdio stdio_;
   sigset_t mask_;
+  UniqueFd sig_;    // SIGCHLD, SIGTERM & co (mask_)
+  UniqueFd timer_;  // the --timeout backstop
   std::unique_ptr<Kernel> kernel_;
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<Unotify> unotify_;

@@ -169,12 +169,62 @@ absl::StatusOr<UniqueFd> PrepareChildNamespaces(pid_t child, const std::string& 
   return absl::InternalError("the namespace helper did not answer");
 }
 
-bool HasRefusedSharedMapping(pid_t pid, const std::vector<dev_t>& lower_devs, std::string* what) {
-  // smaps: each mapping's line ("START-END PERMS OFFSET MAJ:MIN INODE
-  // PATH": the device and inode of the file the user sees, as stat gives
-  // them), then its fields, "VmFlags: rd mr mw me sh" ("mw": may be made
-  // writable, as a shared mapping of a file opened for writing may, by
-  // mprotect). Readable by the tracer, root or not (map_files/ is not).
+namespace {
+
+// A mapping's device, from its maps line ("START-END PERMS OFFSET MAJ:MIN
+// INODE PATH": the file's device and inode as stat gives them); false for
+// anonymous, SysV and memfd memory (inode 0 or the kernel's internal mounts
+// are on no lower device anyway).
+bool OnLowerDevice(const std::string& line, const std::vector<dev_t>& lower_devs) {
+  std::istringstream fields(line);
+  std::string range, perms, offset, dev;
+  unsigned long long inode = 0;
+  fields >> range >> perms >> offset >> dev >> inode;
+  unsigned major = 0, minor = 0;
+  char colon = 0;
+  std::istringstream d(dev);
+  d >> std::hex >> major >> colon >> minor;
+  return !d.fail() && colon == ':' && inode != 0 &&
+         std::find(lower_devs.begin(), lower_devs.end(), makedev(major, minor)) != lower_devs.end();
+}
+
+// As root: maps, not smaps (smaps walks every page of every mapping to count
+// them: 11-29 ms for a kernel holding a 100 MB DataFrame, on the fork's
+// path). What a shared mapping must not be is writable, or able to be made so
+// (VM_MAYWRITE): for a file mapping that is whether its file was opened for
+// writing (mm/mmap.c clears VM_MAYWRITE of a MAP_SHARED mapping of a file
+// without FMODE_WRITE), and map_files/RANGE's own mode says that (S_IWUSR from
+// the mapping's f_mode, fs/proc/base.c; lstat, not followed; its lookup needs
+// CAP_CHECKPOINT_RESTORE in the initial namespace). Shared anonymous, SysV and
+// memfd memory is shmem opened for writing.
+bool RefusedByMapFiles(pid_t pid, const std::vector<dev_t>& lower_devs, std::string* what) {
+  std::ifstream maps(absl::StrCat("/proc/", pid, "/maps"));
+  if (!maps) {
+    *what = "its /proc/PID/maps cannot be read";
+    return true;
+  }
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream fields(line);
+    std::string range, perms;
+    fields >> range >> perms;
+    if (perms.size() != 4 || perms[3] != 's') continue;
+    std::string file = absl::StrCat("/proc/", pid, "/map_files/", range);
+    struct stat link;
+    bool may_write =
+        perms[1] == 'w' || lstat(file.c_str(), &link) != 0 || (link.st_mode & S_IWUSR) != 0;
+    bool lower = OnLowerDevice(line, lower_devs);
+    if (may_write || !lower) {
+      *what = absl::StrCat(line, may_write ? " (writable)" : " (not a lower-layer file)");
+      return true;
+    }
+  }
+  return false;
+}
+
+// Without root map_files cannot be looked up: smaps' "VmFlags: rd mr mw me
+// sh" says it ("mw": may be made writable), at smaps' cost.
+bool RefusedBySmaps(pid_t pid, const std::vector<dev_t>& lower_devs, std::string* what) {
   std::ifstream maps(absl::StrCat("/proc/", pid, "/smaps"));
   if (!maps) {
     *what = "its /proc/PID/smaps cannot be read";
@@ -196,23 +246,21 @@ bool HasRefusedSharedMapping(pid_t pid, const std::vector<dev_t>& lower_devs, st
       continue;
     }
     std::istringstream fields(line);
-    std::string r, perms, offset, dev;
-    unsigned long long inode = 0;
-    fields >> r >> perms >> offset >> dev >> inode;
+    std::string r, perms;
+    fields >> r >> perms;
     if (r.find('-') == std::string::npos || perms.size() != 4 || r.back() == ':') continue;
     mapping = line;
     shared = perms[3] == 's';
-    // Anonymous, SysV and memfd memory (inode on the kernel's internal
-    // mounts) and a store file are on no lower device.
-    unsigned major = 0, minor = 0;
-    char colon = 0;
-    std::istringstream d(dev);
-    d >> std::hex >> major >> colon >> minor;
-    lower =
-        !d.fail() && colon == ':' && inode != 0 &&
-        std::find(lower_devs.begin(), lower_devs.end(), makedev(major, minor)) != lower_devs.end();
+    lower = OnLowerDevice(line, lower_devs);
   }
   return false;
+}
+
+}  // namespace
+
+bool HasRefusedSharedMapping(pid_t pid, const std::vector<dev_t>& lower_devs, std::string* what) {
+  return geteuid() == 0 ? RefusedByMapFiles(pid, lower_devs, what)
+                        : RefusedBySmaps(pid, lower_devs, what);
 }
 
 }  // namespace sentry::adopt

@@ -35,6 +35,12 @@ struct ForkHandoffContext {
 // error: S1 kills the child if it is still its tracee, and says why.
 absl::Status HandOffForkedChild(const ForkHandoffContext& ctx, pid_t child, int handoff_sock);
 
+// The same for every child of one fork ({host pid, hand-off socket} each,
+// in clone order), their S2s working in parallel (Tracer::HandOffForkChildren):
+// one status a child, in order.
+std::vector<absl::Status> HandOffForkedChildren(const ForkHandoffContext& ctx,
+                                                const std::vector<std::pair<pid_t, int>>& children);
+
 }  // namespace sentry
 
 #endif  // SENTRY_RUN_FORK_HANDOFF_H_

@@ -45,6 +45,7 @@
 #include "loader/filter.h"
 #include "sentry/abi/guest_memory.h"
 #include "sentry/base/log.h"
+#include "sentry/base/timeline.h"
 #include "sentry/run/fork_control.h"
 #include "sentry/run/fork_handoff.h"
 #include "sentry/run/run_internal.h"
@@ -133,6 +134,7 @@ void Run::OnControlMessage() {
     SendControlReply(o_.control_fd, ControlKind::kReply, req.id, 0, "");
     return;
   }
+  timeline::Mark("s1.prepare");
   std::string why;
   int err = PrepareFork(req, std::move(rr.fds), &why);
   SendControlReply(o_.control_fd, ControlKind::kReply, req.id, err, why);
@@ -228,6 +230,7 @@ void Run::OnListenerRequest(pid_t pid) {
     if (const Task* t = kernel_->tasks().Find(pid)) ns_tid = t->ns_tid;
   }
   if (ns_tid != fork_.thread) return;  // not the thread the fork was prepared for: EPERM
+  timeline::Mark("s1.relisten.request");
   // The prepare is used now, whatever follows: its grants not used are
   // withdrawn, and its children go to their supervisors or die.
   ForkPrepare prepared = std::move(fork_);
@@ -244,8 +247,11 @@ void Run::OnListenerRequest(pid_t pid) {
   std::weak_ptr<Unotify> late = loop_->late_listener();
   loop_.reset();
   std::string why = QuiesceAllBut(pid);
+  timeline::Mark("s1.quiesced");
   if (why.empty()) why = CheckRelistenable(pid);
+  timeline::Mark("s1.checked");
   if (why.empty()) why = CloseOldListener(late);
+  timeline::Mark("s1.l1.closed");
   if (!why.empty()) {
     if (!loop_ && unotify_) StartLoop();  // L1 serves on
     KillForkChildren(ForkChildrenSince(prepared.first_child), why);
@@ -393,6 +399,7 @@ void Run::StartLoop() {
 }
 
 void Run::OnRelistenTaken(int err, UniqueFd listener) {
+  timeline::Mark("s1.relisten.taken");
   ForkPrepare prepared = std::move(relisten_);
   relisten_ = ForkPrepare{};
   std::vector<pid_t> children = ForkChildrenSince(prepared.first_child);
@@ -417,10 +424,13 @@ void Run::OnRelistenTaken(int err, UniqueFd listener) {
   // (ConfinePids), the children none of the sandbox's.
   dispatcher_ = std::make_unique<Dispatcher>(dispatcher_->trace(), &FindSyscallAfterFork);
   StartLoop();
+  timeline::Mark("s1.loop.started");
   ForkHandoffContext ctx{*kernel_, *tracer_, {}, relisten_parent_};
   for (int fd : stdio_.relay_ends()) ctx.relay_fds.push_back(fd);
   uint32_t handed = 0;
   std::vector<std::string> failures;
+  std::vector<std::pair<pid_t, int>> batch;  // {host pid, hand-off socket}
+  std::vector<size_t> index;
   for (size_t i = 0; i < children.size(); ++i) {
     bool alive;
     {
@@ -429,19 +439,27 @@ void Run::OnRelistenTaken(int err, UniqueFd listener) {
     }
     if (!alive) {
       failures.push_back(absl::StrCat("child ", i, " ended before its hand-off"));
-      continue;
+    } else if (i >= prepared.handoffs.size()) {
+      failures.push_back(absl::StrCat("child ", i, ": no hand-off socket for it"));
+      KillForkChildren({children[i]}, "no hand-off socket for it");
+    } else {
+      batch.emplace_back(children[i], prepared.handoffs[i].get());
+      index.push_back(i);
     }
-    absl::Status s = i < prepared.handoffs.size()
-                         ? HandOffForkedChild(ctx, children[i], prepared.handoffs[i].get())
-                         : absl::InternalError("no hand-off socket for it");
+  }
+  // All at once: their supervisors seize and set up in parallel.
+  std::vector<absl::Status> handed_off = HandOffForkedChildren(ctx, batch);
+  for (size_t j = 0; j < handed_off.size(); ++j) {
+    const absl::Status& s = handed_off[j];
     if (s.ok()) {
       ++handed;
       continue;
     }
-    failures.push_back(absl::StrCat("child ", i, ": ", s.message()));
-    KillForkChildren({children[i]}, std::string(s.message()));
+    failures.push_back(absl::StrCat("child ", index[j], ": ", s.message()));
+    KillForkChildren({batch[j].first}, std::string(s.message()));
   }
   prepared.handoffs.clear();  // S2s waiting on the others see their end
+  timeline::Mark("s1.handed");
   ResumeQuiesced();
   relisten_busy_ = false;
   if (control_open_) {

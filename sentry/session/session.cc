@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "sentry/agent/json_bounded.h"
 #include "sentry/base/json_out.h"
+#include "sentry/base/timeline.h"
 #include "sentry/session/session_memory.h"
 
 namespace sentry::session {
@@ -240,6 +241,7 @@ void Session::OnFrame(const json& frame) {
   auto id_it = frame.find("id");
   uint64_t id = id_it != frame.end() && id_it->is_number_unsigned() ? id_it->get<uint64_t>() : 0;
   if (op == "ready" || op == "forked") {  // a fork's child says forked first, not ready
+    if (op == "forked") timeline::Mark("srv.child.forked");
     if (auto pid = frame.find("pid"); pid != frame.end() && pid->is_number_integer()) {
       kernel_pid_ = pid->get<int64_t>();
     }
@@ -256,6 +258,7 @@ void Session::OnFrame(const json& frame) {
     return;
   }
   if (forking_ && op == "done" && id == fork_id_ && !fork_done_) {
+    timeline::Mark("srv.kernel.done");
     fork_done_ = frame;
     cv_.notify_all();
     return;

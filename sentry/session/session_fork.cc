@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sentry/base/fd_passing.h"
+#include "sentry/base/timeline.h"
 #include "sentry/run/fork_control.h"
 #include "sentry/session/session.h"
 
@@ -106,6 +107,7 @@ Status Session::Fork(const std::vector<int>& handoffs, double timeout_sec,
   };
 
   // 1. The grant, with the children's hand-off sockets.
+  timeline::Mark("srv.prepare.send");
   if (!SendControl(control, ControlOp::kForkPrepare, id, static_cast<uint32_t>(handoffs.size()),
                    static_cast<int32_t>(thread), handoffs)) {
     *why = absl::StrCat("the fork could not be asked of the sandbox's supervisor: ",
@@ -125,6 +127,7 @@ Status Session::Fork(const std::vector<int>& handoffs, double timeout_sec,
   }
 
   // 2. The kernel forks (its re-listen and the hand-offs happen meanwhile).
+  timeline::Mark("srv.prepare.ok");
   if (!Send(json{{"op", "fork"}, {"id", id}, {"count", handoffs.size()}})) {
     std::lock_guard<std::mutex> relock(mu_);
     EndLocked(EndReason::kCrashed, "the kernel stopped reading its requests");
@@ -163,6 +166,7 @@ Status Session::Fork(const std::vector<int>& handoffs, double timeout_sec,
                    why, &handed)) {
     return finish(Status::kOk);
   }
+  timeline::Mark("srv.relistened");
   if (status == 0 && handed != handoffs.size()) {
     *why = absl::StrCat("the sandbox's supervisor handed off ", handed, " children of ",
                         handoffs.size(), reason.empty() ? "" : ": ", reason);

@@ -67,7 +67,10 @@ Answer ErrorAnswer(int status, const std::string& message, const std::string& fi
 }
 
 SessionManager::SessionManager(ManagerOptions options, std::unique_ptr<SandboxLauncher> launcher)
-    : options_(std::move(options)), launcher_(std::move(launcher)) {}
+    : options_(std::move(options)), launcher_(std::move(launcher)) {
+  fork_spares_ = std::make_unique<ForkSpares>(*launcher_, SpecFor(options_.policy.base, false, {}),
+                                              options_.fork_spares);
+}
 
 SessionManager::~SessionManager() { Shutdown(); }
 
@@ -214,6 +217,7 @@ void SessionManager::Shutdown() {
   }
   if (reaper_.joinable()) reaper_.join();
   if (refill_.joinable()) refill_.join();
+  fork_spares_->Shutdown();
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, s] : live_) all.push_back(s);
@@ -239,6 +243,8 @@ size_t SessionManager::spares_ready() const {
   return spares_.size();
 }
 
+size_t SessionManager::fork_spares_ready() const { return fork_spares_->ready(); }
+
 std::string SessionManager::MetricsText() const {
   std::lock_guard<std::mutex> lock(mu_);
   // Ended sessions the reaper has yet to retire (it runs every 100 ms) count
@@ -258,6 +264,9 @@ std::string SessionManager::MetricsText() const {
       "\n# HELP sentry_session_spares_ready Sessions started ahead, waiting for an owner.\n"
       "# TYPE sentry_session_spares_ready gauge\nsentry_session_spares_ready ",
       spares_.size(),
+      "\n# HELP sentry_session_fork_spares_ready Fork children's supervisors started ahead.\n"
+      "# TYPE sentry_session_fork_spares_ready gauge\nsentry_session_fork_spares_ready ",
+      fork_spares_->ready(),
       "\n# HELP sentry_session_cells_total Cells and commands run in sessions.\n"
       "# TYPE sentry_session_cells_total counter\nsentry_session_cells_total ",
       cells_.load(),

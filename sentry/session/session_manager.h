@@ -36,6 +36,7 @@
 
 #include "nlohmann/json.hpp"
 #include "sentry/agent/run_request.h"
+#include "sentry/session/fork_spares.h"
 #include "sentry/session/sandbox_launcher.h"
 #include "sentry/session/session.h"
 
@@ -47,6 +48,9 @@ struct ManagerOptions {
   std::vector<std::string> kernel_argv;
   std::string log_path;  // --log: one line per cell
   int spares = 1;        // sessions kept started ahead (0: each made on demand)
+  // Fork children's supervisors kept started ahead, once a fork was asked
+  // (fork_spares.h; 0: each started with its fork).
+  int fork_spares = 2;
   int max_sessions = 64;
   int max_sessions_per_tenant = 16;
   double idle_timeout_sec = 600;   // the default, and a request's ceiling:
@@ -106,10 +110,12 @@ class SessionManager final {
   // set, 404 or 410, if the tenant has no live session of that id).
   std::shared_ptr<Session> Find(const std::string& tenant, const std::string& id, Answer* refusal);
 
-  // For /metrics and tests: live sessions, spares ready.
+  // For /metrics and tests: live sessions, spares ready, fork spares ready.
   size_t live() const;
   size_t spares_ready() const;
+  size_t fork_spares_ready() const;
   // Prometheus text: sentry_sessions_open, sentry_session_spares_ready,
+  // sentry_session_fork_spares_ready,
   // sentry_sessions_ended_total{reason}, sentry_session_cells_total.
   std::string MetricsText() const;
 
@@ -135,6 +141,7 @@ class SessionManager final {
 
   const ManagerOptions options_;
   std::unique_ptr<SandboxLauncher> launcher_;
+  std::unique_ptr<ForkSpares> fork_spares_;  // (uses launcher_: declared after it)
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

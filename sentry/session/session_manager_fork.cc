@@ -1,15 +1,19 @@
 // SessionManager::Fork (FORK.md, step 7): the checks, one supervisor per
-// child started in adopt mode, the fork on the parent (Session::Fork), and
-// the children made sessions. A failure anywhere ends every child started.
+// child in adopt mode (a spare, fork_spares.h, or one started beside the
+// fork), the fork on the parent (Session::Fork), and the children made
+// sessions. A failure anywhere ends every child's supervisor.
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "sentry/base/timeline.h"
 #include "sentry/base/unique_fd.h"
 #include "sentry/run/fork_control.h"
+#include "sentry/session/fork_spares.h"
 #include "sentry/session/session_manager.h"
 
 namespace sentry::session {
@@ -50,6 +54,7 @@ int SessionManager::ReservedFor(const std::string& tenant) const {
 }
 
 Answer SessionManager::Fork(const std::string& tenant, const std::string& id, const json& request) {
+  timeline::Mark("srv.fork.request");
   Answer refusal;
   std::shared_ptr<Session> parent = Find(tenant, id, &refusal);
   if (!parent) return refusal;
@@ -90,39 +95,68 @@ Answer SessionManager::Fork(const std::string& tenant, const std::string& id, co
     if ((reserved_[tenant] -= count) <= 0) reserved_.erase(tenant);
     reserved_total_ -= count;
   };
+  // Each child's supervisor: a spare started ahead where one fits, else one
+  // started now, beside the parent's fork (S1's hand-off waits in its socket
+  // until it reads it).
+  std::vector<ForkSpares::Spare> kids = fork_spares_->Take(parent->spec(), count);
+  // The spares are made again once this fork is answered: their set-up
+  // would compete with the children's for the CPU.
+  struct RefillAtEnd {
+    ForkSpares& spares;
+    ~RefillAtEnd() { spares.Refill(); }
+  } refill_at_end{*fork_spares_};
+  const size_t spare_count = kids.size();
+  kids.resize(count);
+  std::vector<UniqueFd> theirs(count);  // the other ends, for those started now
+  for (size_t i = spare_count; i < kids.size(); ++i) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+      for (const auto& k : kids) {
+        if (k.session) k.session->End(EndReason::kShutdown);
+      }
+      unreserve();
+      return ErrorAnswer(500,
+                         absl::StrCat("socketpair for a fork's hand-off: ", std::strerror(errno)));
+    }
+    kids[i].handoff = UniqueFd(sv[0]);
+    theirs[i] = UniqueFd(sv[1]);
+  }
+  std::vector<int> handoff_fds;
+  for (const auto& k : kids) handoff_fds.push_back(k.handoff.get());
+  std::string launch_error;
+  std::thread launching([&] {
+    for (size_t i = spare_count; i < kids.size(); ++i) {
+      SandboxSpec spec = parent->spec();
+      spec.adopt_fd = theirs[i].get();
+      auto launched = Session::Launch(*launcher_, spec);
+      theirs[i].Reset();
+      if (!launched.ok()) {
+        launch_error = absl::StrCat("could not start child ", i + 1,
+                                    "'s supervisor: ", launched.status().message());
+        // The rest are not started: their hand-offs fail at once.
+        for (size_t j = i + 1; j < kids.size(); ++j) theirs[j].Reset();
+        return;
+      }
+      kids[i].session = std::move(*launched);
+    }
+    timeline::Mark("srv.s2.launched");
+  });
+
+  std::vector<int64_t> pids;
+  std::string why;
+  Status st = parent->Fork(handoff_fds, kForkTimeoutSec, &pids, &why);
+  launching.join();
   std::vector<std::shared_ptr<Session>> children;
+  for (auto& k : kids) {
+    k.handoff.Reset();  // S1 has its copies (or has refused)
+    if (k.session) children.push_back(std::move(k.session));
+  }
   auto fail = [&](int status, const std::string& why) {
     for (const auto& c : children) c->End(EndReason::kShutdown);
     for (const auto& c : children) c->WaitGone(10);
     unreserve();
     return ErrorAnswer(status, why);
   };
-
-  // One supervisor per child, in adopt mode, waiting for its hand-off.
-  std::vector<UniqueFd> handoffs;
-  std::vector<int> handoff_fds;
-  for (int i = 0; i < count; ++i) {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-      return fail(500, absl::StrCat("socketpair for a fork's hand-off: ", std::strerror(errno)));
-    }
-    UniqueFd theirs(sv[1]);
-    handoffs.emplace_back(sv[0]);
-    handoff_fds.push_back(sv[0]);
-    SandboxSpec spec = parent->spec();
-    spec.adopt_fd = theirs.get();
-    auto launched = Session::Launch(*launcher_, spec);
-    if (!launched.ok()) {
-      return fail(500, absl::StrCat("could not start child ", i + 1,
-                                    "'s supervisor: ", launched.status().message()));
-    }
-    children.push_back(std::move(*launched));
-  }
-
-  std::vector<int64_t> pids;
-  std::string why;
-  Status st = parent->Fork(handoff_fds, kForkTimeoutSec, &pids, &why);
-  handoffs.clear();  // S1 has its copies (or has refused)
   if (st == Status::kBusy) {
     return fail(409, "a cell, command or fork is running in the session; fork it between cells");
   }
@@ -132,6 +166,7 @@ Answer SessionManager::Fork(const std::string& tenant, const std::string& id, co
                 absl::StrCat("the session ended during the fork: ", e ? ReasonName(e->reason) : "",
                              e ? " " : "", e ? e->detail : ""));
   }
+  if (!launch_error.empty()) return fail(500, launch_error);
   if (!why.empty()) return fail(409, absl::StrCat("the fork failed: ", why));
 
   // Each child's kernel says "forked" on its own frames.
@@ -144,6 +179,7 @@ Answer SessionManager::Fork(const std::string& tenant, const std::string& id, co
                                     not_ready));
     }
   }
+  timeline::Mark("srv.children.ready");
   Answer a;
   a.status = 201;
   a.body = {{"sessions", json::array()}};

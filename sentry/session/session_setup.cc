@@ -28,6 +28,7 @@ absl::StatusOr<std::unique_ptr<SessionManager>> MakeSessionManager(
   o.policy = flags.policy;
   o.log_path = flags.log_path;
   o.spares = f.spares;
+  o.fork_spares = f.fork_spares;
   o.max_sessions = f.max_sessions;
   o.max_sessions_per_tenant = f.max_per_token;
   o.idle_timeout_sec = f.idle_timeout_sec;

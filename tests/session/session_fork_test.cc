@@ -134,8 +134,10 @@ std::vector<pid_t> Kernels(pid_t server) {
 // refuses: the parent goes on as before, no session or sandbox is left of it.
 TEST(SessionForkTest, RefusalsLeaveTheParentAsItWas) {
   TenantTokens tokens;
-  ServeProcess server(ServerArgs({"--token-file", tokens.path(), "--session-spares", "0",
-                                  "--pool-size", "0", "--max-sessions-per-token", "2"}));
+  // No fork spares (session_fork_spares_test's): nothing may be left of a fork.
+  ServeProcess server(
+      ServerArgs({"--token-file", tokens.path(), "--session-spares", "0", "--pool-size", "0",
+                  "--session-fork-spares", "0", "--max-sessions-per-token", "2"}));
   ASSERT_TRUE(server.ok()) << server.Stderr();
   SessionClient alice(server, kAlice), bob(server, kBob);
   std::string parent = alice.Create();
@@ -216,8 +218,9 @@ TEST(SessionForkTest, RefusalsLeaveTheParentAsItWas) {
 
 TEST(SessionForkTest, ChildrenStartAsTheParentAndGoTheirOwnWay) {
   TenantTokens tokens;
-  ServeProcess server(ServerArgs({"--token-file", tokens.path(), "--session-spares", "0",
-                                  "--pool-size", "0", "--max-sessions-per-token", "4"}));
+  ServeProcess server(
+      ServerArgs({"--token-file", tokens.path(), "--session-spares", "0", "--pool-size", "0",
+                  "--session-fork-spares", "0", "--max-sessions-per-token", "4"}));
   ASSERT_TRUE(server.ok()) << server.Stderr();
   SessionClient alice(server, kAlice);
   const size_t base = Descendants(server.pid()).size();  // its zygotes
