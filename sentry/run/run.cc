@@ -9,9 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -97,6 +99,9 @@ std::optional<RunError> Run::Prepare() {
     vfs::g_host_owner_view = {true, geteuid(), tree_.uid, getegid(), tree_.gid};
   }
   spec_.hostname = tree_.hostname;
+  if (const char* delay = std::getenv("SENTRY_TEST_DETACH_DELAY_MS")) {
+    spec_.detach_delay_ms = std::clamp(std::atoi(delay), 0, 2000);  // LoaderSpec::detach_delay_ms
+  }
   // Root's sandboxes each take a block of host ids, and its first id makes
   // the user namespace (see spawn.h and loader/pool_caps.h).
   if (o_.namespaces != NamespaceMode::kOff && geteuid() == 0) {
