@@ -559,6 +559,18 @@ int RunSandbox(const RunOptions& options) {
   return Run(options, /*warm=*/false).Execute();
 }
 
+void RunSandboxThenExit(const RunOptions& options) {
+  if (options.adopt_fd >= 0 || options.argv.empty()) std::exit(RunSandbox(options));
+  // Never destroyed: by now the sandbox is gone (its processes reaped, its
+  // cgroups removed, the result written) and what is left is this
+  // process's own, which the exit frees at once.
+  auto* run = new Run(options, /*warm=*/false);
+  int code = run->Execute();
+  run->EndHelpers();
+  std::fflush(nullptr);
+  _exit(code);
+}
+
 struct WarmSandbox::Impl {
   explicit Impl(const RunOptions& shape) : run(shape, /*warm=*/true) {}
   Run run;
