@@ -173,6 +173,8 @@ LOADER_CODE void PlaceExtraFds(const Prepared& p) {
 }
 
 LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
+  // With the capabilities the helper needs, while the guest still has them.
+  if (p.spec->namespaces) loader_internal::StartDetach(const_cast<Prepared&>(p));
   ResetSignals();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   for (int i = 0; i < 3; ++i) {
@@ -388,6 +390,7 @@ LOADER_CODE int LoaderMain(void* arg) {
     Report(p, LoaderStep::kReady, 0, p.cgroups_refused);
   }
   // The guest's fds: 0-2 and its two pipes; nothing else of the sentry's.
+  sched_getaffinity(0, sizeof(p.detach_cpus), &p.detach_cpus);
   if (p.spec->guest_cpu >= 0 && p.spec->guest_cpu < CPU_SETSIZE) {
     cpu_set_t one;
     CPU_ZERO(&one);

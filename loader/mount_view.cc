@@ -65,6 +65,10 @@ LOADER_CODE int DetachOldRoot(void* arg) {
   const int gate = p.detach_gate_write;
   if (gate > 3) RawSyscall(SYS_close_range, 3, gate - 1, 0);
   RawSyscall(SYS_close_range, gate + 1, ~0U, 0);
+  // Off the CPU the guest was moved to (LoaderSpec::guest_cpu), where the
+  // guest and the sentry work meanwhile: on the loader's own.
+  RawSyscall(SYS_sched_setaffinity, 0, sizeof(p.detach_cpus),
+             reinterpret_cast<long>(&p.detach_cpus));
   if (p.spec->detach_delay_ms > 0) {
     timespec delay{p.spec->detach_delay_ms / 1000, (p.spec->detach_delay_ms % 1000) * 1000000L};
     RawSyscall(SYS_nanosleep, reinterpret_cast<long>(&delay), 0);
@@ -93,17 +97,15 @@ LOADER_CODE int AboveExtraFds(const Prepared& p, int fd) {
   return moved;
 }
 
-// Starts DetachOldRoot on a task of its own that shares the loader's memory
-// (CLONE_VM: no page tables copied) and its mount namespace; the loader goes
-// on to its ready meanwhile. Where no such task can be made, the detach is
-// done here.
+}  // namespace
+
 LOADER_CODE void StartDetach(Prepared& p) {
   int gate[2];
   if (pipe2(gate, O_CLOEXEC) == 0) {
     p.detach_gate = AboveExtraFds(p, gate[0]);
     p.detach_gate_write = AboveExtraFds(p, gate[1]);
     if (p.detach_gate >= 0 && p.detach_gate_write >= 0 &&
-        clone(DetachOldRoot, p.detach_stack_top, CLONE_VM | SIGCHLD, &p) > 0) {
+        clone(DetachOldRoot, p.detach_stack_top, CLONE_VM | CLONE_PARENT | SIGCHLD, &p) > 0) {
       // (The field stays: the helper may not have read it yet.)
       close(p.detach_gate_write);
       return;
@@ -118,8 +120,6 @@ LOADER_CODE void StartDetach(Prepared& p) {
     Fail(p, LoaderStep::kRemountRoot);
   }
 }
-
-}  // namespace
 
 LOADER_CODE void BuildMountView(Prepared& p) {
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
@@ -165,7 +165,7 @@ LOADER_CODE void BuildMountView(Prepared& p) {
       chdir("/") < 0) {
     Fail(p, LoaderStep::kPivotRoot);
   }
-  StartDetach(p);
+  // The old root stays at /.old until the guest's StartDetach.
 }
 
 LOADER_CODE void AwaitDetach(const Prepared& p) {
