@@ -48,6 +48,10 @@ LOADER_CODE long RawSyscall(long nr, long a1, long a2 = 0, long a3 = 0, long a4 
   return ret;
 }
 
+// The view's root made read-only, its other flags as BuildMountView made it.
+constexpr unsigned long kRootRemountFlags =
+    MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOATIME;
+
 // What the helper writes on the gate when a step failed (nothing otherwise).
 struct DetachOutcome {
   int32_t step;
@@ -79,8 +83,15 @@ LOADER_CODE int DetachOldRoot(void* arg) {
   if (r < 0) {
     out = {static_cast<int32_t>(LoaderStep::kPivotRoot), static_cast<int32_t>(-r)};
   } else {
-    r = RawSyscall(SYS_mount, 0, reinterpret_cast<long>("/"), 0,
-                   MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, 0);
+    // The guest walks the view meanwhile (its Landlock rules, its
+    // terminal): should anything hold a write on the root for a moment,
+    // the remount is tried again (at most ~20 ms).
+    for (int tries = 0; tries < 200; ++tries) {
+      r = RawSyscall(SYS_mount, 0, reinterpret_cast<long>("/"), 0, kRootRemountFlags, 0);
+      if (r != -EBUSY) break;
+      timespec pause{0, 100000};
+      RawSyscall(SYS_nanosleep, reinterpret_cast<long>(&pause), 0);
+    }
     if (r < 0) out = {static_cast<int32_t>(LoaderStep::kRemountRoot), static_cast<int32_t>(-r)};
   }
   if (out.err != 0) RawSyscall(SYS_write, gate, reinterpret_cast<long>(&out), sizeof(out));
@@ -115,8 +126,7 @@ LOADER_CODE void StartDetach(Prepared& p) {
     p.detach_gate = p.detach_gate_write = -1;
   }
   if (umount2("/.old", MNT_DETACH) < 0 || rmdir("/.old") < 0) Fail(p, LoaderStep::kPivotRoot);
-  if (mount(nullptr, "/", nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
-            nullptr) < 0) {
+  if (mount(nullptr, "/", nullptr, kRootRemountFlags, nullptr) < 0) {
     Fail(p, LoaderStep::kRemountRoot);
   }
 }
@@ -132,7 +142,11 @@ LOADER_CODE void BuildMountView(Prepared& p) {
     p.source_fds[i] = open(p.host_paths[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (p.source_fds[i] < 0) Fail(p, LoaderStep::kBindLower);
   }
-  if (mount("sentry-root", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") < 0) {
+  // noatime: a path walk through one of its symlinks (/lib64 -> usr/lib64)
+  // would otherwise update the link's atime, a write that makes the
+  // read-only remount beside it fail with EBUSY (see DetachOldRoot).
+  if (mount("sentry-root", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOATIME,
+            "mode=0755,size=64k") < 0) {
     Fail(p, LoaderStep::kMountRoot);
   }
   for (size_t i = 0; i < p.host_paths.size(); ++i) {
