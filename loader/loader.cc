@@ -173,6 +173,8 @@ LOADER_CODE void PlaceExtraFds(const Prepared& p) {
 }
 
 LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
+  // With the capabilities the helper needs, while the guest still has them.
+  if (p.spec->namespaces) loader_internal::StartDetach(const_cast<Prepared&>(p));
   ResetSignals();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   for (int i = 0; i < 3; ++i) {
@@ -232,6 +234,10 @@ LOADER_CODE [[noreturn]] void RunGuest(const Prepared& p) {
     rlimit lim{launch.rlimits[i].soft, launch.rlimits[i].hard};
     if (setrlimit(launch.rlimits[i].resource, &lim) < 0) Fail(p, LoaderStep::kRlimits);
   }
+  // The old root detached and the view read-only (see StartDetach): the
+  // guest's own code runs in the view alone. Last, for the detach to run
+  // beside everything before.
+  loader_internal::AwaitDetach(p);
   execve(launch.path, launch.argv, launch.envp);
   Fail(p, LoaderStep::kExec);
 }
@@ -384,6 +390,7 @@ LOADER_CODE int LoaderMain(void* arg) {
     Report(p, LoaderStep::kReady, 0, p.cgroups_refused);
   }
   // The guest's fds: 0-2 and its two pipes; nothing else of the sentry's.
+  sched_getaffinity(0, sizeof(p.detach_cpus), &p.detach_cpus);
   if (p.spec->guest_cpu >= 0 && p.spec->guest_cpu < CPU_SETSIZE) {
     cpu_set_t one;
     CPU_ZERO(&one);
@@ -543,6 +550,9 @@ pid_t StartLoader(const LoaderSpec& spec, const LoaderPipes& pipes, int clone_fl
   static char* stack = new char[kStackSize];
   static char* guest_stack = new char[kGuestStackSize];
   p.guest_stack_top = guest_stack + kGuestStackSize;
+  constexpr size_t kDetachStackSize = 64 << 10;
+  static char* detach_stack = new char[kDetachStackSize];
+  p.detach_stack_top = detach_stack + kDetachStackSize;
   // The loader starts in the rootfs: a clone with CLONE_NEWNS moves the
   // cwd to the same directory in the new namespace, so the loader opens the
   // rootfs's entries without searching the path to it, which an engine may

@@ -142,6 +142,11 @@ struct LoaderSpec {
   // The guest's Landlock domain (see loader/landlock.h), made after its ids
   // and its terminal, before its filter; abi 0: none.
   LandlockPlan landlock;
+  // A test's fault injection (SENTRY_TEST_DETACH_DELAY_MS, at most 2 s):
+  // the old root's detach waits this long first, so that a guest which did
+  // not wait for it would be seen running beside the old root (see
+  // DetachOldRoot in loader/mount_view.cc).
+  int detach_delay_ms = 0;
 };
 
 inline constexpr size_t kMaxExtraFds = 128;

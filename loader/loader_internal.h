@@ -4,6 +4,7 @@
 #define SENTRY_LOADER_LOADER_INTERNAL_H_
 
 #include <linux/filter.h>
+#include <sched.h>
 
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ struct Prepared {
   int mqueue_root = -1;                    // for the guest's Landlock domain (see OpenMqueueRoot)
   int cgroups_refused = 0;                 // spec->helper_maps: what the guest reports ready with
   char uid_map[48], gid_map[48];           // spec->single_id: the one line of each map
+  char* detach_stack_top;                  // where DetachOldRoot runs (see StartDetach)
+  int detach_gate = -1;                    // its pipe's read end, for the guest (AwaitDetach)
+  int detach_gate_write = -1;              // the write end, the helper's alone (set once)
+  cpu_set_t detach_cpus;                   // the loader's CPUs, where the helper runs
 };
 
 // A step's outcome, written to the sentry's report pipe.
@@ -51,6 +56,17 @@ LOADER_CODE void FormatDecimal(int n, char* out);
 // read-only under a new tmpfs root, the store and the sandbox's devpts, then
 // pivot_root into it.
 LOADER_CODE void BuildMountView(Prepared& p);
+// The old root's detach and the view's read-only remount (mount_view.cc),
+// which BuildMountView leaves to the guest: the detach waits for an RCU
+// grace period, 0.1-10 ms here, which the loader's path to its ready and
+// the guest's set-up no longer do. StartDetach, the guest's first step,
+// starts it on a helper task (CLONE_VM, so no page tables copied;
+// CLONE_PARENT, pid 1's child: the guest stays pid 2 and never has it for
+// a child); where no task can be made, it detaches itself. AwaitDetach, the
+// guest's last step before its execve, waits for the helper: no code but
+// the loader's runs beside the old root.
+LOADER_CODE void StartDetach(Prepared& p);
+LOADER_CODE void AwaitDetach(const Prepared& p);
 // The new network namespace's loopback up and the DNS server's socket sent to
 // the sentry (mount_view.cc).
 LOADER_CODE void ReadyNetns(const Prepared& p);

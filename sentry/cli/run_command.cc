@@ -121,7 +121,7 @@ int RunCommand(const std::vector<std::string>& args) {
   if (!flags.pool.empty() && !why.empty()) {
     log::Notice(absl::StrCat("notice: a cold start (", why, ")"));
   }
-  return RunSandbox(o);
+  RunSandboxThenExit(o);
 }
 
 }  // namespace sentry::cli

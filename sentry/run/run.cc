@@ -9,9 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -97,6 +99,9 @@ std::optional<RunError> Run::Prepare() {
   spec_.gid = tree_.gid;
   spec_.groups = o_.groups;
   spec_.hostname = tree_.hostname;
+  if (const char* delay = std::getenv("SENTRY_TEST_DETACH_DELAY_MS")) {
+    spec_.detach_delay_ms = std::clamp(std::atoi(delay), 0, 2000);  // LoaderSpec::detach_delay_ms
+  }
   // Root's sandboxes each take a block of host ids, and its first id makes
   // the user namespace (see spawn.h and loader/pool_caps.h).
   if (o_.namespaces != NamespaceMode::kOff && geteuid() == 0) {
@@ -552,6 +557,18 @@ int RunSandbox(const RunOptions& options) {
     return kExitSentryError;
   }
   return Run(options, /*warm=*/false).Execute();
+}
+
+void RunSandboxThenExit(const RunOptions& options) {
+  if (options.adopt_fd >= 0 || options.argv.empty()) std::exit(RunSandbox(options));
+  // Never destroyed: by now the sandbox is gone (its processes reaped, its
+  // cgroups removed, the result written) and what is left is this
+  // process's own, which the exit frees at once.
+  auto* run = new Run(options, /*warm=*/false);
+  int code = run->Execute();
+  run->EndHelpers();
+  std::fflush(nullptr);
+  _exit(code);
 }
 
 struct WarmSandbox::Impl {

@@ -69,6 +69,12 @@ class Run {
   bool IdleUntilReadable(int fd, int timeout_ms);
   bool python() const { return python_; }
   void Prioritize();
+  // Ends what this process's exit would leave running for a moment (the
+  // /proc opener's helper, see GuestProcOpener): the last step of a run
+  // whose process then exits without destroying it (RunSandboxThenExit).
+  void EndHelpers() {
+    if (kernel_) kernel_->proc_opener().set_namespace_pid(0);
+  }
 
  private:
   std::optional<RunError> Prepare();

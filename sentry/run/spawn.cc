@@ -207,7 +207,10 @@ absl::StatusOr<LoaderMessage> Spawned::ReadMessage() {
 absl::Status Spawned::AwaitGuest() {
   ASSIGN_OR_RETURN(LoaderMessage m, ReadMessage());
   if (m.step != LoaderStep::kListener) return StepError(m);
-  // The guest is pid 1's only child; /proc shows it with its host pid.
+  // The guest is pid 1's first child (a second, until pid 1 reaps it after
+  // the guest's execve, is the old root's detach, which the guest started:
+  // see StartDetach); /proc shows them in the order they were made, with
+  // their host pids.
   std::ifstream children(absl::StrCat("/proc/", init_pid_, "/task/", init_pid_, "/children"));
   if (!(children >> guest_pid_)) return absl::InternalError("cannot find the guest process");
   int pidfd = static_cast<int>(syscall(SYS_pidfd_open, guest_pid_, 0));

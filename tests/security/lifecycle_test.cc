@@ -230,5 +230,44 @@ TEST(Lifecycle, GuestProcessesAreUnprivilegedOnTheHost) {
   }
 }
 
+// The old root (the host's whole tree, where pivot_root leaves it) is
+// detached and the view made read-only by a helper beside the loader
+// (loader/mount_view.cc, StartDetach); the guest waits for both before its
+// execve. Here the detach is made late on purpose: a guest that did not
+// wait would run with /.old still mounted, and its root writable.
+TEST(Lifecycle, GuestRunsOnlyOnceTheOldRootIsDetached) {
+  if (SeccompOnly()) GTEST_SKIP() << "no mount namespace without namespaces";
+  const std::string marker = "98763" + std::to_string(getpid() % 1000);
+  setenv("SENTRY_TEST_DETACH_DELAY_MS", "400", 1);
+  pid_t sentry = SpawnSentry({"--timeout", "20"}, {"/bin/sleep", marker + ".5"});
+  unsetenv("SENTRY_TEST_DETACH_DELAY_MS");
+  ASSERT_GT(sentry, 0);
+  std::vector<pid_t> guests;
+  for (int i = 0; i < 200 && guests.empty(); ++i) {
+    usleep(5000);
+    guests = ProcessesWithCmdline("/bin/sleep " + marker + ".5", true);
+  }
+  ASSERT_EQ(guests.size(), 1u) << "guest not found on the host";
+  auto info = ReadFile("/proc/" + std::to_string(guests[0]) + "/mountinfo");
+  kill(sentry, SIGTERM);
+  int status;
+  waitpid(sentry, &status, 0);
+  ASSERT_TRUE(info.has_value());
+  std::istringstream in(*info);
+  std::string line;
+  int roots = 0;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string id, parent, devs, root, point, options;
+    f >> id >> parent >> devs >> root >> point >> options;
+    EXPECT_NE(point.rfind("/.old", 0), 0u) << "the old root is mounted: " << line;
+    if (point == "/") {
+      ++roots;
+      EXPECT_EQ(options.rfind("ro", 0), 0u) << "the view's root is writable: " << line;
+    }
+  }
+  EXPECT_EQ(roots, 1) << *info;
+}
+
 }  // namespace
 }  // namespace sentry::security
