@@ -114,7 +114,13 @@ for bin in bench_native_ops bench_syscall_families; do
           log "  $bin natively on the host's /tmp (unshare -m needs root)"
         fi
         ;;
-      sentry) argv=("$SENTRY" run --timeout 0 --copy "$BENCH/$bin:/tmp/$bin" -- "/tmp/$bin") ;;
+      # Without fast metadata: each row measures the trapped call itself
+      # (the preload library would answer stat and access of /usr at once).
+      sentry)
+        fm=()
+        grep -q -- --no-fast-metadata <<<"$run_help" && fm=(--no-fast-metadata)
+        argv=("$SENTRY" run --timeout 0 "${fm[@]}" --copy "$BENCH/$bin:/tmp/$bin" -- "/tmp/$bin")
+        ;;
       runsc) argv=(runsc "${RUNSC_ARGV[@]}" "do" "$BENCH/$bin") ;;
     esac
     log "[$bin/$env] ${argv[*]}"

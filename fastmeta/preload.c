@@ -291,8 +291,10 @@ FM_EXPORT int faccessat(int dirfd, const char* path, int mode, int flags) {
   int ret;
   /* AT_EACCESS: the answers published hold for every caller's ids. */
   if ((flags & ~AT_EACCESS) == 0 && fm_access(path, mode, &ret)) return ret;
-  if (flags == 0) return (int)syscall(SYS_faccessat, dirfd, path, mode);
-  return (int)syscall(SYS_faccessat2, dirfd, path, mode, flags);
+  /* As glibc: faccessat2 first, faccessat where the kernel has none. */
+  int r = (int)syscall(SYS_faccessat2, dirfd, path, mode, flags);
+  if (r < 0 && errno == ENOSYS && flags == 0) r = (int)syscall(SYS_faccessat, dirfd, path, mode);
+  return r;
 }
 
 static int fm_readlink(const char* path, char* buf, size_t size, ssize_t* ret) {

@@ -288,15 +288,17 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "measuring)",
            [&o] { o.fast_trap = false; });
   f.Switch("--fast-metadata", kSandbox,
-           "publish the system directories' metadata to a preload library in the guest, "
-           "which answers stat, access and readlink of absolute paths there, and fstat "
-           "and fstatat of directory fds, without a trap (experimental: fewer traps for "
-           "imports and tree walks, more for each exec)",
+           "the default: publish the system directories' metadata and listings to a "
+           "preload library in the guest (/etc/ld.so.preload), which answers stat, access, "
+           "readlink and readdir there, and fstat and fstatat of directory fds, without a "
+           "trap (never for an OCI bundle's rootfs)",
            [&o] { o.fast_metadata = true; });
-  f.Switch("--no-fast-metadata", kSandbox, "the default: every stat, access and readlink traps",
+  f.Switch("--no-fast-metadata", kSandbox,
+           "no preload library: every stat, access, readlink and getdents64 traps (for a "
+           "guest that must see the host's own /etc/ld.so.preload, or for measuring)",
            [&o] { o.fast_metadata = false; });
   f.Switch("--no-fast-listings", kSandbox,
-           "with --fast-metadata, publish no directory listings: the guest's opendir and "
+           "publish no directory listings: the guest's opendir and "
            "readdir trap as without it (for measuring)",
            [&o] { o.fast_listings = false; });
   f.Value("--pool", kSandbox, "SOCKET",

@@ -561,6 +561,10 @@ int RunSandbox(const RunOptions& options) {
 
 void RunSandboxThenExit(const RunOptions& options) {
   if (options.adopt_fd >= 0 || options.argv.empty()) std::exit(RunSandbox(options));
+#if defined(__SANITIZE_ADDRESS__)
+  // Sanitized builds destroy the run, so that LeakSanitizer checks its end.
+  std::exit(RunSandbox(options));
+#endif
   // Never destroyed: by now the sandbox is gone (its processes reaped, its
   // cgroups removed, the result written) and what is left is this
   // process's own, which the exit frees at once.

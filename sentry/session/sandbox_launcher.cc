@@ -119,6 +119,10 @@ bool ReadAll(int fd, std::string* out, size_t max) {
   o.copy_script = false;
   o.copies.clear();
   o.trace = o.timings = false;
+  // No fast metadata in a session: a fork's child would keep the parent's
+  // region mapped, whose answers are the parent's tree, not its own (the
+  // fork refuses a shared mapping of it anyway).
+  o.fast_metadata = false;
   o.log_path = "/proc/self/fd/3";
   _exit(RunSandbox(o));
 }

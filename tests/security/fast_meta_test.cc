@@ -320,12 +320,19 @@ t("preload", lambda: open("/etc/ld.so.preload").read())
 t("maps", lambda: sum("sentry-fastmeta" in l for l in open("/proc/self/maps")))
 t("stat", lambda: os.stat("/usr/bin/env").st_size > 0)
 )PY",
-                            {});  // the default: off
+                            {"--no-fast-metadata"});
   ASSERT_EQ(off.exit_code, 0) << Describe(off);
   Results o = ParseResults(off.out);
   EXPECT_EQ(Code(o, "preload"), "ENOENT") << off.out;
   EXPECT_EQ(Value(o, "maps"), "0") << off.out;
   EXPECT_EQ(Value(o, "stat"), "True") << off.out;
+
+  ProcessResult on = RunPy(R"PY(
+t("maps", lambda: sum("memfd:sentry-fastmeta (" in l for l in open("/proc/self/maps")))
+)PY",
+                           {});  // the default: on
+  ASSERT_EQ(on.exit_code, 0) << Describe(on);
+  EXPECT_EQ(Value(ParseResults(on.out), "maps"), "1") << on.out;
 }
 
 // A directory fd's fstat and its relative lookups (fstatat(fd, name), as

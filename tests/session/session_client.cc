@@ -54,6 +54,15 @@ std::string SessionClient::Eval(const std::string& id, const std::string& code) 
   return j["results"].back().value("text/plain", "");
 }
 
+std::vector<std::string> ForkedIds(const HttpReply& r) {
+  std::vector<std::string> ids;
+  nlohmann::json j = r.Json();
+  if (j.is_object() && j["sessions"].is_array()) {
+    for (const nlohmann::json& s : j["sessions"]) ids.push_back(s.get<std::string>());
+  }
+  return ids;
+}
+
 std::set<pid_t> Descendants(pid_t root) {
   std::map<pid_t, pid_t> parent;
   DIR* d = opendir("/proc");

@@ -50,6 +50,8 @@ class SessionClient final {
   std::string token_;
 };
 
+// The session ids of a fork's answer ({"sessions": [...]}; none if refused).
+std::vector<std::string> ForkedIds(const HttpReply& r);
 // Every process whose parent chain leads to pid (pid excluded).
 std::set<pid_t> Descendants(pid_t pid);
 // Host processes whose command line contains marker.

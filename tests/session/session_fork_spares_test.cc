@@ -74,15 +74,6 @@ std::set<pid_t> Kernels(pid_t server) {
   return out;
 }
 
-std::vector<std::string> Ids(const HttpReply& r) {
-  std::vector<std::string> ids;
-  json j = r.Json();
-  if (j.is_object() && j["sessions"].is_array()) {
-    for (const json& s : j["sessions"]) ids.push_back(s.get<std::string>());
-  }
-  return ids;
-}
-
 constexpr const char* kSpares = "sentry_session_fork_spares_ready";
 
 TEST(SessionForkSparesTest, StartedAfterTheFirstForkTakenRefilledAndEndedWithTheServer) {
@@ -115,7 +106,7 @@ TEST(SessionForkSparesTest, StartedAfterTheFirstForkTakenRefilledAndEndedWithThe
   std::set<pid_t> kernels = Kernels(server.pid());
   HttpReply second = alice.Call("POST", "/v1/sessions/" + parent + "/fork", R"({"count":2})");
   ASSERT_EQ(second.status, 201) << second.body;
-  std::vector<std::string> kids = Ids(second);
+  std::vector<std::string> kids = ForkedIds(second);
   ASSERT_EQ(kids.size(), 2u);
   std::vector<pid_t> spare_pids;
   for (pid_t k : Kernels(server.pid())) {
@@ -174,7 +165,7 @@ TEST(SessionForkSparesTest, AParentOfOtherLimitsTakesNoSpare) {
     if (kernels.count(k)) continue;
     EXPECT_FALSE(ahead.count(TracerOf(k))) << k;
   }
-  std::vector<std::string> kids = Ids(forked);
+  std::vector<std::string> kids = ForkedIds(forked);
   ASSERT_EQ(kids.size(), 1u);
   EXPECT_EQ(alice.Eval(kids[0], "y * 6"), "42");
   EXPECT_EQ(server.Stop(), 0);
@@ -199,7 +190,7 @@ TEST(SessionForkSparesTest, AHundredChildrenAtOnceWorkAndEnd) {
   ASSERT_EQ(alice.Eval(parent, "x = 41\nx"), "41");
   HttpReply forked = alice.Call("POST", "/v1/sessions/" + parent + "/fork", R"({"count":100})");
   ASSERT_EQ(forked.status, 201) << forked.body;
-  std::vector<std::string> kids = Ids(forked);
+  std::vector<std::string> kids = ForkedIds(forked);
   ASSERT_EQ(kids.size(), 100u);
   EXPECT_EQ(std::set<std::string>(kids.begin(), kids.end()).size(), 100u);
   for (size_t i : {0, 1, 50, 98, 99}) {

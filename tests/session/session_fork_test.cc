@@ -35,15 +35,6 @@ HttpReply Fork(const SessionClient& c, const std::string& id, const json& body) 
   return c.Call("POST", "/v1/sessions/" + id + "/fork", body.dump());
 }
 
-std::vector<std::string> Ids(const HttpReply& r) {
-  std::vector<std::string> ids;
-  json j = r.Json();
-  if (j.is_object() && j["sessions"].is_array()) {
-    for (const json& s : j["sessions"]) ids.push_back(s.get<std::string>());
-  }
-  return ids;
-}
-
 // Whether the session sees the file (a relative path: under its home).
 std::string Exists(const SessionClient& c, const std::string& id, const std::string& path) {
   return c.Eval(id, "import os\nos.path.exists('" + path + "')");
@@ -238,7 +229,7 @@ TEST(SessionForkTest, ChildrenStartAsTheParentAndGoTheirOwnWay) {
 
   HttpReply forked = Fork(alice, parent, {{"count", 2}});
   ASSERT_EQ(forked.status, 201) << forked.body;
-  std::vector<std::string> kids = Ids(forked);
+  std::vector<std::string> kids = ForkedIds(forked);
   ASSERT_EQ(kids.size(), 2u) << forked.body;
   EXPECT_NE(kids[0], kids[1]);
   EXPECT_NE(kids[0], parent);

@@ -216,8 +216,8 @@ TEST(CensusTraceTest, NativeCallsOfEveryTaskCarryTheirPid) {
       RunSentry({"--census", census, "--trace"}, {"/bin/sh", "-c", "/bin/true; exit 4"});
   RunProcess({"/bin/rm", "-f", census});
   EXPECT_EQ(r.exit_code, 4) << r.err;
-  EXPECT_NE(r.err.find("[pid     3] brk(NULL)"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("[pid     3] exit_group(0)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[pid     4] brk(NULL)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[pid     4] exit_group(0)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("exit_group(4)"), std::string::npos) << r.err;
   // Printed once, by the tracer, with the child's pid.
   std::regex forks(R"((vfork|clone|fork)\()");
