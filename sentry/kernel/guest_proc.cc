@@ -1,5 +1,6 @@
 #include "sentry/kernel/guest_proc.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
@@ -15,7 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "sentry/base/fs_identity.h"
@@ -393,6 +396,23 @@ void GuestProcOpener::StopHelperLocked() {
          errno == EINTR) {
   }
   pidfd_.Reset();
+}
+
+std::optional<std::vector<int>> GuestFdNumbers(GuestProcOpener& opener, pid_t pid, int max) {
+  UniqueFd dir = opener.Open(pid, "fd", O_DIRECTORY);
+  DIR* d = dir ? fdopendir(dir.get()) : nullptr;
+  if (!d) return std::nullopt;
+  dir.Release();  // the DIR's now
+  std::vector<int> out;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    long fd = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || e->d_name[0] == '\0' || fd < 0 || fd >= max) continue;
+    out.push_back(static_cast<int>(fd));
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 UniqueFd GuestFdCopy(int task_pidfd, int fd) {

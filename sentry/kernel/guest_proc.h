@@ -32,7 +32,9 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
@@ -113,6 +115,12 @@ class GuestProcOpener final {
 // the same open file description. Empty with errno (EBADF: no such fd; ESRCH:
 // the task is gone).
 UniqueFd GuestFdCopy(int task_pidfd, int fd);
+
+// The fd numbers of pid's table below max, in order, listed through opener
+// (on a subordinate range the fd/ directory is the guest uid's alone);
+// nullopt, with errno, when it cannot be listed: a caller that must see every
+// fd (a fork's hand-off) then refuses, never takes it for an empty table.
+std::optional<std::vector<int>> GuestFdNumbers(GuestProcOpener& opener, pid_t pid, int max);
 
 }  // namespace sentry
 

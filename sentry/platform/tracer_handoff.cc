@@ -2,7 +2,6 @@
 // fork's child, held at its auto-attach stop since its clone, goes to its
 // own supervisor S2 (sentry/run/adopt.h) without ever running untraced.
 // The wire: platform/handoff_wire.h.
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -42,27 +41,6 @@ struct PipeId {
   bool valid = false;
 };
 
-// The child's fd numbers, from the kernel's /proc: opened through the
-// guest's /proc opener (on a subordinate range the directory is the
-// guest's uid's alone, 0500). Empty with ok false when it cannot be read.
-std::vector<int> FdNumbersOf(GuestProcOpener& opener, pid_t tid, bool* ok) {
-  std::vector<int> out;
-  UniqueFd dir = opener.Open(tid, "fd", O_DIRECTORY);
-  DIR* d = dir ? fdopendir(dir.get()) : nullptr;
-  if (d) dir.Release();  // the DIR's now
-  *ok = d != nullptr;
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    char* end = nullptr;
-    long fd = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || e->d_name[0] == '\0' || fd < 0 || fd >= kHandOffMaxFds) continue;
-    out.push_back(static_cast<int>(fd));
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // The child's fds on the sentry's relay pipes, with their roles: each fd's
 // object (a copy taken with pidfd_getfd, as the tracer may), not the
 // guest's word.
@@ -76,14 +54,13 @@ absl::StatusOr<std::vector<std::pair<int, int>>> RelayFdsOf(GuestProcOpener& ope
       ids[i] = {st.st_dev, st.st_ino, true};
     }
   }
-  bool listed = false;
-  std::vector<int> fds = FdNumbersOf(opener, tid, &listed);
-  if (!listed) {
+  std::optional<std::vector<int>> fds = GuestFdNumbers(opener, tid, kHandOffMaxFds);
+  if (!fds) {
     return absl::InternalError(
         absl::StrCat("cannot list the forked child's fds: ", std::strerror(errno)));
   }
   std::vector<std::pair<int, int>> out;
-  for (int fd : fds) {
+  for (int fd : *fds) {
     UniqueFd copy = GuestFdCopy(pidfd, fd);
     struct stat st;
     if (!copy || fstat(copy.get(), &st) != 0 || !S_ISFIFO(st.st_mode)) continue;

@@ -1,7 +1,6 @@
 // The adopted child made whole before its first instruction (adopt.h):
 // calls run inside it by its new supervisor (platform/inject_syscall.h, the
 // re-listen's own mechanism), its registers restored after each.
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/seccomp.h>
@@ -45,20 +44,10 @@ struct ChildFprog {  // sock_fprog as the child's (x86-64) memory holds it
 // and fdinfo/ are the guest uid's alone). nullopt when they cannot be read:
 // an fd left unreplaced would be the parent's in the child.
 std::optional<std::vector<std::pair<int, bool>>> ChildFds(GuestProcOpener& opener, pid_t pid) {
+  std::optional<std::vector<int>> fds = GuestFdNumbers(opener, pid, kMaxChildFds);
+  if (!fds) return std::nullopt;
   std::vector<std::pair<int, bool>> out;
-  UniqueFd dir = opener.Open(pid, "fd", O_DIRECTORY);
-  DIR* d = dir ? fdopendir(dir.get()) : nullptr;
-  if (d) dir.Release();  // the DIR's now
-  if (!d) return std::nullopt;
-  std::vector<int> fds;
-  while (dirent* e = readdir(d)) {
-    char* end = nullptr;
-    long fd = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || e->d_name[0] == '\0' || fd < 0 || fd >= kMaxChildFds) continue;
-    fds.push_back(static_cast<int>(fd));
-  }
-  closedir(d);
-  for (int fd : fds) {
+  for (int fd : *fds) {
     UniqueFd info = opener.Open(pid, absl::StrCat("fdinfo/", fd));
     char text[512];
     ssize_t n = info ? read(info.get(), text, sizeof(text) - 1) : -1;
