@@ -15,6 +15,8 @@
 # builds both without -g.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's start, in seconds since this script began (CI's log).
+phase() { echo "test.sh: $1 at ${SECONDS} s"; }
 SENTRY_NO_EXAMPLE=1 scripts/install.sh
 # What the tests drive for real: the engines (podman, containerd and the
 # runtimes sentry is compared with), strace for the trace, Debian's
@@ -30,6 +32,7 @@ if [ "${SENTRY_SKIP_APT:-0}" != 1 ]; then
   # rather than skipping (ctest counts a skip as a pass).
   export SENTRY_REQUIRE_ENGINES=1
 fi
+phase "build"
 ninja -C build
 # The sanitized tree builds while the plain suite runs, at the idle scheduling
 # class: about half of that suite runs one RUN_SERIAL test at a time, leaving
@@ -56,7 +59,9 @@ jobs=${SENTRY_TEST_JOBS:-2}
 # of the test beside it on two cores); its first output stays in the log, and
 # one that fails twice fails the run. SENTRY_TEST_TRIES=1 runs each once.
 tries=(--repeat "until-pass:${SENTRY_TEST_TRIES:-2}")
+phase "tests"
 ctest --test-dir build --output-on-failure --timeout 600 -j "$jobs" "${tries[@]}" "$@"
+phase "tests done"
 if [ -n "$asan_build" ]; then
   if ! wait "$asan_build"; then
     tail -n 60 build-asan/build.log
@@ -67,6 +72,8 @@ if [ -n "$asan_build" ]; then
   # Left out here as well: what runs no sentry code of its own (the docs
   # checks, the session kernel natively), the Inspector's npx start-ups, and
   # the as-a-user repeats of suites (rootless_test runs sanitized).
+  phase "sanitized tests"
   ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure --timeout 900 -j "$jobs" \
     "${tries[@]}" -E '_seccomp_only$|_rootless$|_mcp_inspector$|^docs_check|^session_kernel(_source)?$|_doc$'
 fi
+phase "done"
