@@ -1,5 +1,6 @@
-// A session fork in the parent's supervisor (sentry/session/FORK.md, step 2):
-// the control socket's requests, and the parent's re-listen. Everything here
+// A session fork in the parent's supervisor (sentry/session/FORK.md, step 2),
+// a run's (S1) or a forked child's (S2: a fork of a fork): the control
+// socket's requests, and the parent's re-listen. Everything here
 // runs on the tracer's thread (Supervise's loop, and the tracer's hook at the
 // forking thread's seccomp(NEW_LISTENER) stop), so no task is resumed behind
 // its back.
