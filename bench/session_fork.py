@@ -3,7 +3,7 @@
 over loopback HTTP (POST /v1/sessions/{id}/fork), side by side in one run:
 
     /usr/bin/python3 bench/session_fork.py build/sentry/sentry [--forks 20] [--many 100]
-        [--fork-spares N] [--timeline]
+        [--fork-spares N] [--timeline] [--depth D]
 
 - fork 1: p50/p99 of --forks forks of one child from a session holding a
   100 MB pandas DataFrame (request sent to the answer read: the children's
@@ -20,6 +20,8 @@ over loopback HTTP (POST /v1/sessions/{id}/fork), side by side in one run:
   the parent's supervisor's and the child's supervisor's marks:
   SENTRY_TIMELINE, sentry/base/timeline.h).
 --fork-spares: the server's --session-fork-spares (default: the server's, 2).
+--depth D: the forking session is itself a fork of a fork... D forks down a
+chain from the one that loaded the DataFrame (its ancestors kept).
 The load average is printed before and after: on a shared machine the
 wall times are upper bounds. As root or as an ordinary user (single-id mode,
 or a subordinate range: the memory is read from /proc/PID/smaps_rollup, which
@@ -134,6 +136,8 @@ def main():
     ap.add_argument("--forks", type=int, default=20)
     ap.add_argument("--many", type=int, default=100)
     ap.add_argument("--fork-spares", type=int, default=None)
+    ap.add_argument("--depth", type=int, default=0,
+                    help="fork from a session D forks down a chain (a fork of a fork...)")
     ap.add_argument("--timeline", action="store_true",
                     help="the steps of each fork of one child (SENTRY_TIMELINE)")
     a = ap.parse_args()
@@ -147,21 +151,33 @@ def main():
     # --pids-limit: a child's user namespace nests in its parent's, where the
     # kernel counts every child's tasks against the parent's RLIMIT_NPROC
     # (its --pids) too: about six threads a child.
-    extra = ["--session-spares", "0", "--max-sessions", str(a.many + 20),
-             "--max-sessions-per-token", str(a.many + 20),
+    extra = ["--session-spares", "0", "--max-sessions", str(a.many + 20 + a.depth),
+             "--max-sessions-per-token", str(a.many + 20 + a.depth),
              "--pids-limit", str(max(128, 8 * a.many + 64))]
     if a.fork_spares is not None:
         extra += ["--session-fork-spares", str(a.fork_spares)]
     s = Server(a.sentry, extra)
     try:
+        chain = []  # with --depth: the forking session's ancestors, kept
+
         def loaded():
+            for sid in chain:
+                s.call("DELETE", f"/v1/sessions/{sid}")
+            chain.clear()
             st, body = s.call("POST", "/v1/sessions", {})
             if st != 201:
                 raise SystemExit(f"create: {st} {body}")
             cell(s, body["id"], "import numpy as np, pandas as pd\n"
                                 "df = pd.DataFrame(np.random.rand(1_310_720, 10))\n"
                                 "int(df.memory_usage().sum()) >> 20")
-            return body["id"]
+            sid = body["id"]
+            for _ in range(a.depth):  # a fork of a fork...: the chain's end forks
+                st, body = s.call("POST", f"/v1/sessions/{sid}/fork", {"count": 1})
+                if st != 201:
+                    raise SystemExit(f"fork down the chain: {st} {body}")
+                chain.append(sid)
+                sid = body["sessions"][0]
+            return sid
 
         parent = loaded()
         times, per_parent, parents, marks = [], 0, 1, []
@@ -189,7 +205,8 @@ def main():
             second_cells.append(cell(s, kid, "df.shape")[0])
             s.call("DELETE", f"/v1/sessions/{kid}")
             time.sleep(0.2)  # the spares' refill, off the next fork's path
-        print(f"fork of 1 child (100 MB DataFrame): p50 {pct(times, 50):.1f} ms, "
+        at = f", from a session {a.depth} forks deep" if a.depth else ""
+        print(f"fork of 1 child (100 MB DataFrame{at}): p50 {pct(times, 50):.1f} ms, "
               f"p99 {pct(times, 99):.1f} ms over {a.forks} ({parents} parents)")
         print(f"cell `df.shape`: a child's first, right after its fork, p50 "
               f"{pct(first_cells, 50):.2f} ms; its second {pct(second_cells, 50):.2f} ms; "

@@ -341,9 +341,10 @@ int Adoption::Supervise() {
     while ((pid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) tracer_->OnWaitStatus(pid, status);
     if (tracer_->leader_done()) break;
     // (A negative fd: no control socket.)
-    pollfd p[3] = {{sig, POLLIN, 0}, {timer, POLLIN, 0}, {o_.control_fd, POLLIN, 0}};
+    int control = fork_parent_ && fork_parent_->control_open() ? o_.control_fd : -1;
+    pollfd p[3] = {{sig, POLLIN, 0}, {timer, POLLIN, 0}, {control, POLLIN, 0}};
     if (poll(p, 3, -1) < 0 && errno != EINTR) break;
-    if (p[2].revents & (POLLIN | POLLHUP)) AnswerControl();
+    if (p[2].revents) fork_parent_->OnControlMessage();  // the session's own fork
     if (p[0].revents & POLLIN) {
       signalfd_siginfo si;
       while (read(sig, &si, sizeof(si)) == sizeof(si)) {
@@ -376,19 +377,29 @@ int Adoption::Supervise() {
   return kExitSentryError;
 }
 
-// A forked session's own fork is not built: every request on the
-// session's control socket is refused, with why (never left unanswered).
-void Adoption::AnswerControl() {
-  ReceivedRequest r = ReceiveControlRequest(o_.control_fd);
-  if (r.eof) {
-    o_.control_fd = -1;  // (the launcher's copy; closed with this process)
-    return;
-  }
-  if (r.none) return;
-  // (A malformed request is refused all the same, with its own why.)
-  SendControlReply(
-      o_.control_fd, ControlKind::kReply, r.request.id, EOPNOTSUPP,
-      r.ok ? "a forked session cannot fork again yet (its supervisor has no re-listen)" : r.why);
+// A forked session forks again as any other (FORK.md, "A fork of a fork"):
+// its adopted child is a session's kernel, served here as a run serves its
+// own, and the grandchildren's supervisors take them from this one.
+void Adoption::StartForkParent() {
+  if (o_.control_fd < 0) return;
+  fork_parent_ = std::make_unique<run_internal::ForkParent>(run_internal::ForkParent::Host{
+      .kernel = *kernel_,
+      .tracer = *tracer_,
+      .unotify = unotify_,
+      .dispatcher = dispatcher_,
+      .loop = loop_,
+      .control_fd = o_.control_fd,
+      .start_loop =
+          [this] {
+            loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, fs_uid_);
+            loop_->Start();
+          },
+      .relay_ends = [this] { return stdio_.relay_ends(); },
+      .kill_sandbox = [this] { SendSignal(SIGKILL); },
+      .init_pid = -1,
+      .unsupported = "",
+  });
+  tracer_->set_on_listener_request([this](pid_t pid) { fork_parent_->OnListenerRequest(pid); });
 }
 
 void Adoption::SendSignal(int sig) {
@@ -427,6 +438,14 @@ int Adoption::Execute() {
   // nothing it does escapes the limits. Its pid is the pidfd's.
   StartCgroupJoin();
   if (auto e = Seize()) return Fail(*e);
+  // S1's SIGSTOP left the child's process group-stopped (the kernel's
+  // SIGNAL_STOP_STOPPED), which no resumption by ptrace clears: every later
+  // ptrace interrupt of its threads would report a group-stop, and a fork's
+  // quiesce (fork_parent.cc) would leave them stopped (PTRACE_LISTEN) as a
+  // stop the guest chose. A SIGCONT clears it; the child, held at its stop,
+  // gets it as a signal-delivery stop in the injections, where it is
+  // dropped (held_) as any signal that came before it ran.
+  SendSignal(SIGCONT);
   timeline::Mark("s2.seized");
   std::string mapping;
   if (HasRefusedSharedMapping(child_, LowerDevices(), &mapping)) {
@@ -438,6 +457,7 @@ int Adoption::Execute() {
   if (auto e = ReadIds()) return Fail(*e);
   if (auto e = Build()) return Fail(*e);
   timeline::Mark("s2.built");
+  StartForkParent();  // (its events come in Supervise, on this thread)
   if (auto e = MakeWhole()) return Fail(*e);
   timeline::Mark("s2.running");
   return Supervise();

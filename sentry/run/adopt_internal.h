@@ -22,6 +22,7 @@
 #include "sentry/platform/tracer.h"
 #include "sentry/platform/unotify.h"
 #include "sentry/run/cgroups.h"
+#include "sentry/run/fork_parent.h"
 #include "sentry/run/run.h"
 #include "sentry/run/sandbox_tree.h"
 #include "sentry/run/stdio.h"
@@ -55,7 +56,8 @@ class Adoption {
   int Fail(const std::string& why);
   void Answer(std::string_view what);
   void SendSignal(int sig);
-  void AnswerControl();
+  // The child's own forks (fork_parent.h), as a run's: made once it runs.
+  void StartForkParent();
 
   RunOptions o_;
   HandOffHeader header_;
@@ -91,6 +93,7 @@ class Adoption {
   std::unique_ptr<Unotify> unotify_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<NotifyLoop> loop_;
+  std::unique_ptr<run_internal::ForkParent> fork_parent_;  // a session's (control_fd)
 };
 
 }  // namespace sentry::adopt

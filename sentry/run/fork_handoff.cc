@@ -1,4 +1,4 @@
-// The hand-off's entry for the parent's run (run_fork.cc): the tracer's own
+// The hand-off's entry for the parent's run (fork_parent.cc): the tracer's own
 // (Tracer::HandOffForkChild, sentry/platform/tracer_handoff.cc) given the
 // run's relay ends. S2 is sentry/run/adopt.h.
 #include "sentry/run/fork_handoff.h"

@@ -335,9 +335,6 @@ std::optional<RunError> Run::AttachGuest() {
     return RunError{kExitSentryError, absl::StrCat("cannot trace the guest: ", std::strerror(-r))};
   }
   tracer_->set_leader(spawned_->guest_pid());
-  if (o_.control_fd >= 0) {
-    tracer_->set_on_listener_request([this](pid_t pid) { OnListenerRequest(pid); });
-  }
   if (seccomp_only()) {
     std::vector<std::string> dirs = tree_.lower_roots;
     dirs.push_back(host_store_.path());
@@ -356,7 +353,36 @@ std::optional<RunError> Run::AttachGuest() {
     tracer_->set_observer(census_);
   }
   loop_->Start();
+  if (o_.control_fd >= 0) StartForkParent();
   return std::nullopt;
+}
+
+void Run::StartForkParent() {
+  std::string unsupported;
+  if (seccomp_only()) {
+    unsupported = "a fork needs the sandbox's namespaces, which this run has not";
+  } else if (census_) {
+    unsupported = "a fork is not made under --census";
+  }
+  fork_parent_ = std::make_unique<ForkParent>(ForkParent::Host{
+      .kernel = *kernel_,
+      .tracer = *tracer_,
+      .unotify = unotify_,
+      .dispatcher = dispatcher_,
+      .loop = loop_,
+      .control_fd = o_.control_fd,
+      .start_loop =
+          [this] {
+            loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, GuestFsId());
+            loop_->set_cpu_share(&cpu_share_);
+            loop_->Start();
+          },
+      .relay_ends = [this] { return stdio_.relay_ends(); },
+      .kill_sandbox = [this] { KillSandbox(); },
+      .init_pid = spawned_->init_pid(),
+      .unsupported = std::move(unsupported),
+  });
+  tracer_->set_on_listener_request([this](pid_t pid) { fork_parent_->OnListenerRequest(pid); });
 }
 
 // --trace: on sentry's own stderr or the file, never the guest's streams

@@ -109,15 +109,16 @@ void Run::Supervise() {
   // and Conclude reaps pid 1 after it answered the client.
   while (!init_reaped && !(warm_ && leader_seen_done)) {
     // (poll skips a negative fd: no pool client, no exec socket.)
-    pollfd pfd[7] = {{sig.get(), POLLIN, 0},
-                     {timer.get(), POLLIN, 0},
-                     {grace.get(), POLLIN, 0},
-                     {pin_check.get(), POLLIN, 0},
-                     {peer_fd_, POLLIN, 0},
-                     {o_.exec_listen_fd, POLLIN, 0},
-                     {control_open_ ? o_.control_fd : -1, POLLIN, 0}};
+    pollfd pfd[7] = {
+        {sig.get(), POLLIN, 0},
+        {timer.get(), POLLIN, 0},
+        {grace.get(), POLLIN, 0},
+        {pin_check.get(), POLLIN, 0},
+        {peer_fd_, POLLIN, 0},
+        {o_.exec_listen_fd, POLLIN, 0},
+        {fork_parent_ && fork_parent_->control_open() ? o_.control_fd : -1, POLLIN, 0}};
     if (poll(pfd, 7, -1) < 0 && errno != EINTR) break;
-    if (pfd[6].revents) OnControlMessage();  // a session's fork (run_fork.cc)
+    if (pfd[6].revents) fork_parent_->OnControlMessage();  // a session's fork (fork_parent.h)
     if (pfd[5].revents & POLLIN) {
       int conn = accept4(o_.exec_listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (conn >= 0) {
@@ -182,7 +183,8 @@ void Run::Supervise() {
       }
       if (tracer_->leader_done()) KillSandbox();
     }
-    if (init_exited_) init_reaped = true;  // waited for during a fork's quiesce
+    if (fork_parent_ && fork_parent_->init_exited())
+      init_reaped = true;  // waited for during a fork's quiesce
   }
   if (watchdog.joinable()) {
     {
@@ -256,9 +258,9 @@ int Run::Conclude(std::optional<RunError> error) {
   if (error) {
     code = error->code;
     r.error = error->message;
-  } else if (!fork_fatal_.empty()) {
+  } else if (fork_parent_ && !fork_parent_->fatal().empty()) {
     code = kExitSentryError;
-    r.error = fork_fatal_;
+    r.error = fork_parent_->fatal();
   } else if (tracer_ && !tracer_->violation().empty()) {
     code = kExitSentryError;
     r.error = tracer_->violation();

@@ -22,6 +22,7 @@
 #include "sentry/platform/unotify.h"
 #include "sentry/run/cgroups.h"
 #include "sentry/run/fork_control.h"
+#include "sentry/run/fork_parent.h"
 #include "sentry/run/phase_clock.h"
 #include "sentry/run/result.h"
 #include "sentry/run/run.h"
@@ -118,20 +119,9 @@ class Run {
   void StopLoops();
   // SIGINT or SIGQUIT as a terminal sends them (see Supervise).
   void SignalForeground(int signo);
-  // A session fork (run_fork.cc; sentry/session/FORK.md step 2): the
-  // control socket's requests, and the parent's re-listen at the forking
-  // thread's seccomp stop (the tracer's hook), all on the tracer's thread.
-  void OnControlMessage();
-  int PrepareFork(const ControlRequest& req, std::vector<UniqueFd> handoffs, std::string* why);
-  void OnListenerRequest(pid_t pid);
-  std::string QuiesceAllBut(pid_t keep);
-  std::string CheckRelistenable(pid_t pid);
-  std::string CloseOldListener(const std::weak_ptr<Unotify>& late);
-  void StartLoop();
-  void OnRelistenTaken(int err, UniqueFd listener);
-  void ResumeQuiesced();
-  std::vector<pid_t> ForkChildrenSince(size_t first);
-  void KillForkChildren(const std::vector<pid_t>& children, const std::string& why);
+  // A session fork (fork_parent.h; sentry/session/FORK.md step 2): made by
+  // AttachGuest when the run has a control socket.
+  void StartForkParent();
   int Conclude(std::optional<RunError> error);
   void Report(const RunResult& r);
   // The result's `limits`: which mechanism holds each (run_end.cc).
@@ -234,27 +224,7 @@ class Run {
     std::unique_ptr<NotifyLoop> loop;
   };
   std::vector<ExecLoop> exec_loops_;
-  // A prepared fork (fork_), the one being re-listened (relisten_), and
-  // the tasks held stopped meanwhile (run_fork.cc).
-  struct ForkPrepare {
-    bool active = false;
-    uint64_t id = 0;
-    pid_t thread = 0;  // as the sandbox names it
-    uint32_t count = 0;
-    std::vector<UniqueFd> handoffs;
-    size_t first_child = 0;  // its children: Kernel::fork_children from here
-  };
-  ForkPrepare fork_, relisten_;
-  pid_t relisten_parent_ = 0;
-  bool relisten_busy_ = false;
-  bool control_open_ = true;
-  struct Quiesced {
-    pid_t tid;
-    bool group_stop;
-  };
-  std::vector<Quiesced> quiesced_;
-  bool init_exited_ = false;                  // pid 1's end, waited for during a quiesce
-  std::string fork_fatal_;                    // a re-listen that failed past the point of return
+  std::unique_ptr<ForkParent> fork_parent_;   // a session's (control_fd), else none
   std::shared_ptr<Census> census_;            // --census
   std::vector<sock_filter> ordinary_filter_;  // --census: decides each call
   bool sync_wakeup_ = true;

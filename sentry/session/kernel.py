@@ -273,6 +273,24 @@ class _Bytes(io.RawIOBase):
         return self._out.fileno()
 
 
+
+# The stack of each of the kernel's own threads (the pipes' readers, the
+# ticker, the file worker, the reader): they run no cell. A forked kernel
+# keeps its parent's threads' stacks mapped (a raw clone: glibc's fork would
+# reclaim them), so a chain of forks adds its threads' stacks to the address
+# space at each level, and without root the --memory wall is RLIMIT_AS
+# (FORK.md, "A fork of a fork"): 2 MiB each, not the 8 MiB default.
+_KERNEL_STACK = 2 << 20
+
+
+def _kernel_thread(target, name):
+    old = threading.stack_size(_KERNEL_STACK)
+    try:
+        threading.Thread(target=target, name=name, daemon=True).start()
+    finally:
+        threading.stack_size(old)
+
+
 class _Pipe:
     """fd 1 or fd 2 of the kernel (so of its children): a pipe read into stream frames."""
 
@@ -285,7 +303,7 @@ class _Pipe:
         self.cond = threading.Condition()
         self.read = self.sent = 0
         self.dead = False
-        threading.Thread(target=self._run, name="sentry-" + name, daemon=True).start()
+        _kernel_thread(self._run, "sentry-" + name)
 
     def _run(self):
         try:
@@ -1159,7 +1177,7 @@ def _fork_child(rid, off, ctypes):
     PIPES = [_Pipe("stdout", 1), _Pipe("stderr", 2)]
     failed = _reseed()
     for target in (STREAMS.ticker, _files_worker, _reader):
-        threading.Thread(target=target, name="sentry-kernel", daemon=True).start()
+        _kernel_thread(target, "sentry-kernel")
     WIRE.send({"op": "forked", "id": rid, "role": "child", "pid": os.getpid()})
     for why in failed:
         STREAMS.write("stderr", "fork: %s\n" % why)
@@ -1273,6 +1291,9 @@ def _start():
     # socket as its request and frame fds, as a child's supervisor gives it
     # its own pipes. No wall rests on it: the guest can make these calls itself.
     _FORK_TEST = os.environ.pop("SENTRY_KERNEL_FORK_TEST_SOCKET", None)
+    # The server's (session_manager.cc), read by glibc at the start; not the
+    # cells' to inherit.
+    os.environ.pop("MALLOC_ARENA_MAX", None)
     preload = []
     args = sys.argv[1:]
     if "--preload" in args[:-1]:
@@ -1300,7 +1321,7 @@ def _start():
     builtins.display, builtins.input = display, _input
     sys.argv = [""]
     for target in (STREAMS.ticker, _files_worker, _reader):
-        threading.Thread(target=target, name="sentry-kernel", daemon=True).start()
+        _kernel_thread(target, "sentry-kernel")
     try:
         for m in preload:
             __import__(m)

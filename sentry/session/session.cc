@@ -94,7 +94,6 @@ absl::StatusOr<std::shared_ptr<Session>> Session::Launch(SandboxLauncher& launch
   if (!p.ok()) return p.status();
   std::shared_ptr<Session> s(new Session(std::move(*p)));
   s->spec_ = spec;
-  s->adopted_ = spec.adopt_fd >= 0;
   s->spec_.adopt_fd = -1;  // borrowed: the launch has passed its copy
   s->reader_ = std::thread([raw = s.get()] { raw->ReadLoop(); });
   return s;

@@ -161,7 +161,6 @@ class Session final {
 
   SandboxProcess process_;
   SandboxSpec spec_;
-  bool adopted_ = false;       // a fork's child (its supervisor serves no fork yet)
   int64_t kernel_pid_ = 0;     // the kernel's pid as the sandbox names it (its ready frame)
   bool forking_ = false;       // a fork is under way (as busy as a cell)
   bool sandbox_kept_ = false;  // ended, its sandbox kept (EndKeepingSandbox)

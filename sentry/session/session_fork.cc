@@ -70,11 +70,6 @@ Status Session::Fork(const std::vector<int>& handoffs, double timeout_sec,
   std::unique_lock<std::mutex> lock(mu_);
   if (ended_) return Status::kEnded;
   if (cell_ || forking_) return Status::kBusy;
-  if (adopted_) {
-    // An adopting supervisor (run/adopt.h) has no control socket's loop.
-    *why = "a forked session cannot fork again (not built: its supervisor grants no fork)";
-    return Status::kOk;
-  }
   if (!process_.control) {
     *why = "this session's supervisor has no control socket";
     return Status::kOk;

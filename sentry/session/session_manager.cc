@@ -90,6 +90,13 @@ SandboxSpec SessionManager::SpecFor(const RunOptions& o, bool network_none,
   spec.cpus = o.cpus;
   spec.network_none = network_none;
   spec.allow = allow;
+  // At most 8 malloc arenas in the kernel (glibc's default: 8 a CPU, 64 MiB
+  // of address space each). A forked kernel keeps every arena its parent
+  // made, and its new threads would make more: down a chain of forks each
+  // level added ~300 MiB of address space, and without root --memory is
+  // RLIMIT_AS (a chain stopped at 3 levels under 1 GiB). With a cap the
+  // arenas inherited are reused. The kernel drops it from its environment.
+  spec.env = {"MALLOC_ARENA_MAX=8"};
   // The backstop if the server is gone: the longest a session or a spare lives.
   spec.timeout_sec = options_.max_lifetime_sec + kSpareMaxAgeSec + 60;
   return spec;

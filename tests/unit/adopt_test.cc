@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "loader/filter.h"
+#include "sentry/base/fd_passing.h"
 #include "sentry/kernel/kernel.h"
 #include "sentry/kernel/procfs.h"
 #include "sentry/kernel/sysfs.h"
@@ -209,6 +210,7 @@ struct Scenario {
   bool parent_vfs_has_child_file = true;
   std::string store_listing;  // the child's /.sentry-store, seen from the host
   int control_status = -1;    // via the launcher: S2's answer to a fork_prepare
+  int cancel_status = -1;     // and to its fork_cancel
   long handoff_us = 0;        // S1's HandOffForkChild (until "seized")
   long first_write_us = 0;    // from its start to the child's first write on S2's pipe
 };
@@ -401,18 +403,32 @@ Scenario RunScenario(Shared shared, bool via_launcher = false) {
       }
       if (ec) out.store_listing = "error: " + ec.message();
       if (launched.control) {
-        // A fork of the forked session: refused, with why, not left hanging.
-        ControlRequest req;
-        req.op = static_cast<uint32_t>(ControlOp::kForkPrepare);
-        req.id = 5;
-        req.count = 1;
-        req.thread = 1;
-        ControlReply reply;
-        if (send(launched.control.get(), &req, sizeof(req), MSG_NOSIGNAL) == sizeof(req) &&
-            WaitReadable(launched.control.get(), 5000) &&
-            recv(launched.control.get(), &reply, sizeof(reply), 0) == sizeof(reply) &&
-            reply.id == 5) {
-          out.control_status = reply.status;
+        // A fork of the forked session: S2 grants it as S1 would (its
+        // ForkParent), and withdraws it on a cancel; answered, never left
+        // hanging.
+        auto ask = [&](ControlOp op, uint32_t count, std::span<const int> fds) {
+          ControlRequest req;
+          req.op = static_cast<uint32_t>(op);
+          req.id = 5;
+          req.count = count;
+          req.thread = 1;
+          ControlReply reply;
+          if (SendWithFds(launched.control.get(), &req, sizeof(req), fds) ==
+                  static_cast<ssize_t>(sizeof(req)) &&
+              WaitReadable(launched.control.get(), 5000) &&
+              recv(launched.control.get(), &reply, sizeof(reply), 0) == sizeof(reply) &&
+              reply.id == 5) {
+            return static_cast<int>(reply.status);
+          }
+          return -1;
+        };
+        int hs[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, hs) == 0) {
+          int handoff[1] = {hs[0]};
+          out.control_status = ask(ControlOp::kForkPrepare, 1, handoff);
+          out.cancel_status = ask(ControlOp::kForkCancel, 0, {});
+          close(hs[0]);
+          close(hs[1]);
         }
       }
       looked = true;
@@ -480,7 +496,8 @@ TEST(AdoptTest, TheSessionLauncherStartsTheChildsSupervisorInAdoptMode) {
   EXPECT_NE(s.s2_out.find("before=from-parent\n"), std::string::npos) << s.s2_out;
   EXPECT_NE(s.s2_out.find("after=ERR2\n"), std::string::npos) << s.s2_out;
   EXPECT_NE(s.s2_out.find("END\n"), std::string::npos) << s.s2_out;
-  EXPECT_EQ(s.control_status, EOPNOTSUPP);
+  EXPECT_EQ(s.control_status, 0);  // a forked session's own fork is granted
+  EXPECT_EQ(s.cancel_status, 0);
 }
 
 TEST(AdoptTest, AParentWithASharedWritableMappingHasItsForkRefused) {

@@ -1,5 +1,6 @@
-// A session fork in the parent's supervisor (sentry/session/FORK.md, step 2):
-// the control socket's requests, and the parent's re-listen. Everything here
+// A session fork in the parent's supervisor (sentry/session/FORK.md, step 2),
+// a run's (S1) or a forked child's (S2: a fork of a fork): the control
+// socket's requests, and the parent's re-listen. Everything here
 // runs on the tracer's thread (Supervise's loop, and the tracer's hook at the
 // forking thread's seccomp(NEW_LISTENER) stop), so no task is resumed behind
 // its back.
@@ -27,6 +28,8 @@
 // with EPERM, the children are killed). A failure after it (the kernel's
 // own refusal of the new filter) leaves a parent nobody can answer: the
 // sandbox ends, saying why.
+#include "sentry/run/fork_parent.h"
+
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
@@ -48,13 +51,11 @@
 #include "sentry/base/timeline.h"
 #include "sentry/run/fork_control.h"
 #include "sentry/run/fork_handoff.h"
-#include "sentry/run/run_internal.h"
 #include "syscalls/table.h"
 
 namespace sentry::run_internal {
 namespace {
 
-constexpr int kMaxFilterDepth = 16;
 constexpr auto kQuiesceLimit = std::chrono::seconds(2);
 // A late call (on a fiber) looks whether its caller still waits at least
 // every 100 ms (syscalls/socket_common.cc): it lets L1's copy go by then.
@@ -111,42 +112,39 @@ bool IsStopSignal(int sig) {
 
 }  // namespace
 
-void Run::OnControlMessage() {
-  ReceivedRequest rr = ReceiveControlRequest(o_.control_fd);
+void ForkParent::OnControlMessage() {
+  ReceivedRequest rr = ReceiveControlRequest(h_.control_fd);
   if (rr.eof) {
     control_open_ = false;  // the server is gone: nothing more to prepare
     return;
   }
   if (rr.none) return;
   if (!rr.ok) {
-    SendControlReply(o_.control_fd, ControlKind::kReply, rr.request.id, EINVAL, rr.why);
+    SendControlReply(h_.control_fd, ControlKind::kReply, rr.request.id, EINVAL, rr.why);
     return;
   }
   const ControlRequest& req = rr.request;
   if (static_cast<ControlOp>(req.op) == ControlOp::kForkCancel) {
     if (!fork_.active) {
-      SendControlReply(o_.control_fd, ControlKind::kReply, req.id, ENOENT, "no fork is prepared");
+      SendControlReply(h_.control_fd, ControlKind::kReply, req.id, ENOENT, "no fork is prepared");
       return;
     }
-    tracer_->WithdrawFork(fork_.thread);
+    h_.tracer.WithdrawFork(fork_.thread);
     KillForkChildren(ForkChildrenSince(fork_.first_child), "the fork was cancelled");
     fork_ = ForkPrepare{};
-    SendControlReply(o_.control_fd, ControlKind::kReply, req.id, 0, "");
+    SendControlReply(h_.control_fd, ControlKind::kReply, req.id, 0, "");
     return;
   }
   timeline::Mark("s1.prepare");
   std::string why;
   int err = PrepareFork(req, std::move(rr.fds), &why);
-  SendControlReply(o_.control_fd, ControlKind::kReply, req.id, err, why);
+  SendControlReply(h_.control_fd, ControlKind::kReply, req.id, err, why);
 }
 
-int Run::PrepareFork(const ControlRequest& req, std::vector<UniqueFd> handoffs, std::string* why) {
-  if (seccomp_only()) {
-    *why = "a fork needs the sandbox's namespaces, which this run has not";
-    return EOPNOTSUPP;
-  }
-  if (census_) {
-    *why = "a fork is not made under --census";
+int ForkParent::PrepareFork(const ControlRequest& req, std::vector<UniqueFd> handoffs,
+                            std::string* why) {
+  if (!h_.unsupported.empty()) {
+    *why = h_.unsupported;
     return EOPNOTSUPP;
   }
   if (fork_.active || relisten_busy_) {
@@ -156,18 +154,18 @@ int Run::PrepareFork(const ControlRequest& req, std::vector<UniqueFd> handoffs, 
   pid_t host_tid = 0;
   size_t first_child = 0;
   {
-    std::lock_guard<std::mutex> lock(kernel_->mu());
-    const Task* t = kernel_->tasks().FindByNsTid(req.thread);
+    std::lock_guard<std::mutex> lock(h_.kernel.mu());
+    const Task* t = h_.kernel.tasks().FindByNsTid(req.thread);
     if (!t || t->fork_child) {
       *why = absl::StrCat("the sandbox has no thread ", req.thread);
       return ESRCH;
     }
     host_tid = t->tid;
     std::vector<pid_t> others;
-    for (const auto& [tgid, process] : kernel_->tasks().Processes()) {
+    for (const auto& [tgid, process] : h_.kernel.tasks().Processes()) {
       if (tgid == t->process->tgid) continue;
       bool child = false;
-      for (const Task* task : kernel_->tasks().TasksOf(process.get())) child |= task->fork_child;
+      for (const Task* task : h_.kernel.tasks().TasksOf(process.get())) child |= task->fork_child;
       if (!child) others.push_back(process->ns_pid);
     }
     if (!others.empty()) {
@@ -175,11 +173,11 @@ int Run::PrepareFork(const ControlRequest& req, std::vector<UniqueFd> handoffs, 
                           absl::StrJoin(others, ", "), "): a fork copies one process");
       return EBUSY;
     }
-    if (kernel_->fork_children.size() + req.count > Kernel::kMaxForkChildren) {
+    if (h_.kernel.fork_children.size() + req.count > Kernel::kMaxForkChildren) {
       *why = "this sandbox has made as many fork children as it may";
       return EAGAIN;
     }
-    first_child = kernel_->fork_children.size();
+    first_child = h_.kernel.fork_children.size();
   }
   int depth = SeccompDepth(host_tid);
   if (depth < 0 || depth >= kMaxFilterDepth) {
@@ -187,7 +185,7 @@ int Run::PrepareFork(const ControlRequest& req, std::vector<UniqueFd> handoffs, 
                         "and ", kMaxFilterDepth, " is the most (fork depth)");
     return ELOOP;
   }
-  if (!tracer_->GrantFork(req.thread, static_cast<int>(req.count))) {
+  if (!h_.tracer.GrantFork(req.thread, static_cast<int>(req.count))) {
     *why = absl::StrCat("the sandbox has no thread ", req.thread);
     return ESRCH;
   }
@@ -201,19 +199,19 @@ int Run::PrepareFork(const ControlRequest& req, std::vector<UniqueFd> handoffs, 
   return 0;
 }
 
-std::vector<pid_t> Run::ForkChildrenSince(size_t first) {
-  std::lock_guard<std::mutex> lock(kernel_->mu());
-  const std::vector<pid_t>& all = kernel_->fork_children;
+std::vector<pid_t> ForkParent::ForkChildrenSince(size_t first) {
+  std::lock_guard<std::mutex> lock(h_.kernel.mu());
+  const std::vector<pid_t>& all = h_.kernel.fork_children;
   if (first >= all.size()) return {};
   return std::vector<pid_t>(all.begin() + static_cast<long>(first), all.end());
 }
 
-void Run::KillForkChildren(const std::vector<pid_t>& children, const std::string& why) {
+void ForkParent::KillForkChildren(const std::vector<pid_t>& children, const std::string& why) {
   for (pid_t child : children) {
     bool ours;
     {
-      std::lock_guard<std::mutex> lock(kernel_->mu());
-      ours = kernel_->tasks().Find(child) != nullptr;
+      std::lock_guard<std::mutex> lock(h_.kernel.mu());
+      ours = h_.kernel.tasks().Find(child) != nullptr;
     }
     if (!ours) continue;  // gone, or handed off
     kill(child, SIGKILL);
@@ -222,12 +220,12 @@ void Run::KillForkChildren(const std::vector<pid_t>& children, const std::string
   }
 }
 
-void Run::OnListenerRequest(pid_t pid) {
+void ForkParent::OnListenerRequest(pid_t pid) {
   if (!fork_.active || relisten_busy_) return;  // no prepare (or a racing thread): EPERM
   pid_t ns_tid = 0;
   {
-    std::lock_guard<std::mutex> lock(kernel_->mu());
-    if (const Task* t = kernel_->tasks().Find(pid)) ns_tid = t->ns_tid;
+    std::lock_guard<std::mutex> lock(h_.kernel.mu());
+    if (const Task* t = h_.kernel.tasks().Find(pid)) ns_tid = t->ns_tid;
   }
   if (ns_tid != fork_.thread) return;  // not the thread the fork was prepared for: EPERM
   timeline::Mark("s1.relisten.request");
@@ -235,17 +233,17 @@ void Run::OnListenerRequest(pid_t pid) {
   // withdrawn, and its children go to their supervisors or die.
   ForkPrepare prepared = std::move(fork_);
   fork_ = ForkPrepare{};
-  tracer_->WithdrawFork(prepared.thread);
+  h_.tracer.WithdrawFork(prepared.thread);
   relisten_busy_ = true;
   // The loop first: a call it has received it answers before it stops, so
   // no call is interrupted half-done by the sentry (its effect made, its
   // answer lost, then made again when it restarts). Those not received yet
   // stay queued in L1 until the interrupt withdraws them.
-  loop_->Stop();
+  h_.loop->Stop();
   // Its own copy of L1 for late calls goes with it; each late call's goes
   // when its work sees its call withdrawn (CloseOldListener).
-  std::weak_ptr<Unotify> late = loop_->late_listener();
-  loop_.reset();
+  std::weak_ptr<Unotify> late = h_.loop->late_listener();
+  h_.loop.reset();
   std::string why = QuiesceAllBut(pid);
   timeline::Mark("s1.quiesced");
   if (why.empty()) why = CheckRelistenable(pid);
@@ -253,33 +251,33 @@ void Run::OnListenerRequest(pid_t pid) {
   if (why.empty()) why = CloseOldListener(late);
   timeline::Mark("s1.l1.closed");
   if (!why.empty()) {
-    if (!loop_ && unotify_) StartLoop();  // L1 serves on
+    if (!h_.loop && h_.unotify) h_.start_loop();  // L1 serves on
     KillForkChildren(ForkChildrenSince(prepared.first_child), why);
     ResumeQuiesced();
     relisten_busy_ = false;
     log::Notice(absl::StrCat("notice: a fork's re-listen was refused: ", why), log::Level::kWarn);
     if (control_open_)
-      SendControlReply(o_.control_fd, ControlKind::kRelistened, prepared.id, EPERM, why);
+      SendControlReply(h_.control_fd, ControlKind::kRelistened, prepared.id, EPERM, why);
     return;  // the tracer fails the call with EPERM
   }
   relisten_ = std::move(prepared);
   relisten_parent_ = pid;
   constexpr uint32_t kFlags = SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC |
                               SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
-  bool armed = tracer_->BeginRelisten(
+  bool armed = h_.tracer.BeginRelisten(
       ns_tid, AfterForkProgram(), kFlags,
       [this](int err, UniqueFd listener) { OnRelistenTaken(err, std::move(listener)); });
   if (!armed) OnRelistenTaken(ESRCH, UniqueFd());
 }
 
-std::string Run::QuiesceAllBut(pid_t keep) {
+std::string ForkParent::QuiesceAllBut(pid_t keep) {
   std::set<pid_t> interrupted, waiting;
   quiesced_.clear();
   // Every task not yet asked (new ones too: a thread cloned meanwhile).
   auto enlist = [&] {
-    std::lock_guard<std::mutex> lock(kernel_->mu());
-    for (const auto& [tgid, process] : kernel_->tasks().Processes()) {
-      for (const Task* t : kernel_->tasks().TasksOf(process.get())) {
+    std::lock_guard<std::mutex> lock(h_.kernel.mu());
+    for (const auto& [tgid, process] : h_.kernel.tasks().Processes()) {
+      for (const Task* t : h_.kernel.tasks().TasksOf(process.get())) {
         if (t->tid == keep) continue;
         if (t->fork_child) {
           if (!t->held_stopped)
@@ -296,7 +294,7 @@ std::string Run::QuiesceAllBut(pid_t keep) {
     }
     // Ended ones are waited for no more.
     for (auto it = waiting.begin(); it != waiting.end();) {
-      it = kernel_->tasks().Find(*it) ? std::next(it) : waiting.erase(it);
+      it = h_.kernel.tasks().Find(*it) ? std::next(it) : waiting.erase(it);
     }
   };
   enlist();
@@ -317,15 +315,15 @@ std::string Run::QuiesceAllBut(pid_t keep) {
       if (errno == EINTR) continue;
       return "the sandbox has no task left";
     }
-    if (pid == spawned_->init_pid()) {
+    if (pid == h_.init_pid) {
       if (WIFEXITED(status) || WIFSIGNALED(status)) init_exited_ = true;
       return "the sandbox is ending";
     }
     if (interrupted.count(pid) && WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP) {
       // Its stop: held until the re-listen ends (a first stop too: it is
       // started now, resumed with the others).
-      std::lock_guard<std::mutex> lock(kernel_->mu());
-      if (Task* t = kernel_->tasks().Find(pid)) t->started = true;
+      std::lock_guard<std::mutex> lock(h_.kernel.mu());
+      if (Task* t = h_.kernel.tasks().Find(pid)) t->started = true;
       quiesced_.push_back({pid, IsStopSignal(WSTOPSIG(status))});
       waiting.erase(pid);
       continue;
@@ -334,11 +332,11 @@ std::string Run::QuiesceAllBut(pid_t keep) {
     // task is resumed and stops for its interrupt later. A fork child's
     // first stop holds it. A thread's own re-listen request here is refused
     // (relisten_busy_).
-    tracer_->OnWaitStatus(pid, status);
+    h_.tracer.OnWaitStatus(pid, status);
     bool gone;
     {
-      std::lock_guard<std::mutex> lock(kernel_->mu());
-      gone = kernel_->tasks().Find(keep) == nullptr;
+      std::lock_guard<std::mutex> lock(h_.kernel.mu());
+      gone = h_.kernel.tasks().Find(keep) == nullptr;
     }
     if (gone) return "the forking thread ended";
     enlist();
@@ -346,17 +344,17 @@ std::string Run::QuiesceAllBut(pid_t keep) {
   return "";
 }
 
-std::string Run::CheckRelistenable(pid_t pid) {
+std::string ForkParent::CheckRelistenable(pid_t pid) {
   std::vector<pid_t> threads;
   {
-    std::lock_guard<std::mutex> lock(kernel_->mu());
-    const Task* t = kernel_->tasks().Find(pid);
+    std::lock_guard<std::mutex> lock(h_.kernel.mu());
+    const Task* t = h_.kernel.tasks().Find(pid);
     if (!t) return "the forking thread ended";
     std::vector<pid_t> others;
-    for (const auto& [tgid, process] : kernel_->tasks().Processes()) {
+    for (const auto& [tgid, process] : h_.kernel.tasks().Processes()) {
       if (tgid == t->process->tgid) continue;
       bool child = false;
-      for (const Task* task : kernel_->tasks().TasksOf(process.get())) child |= task->fork_child;
+      for (const Task* task : h_.kernel.tasks().TasksOf(process.get())) child |= task->fork_child;
       if (!child) others.push_back(process->ns_pid);
     }
     // They would keep the old table's native kill, and reach the children.
@@ -364,7 +362,7 @@ std::string Run::CheckRelistenable(pid_t pid) {
       return absl::StrCat("the sandbox holds processes besides the forking one (pids ",
                           absl::StrJoin(others, ", "), ")");
     }
-    for (const Task* task : kernel_->tasks().TasksOf(t->process.get()))
+    for (const Task* task : h_.kernel.tasks().TasksOf(t->process.get()))
       threads.push_back(task->tid);
   }
   int depth = SeccompDepth(pid);
@@ -379,7 +377,7 @@ std::string Run::CheckRelistenable(pid_t pid) {
   return CheckOffer(pid, AfterForkProgram().size());
 }
 
-std::string Run::CloseOldListener(const std::weak_ptr<Unotify>& late) {
+std::string ForkParent::CloseOldListener(const std::weak_ptr<Unotify>& late) {
   auto deadline = std::chrono::steady_clock::now() + kLateCopiesLimit;
   while (!late.expired() && std::chrono::steady_clock::now() < deadline) {
     timespec ts{0, 1000 * 1000};
@@ -388,17 +386,11 @@ std::string Run::CloseOldListener(const std::weak_ptr<Unotify>& late) {
   // A late call that still holds a copy: the kernel would refuse the new
   // listener (one per chain).
   if (!late.expired()) return "a call of the guest still waits in the sentry";
-  unotify_.reset();  // L1's last copy: its filter fails closed (ENOSYS) from here
+  h_.unotify.reset();  // L1's last copy: its filter fails closed (ENOSYS) from here
   return "";
 }
 
-void Run::StartLoop() {
-  loop_ = std::make_unique<NotifyLoop>(*kernel_, *unotify_, *dispatcher_, GuestFsId());
-  loop_->set_cpu_share(&cpu_share_);
-  loop_->Start();
-}
-
-void Run::OnRelistenTaken(int err, UniqueFd listener) {
+void ForkParent::OnRelistenTaken(int err, UniqueFd listener) {
   timeline::Mark("s1.relisten.taken");
   ForkPrepare prepared = std::move(relisten_);
   relisten_ = ForkPrepare{};
@@ -411,22 +403,22 @@ void Run::OnRelistenTaken(int err, UniqueFd listener) {
     KillForkChildren(children, "the re-listen failed");
     ResumeQuiesced();
     relisten_busy_ = false;
-    KillSandbox();
+    h_.kill_sandbox();
     if (control_open_) {
-      SendControlReply(o_.control_fd, ControlKind::kRelistened, prepared.id, err ? err : EBADF,
+      SendControlReply(h_.control_fd, ControlKind::kRelistened, prepared.id, err ? err : EBADF,
                        fork_fatal_);
     }
     return;
   }
-  unotify_ = std::make_unique<Unotify>(std::move(listener));
-  sync_wakeup_ = unotify_->SetSyncWakeup();
+  h_.unotify = std::make_unique<Unotify>(std::move(listener));
+  (void)h_.unotify->SetSyncWakeup();  // (said once, at the run's start)
   // The table after a fork: every call that names a pid trapped
   // (ConfinePids), the children none of the sandbox's.
-  dispatcher_ = std::make_unique<Dispatcher>(dispatcher_->trace(), &FindSyscallAfterFork);
-  StartLoop();
+  h_.dispatcher = std::make_unique<Dispatcher>(h_.dispatcher->trace(), &FindSyscallAfterFork);
+  h_.start_loop();
   timeline::Mark("s1.loop.started");
-  ForkHandoffContext ctx{*kernel_, *tracer_, {}, relisten_parent_};
-  for (int fd : stdio_.relay_ends()) ctx.relay_fds.push_back(fd);
+  ForkHandoffContext ctx{h_.kernel, h_.tracer, {}, relisten_parent_};
+  for (int fd : h_.relay_ends()) ctx.relay_fds.push_back(fd);
   uint32_t handed = 0;
   std::vector<std::string> failures;
   std::vector<std::pair<pid_t, int>> batch;  // {host pid, hand-off socket}
@@ -434,8 +426,8 @@ void Run::OnRelistenTaken(int err, UniqueFd listener) {
   for (size_t i = 0; i < children.size(); ++i) {
     bool alive;
     {
-      std::lock_guard<std::mutex> lock(kernel_->mu());
-      alive = kernel_->tasks().Find(children[i]) != nullptr;
+      std::lock_guard<std::mutex> lock(h_.kernel.mu());
+      alive = h_.kernel.tasks().Find(children[i]) != nullptr;
     }
     if (!alive) {
       failures.push_back(absl::StrCat("child ", i, " ended before its hand-off"));
@@ -463,16 +455,16 @@ void Run::OnRelistenTaken(int err, UniqueFd listener) {
   ResumeQuiesced();
   relisten_busy_ = false;
   if (control_open_) {
-    SendControlReply(o_.control_fd, ControlKind::kRelistened, prepared.id, 0,
+    SendControlReply(h_.control_fd, ControlKind::kRelistened, prepared.id, 0,
                      absl::StrJoin(failures, "; "), handed);
   }
 }
 
-void Run::ResumeQuiesced() {
+void ForkParent::ResumeQuiesced() {
   for (const Quiesced& q : quiesced_) {
     {
-      std::lock_guard<std::mutex> lock(kernel_->mu());
-      if (!kernel_->tasks().Find(q.tid)) continue;
+      std::lock_guard<std::mutex> lock(h_.kernel.mu());
+      if (!h_.kernel.tasks().Find(q.tid)) continue;
     }
     // A task held in a group-stop (SIGSTOP) listens on, as before.
     ptrace(q.group_stop ? PTRACE_LISTEN : PTRACE_CONT, q.tid, nullptr, nullptr);
