@@ -123,12 +123,81 @@ int fm_find(const char* base, const char* key, size_t len, struct sentry_fm_slot
   return 0;
 }
 
+/* The largest listing searched for an absent name: a scan of it costs far
+ * less than the trap it saves (about 1,000 entries). */
+#define FM_NEGATIVE_SCAN_MAX (32u << 10)
+
+/* Whether the COMPLETE listing of the directory path[0..dir_len) holds the
+ * name name[0..name_len): 1 yes, 0 no, -1 no such listing (or one that
+ * changed while read: the trap answers). The records are read in place: a
+ * live slot's records stay until the generation moves, which is checked
+ * after; every length is checked before it is used. */
+static int fm_listing_holds(const char* base, const char* path, size_t dir_len, const char* name,
+                            size_t name_len) {
+  char key[1 + 256];
+  if (dir_len >= 256) return -1;
+  key[0] = SENTRY_FM_LISTING_PREFIX;
+  memcpy(key + 1, path, dir_len);
+  struct sentry_fm_slot s;
+  if (!fm_find(base, key, dir_len + 1, &s)) return -1;
+  if ((s.flags & (SENTRY_FM_LISTING | SENTRY_FM_COMPLETE)) !=
+      (SENTRY_FM_LISTING | SENTRY_FM_COMPLETE)) {
+    return -1;
+  }
+  uint64_t off = s.list.offset, bytes = s.list.bytes;
+  if (bytes == 0 || bytes > FM_NEGATIVE_SCAN_MAX || bytes % 8 != 0 || off > fm_list_bytes ||
+      bytes > fm_list_bytes - off) {
+    return -1;
+  }
+  const char* rec = base + fm_list_off + off;
+  int found = 0;
+  for (uint64_t at = 0; at < bytes;) {
+    uint16_t reclen; /* struct linux_dirent64's d_reclen, at byte 16; d_name at 19 */
+    if (bytes - at < 24) return -1;
+    memcpy(&reclen, rec + at + 16, sizeof(reclen));
+    if (reclen < 24 || reclen % 8 != 0 || reclen > bytes - at) return -1;
+    if (name_len + 1 <= (size_t)reclen - 19 && rec[at + 19 + name_len] == '\0' &&
+        memcmp(rec + at + 19, name, name_len) == 0) {
+      found = 1;
+      break;
+    }
+    at += reclen;
+  }
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
+  if (__atomic_load_n(&h->generation, __ATOMIC_RELAXED) != s.generation) return -1;
+  return found;
+}
+
+/* Whether an absolute normalised path is ENOENT by a directory's COMPLETE
+ * listing (region.h): the deepest of its directories with one decides, a
+ * name absent from it (the path's last, or one of a directory above it)
+ * being absent for every caller, a name present leaving it to the trap. */
+static int fm_absent_by_listing(const char* base, const char* path, size_t len) {
+  if (!fm_listings) return 0;
+  size_t end = len;
+  for (;;) {
+    size_t start = end;
+    while (start > 0 && path[start - 1] != '/') start--;
+    if (start <= 1) return 0; /* a name in "/": the root is never listed */
+    int held = fm_listing_holds(base, path, start - 1, path + start, end - start);
+    if (held >= 0) return !held;
+    end = start - 1;
+  }
+}
+
 /* A copy of the slot answering lstat (or stat, with follow) of an absolute
  * normalised path of len bytes, or 0: a miss. */
 static int fm_lookup_path(const char* base, const char* path, size_t len, int follow,
                           struct sentry_fm_slot* out) {
   if (!sentry_fm_normal(path, len)) return 0;
-  if (!fm_find(base, path, len, out)) return 0;
+  if (!fm_find(base, path, len, out)) {
+    if (!fm_absent_by_listing(base, path, len)) return 0;
+    out->flags = SENTRY_FM_ABSENT | SENTRY_FM_FOLLOW;
+    out->path_len = 0;
+    out->target_len = 0;
+    return 1;
+  }
   if (out->flags & SENTRY_FM_TOKEN) return 0;
   if (follow && !(out->flags & SENTRY_FM_FOLLOW)) return 0; /* a symlink: stat traps */
   return 1;
