@@ -40,6 +40,7 @@ static uint64_t fm_index_off;
 static int fm_tokens;       /* token slots published: lock_pid below is set */
 static int32_t fm_lock_pid; /* l_pid of the sentry's token locks */
 int fm_listings;            /* listing slots published: fm_list_* are set */
+static int fm_negatives;    /* absent names below what is published (region.h) */
 uint64_t fm_list_off;       /* the listings' area, checked against the mapping */
 uint64_t fm_list_bytes;
 
@@ -80,6 +81,7 @@ static void fm_init(void) {
                         h->list_offset >= sizeof(*h) && h->list_offset % 8 == 0 &&
                         h->list_offset <= (uint64_t)size &&
                         h->list_bytes <= (uint64_t)size - h->list_offset;
+          fm_negatives = (h->features & SENTRY_FM_HAS_NEGATIVES) != 0;
           fm_list_off = h->list_offset;
           fm_list_bytes = h->list_bytes;
           fm_size = (size_t)size;
@@ -169,20 +171,26 @@ static int fm_listing_holds(const char* base, const char* path, size_t dir_len, 
   return found;
 }
 
-/* Whether an absolute normalised path is ENOENT by a directory's COMPLETE
- * listing (region.h): the deepest of its directories with one decides, a
- * name absent from it (the path's last, or one of a directory above it)
- * being absent for every caller, a name present leaving it to the trap. */
-static int fm_absent_by_listing(const char* base, const char* path, size_t len) {
-  if (!fm_listings) return 0;
+/* Whether an absolute normalised path (not found itself) is ENOENT by what
+ * was published about one of its directories: the deepest one the region
+ * knows decides. A COMPLETE listing (region.h) without the next name, or
+ * an absent answer for the directory itself, is ENOENT for every caller; a
+ * name present, or a directory's own answer, leaves it to the trap. */
+static int fm_absent_above(const char* base, const char* path, size_t len) {
   size_t end = len;
   for (;;) {
     size_t start = end;
     while (start > 0 && path[start - 1] != '/') start--;
     if (start <= 1) return 0; /* a name in "/": the root is never listed */
-    int held = fm_listing_holds(base, path, start - 1, path + start, end - start);
-    if (held >= 0) return !held;
+    if (fm_listings) {
+      int held = fm_listing_holds(base, path, start - 1, path + start, end - start);
+      if (held >= 0) return !held;
+    }
     end = start - 1;
+    struct sentry_fm_slot s;
+    if (fm_find(base, path, end, &s) && !(s.flags & SENTRY_FM_TOKEN)) {
+      return (s.flags & SENTRY_FM_ABSENT) != 0;
+    }
   }
 }
 
@@ -192,7 +200,7 @@ static int fm_lookup_path(const char* base, const char* path, size_t len, int fo
                           struct sentry_fm_slot* out) {
   if (!sentry_fm_normal(path, len)) return 0;
   if (!fm_find(base, path, len, out)) {
-    if (!fm_absent_by_listing(base, path, len)) return 0;
+    if (!fm_negatives || !fm_absent_above(base, path, len)) return 0;
     out->flags = SENTRY_FM_ABSENT | SENTRY_FM_FOLLOW;
     out->path_len = 0;
     out->target_len = 0;

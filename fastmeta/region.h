@@ -53,7 +53,8 @@
  * anything under it, whatever name is not among the records (the sentry's
  * lookups in a listed lower directory consult exactly these names). The
  * guest reads the records in place and checks the header's generation
- * after, as above.
+ * after, as above. So does an ABSENT answer for a directory: whatever lies
+ * below it is ENOENT too. The guest uses both only with HAS_NEGATIVES.
  *
  * Plain C: the guest library is C, the sentry C++. */
 #ifndef SENTRY_FASTMETA_REGION_H_
@@ -82,8 +83,9 @@
 #define SENTRY_FM_COMPLETE 32u /* a LISTING whose absent names are ENOENT (below) */
 
 /* header.features */
-#define SENTRY_FM_HAS_TOKENS 1u   /* token slots are published; lock_pid is set */
-#define SENTRY_FM_HAS_LISTINGS 2u /* listing slots are published; list_* are set */
+#define SENTRY_FM_HAS_TOKENS 1u    /* token slots are published; lock_pid is set */
+#define SENTRY_FM_HAS_LISTINGS 2u  /* listing slots are published; list_* are set */
+#define SENTRY_FM_HAS_NEGATIVES 4u /* absent names below a COMPLETE listing or an ABSENT slot */
 
 /* A listing's key: '@' and the directory's absolute normalised path. */
 #define SENTRY_FM_LISTING_PREFIX '@'

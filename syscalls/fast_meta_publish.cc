@@ -146,7 +146,14 @@ void PublishLookup(SyscallContext& ctx, const std::string& path, bool /*follow*/
     // region (vfs.h set_on_lower_change), which would drop the absent slot.
     if (missing_in)
       ListForNegatives(ctx, *fm, missing_in, std::string_view(path).substr(0, missing_len));
-    if (absent) fm->PublishAbsent(path);
+    if (absent) {
+      fm->PublishAbsent(path);
+    } else if (missing_in && fm->negatives()) {
+      // A directory on the way is missing: its own ENOENT answers for
+      // everything below it too (the guest's library looks up a path's
+      // directories on a miss), where no listing was taken.
+      fm->PublishAbsent(std::string_view(path).substr(0, path.find('/', missing_len + 1)));
+    }
     return;
   }
   // A stat that followed a final symlink found another node: the link's

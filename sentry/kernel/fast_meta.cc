@@ -119,6 +119,11 @@ void FastMeta::EnableListings() {
   listings_ = true;
 }
 
+void FastMeta::EnableNegatives() {
+  __atomic_or_fetch(&header()->features, SENTRY_FM_HAS_NEGATIVES, __ATOMIC_RELEASE);
+  negatives_ = true;
+}
+
 namespace {
 
 std::string ListingKey(std::string_view dir_path) {

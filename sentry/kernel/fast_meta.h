@@ -75,7 +75,7 @@ class FastMeta final {
   void PublishListing(std::string_view dir_path, std::string_view records, bool complete = false);
   // Complete listings (off: --no-fast-negatives): what the caller vouches
   // for with PublishListing's complete is published as such.
-  void EnableNegatives() { negatives_ = true; }
+  void EnableNegatives();
   bool negatives() const { return listings_ && negatives_; }
   // Room for `slots` new slots and list_bytes of listings, made now (by an
   // invalidation) if there is not: answers published together then all

@@ -111,6 +111,39 @@ TEST(FastNegative, AbsentNamesAnswerWithoutATrap) {
   EXPECT_GE(trapped_off, on + 300) << "on " << on << " off " << trapped_off;
 }
 
+// A directory missing on a path's way (in a directory every caller may
+// search but not read, so never listed): its own ENOENT answers for all
+// below it, without a trap; a mkdir there is seen at once.
+TEST(FastNegative, BelowAnAbsentDirectory) {
+  TempDir census("/tmp/sec-fn-census-");
+  std::string body = R"PY(
+J = "/usr/lib/python3.11/json"
+os.chmod(J, 0o711)
+t("first", lambda: (lib(J + "/fm-gone/a"), J in complete()))
+bad = [p for p in [J + "/fm-gone/%d/x" % i for i in range(200)] if lib(p) != "ENOENT"]
+t("below", lambda: bad)
+t("same", lambda: [p for p in [J + "/fm-gone", J + "/fm-gone/b", J + "/decoder.py/x"] if not same(p)])
+os.mkdir(J + "/fm-gone")
+open(J + "/fm-gone/a", "w").close()
+t("made", lambda: (same(J + "/fm-gone/a"), lib(J + "/fm-gone/a") != "ENOENT"))
+)PY";
+  std::string on_file = census.path() + "/on.json";
+  ProcessResult r = RunNegativePy(body, {"--root", "--census", on_file});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "first"), "('ENOENT', False)") << r.out;
+  EXPECT_EQ(Value(res, "below"), "[]") << r.out;
+  EXPECT_EQ(Value(res, "same"), "[]") << r.out;
+  EXPECT_EQ(Value(res, "made"), "(True, True)") << r.out;
+  std::string off_file = census.path() + "/off.json";
+  ProcessResult off = RunNegativePy(body, {"--root", "--no-fast-negatives", "--census", off_file});
+  ASSERT_EQ(off.exit_code, 0) << Describe(off);
+  res = ParseResults(off.out);
+  EXPECT_EQ(Value(res, "below"), "[]") << off.out;
+  EXPECT_EQ(Value(res, "made"), "(True, True)") << off.out;
+  EXPECT_GE(TrappedStats(off_file), TrappedStats(on_file) + 200);
+}
+
 // A write that adds, removes or renames a name in a listed directory (a
 // lower one, copied up) is seen by the next stat: the trap's answer.
 TEST(FastNegative, WriteChangesTheNextAnswer) {
