@@ -161,6 +161,18 @@ os.unlink(J + "/tool.py")
 t("unlinked", lambda: (same(J + "/tool.py"), lib(J + "/tool.py")))
 os.symlink("decoder.py", J + "/fm-link")
 t("symlink", lambda: (same(J + "/fm-link"), os.readlink(J + "/fm-link")))
+# Relative to a directory fd: the fd's own answer is never ENOENT, and a
+# name under it is answered for the directory it names, moved or not.
+E = "/usr/lib/python3.11/email"
+fd = os.open(E, os.O_RDONLY | os.O_DIRECTORY)
+rel = lambda n: os.stat(n, dir_fd=fd).st_ino if n else os.fstat(fd).st_ino
+t("at_before", lambda: (rel("fm-absent"), ))
+t("at_present", lambda: rel("parser.py") == raw(E + "/parser.py")[0])
+os.rename(E, "/usr/lib/python3.11/fm-email")
+t("at_moved", lambda: (rel("") == raw("/usr/lib/python3.11/fm-email")[0],
+                       rel("parser.py") == raw("/usr/lib/python3.11/fm-email/parser.py")[0],
+                       lib(E + "/parser.py")))
+t("at_absent", lambda: rel("fm-absent"))
 )PY",
                                   {"--root"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
@@ -172,6 +184,10 @@ t("symlink", lambda: (same(J + "/fm-link"), os.readlink(J + "/fm-link")))
   EXPECT_EQ(Value(res, "renamed"), "(True, True, 'ENOENT')") << r.out;
   EXPECT_EQ(Value(res, "unlinked"), "(True, 'ENOENT')") << r.out;
   EXPECT_EQ(Value(res, "symlink"), "(True, 'decoder.py')") << r.out;
+  EXPECT_EQ(Code(res, "at_before"), "ENOENT") << r.out;
+  EXPECT_EQ(Value(res, "at_present"), "True") << r.out;
+  EXPECT_EQ(Value(res, "at_moved"), "(True, True, 'ENOENT')") << r.out;
+  EXPECT_EQ(Code(res, "at_absent"), "ENOENT") << r.out;
 }
 
 // Names the sentry adds to a lower directory (a -v mount point, /etc's
