@@ -202,6 +202,9 @@ TEST(FastNegative, OnlyWhatATrapAnswers) {
 S = "/usr/share"
 t("share", lambda: (lib(S + "/fm-absent"), S in complete()))
 t("mount", lambda: (same(S + "/fm-mnt"), same(S + "/fm-mnt/f"), lib(S + "/fm-mnt/f") != "ENOENT"))
+t("mounts_absent", lambda: [p for p in [S + "/fm-mnt/fm-absent", S + "/fm-ov/fm-absent",
+                                        S + "/fm-ov/fm-absent/x", S + "/fm-ov/f"] if not same(p)])
+t("mounts_listed", lambda: [p for p in [S + "/fm-mnt", S + "/fm-ov"] if p in complete()])
 t("data", lambda: (same("/data/fm-absent"), same("/data/f"), "/data" in complete()))
 t("tmp", lambda: (same("/tmp/fm-absent"), "/tmp" in complete()))
 t("etc", lambda: (lib("/etc/fm-absent"),
@@ -210,11 +213,14 @@ t("etc", lambda: (lib("/etc/fm-absent"),
                    if not same(p)]))
 t("etc_files", lambda: (lib("/etc/passwd") != "ENOENT", lib("/etc/sentry") != "ENOENT"))
 )PY",
-                    {"-v", ro.path() + ":/data:ro", "-v", ro.path() + ":/usr/share/fm-mnt:ro"});
+                    {"-v", ro.path() + ":/data:ro", "-v", ro.path() + ":/usr/share/fm-mnt:ro", "-v",
+                     ro.path() + ":/usr/share/fm-ov"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   Results res = ParseResults(r.out);
   EXPECT_EQ(Value(res, "share"), "('ENOENT', True)") << r.out;
   EXPECT_EQ(Value(res, "mount"), "(True, True, True)") << r.out;
+  EXPECT_EQ(Value(res, "mounts_absent"), "[]") << r.out;
+  EXPECT_EQ(Value(res, "mounts_listed"), "[]") << r.out;
   EXPECT_EQ(Value(res, "data"), "(True, True, False)") << r.out;
   EXPECT_EQ(Value(res, "tmp"), "(True, False)") << r.out;
   EXPECT_EQ(Value(res, "etc"), "('ENOENT', [])") << r.out;
