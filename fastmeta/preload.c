@@ -40,6 +40,7 @@ static uint64_t fm_index_off;
 static int fm_tokens;       /* token slots published: lock_pid below is set */
 static int32_t fm_lock_pid; /* l_pid of the sentry's token locks */
 int fm_listings;            /* listing slots published: fm_list_* are set */
+static int fm_negatives;    /* absent names below what is published (region.h) */
 uint64_t fm_list_off;       /* the listings' area, checked against the mapping */
 uint64_t fm_list_bytes;
 
@@ -80,6 +81,7 @@ static void fm_init(void) {
                         h->list_offset >= sizeof(*h) && h->list_offset % 8 == 0 &&
                         h->list_offset <= (uint64_t)size &&
                         h->list_bytes <= (uint64_t)size - h->list_offset;
+          fm_negatives = (h->features & SENTRY_FM_HAS_NEGATIVES) != 0;
           fm_list_off = h->list_offset;
           fm_list_bytes = h->list_bytes;
           fm_size = (size_t)size;
@@ -123,12 +125,96 @@ int fm_find(const char* base, const char* key, size_t len, struct sentry_fm_slot
   return 0;
 }
 
+/* The largest listing searched for an absent name: a scan of it costs far
+ * less than the trap it saves (about 1,000 entries). */
+#define FM_NEGATIVE_SCAN_MAX (32u << 10)
+
+/* Whether the COMPLETE listing of the directory path[0..dir_len) holds the
+ * name name[0..name_len): 1 yes, 0 no, -1 no such listing, one of another
+ * generation than gen (unless 0), or one that changed while read: the
+ * trap answers. The records are read in place: a
+ * live slot's records stay until the generation moves, which is checked
+ * after; every length is checked before it is used. */
+static int fm_listing_holds(const char* base, const char* path, size_t dir_len, const char* name,
+                            size_t name_len, uint64_t gen) {
+  char key[1 + 256];
+  if (dir_len >= 256) return -1;
+  key[0] = SENTRY_FM_LISTING_PREFIX;
+  memcpy(key + 1, path, dir_len);
+  struct sentry_fm_slot s;
+  if (!fm_find(base, key, dir_len + 1, &s) || (gen != 0 && s.generation != gen)) return -1;
+  if ((s.flags & (SENTRY_FM_LISTING | SENTRY_FM_COMPLETE)) !=
+      (SENTRY_FM_LISTING | SENTRY_FM_COMPLETE)) {
+    return -1;
+  }
+  uint64_t off = s.list.offset, bytes = s.list.bytes;
+  if (bytes == 0 || bytes > FM_NEGATIVE_SCAN_MAX || bytes % 8 != 0 || off > fm_list_bytes ||
+      bytes > fm_list_bytes - off) {
+    return -1;
+  }
+  const char* rec = base + fm_list_off + off;
+  int found = 0;
+  for (uint64_t at = 0; at < bytes;) {
+    uint16_t reclen; /* struct linux_dirent64's d_reclen, at byte 16; d_name at 19 */
+    if (bytes - at < 24) return -1;
+    memcpy(&reclen, rec + at + 16, sizeof(reclen));
+    if (reclen < 24 || reclen % 8 != 0 || reclen > bytes - at) return -1;
+    if (name_len + 1 <= (size_t)reclen - 19 && rec[at + 19 + name_len] == '\0' &&
+        memcmp(rec + at + 19, name, name_len) == 0) {
+      found = 1;
+      break;
+    }
+    at += reclen;
+  }
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
+  if (__atomic_load_n(&h->generation, __ATOMIC_RELAXED) != s.generation) return -1;
+  return found;
+}
+
+/* Whether an absolute normalised path (not found itself) is ENOENT by what
+ * was published about one of its directories: the deepest one the region
+ * knows decides. A COMPLETE listing (region.h) without the next name, or
+ * an absent answer for the directory itself, is ENOENT for every caller; a
+ * name present, or a directory's own answer, leaves it to the trap. With
+ * gen (not 0), only answers of that generation count: a path read off a
+ * directory token in it may lead elsewhere in a later one. */
+static int fm_absent_above(const char* base, const char* path, size_t len, uint64_t gen) {
+  size_t end = len;
+  for (;;) {
+    size_t start = end;
+    while (start > 0 && path[start - 1] != '/') start--;
+    if (start <= 1) return 0; /* a name in "/": the root is never listed */
+    if (fm_listings) {
+      int held = fm_listing_holds(base, path, start - 1, path + start, end - start, gen);
+      if (held >= 0) return !held;
+    }
+    end = start - 1;
+    struct sentry_fm_slot s;
+    if (fm_find(base, path, end, &s) && !(s.flags & SENTRY_FM_TOKEN)) {
+      return (s.flags & SENTRY_FM_ABSENT) != 0 && (gen == 0 || s.generation == gen);
+    }
+  }
+}
+
+/* No negative answer (fm_lookup_path's neg_gen): the path is an fd's own. */
+#define FM_NO_NEGATIVE UINT64_MAX
+
 /* A copy of the slot answering lstat (or stat, with follow) of an absolute
- * normalised path of len bytes, or 0: a miss. */
+ * normalised path of len bytes, or 0: a miss. An absent one may be answered
+ * by its directories (fm_absent_above, generation neg_gen). */
 static int fm_lookup_path(const char* base, const char* path, size_t len, int follow,
-                          struct sentry_fm_slot* out) {
+                          struct sentry_fm_slot* out, uint64_t neg_gen) {
   if (!sentry_fm_normal(path, len)) return 0;
-  if (!fm_find(base, path, len, out)) return 0;
+  if (!fm_find(base, path, len, out)) {
+    if (!fm_negatives || neg_gen == FM_NO_NEGATIVE || !fm_absent_above(base, path, len, neg_gen)) {
+      return 0;
+    }
+    out->flags = SENTRY_FM_ABSENT | SENTRY_FM_FOLLOW;
+    out->path_len = 0;
+    out->target_len = 0;
+    return 1;
+  }
   if (out->flags & SENTRY_FM_TOKEN) return 0;
   if (follow && !(out->flags & SENTRY_FM_FOLLOW)) return 0; /* a symlink: stat traps */
   return 1;
@@ -138,7 +224,7 @@ static int fm_lookup(const char* path, int follow, struct sentry_fm_slot* out) {
   if (path == NULL || path[0] != '/') return 0;
   const char* base = fm_mapped();
   if (base == NULL) return 0;
-  return fm_lookup_path(base, path, strnlen(path, 256), follow, out);
+  return fm_lookup_path(base, path, strnlen(path, 256), follow, out, 0);
 }
 
 /* The token's id is the sentry's lock on it (region.h): F_GETLK reports
@@ -179,7 +265,8 @@ static int fm_lookup_at(int dirfd, const char* path, int empty_ok, int follow,
   const char* base = fm_mapped();
   if (base == NULL) return 0;
   char full[256 + 256];
-  size_t n = fm_token_path(base, dirfd, full, NULL);
+  uint64_t gen = 0;
+  size_t n = fm_token_path(base, dirfd, full, &gen);
   if (n == 0) return 0;
   if (path[0] != '\0') {
     size_t len = strnlen(path, 256);
@@ -188,7 +275,9 @@ static int fm_lookup_at(int dirfd, const char* path, int empty_ok, int follow,
     memcpy(full + n + 1, path, len);
     n += 1 + len;
   }
-  return fm_lookup_path(base, full, n, follow, out);
+  /* The fd's own answer is never ENOENT; a name under it only by answers
+   * of the generation its path was read in. */
+  return fm_lookup_path(base, full, n, follow, out, path[0] == '\0' ? FM_NO_NEGATIVE : gen);
 }
 
 /* Whether buf may take n bytes: the kernel's own check (EFAULT), by a call

@@ -47,6 +47,15 @@
  * generation, and every change to a listing bumps it first), so the copy is
  * the listing as a trapped getdents64 would have read it at that moment.
  *
+ * A LISTING slot with COMPLETE also answers for names absent from it: its
+ * directory's path leads to it by the rules of a path's answer and every
+ * caller may search it, so a trap would answer ENOENT for dir/name, and for
+ * anything under it, whatever name is not among the records (the sentry's
+ * lookups in a listed lower directory consult exactly these names). The
+ * guest reads the records in place and checks the header's generation
+ * after, as above. So does an ABSENT answer for a directory: whatever lies
+ * below it is ENOENT too. The guest uses both only with HAS_NEGATIVES.
+ *
  * Plain C: the guest library is C, the sentry C++. */
 #ifndef SENTRY_FASTMETA_REGION_H_
 #define SENTRY_FASTMETA_REGION_H_
@@ -56,7 +65,7 @@
 #include <sys/stat.h>
 
 #define SENTRY_FM_MAGIC 0x314d4653u /* "SFM1" */
-#define SENTRY_FM_VERSION 4u
+#define SENTRY_FM_VERSION 5u
 #define SENTRY_FM_SLOT_SIZE 512u
 #define SENTRY_FM_INDEX_OFFSET 4096u
 #define SENTRY_FM_PROBES 8u
@@ -66,15 +75,17 @@
 #define SENTRY_FM_LIBRARY_PATH "/etc/sentry/libfastmeta.so"
 
 /* Slot flags. */
-#define SENTRY_FM_FOLLOW 1u   /* also stat's answer (else lstat's only) */
-#define SENTRY_FM_ABSENT 2u   /* ENOENT; st is unused */
-#define SENTRY_FM_TARGET 4u   /* a symlink whose target follows the path */
-#define SENTRY_FM_TOKEN 8u    /* a directory token: its path follows the key */
-#define SENTRY_FM_LISTING 16u /* a directory's listing: list says where it is */
+#define SENTRY_FM_FOLLOW 1u    /* also stat's answer (else lstat's only) */
+#define SENTRY_FM_ABSENT 2u    /* ENOENT; st is unused */
+#define SENTRY_FM_TARGET 4u    /* a symlink whose target follows the path */
+#define SENTRY_FM_TOKEN 8u     /* a directory token: its path follows the key */
+#define SENTRY_FM_LISTING 16u  /* a directory's listing: list says where it is */
+#define SENTRY_FM_COMPLETE 32u /* a LISTING whose absent names are ENOENT (below) */
 
 /* header.features */
-#define SENTRY_FM_HAS_TOKENS 1u   /* token slots are published; lock_pid is set */
-#define SENTRY_FM_HAS_LISTINGS 2u /* listing slots are published; list_* are set */
+#define SENTRY_FM_HAS_TOKENS 1u    /* token slots are published; lock_pid is set */
+#define SENTRY_FM_HAS_LISTINGS 2u  /* listing slots are published; list_* are set */
+#define SENTRY_FM_HAS_NEGATIVES 4u /* absent names below a COMPLETE listing or an ABSENT slot */
 
 /* A listing's key: '@' and the directory's absolute normalised path. */
 #define SENTRY_FM_LISTING_PREFIX '@'

@@ -58,8 +58,11 @@ uint32_t GrantedToAll(const vfs::Node& n) {
 
 // The node path leads to when every step of it may be published (the
 // header's rules), without following a final symlink; null otherwise. When
-// only the last name is missing, *absent is set.
-vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* absent) {
+// only the last name is missing, *absent is set. When a name is missing
+// below a top, *missing_in (if set) gets the directory it is missing from
+// (searchable by all, its path the first *missing_len bytes of path).
+vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* absent,
+                           vfs::NodeRef* missing_in = nullptr, size_t* missing_len = nullptr) {
   *absent = false;
   if (!sentry_fm_normal(path.data(), path.size())) return nullptr;
   vfs::Vfs& v = ctx.vfs();
@@ -75,6 +78,10 @@ vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* a
     vfs::NodeRef child = v.Child(dir, name);
     if (!child) {
       *absent = last && !first;
+      if (missing_in && !first) {
+        *missing_in = dir;
+        *missing_len = start - 1;
+      }
       return nullptr;
     }
     if (!FromLowerLayer(*child, first)) return nullptr;
@@ -97,6 +104,32 @@ void PublishNode(SyscallContext& ctx, FastMeta& fm, std::string_view path, const
   }
 }
 
+// The largest lower directory (its host st_size) listed at a name's first
+// ENOENT in it: Python's probes of a package (__init__ with each extension
+// suffix) land in directories of a few KiB; /usr/bin's listing would cost
+// more than the traps it saves.
+constexpr off_t kListOnAbsentMax = 32 << 10;
+
+// A name was found missing from dir (at dir_path): publish dir's whole
+// listing as COMPLETE, so that the guest answers the next absent names in
+// it (and below them) itself. Only a directory every caller may read (the
+// listing shows its names) and search (PublishableAt checked that).
+void ListForNegatives(SyscallContext& ctx, FastMeta& fm, const vfs::NodeRef& dir,
+                      std::string_view dir_path) {
+  if (!fm.negatives() || !ListableByAll(*dir) || dir->lookup) return;
+  if (!dir->host_listed) {
+    // Not listed yet: its size on the host says what listing it costs (the
+    // VFS shows every directory as 4096 bytes).
+    struct stat host {};
+    if (fstat(dir->host_dir->fd.get(), &host) != 0 || host.st_size > kListOnAbsentMax) return;
+  }
+  if (fm.HasListing(dir_path)) return;
+  std::optional<std::vector<char>> listing =
+      WholeListing(ctx.vfs(), dir, SENTRY_FM_MAX_LISTING, nullptr);
+  if (listing)
+    fm.PublishListing(dir_path, std::string_view(listing->data(), listing->size()), true);
+}
+
 }  // namespace
 
 void PublishLookup(SyscallContext& ctx, const std::string& path, bool /*follow*/,
@@ -104,9 +137,23 @@ void PublishLookup(SyscallContext& ctx, const std::string& path, bool /*follow*/
   FastMeta* fm = ctx.kernel.fast_meta();
   if (!fm || (node == nullptr && err != ENOENT)) return;
   bool absent = false;
-  vfs::NodeRef found = PublishableAt(ctx, path, &absent);
+  vfs::NodeRef missing_in;
+  size_t missing_len = 0;
+  vfs::NodeRef found = PublishableAt(ctx, path, &absent, &missing_in, &missing_len);
   if (!found) {
-    if (absent && node == nullptr) fm->PublishAbsent(path);
+    if (node != nullptr) return;
+    // The listing first: a directory's first listing may invalidate the
+    // region (vfs.h set_on_lower_change), which would drop the absent slot.
+    if (missing_in)
+      ListForNegatives(ctx, *fm, missing_in, std::string_view(path).substr(0, missing_len));
+    if (absent) {
+      fm->PublishAbsent(path);
+    } else if (missing_in && fm->negatives()) {
+      // A directory on the way is missing: its own ENOENT answers for
+      // everything below it too (the guest's library looks up a path's
+      // directories on a miss), where no listing was taken.
+      fm->PublishAbsent(std::string_view(path).substr(0, path.find('/', missing_len + 1)));
+    }
     return;
   }
   // A stat that followed a final symlink found another node: the link's
@@ -158,7 +205,10 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
     // the sentry (a copy taken by GetFd) drops the process's POSIX locks.
     if (RelockDirToken(object, held_fd)) fm->PublishToken(object.fast_meta_id, path);
   }
-  if (listing) fm->PublishListing(path, std::string_view(listing->data(), listing->size()));
+  if (listing) {
+    fm->PublishListing(path, std::string_view(listing->data(), listing->size()),
+                       SearchableByAll(*dir));
+  }
   // As NFS's READDIRPLUS: what a listing returned, the stats that follow hit.
   if (!names || !SearchableByAll(*dir)) return;
   vfs::Vfs& v = ctx.vfs();

@@ -301,6 +301,10 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "publish no directory listings: the guest's opendir and "
            "readdir trap as without it (for measuring)",
            [&o] { o.fast_listings = false; });
+  f.Switch("--no-fast-negatives", kSandbox,
+           "publish no negative answers from listings: a name absent from a listed "
+           "directory traps (for measuring)",
+           [&o] { o.fast_negatives = false; });
   f.Value("--pool", kSandbox, "SOCKET",
           "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "
           "none can serve the run, it starts cold, with a notice",

@@ -119,6 +119,11 @@ void FastMeta::EnableListings() {
   listings_ = true;
 }
 
+void FastMeta::EnableNegatives() {
+  __atomic_or_fetch(&header()->features, SENTRY_FM_HAS_NEGATIVES, __ATOMIC_RELEASE);
+  negatives_ = true;
+}
+
 namespace {
 
 std::string ListingKey(std::string_view dir_path) {
@@ -133,7 +138,7 @@ bool FastMeta::HasListing(std::string_view dir_path) const {
   return listings_ && LiveSlot(ListingKey(dir_path)) != 0;
 }
 
-void FastMeta::PublishListing(std::string_view dir_path, std::string_view records) {
+void FastMeta::PublishListing(std::string_view dir_path, std::string_view records, bool complete) {
   if (!listings_ || !sentry_fm_normal(dir_path.data(), dir_path.size())) return;
   if (records.empty() || records.size() > SENTRY_FM_MAX_LISTING || records.size() % 8 != 0) return;
   // Taken before the area is written: a Write that found the slots full
@@ -156,7 +161,9 @@ void FastMeta::PublishListing(std::string_view dir_path, std::string_view record
   struct stat st {};
   static_assert(sizeof(list) <= sizeof(st));
   std::memcpy(&st, &list, sizeof(list));
-  Write(ListingKey(dir_path), SENTRY_FM_LISTING | SENTRY_FM_FOLLOW, &st, 0, {});
+  uint32_t flags = SENTRY_FM_LISTING | SENTRY_FM_FOLLOW;
+  if (complete && negatives()) flags |= SENTRY_FM_COMPLETE;
+  Write(ListingKey(dir_path), flags, &st, 0, {});
   ++listings_published_;
 }
 

@@ -70,7 +70,13 @@ class FastMeta final {
   // Whether dir_path's listing is published in the current generation (it
   // cannot have changed since: every change bumps the generation first).
   bool HasListing(std::string_view dir_path) const;
-  void PublishListing(std::string_view dir_path, std::string_view records);
+  // complete (with negatives on): the listing also answers ENOENT for the
+  // names absent from it (region.h SENTRY_FM_COMPLETE).
+  void PublishListing(std::string_view dir_path, std::string_view records, bool complete = false);
+  // Complete listings (off: --no-fast-negatives): what the caller vouches
+  // for with PublishListing's complete is published as such.
+  void EnableNegatives();
+  bool negatives() const { return listings_ && negatives_; }
   // Room for `slots` new slots and list_bytes of listings, made now (by an
   // invalidation) if there is not: answers published together then all
   // stay, where making room halfway would drop the first ones.
@@ -103,6 +109,7 @@ class FastMeta final {
   UniqueFd lib_fd_;
   bool tokens_ = false;
   bool listings_ = false;
+  bool negatives_ = false;
   uint32_t next_slot_ = 0;  // taken in order; from 0 again after Invalidate
   size_t list_fill_ = 0;    // the listings' area used; 0 again after Invalidate
   uint64_t published_ = 0;

@@ -77,6 +77,10 @@ struct KernelConfig {
   // With fast metadata, directory listings published too, for the guest's
   // opendir/readdir (off: --no-fast-listings; see fast_meta_publish.h).
   bool fast_listings = true;
+  // With listings, a listing also answers ENOENT for the names absent from
+  // it, and a lower directory is listed at a name's first ENOENT (off:
+  // --no-fast-negatives; see fast_meta_publish.h).
+  bool fast_negatives = true;
   uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid, range_uid); }
   gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid, range_gid); }
 

@@ -65,6 +65,7 @@ absl::Status AddFastMeta(Kernel& kernel, const TreeConfig& tree) {
   // sentry is outside it), else the sentry's own pid.
   fm->EnableTokens(kernel.config().namespaces ? 0 : getpid());
   if (kernel.config().fast_listings) fm->EnableListings();
+  if (kernel.config().fast_listings && kernel.config().fast_negatives) fm->EnableNegatives();
   kernel.set_fast_meta(std::move(fm), std::move(tops));
   return absl::OkStatus();
 }

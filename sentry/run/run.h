@@ -111,6 +111,9 @@ struct RunOptions {
   // With it, directory listings too (false: --no-fast-listings, for
   // measuring; see KernelConfig::fast_listings).
   bool fast_listings = true;
+  // With them, negative answers from listings (false: --no-fast-negatives;
+  // see KernelConfig::fast_negatives).
+  bool fast_negatives = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):

@@ -30,6 +30,7 @@ KernelConfig Run::KernelConfigOf() const {
   kc.fast_fd_identity = o_.fast_fd_identity;
   kc.fast_trap = o_.fast_trap;
   kc.fast_listings = o_.fast_listings;
+  kc.fast_negatives = o_.fast_negatives;
   return kc;
 }
 
