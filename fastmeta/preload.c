@@ -40,6 +40,7 @@ static uint64_t fm_index_off;
 static int fm_tokens;       /* token slots published: lock_pid below is set */
 static int32_t fm_lock_pid; /* l_pid of the sentry's token locks */
 int fm_listings;            /* listing slots published: fm_list_* are set */
+int fm_dir_streams;         /* every opendir gets the library's own stream */
 uint64_t fm_list_off;       /* the listings' area, checked against the mapping */
 uint64_t fm_list_bytes;
 
@@ -80,6 +81,7 @@ static void fm_init(void) {
                         h->list_offset >= sizeof(*h) && h->list_offset % 8 == 0 &&
                         h->list_offset <= (uint64_t)size &&
                         h->list_bytes <= (uint64_t)size - h->list_offset;
+          fm_dir_streams = fm_listings && (h->features & SENTRY_FM_DIR_STREAMS) != 0;
           fm_list_off = h->list_offset;
           fm_list_bytes = h->list_bytes;
           fm_size = (size_t)size;

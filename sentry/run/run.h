@@ -111,6 +111,9 @@ struct RunOptions {
   // With it, directory listings too (false: --no-fast-listings, for
   // measuring; see KernelConfig::fast_listings).
   bool fast_listings = true;
+  // And the library's own streams for every opendir (false:
+  // --no-fast-dir-streams; see KernelConfig::fast_dir_streams).
+  bool fast_dir_streams = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):

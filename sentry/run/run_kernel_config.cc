@@ -30,6 +30,7 @@ KernelConfig Run::KernelConfigOf() const {
   kc.fast_fd_identity = o_.fast_fd_identity;
   kc.fast_trap = o_.fast_trap;
   kc.fast_listings = o_.fast_listings;
+  kc.fast_dir_streams = o_.fast_dir_streams;
   return kc;
 }
 
