@@ -13,7 +13,10 @@
  * fstat (the open's O_DIRECTORY already proved a directory) and without the
  * last getdents64 that returns 0: the sentry marks the record that ends a
  * listing (region.h SENTRY_FM_DIR_END). Directories in /tmp, which are
- * never published, are listed with one trap instead of three.
+ * never published, are listed with one trap instead of three. fdopendir
+ * gets one too, from where the fd is, once its first getdents64 (made at
+ * once, in place of glibc's fstat) proved a directory; an O_PATH or
+ * write-only fd, or any error but ENOTDIR, is left to glibc's checks.
  *
  * So every function that takes a DIR* and is called through the PLT is here
  * too, and tells the two apart: glibc's struct __dirstream begins with its
@@ -208,6 +211,32 @@ static DIR* fm_trap_dir(int fd) {
   return (DIR*)d;
 }
 
+/* fdopendir's stream of ours for an fd whose listing is not published, or
+ * NULL with *glibc set (glibc's fdopendir decides) or errno set. */
+static DIR* fm_trap_fdopendir(int fd, int* glibc) {
+  *glibc = 1;
+  int saved = errno;
+  long fl = syscall(SYS_fcntl, fd, F_GETFL);
+  errno = saved;
+  if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY) return NULL;
+  struct fm_dir* d = (struct fm_dir*)fm_trap_dir(fd);
+  if (d == NULL) return NULL;
+  long n = syscall(SYS_getdents64, fd, d->buf, d->cap);
+  int e = errno;
+  errno = saved;
+  if (n < 0) {
+    free(d->buf);
+    free(d);
+    if (e == ENOTDIR) {
+      *glibc = 0;
+      errno = ENOTDIR;
+    }
+    return NULL;
+  }
+  d->size = (size_t)n;
+  return (DIR*)d;
+}
+
 /* After rewinddir: the listing published now, else the trap from 0. */
 static void fm_retake(struct fm_dir* d) {
   d->stale = 0;
@@ -282,6 +311,11 @@ FM_EXPORT DIR* fdopendir(int fd) {
     errno = saved;
     DIR* d = at == 0 ? fm_fast_dir(fd) : NULL;
     if (d != NULL) return d;
+    if (fm_dir_streams) {
+      int glibc;
+      d = fm_trap_fdopendir(fd, &glibc);
+      if (d != NULL || !glibc) return d;
+    }
   }
   return fm_real_fdopendir()(fd);
 }

@@ -298,8 +298,9 @@ t("same", lambda: [p for p in sample if not same(p) or not lib(p)[1]])
 // glibc's fstat and without the getdents64 that returns 0: the sentry marks
 // the record that ends a listing (d_off 0x7fffffff, region.h
 // SENTRY_FM_DIR_END). The records are the trap's; telldir, seekdir and
-// rewinddir behave as on glibc's stream; 200 listings make 200 getdents64
-// and no fstat, where --no-fast-dir-streams makes 400 and 200.
+// rewinddir behave as on glibc's stream, and fdopendir's stream starts
+// where its fd is; 300 listings (200 by opendir, 100 by fdopendir) make 300
+// getdents64 and no fstat, where --no-fast-dir-streams makes 600 and 300.
 constexpr char kUpperStreamsPy[] = R"PY(
 D = "/tmp/fl-upper"
 os.mkdir(D)
@@ -330,6 +331,22 @@ libc.closedir(d)
 t("empty", lambda: (os.mkdir(D + "/e"), [(n, o) for n, _, o, _ in lib(D + "/e")[0]])[1])
 t("listdir", lambda: sorted(os.listdir(D)) == sorted(n for n, *_ in raw(D)[2:]))
 t("scandir", lambda: sorted(e.name for e in os.scandir(D)) == sorted(os.listdir(D)))
+# fdopendir: from where the fd is; a file is ENOTDIR; an O_PATH fd is
+# glibc's stream, whose readdir meets EBADF.
+fd = os.open(D, os.O_RDONLY | os.O_DIRECTORY)
+buf = ctypes.create_string_buffer(64)
+n = libc.syscall(217, fd, buf, 64)
+head = records(buf.raw[:n])  # buf.raw read after the call
+d = libc.fdopendir(fd)
+t("fdopendir", lambda: (trap_stream(d), head + read_dir(d) == raw(D), libc.dirfd(d) == fd))
+libc.closedir(d)
+f = os.open(D + "/file-000", os.O_RDONLY)
+t("fdopendir_file", lambda: (libc.fdopendir(f), ctypes.get_errno()))
+os.close(f)
+p = os.open(D, os.O_PATH)
+d = libc.fdopendir(p)
+t("fdopendir_path", lambda: (bool(d), lib_stream(d), bool(libc.readdir(d)), ctypes.get_errno()))
+libc.closedir(d)
 # The guest's own positions at and past the end: nothing, and no harm.
 fd = os.open(D, os.O_RDONLY | os.O_DIRECTORY)
 buf = ctypes.create_string_buffer(4096)
@@ -341,6 +358,10 @@ t("past", lambda: past)
 os.close(fd)
 for _ in range(200):
     d = libc.opendir(D.encode())
+    read_dir(d)
+    libc.closedir(d)
+for _ in range(100):
+    d = libc.fdopendir(os.open(D, os.O_RDONLY | os.O_DIRECTORY))
     read_dir(d)
     libc.closedir(d)
 )PY";
@@ -367,11 +388,14 @@ TEST(FastListing, UnpublishedDirectoriesListWithOneTrap) {
     EXPECT_EQ(Value(res, "listdir"), "True") << r.out;
     EXPECT_EQ(Value(res, "scandir"), "True") << r.out;
     EXPECT_EQ(Value(res, "past"), "[0, 0, 0, 0]") << r.out;
+    EXPECT_EQ(Value(res, "fdopendir"), off ? "(False, True, True)" : "(True, True, True)") << r.out;
+    EXPECT_EQ(Value(res, "fdopendir_file"), "(None, 20)") << r.out;               // ENOTDIR
+    EXPECT_EQ(Value(res, "fdopendir_path"), "(True, False, False, 9)") << r.out;  // EBADF
     getdents[off] = TrappedCount(file, "getdents64");
     fstats[off] = TrappedCount(file, "newfstatat");
   }
-  EXPECT_GE(getdents[1] - getdents[0], 195) << getdents[0] << " " << getdents[1];
-  EXPECT_GE(fstats[1] - fstats[0], 195) << fstats[0] << " " << fstats[1];
+  EXPECT_GE(getdents[1] - getdents[0], 295) << getdents[0] << " " << getdents[1];
+  EXPECT_GE(fstats[1] - fstats[0], 295) << fstats[0] << " " << fstats[1];
 }
 
 // Listings off (--no-fast-listings), or the region unmapped: glibc's
