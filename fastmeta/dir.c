@@ -374,6 +374,13 @@ FM_EXPORT void rewinddir(DIR* dirp) {
   }
   struct fm_dir* d = (struct fm_dir*)dirp;
   fm_lock(d);
+  if (d->trapped) {
+    /* As glibc's, at once: a dup of the fd (os.listdir(fd) lists through
+     * one, then rewinds) shares the position. A copy never moved it. */
+    int saved = errno;
+    syscall(SYS_lseek, d->fd, 0L, SEEK_SET);
+    errno = saved;
+  }
   d->stale = 1;
   d->off = d->size = 0;
   d->pos = 0;

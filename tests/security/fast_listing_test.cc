@@ -343,6 +343,9 @@ libc.closedir(d)
 f = os.open(D + "/file-000", os.O_RDONLY)
 t("fdopendir_file", lambda: (libc.fdopendir(f), ctypes.get_errno()))
 os.close(f)
+# os.listdir(fd) lists through a dup, which shares the position, then
+# rewinds it: the next listing is whole again.
+t("listdir_fd", lambda: (len(os.listdir(fd := os.open(D, os.O_RDONLY))), len(os.listdir(fd))))
 p = os.open(D, os.O_PATH)
 d = libc.fdopendir(p)
 t("fdopendir_path", lambda: (bool(d), lib_stream(d), bool(libc.readdir(d)), ctypes.get_errno()))
@@ -389,7 +392,8 @@ TEST(FastListing, UnpublishedDirectoriesListWithOneTrap) {
     EXPECT_EQ(Value(res, "scandir"), "True") << r.out;
     EXPECT_EQ(Value(res, "past"), "[0, 0, 0, 0]") << r.out;
     EXPECT_EQ(Value(res, "fdopendir"), off ? "(False, True, True)" : "(True, True, True)") << r.out;
-    EXPECT_EQ(Value(res, "fdopendir_file"), "(None, 20)") << r.out;               // ENOTDIR
+    EXPECT_EQ(Value(res, "fdopendir_file"), "(None, 20)") << r.out;  // ENOTDIR
+    EXPECT_EQ(Value(res, "listdir_fd"), "(302, 302)") << r.out;
     EXPECT_EQ(Value(res, "fdopendir_path"), "(True, False, False, 9)") << r.out;  // EBADF
     getdents[off] = TrappedCount(file, "getdents64");
     fstats[off] = TrappedCount(file, "newfstatat");
