@@ -8,7 +8,15 @@
  * cannot be interposed). Anything else (a directory not identified, a
  * listing not published or changed while it was copied, an fdopendir of an
  * fd not at position 0, the region off) gets glibc's own stream, which traps
- * as it always did.
+ * as it always did; but an opendir (with SENTRY_FM_DIR_STREAMS) gets a
+ * stream of ours that reads by getdents64 as glibc's does, without glibc's
+ * fstat (the open's O_DIRECTORY already proved a directory) and without the
+ * last getdents64 that returns 0: the sentry marks the record that ends a
+ * listing (region.h SENTRY_FM_DIR_END). Directories in /tmp, which are
+ * never published, are listed with one trap instead of three. fdopendir
+ * gets one too, from where the fd is, once its first getdents64 (made at
+ * once, in place of glibc's fstat) proved a directory; an O_PATH or
+ * write-only fd, or any error but ENOTDIR, is left to glibc's checks.
  *
  * So every function that takes a DIR* and is called through the PLT is here
  * too, and tells the two apart: glibc's struct __dirstream begins with its
@@ -184,6 +192,51 @@ static void fm_to_trap(struct fm_dir* d, long pos) {
   d->pos = pos;
 }
 
+/* A stream of ours that reads fd (a directory just opened) by getdents64. */
+static DIR* fm_trap_dir(int fd) {
+  int saved = errno;
+  struct fm_dir* d = calloc(1, sizeof(*d));
+  char* buf = d ? malloc(FM_TRAP_BUF) : NULL;
+  errno = saved;
+  if (buf == NULL) {
+    free(d);
+    return NULL;
+  }
+  d->tag = FM_DIR_TAG;
+  d->tag2 = FM_DIR_TAG2;
+  d->fd = fd;
+  d->buf = buf;
+  d->cap = FM_TRAP_BUF;
+  d->trapped = 1;
+  return (DIR*)d;
+}
+
+/* fdopendir's stream of ours for an fd whose listing is not published, or
+ * NULL with *glibc set (glibc's fdopendir decides) or errno set. */
+static DIR* fm_trap_fdopendir(int fd, int* glibc) {
+  *glibc = 1;
+  int saved = errno;
+  long fl = syscall(SYS_fcntl, fd, F_GETFL);
+  errno = saved;
+  if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY) return NULL;
+  struct fm_dir* d = (struct fm_dir*)fm_trap_dir(fd);
+  if (d == NULL) return NULL;
+  long n = syscall(SYS_getdents64, fd, d->buf, d->cap);
+  int e = errno;
+  errno = saved;
+  if (n < 0) {
+    free(d->buf);
+    free(d);
+    if (e == ENOTDIR) {
+      *glibc = 0;
+      errno = ENOTDIR;
+    }
+    return NULL;
+  }
+  d->size = (size_t)n;
+  return (DIR*)d;
+}
+
 /* After rewinddir: the listing published now, else the trap from 0. */
 static void fm_retake(struct fm_dir* d) {
   d->stale = 0;
@@ -208,7 +261,8 @@ static struct dirent64* fm_next(struct fm_dir* d, int* err) {
   if (d->stale) fm_retake(d);
   for (;;) {
     if (d->off >= d->size) {
-      if (!d->trapped) return NULL;
+      /* Past the record that ended the listing: getdents64 would return 0. */
+      if (!d->trapped || d->pos == SENTRY_FM_DIR_END) return NULL;
       int saved = errno;
       long n = syscall(SYS_getdents64, d->fd, d->buf, d->cap);
       int e = errno;
@@ -238,6 +292,7 @@ FM_EXPORT DIR* opendir(const char* name) {
   long fd = syscall(SYS_openat, AT_FDCWD, name, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return NULL;
   DIR* d = fm_fast_dir((int)fd);
+  if (d == NULL && fm_dir_streams) d = fm_trap_dir((int)fd);
   if (d != NULL) return d;
   d = fm_real_fdopendir()((int)fd);
   if (d == NULL) {
@@ -256,6 +311,11 @@ FM_EXPORT DIR* fdopendir(int fd) {
     errno = saved;
     DIR* d = at == 0 ? fm_fast_dir(fd) : NULL;
     if (d != NULL) return d;
+    if (fm_dir_streams) {
+      int glibc;
+      d = fm_trap_fdopendir(fd, &glibc);
+      if (d != NULL || !glibc) return d;
+    }
   }
   return fm_real_fdopendir()(fd);
 }
@@ -314,6 +374,13 @@ FM_EXPORT void rewinddir(DIR* dirp) {
   }
   struct fm_dir* d = (struct fm_dir*)dirp;
   fm_lock(d);
+  if (d->trapped) {
+    /* As glibc's, at once: a dup of the fd (os.listdir(fd) lists through
+     * one, then rewinds) shares the position. A copy never moved it. */
+    int saved = errno;
+    syscall(SYS_lseek, d->fd, 0L, SEEK_SET);
+    errno = saved;
+  }
   d->stale = 1;
   d->off = d->size = 0;
   d->pos = 0;

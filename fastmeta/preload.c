@@ -41,6 +41,7 @@ static int fm_tokens;       /* token slots published: lock_pid below is set */
 static int32_t fm_lock_pid; /* l_pid of the sentry's token locks */
 int fm_listings;            /* listing slots published: fm_list_* are set */
 static int fm_negatives;    /* absent names below what is published (region.h) */
+int fm_dir_streams;         /* every opendir gets the library's own stream */
 uint64_t fm_list_off;       /* the listings' area, checked against the mapping */
 uint64_t fm_list_bytes;
 
@@ -82,6 +83,7 @@ static void fm_init(void) {
                         h->list_offset <= (uint64_t)size &&
                         h->list_bytes <= (uint64_t)size - h->list_offset;
           fm_negatives = (h->features & SENTRY_FM_HAS_NEGATIVES) != 0;
+          fm_dir_streams = fm_listings && (h->features & SENTRY_FM_DIR_STREAMS) != 0;
           fm_list_off = h->list_offset;
           fm_list_bytes = h->list_bytes;
           fm_size = (size_t)size;

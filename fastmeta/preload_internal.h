@@ -27,5 +27,8 @@ size_t fm_token_path(const char* base, int fd, char* out, uint64_t* gen);
 extern int fm_listings;
 extern uint64_t fm_list_off;
 extern uint64_t fm_list_bytes;
+/* Set by fm_mapped: opendir of a directory whose listing is not published
+ * gets the library's own stream too, reading by getdents64 (dir.c). */
+extern int fm_dir_streams;
 
 #endif /* SENTRY_FASTMETA_PRELOAD_INTERNAL_H_ */

@@ -86,6 +86,15 @@
 #define SENTRY_FM_HAS_TOKENS 1u    /* token slots are published; lock_pid is set */
 #define SENTRY_FM_HAS_LISTINGS 2u  /* listing slots are published; list_* are set */
 #define SENTRY_FM_HAS_NEGATIVES 4u /* absent names below a COMPLETE listing or an ABSENT slot */
+#define SENTRY_FM_DIR_STREAMS 8u   /* opendir of any directory: the library's own stream */
+
+/* The d_off of the last record of a directory's listing, wherever the
+ * sentry returns it (a trapped getdents64 that reached the end, a published
+ * listing), and the position after it, where getdents64 returns 0: as
+ * ext4's end of a 32-bit hash listing. A stream whose last record read
+ * carries it knows the listing ended without another getdents64 (dir.c).
+ * Low enough for lseek on any file system a directory token lives on. */
+#define SENTRY_FM_DIR_END 0x7fffffffL
 
 /* A listing's key: '@' and the directory's absolute normalised path. */
 #define SENTRY_FM_LISTING_PREFIX '@'

@@ -2,9 +2,14 @@
 
 #include <dirent.h>
 
+#include <cstddef>
 #include <cstring>
 
+#include "fastmeta/region.h"
+
 namespace sentry::sys {
+
+static_assert(kDirEnd == SENTRY_FM_DIR_END);
 
 bool AppendDirent(std::vector<char>& out, size_t limit, size_t index, std::string_view name,
                   uint64_t ino, unsigned char type) {
@@ -19,6 +24,11 @@ bool AppendDirent(std::vector<char>& out, size_t limit, size_t index, std::strin
   return true;
 }
 
+void SetDirentOff(std::vector<char>& out, size_t at, off_t d_off) {
+  int64_t v = d_off;
+  std::memcpy(out.data() + at + offsetof(linux_dirent64_header, d_off), &v, sizeof(v));
+}
+
 std::optional<std::vector<char>> WholeListing(vfs::Vfs& v, const vfs::NodeRef& dir, size_t max,
                                               DirNames* names) {
   if (dir->names) return std::nullopt;
@@ -26,18 +36,25 @@ std::optional<std::vector<char>> WholeListing(vfs::Vfs& v, const vfs::NodeRef& d
   if (dir->removed) return out;
   vfs::NodeRef up = dir->parent.lock();
   const vfs::Node& dotdot = up ? *up : *dir;
+  size_t i = 0;
+  size_t last_at = 0;
+  auto append = [&](std::string_view name, uint64_t ino, unsigned char type) {
+    size_t at = out.size();
+    if (!AppendDirent(out, max, i++, name, ino, type)) return false;
+    last_at = at;
+    return true;
+  };
   // As the trapped getdents64 from position 0: a listing's start reads a
   // write-through directory again.
-  size_t i = 0;
-  bool fits = AppendDirent(out, max, i++, ".", dir->attr().ino, DT_DIR) &&
-              AppendDirent(out, max, i++, "..", dotdot.attr().ino, DT_DIR);
+  bool fits = append(".", dir->attr().ino, DT_DIR) && append("..", dotdot.attr().ino, DT_DIR);
   if (!fits) return std::nullopt;
   v.VisitListing(dir, {}, /*relist=*/true, [&](const vfs::Vfs::DirEntry& e) {
-    fits = AppendDirent(out, max, i++, e.name, e.ino, e.type);
+    fits = append(e.name, e.ino, e.type);
     if (fits && names) names->emplace_back(e.name, e.type);
     return fits;
   });
   if (!fits) return std::nullopt;
+  SetDirentOff(out, last_at, kDirEnd);
   return out;
 }
 

@@ -32,11 +32,21 @@ static_assert(sizeof(linux_dirent64_header) == 19);
 bool AppendDirent(std::vector<char>& out, size_t limit, size_t index, std::string_view name,
                   uint64_t ino, unsigned char type);
 
+// The last record's d_off once a listing reached its end, and the position
+// after it, where getdents64 returns 0 (fastmeta/region.h
+// SENTRY_FM_DIR_END): a reader knows the end without one more call. No
+// entry's index comes near it (a listing is bounded by the sandbox's caches).
+inline constexpr off_t kDirEnd = 0x7fffffff;
+
+// Sets the d_off of the record at byte at of out (one AppendDirent made).
+void SetDirentOff(std::vector<char>& out, size_t at, off_t d_off);
+
 // A listing's names and their d_type, "." and ".." left out.
 using DirNames = std::vector<std::pair<std::string, unsigned char>>;
 
 // Every record getdents64 returns for dir read from position 0 (".", "..",
-// then Vfs::VisitListing's entries), at most max bytes; nullopt for a
+// then Vfs::VisitListing's entries, the last one's d_off kDirEnd), at most
+// max bytes; nullopt for a
 // generated directory (Node::names) or one past max. names, if set, gets the
 // entries.
 std::optional<std::vector<char>> WholeListing(vfs::Vfs& v, const vfs::NodeRef& dir, size_t max,

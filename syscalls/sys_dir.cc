@@ -60,6 +60,9 @@ bool GeneratedOrder(std::string_view a, std::string_view b) {
 // closing fds while listing /proc/self/fd) do not make it skip others, as
 // tmpfs's cursors do. A position the guest set itself (seekdir to an older
 // telldir) is an index counted from the start: that walk is O(position), once.
+// The call that returns the last record gives it d_off kDirEnd and leaves the
+// fd there, so a reader (the guest library's streams) knows the end without
+// one more trapped call that returns 0.
 SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   SYS_ASSIGN_OR_RETURN(FdRef ref, GetFd(ctx, ctx.args.Int(0)));
   if (!ref.object) return Errno{ENOTDIR};
@@ -68,16 +71,20 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
   const vfs::NodeRef& dir = ref.node();
   off_t pos = lseek(ref.fd(), 0, SEEK_CUR);
   if (pos < 0) pos = 0;
+  if (pos >= kDirEnd) return 0;  // past the last record (its d_off, or beyond)
   std::vector<char> out;
   out.reserve(std::min<size_t>(count, 1 << 16));
-  std::string last;  // the last name emitted
+  std::string last;    // the last name emitted
+  size_t last_at = 0;  // and where its record starts in out
   // What this call returned, for the fast-metadata region's fill.
   bool fill = ctx.kernel.fast_meta() != nullptr;
   DirNames names;
   // Appends one record; false when the buffer is full.
   auto emit = [&](size_t index, std::string_view name, uint64_t ino, unsigned char type) {
+    size_t at = out.size();
     if (!AppendDirent(out, count, index, name, ino, type)) return false;
     last = name;
+    last_at = at;
     if (fill) names.emplace_back(name, type);
     return true;
   };
@@ -134,11 +141,18 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
     }
   }
   if (out.empty() && full) return Errno{EINVAL};  // not even one entry fits
+  // The listing's end came in this call: its last record says so, and the
+  // fd stands after it, as on ext4 (dir_listing.h kDirEnd).
+  off_t next = static_cast<off_t>(i);
+  if (!full && !out.empty()) {
+    SetDirentOff(out, last_at, kDirEnd);
+    next = kDirEnd;
+  }
   SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(1), out.data(), out.size()));
-  if (static_cast<off_t>(i) != pos) lseek(ref.fd(), static_cast<off_t>(i), SEEK_SET);
+  if (next != pos) lseek(ref.fd(), next, SEEK_SET);
   if (!out.empty()) {
     ref.object->cursor_name = i > 2 ? last : std::string();
-    ref.object->cursor_pos = static_cast<off_t>(i);
+    ref.object->cursor_pos = next;
   }
   if (fill && !names.empty()) {
     // The lock that names the token is the sentry process's: closing a

@@ -305,6 +305,11 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "publish no negative answers from listings: a name absent from a listed "
            "directory traps (for measuring)",
            [&o] { o.fast_negatives = false; });
+  f.Switch("--no-fast-dir-streams", kSandbox,
+           "the guest's opendir of a directory whose listing is not published "
+           "gets glibc's stream (an fstat, and a getdents64 more at the end) "
+           "(for measuring)",
+           [&o] { o.fast_dir_streams = false; });
   f.Value("--pool", kSandbox, "SOCKET",
           "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "
           "none can serve the run, it starts cold, with a notice",

@@ -124,6 +124,10 @@ void FastMeta::EnableNegatives() {
   negatives_ = true;
 }
 
+void FastMeta::EnableDirStreams() {
+  __atomic_or_fetch(&header()->features, SENTRY_FM_DIR_STREAMS, __ATOMIC_RELEASE);
+}
+
 namespace {
 
 std::string ListingKey(std::string_view dir_path) {

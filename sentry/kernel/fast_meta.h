@@ -67,6 +67,9 @@ class FastMeta final {
   // SENTRY_FM_MAX_LISTING, not published.
   void EnableListings();
   bool listings() const { return listings_; }
+  // The library's own stream for every opendir (region.h
+  // SENTRY_FM_DIR_STREAMS), relying on the trapped getdents64's end mark.
+  void EnableDirStreams();
   // Whether dir_path's listing is published in the current generation (it
   // cannot have changed since: every change bumps the generation first).
   bool HasListing(std::string_view dir_path) const;

@@ -81,6 +81,10 @@ struct KernelConfig {
   // it, and a lower directory is listed at a name's first ENOENT (off:
   // --no-fast-negatives; see fast_meta_publish.h).
   bool fast_negatives = true;
+  // With listings, the guest library's opendir serves every directory from
+  // its own stream: no fstat, and no getdents64 after the one that returned
+  // the last record (off: --no-fast-dir-streams; fastmeta/dir.c).
+  bool fast_dir_streams = true;
   uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid, range_uid); }
   gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid, range_gid); }
 

@@ -240,6 +240,7 @@ std::optional<std::string> Adoption::Build() {
   kc.fast_trap = o_.fast_trap;
   kc.fast_listings = o_.fast_listings;
   kc.fast_negatives = o_.fast_negatives;
+  kc.fast_dir_streams = o_.fast_dir_streams;
   kernel_ = std::make_unique<Kernel>(std::move(vfs_), kc);
   kernel_->init_host_pid = child_;
   if (range.count != 0) {

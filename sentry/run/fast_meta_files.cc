@@ -64,8 +64,11 @@ absl::Status AddFastMeta(Kernel& kernel, const TreeConfig& tree) {
   // The sentry's token locks read l_pid 0 in a guest's pid namespace (the
   // sentry is outside it), else the sentry's own pid.
   fm->EnableTokens(kernel.config().namespaces ? 0 : getpid());
-  if (kernel.config().fast_listings) fm->EnableListings();
-  if (kernel.config().fast_listings && kernel.config().fast_negatives) fm->EnableNegatives();
+  if (kernel.config().fast_listings) {
+    fm->EnableListings();
+    if (kernel.config().fast_negatives) fm->EnableNegatives();
+    if (kernel.config().fast_dir_streams) fm->EnableDirStreams();
+  }
   kernel.set_fast_meta(std::move(fm), std::move(tops));
   return absl::OkStatus();
 }

@@ -114,6 +114,9 @@ struct RunOptions {
   // With them, negative answers from listings (false: --no-fast-negatives;
   // see KernelConfig::fast_negatives).
   bool fast_negatives = true;
+  // And the library's own streams for every opendir (false:
+  // --no-fast-dir-streams; see KernelConfig::fast_dir_streams).
+  bool fast_dir_streams = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):

@@ -31,6 +31,7 @@ KernelConfig Run::KernelConfigOf() const {
   kc.fast_trap = o_.fast_trap;
   kc.fast_listings = o_.fast_listings;
   kc.fast_negatives = o_.fast_negatives;
+  kc.fast_dir_streams = o_.fast_dir_streams;
   return kc;
 }
 

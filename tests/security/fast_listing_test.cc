@@ -69,8 +69,11 @@ def read_dir(d):
         out.append((e.name.decode(), e.ino, e.off, e.type))
     return out
 # The library's own stream (fastmeta/dir.c) starts with a negative tag
-# where glibc's has its fd.
-def ours(d): return ctypes.c_int32.from_address(d).value < 0
+# where glibc's has its fd; ours() serves a published copy, trap_stream()
+# reads by getdents64 (struct fm_dir's trapped, at byte 16).
+def lib_stream(d): return ctypes.c_int32.from_address(d).value < 0
+def ours(d): return lib_stream(d) and ctypes.c_int32.from_address(d + 16).value == 0
+def trap_stream(d): return lib_stream(d) and ctypes.c_int32.from_address(d + 16).value == 1
 # (libc's listing, whether the library's stream served it) or the errno.
 def lib(path):
     d = libc.opendir(path.encode())
@@ -288,6 +291,115 @@ t("same", lambda: [p for p in sample if not same(p) or not lib(p)[1]])
   EXPECT_EQ(Value(res, "within"), "True") << r.out;
   EXPECT_EQ(Value(res, "fewer"), "True") << r.out;
   EXPECT_EQ(Value(res, "same"), "[]") << r.out;
+}
+
+// A directory whose listing is not published (/tmp, the upper layer): the
+// library's own stream reads it by getdents64, as glibc's, but without
+// glibc's fstat and without the getdents64 that returns 0: the sentry marks
+// the record that ends a listing (d_off 0x7fffffff, region.h
+// SENTRY_FM_DIR_END). The records are the trap's; telldir, seekdir and
+// rewinddir behave as on glibc's stream, and fdopendir's stream starts
+// where its fd is; 300 listings (200 by opendir, 100 by fdopendir) make 300
+// getdents64 and no fstat, where --no-fast-dir-streams makes 600 and 300.
+constexpr char kUpperStreamsPy[] = R"PY(
+D = "/tmp/fl-upper"
+os.mkdir(D)
+for i in range(300): open(f"{D}/file-{i:03}", "w").close()
+END = 0x7fffffff
+d = libc.opendir(D.encode())
+t("stream", lambda: (ours(d), trap_stream(d)))
+got = read_dir(d)
+t("same", lambda: got == raw(D))
+t("end", lambda: (got[-1][2] == END, [e for e in got[:-1] if e[2] == END]))
+t("after_end", lambda: (bool(libc.readdir(d)), bool(libc.readdir(d))))
+libc.telldir.restype = ctypes.c_long; libc.telldir.argtypes = [V]
+libc.seekdir.argtypes = [V, ctypes.c_long]
+libc.rewinddir(d)
+first = [libc.readdir(d).contents.name.decode() for _ in range(100)]
+mark = libc.telldir(d)
+nxt = libc.readdir(d).contents.name.decode()
+rest = read_dir(d)
+libc.seekdir(d, mark)
+t("seekdir", lambda: (libc.readdir(d).contents.name.decode() == nxt, len(rest)))
+libc.seekdir(d, libc.telldir(d))
+libc.seekdir(d, END)
+t("seek_end", lambda: (libc.telldir(d) == END, bool(libc.readdir(d))))
+open(D + "/made-later", "w").close()
+libc.rewinddir(d)
+t("rewound", lambda: "made-later" in [n for n, *_ in read_dir(d)])
+libc.closedir(d)
+t("empty", lambda: (os.mkdir(D + "/e"), [(n, o) for n, _, o, _ in lib(D + "/e")[0]])[1])
+t("listdir", lambda: sorted(os.listdir(D)) == sorted(n for n, *_ in raw(D)[2:]))
+t("scandir", lambda: sorted(e.name for e in os.scandir(D)) == sorted(os.listdir(D)))
+# fdopendir: from where the fd is; a file is ENOTDIR; an O_PATH fd is
+# glibc's stream, whose readdir meets EBADF.
+fd = os.open(D, os.O_RDONLY | os.O_DIRECTORY)
+buf = ctypes.create_string_buffer(64)
+n = libc.syscall(217, fd, buf, 64)
+head = records(buf.raw[:n])  # buf.raw read after the call
+d = libc.fdopendir(fd)
+t("fdopendir", lambda: (trap_stream(d), head + read_dir(d) == raw(D), libc.dirfd(d) == fd))
+libc.closedir(d)
+f = os.open(D + "/file-000", os.O_RDONLY)
+t("fdopendir_file", lambda: (libc.fdopendir(f), ctypes.get_errno()))
+os.close(f)
+# os.listdir(fd) lists through a dup, which shares the position, then
+# rewinds it: the next listing is whole again.
+t("listdir_fd", lambda: (len(os.listdir(fd := os.open(D, os.O_RDONLY))), len(os.listdir(fd))))
+p = os.open(D, os.O_PATH)
+d = libc.fdopendir(p)
+t("fdopendir_path", lambda: (bool(d), lib_stream(d), bool(libc.readdir(d)), ctypes.get_errno()))
+libc.closedir(d)
+# The guest's own positions at and past the end: nothing, and no harm.
+fd = os.open(D, os.O_RDONLY | os.O_DIRECTORY)
+buf = ctypes.create_string_buffer(4096)
+past = []
+for at in (END - 1, END, END + 1, (1 << 63) - 1):
+    os.lseek(fd, at, 0)
+    past.append(libc.syscall(217, fd, buf, 4096))
+t("past", lambda: past)
+os.close(fd)
+for _ in range(200):
+    d = libc.opendir(D.encode())
+    read_dir(d)
+    libc.closedir(d)
+for _ in range(100):
+    d = libc.fdopendir(os.open(D, os.O_RDONLY | os.O_DIRECTORY))
+    read_dir(d)
+    libc.closedir(d)
+)PY";
+
+TEST(FastListing, UnpublishedDirectoriesListWithOneTrap) {
+  TempDir census("/tmp/sec-fl-census-");
+  int getdents[2], fstats[2];
+  for (int off = 0; off < 2; ++off) {
+    SCOPED_TRACE(off);
+    std::string file = census.path() + "/census" + std::to_string(off) + ".json";
+    std::vector<std::string> flags = {"--census", file};
+    if (off) flags.push_back("--no-fast-dir-streams");
+    ProcessResult r = RunListingPy(kUpperStreamsPy, flags);
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    Results res = ParseResults(r.out);
+    EXPECT_EQ(Value(res, "stream"), off ? "(False, False)" : "(False, True)") << r.out;
+    EXPECT_EQ(Value(res, "same"), "True") << r.out;
+    EXPECT_EQ(Value(res, "end"), "(True, [])") << r.out;
+    EXPECT_EQ(Value(res, "after_end"), "(False, False)") << r.out;
+    EXPECT_EQ(Value(res, "seekdir"), "(True, 201)") << r.out;
+    EXPECT_EQ(Value(res, "seek_end"), "(True, False)") << r.out;
+    EXPECT_EQ(Value(res, "rewound"), "True") << r.out;
+    EXPECT_EQ(Value(res, "empty"), "[('.', 1), ('..', 2147483647)]") << r.out;
+    EXPECT_EQ(Value(res, "listdir"), "True") << r.out;
+    EXPECT_EQ(Value(res, "scandir"), "True") << r.out;
+    EXPECT_EQ(Value(res, "past"), "[0, 0, 0, 0]") << r.out;
+    EXPECT_EQ(Value(res, "fdopendir"), off ? "(False, True, True)" : "(True, True, True)") << r.out;
+    EXPECT_EQ(Value(res, "fdopendir_file"), "(None, 20)") << r.out;  // ENOTDIR
+    EXPECT_EQ(Value(res, "listdir_fd"), "(302, 302)") << r.out;
+    EXPECT_EQ(Value(res, "fdopendir_path"), "(True, False, False, 9)") << r.out;  // EBADF
+    getdents[off] = TrappedCount(file, "getdents64");
+    fstats[off] = TrappedCount(file, "newfstatat");
+  }
+  EXPECT_GE(getdents[1] - getdents[0], 295) << getdents[0] << " " << getdents[1];
+  EXPECT_GE(fstats[1] - fstats[0], 295) << fstats[0] << " " << fstats[1];
 }
 
 // Listings off (--no-fast-listings), or the region unmapped: glibc's
