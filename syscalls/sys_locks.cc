@@ -66,9 +66,19 @@ SysResult<uint64_t> Flock(SyscallContext& ctx) {
 }
 
 // fcntl(fd, cmd, arg), for the cmds the filter traps (F_OFD_SETLK,
-// F_OFD_SETLKW, F_SETLEASE); any other cmd that reaches here runs as is.
+// F_OFD_SETLKW, F_SETLEASE); any other cmd that reaches here runs as is,
+// but F_SETOWN and F_SETOWN_EX.
 SysResult<uint64_t> FcntlLock(SyscallContext& ctx) {
   int cmd = ctx.args.Int(1);
+  if (cmd == F_SETOWN || cmd == F_SETOWN_EX) {
+    // Only the table without a pid namespace sends them here: its filter
+    // refuses them (EPERM, a refusal the run lists, so it comes as a trap).
+    // The owner's SIGIO could reach a host process of the guest's uid.
+    ctx.hint =
+        "fcntl with these arguments is not permitted in this sandbox (no pid namespace: "
+        "F_SETOWN's signal could reach a host process)";
+    return Errno{EPERM};
+  }
   bool takes = cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW ||
                (cmd == F_SETLEASE && ctx.args.Int(2) != F_UNLCK);
   if (takes) RefuseHold(ctx, ctx.args.Int(0));
