@@ -33,6 +33,16 @@
 namespace sentry::sys {
 namespace {
 
+// Whether st's object is a lower file's (shared: fd_identity.h) or has a
+// reference held for it whatever it is registered as now. Not a token (a
+// directory's, an O_PATH stand-in): an inode no other description shares,
+// so a lock on it conflicts with nothing and its reference stays.
+bool Refusable(SyscallContext& ctx, const struct stat& st) {
+  const OpenObject* object = ctx.kernel.fds().Find(st);
+  if (object && object->holdable && !object->shared) return false;
+  return (object && object->shared) || ctx.kernel.holds().OfObject(st).has_value();
+}
+
 // The held reference to the object behind the guest's fd goes, and the
 // object is never held again.
 void RefuseHold(SyscallContext& ctx, int fd) {
@@ -41,7 +51,7 @@ void RefuseHold(SyscallContext& ctx, int fd) {
   // The hinted reference, when kcmp says it is this fd's description: one call.
   if (std::optional<FdHolds::Held> held = holds.Hinted(ctx.task.process->tgid, fd)) {
     if (ctx.fds.SameFile(fd, held->fd) == 0) {
-      holds.Refuse(held->st);
+      if (Refusable(ctx, held->st)) holds.Refuse(held->st);
       return;
     }
   }
@@ -49,7 +59,7 @@ void RefuseHold(SyscallContext& ctx, int fd) {
   SysResult<UniqueFd> copy = ctx.fds.Get(fd);
   if (!copy.ok()) return;  // EBADF: the kernel says so
   struct stat st;
-  if (fstat(copy->get(), &st) == 0 && S_ISREG(st.st_mode)) holds.Refuse(st);
+  if (fstat(copy->get(), &st) == 0 && Refusable(ctx, st)) holds.Refuse(st);
 }
 
 SysResult<uint64_t> KernelRuns(SyscallContext& ctx) {

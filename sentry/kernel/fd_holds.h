@@ -1,5 +1,6 @@
-// FdHolds: donated tokens the sentry keeps open, so that a guest fd's
-// identity costs one kcmp(KCMP_FILE) instead of pidfd_getfd + fstat + close.
+// FdHolds: donated tokens and read-only system files the sentry keeps open,
+// so that a guest fd's identity costs one kcmp(KCMP_FILE) instead of
+// pidfd_getfd + fstat + close.
 //
 // FdIdentity answers "which object is behind this guest fd" from a host copy
 // of the fd. Here the sentry keeps its own reference to the very open file
@@ -20,10 +21,9 @@
 // whatever belongs to the description: a pipe's or FIFO's EOF, a socket's
 // shutdown, a tty's hangup, flock and OFD locks and leases; for a writable
 // file also ETXTBSY at its exec, and for an upper file the store's bytes of
-// a file unlinked (kept past the budget). A token is an
-// inode of the store that only its one donation ever opened (made, opened and
-// removed in one step: store_stash.h), so no other description of it can
-// exist: a lock on it conflicts with nothing, and nothing waits for its
+// a file unlinked (kept past the budget). A token is an inode of the store that only its one
+// donation ever opened (made, opened and removed in one step: store_stash.h), so no other
+// description of it can exist: a lock on it conflicts with nothing, and nothing waits for its
 // close. (With --fast-metadata the sentry itself holds a POSIX read lock on
 // one byte of each held directory token, which names the token to the
 // guest's library: syscalls/fast_meta_publish.h. A guest's F_GETLK on a
@@ -40,7 +40,11 @@
 // description the sentry keeps. (POSIX locks, F_SETLK, belong to the
 // process, not the description: the sentry's reference carries none.) Only
 // donations hold a lower file: a copy seen in GetFd is never kept, so a
-// description whose reference was let go is not taken back.
+// description whose reference was let go is not taken back. A lock a racing
+// thread moves (dup2) onto another held description between the trap and
+// the kernel's run stays until the sweep below finds that one closed: the
+// guest's own lock, on a file it may read.
+//
 // Bounds: the sentry cannot see a guest close an fd, so every so many
 // Keeps it sweeps: it asks the kernel (kcmp) of each reference whether it is
 // still open in the guest under the number it was donated as, and closes
