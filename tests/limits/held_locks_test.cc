@@ -61,5 +61,25 @@ time.sleep(4)
   EXPECT_EQ(fl.l_type, F_UNLCK) << "the guest's closed OFD lock is still taken";
 }
 
+// Without a pid namespace (and no Landlock signal scope) fcntl's filter
+// refuses F_SETOWN with EPERM, and sends the lock commands to the same
+// handler: the refusal must stay one, not become a call the kernel runs.
+TEST(HeldLocks, WithoutNamespacesSetOwnStaysRefusedBesideTheLockTrap) {
+  Child c = SpawnSentry({"--no-namespaces", "--no-landlock"},
+                        {"/usr/bin/python3", "-c",
+                         "import os, fcntl, struct\n"
+                         "r, w = os.pipe()\n"
+                         "try:\n"
+                         "  fcntl.fcntl(r, fcntl.F_SETOWN, 1); print('setown OK')\n"
+                         "except OSError as e: print('setown', e.errno)\n"
+                         "b = os.open('/usr/bin/base64', os.O_RDONLY); os.fstat(b)\n"
+                         "fcntl.fcntl(b, 37, struct.pack('hhqqi4x', fcntl.F_RDLCK, 0, 0, 0, 0))\n"
+                         "print('ofd OK', flush=True)\n"});
+  Finished f = Collect(c, 30);
+  EXPECT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_NE(f.out.find("setown 1\n"), std::string::npos) << f.out << f.err;  // EPERM
+  EXPECT_NE(f.out.find("ofd OK"), std::string::npos) << f.out << f.err;
+}
+
 }  // namespace
 }  // namespace sentry::limits
