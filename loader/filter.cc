@@ -340,6 +340,21 @@ class FilterBuilder {
         a_.Goto(RetLabel(deny));
         a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
         break;
+      case ArgFilter::kFcntlTrapLocks:
+      case ArgFilter::kFcntlNotOwnerTrapLocks:
+        a_.Load(ArgLow(1));
+        if (row.filter == ArgFilter::kFcntlNotOwnerTrapLocks) {
+          a_.Jump(BPF_JEQ, F_SETOWN, 0, 1);
+          a_.Goto(RetLabel(deny));
+          a_.Jump(BPF_JEQ, F_SETOWN_EX, 0, 1);
+          a_.Goto(RetLabel(deny));
+        }
+        for (uint32_t cmd : {F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE}) {
+          a_.Jump(BPF_JEQ, cmd, 0, 1);
+          a_.Goto(RetLabel(ActionValue(row)));
+        }
+        a_.Goto(RetLabel(SECCOMP_RET_ALLOW));
+        break;
       case ArgFilter::kPrioNotUser: {
         uint32_t who_user = std::string(row.name) == "ioprio_set" ? kIoprioWhoUser : kPrioUser;
         a_.Load(ArgLow(0));

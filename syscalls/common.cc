@@ -108,7 +108,9 @@ SysResult<FdRef> GetFd(SyscallContext& ctx, int fd) {
   // one whose reference was closed to make room): hinted, so its next call
   // takes the kcmp; the copy itself is kept if nothing is held for it. A
   // token has one description (fd_holds.h), so its object is its description.
-  if (ref.object && ref.object->holdable && holds.enabled()) {
+  // Not a lower file's: its object has many descriptions, and one whose
+  // reference went (a lock taken on it) must not be taken back.
+  if (ref.object && ref.object->holdable && !ref.object->shared && holds.enabled()) {
     if (!holds.Hint(tgid, fd, ref.host_st)) {
       ref.held = ref.host.get();
       holds.Keep(std::move(ref.host), ref.host_st, tgid, fd);
@@ -168,9 +170,10 @@ SysResult<vfs::NodeRef> NodeAtPath(SyscallContext& ctx, int dirfd, const std::st
 }
 
 SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::NodeRef& node,
-                       bool dir_token, std::string path, bool holdable) {
+                       bool dir_token, std::string path, bool holdable, bool shared) {
   OpenObject obj{node, dir_token, std::move(path)};
   obj.holdable = holdable;
+  obj.shared = holdable && shared;
   // A memfd is text the sentry generated (/proc): its pages are the sentry's.
   if (st.st_dev == MemfdDev()) obj.data_bytes = static_cast<size_t>(st.st_blocks) * 512;
   if (SysStatus r = ctx.kernel.fds().Register(st, std::move(obj)); !r.ok()) {
@@ -184,7 +187,7 @@ SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::No
 
 SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
                            bool dir_token, bool cloexec, std::string path, bool hold,
-                           const struct stat* known) {
+                           const struct stat* known, bool shared) {
   struct stat st;
   if (known) {
     st = *known;
@@ -192,10 +195,10 @@ SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::Nod
     return Errno{errno};
   }
   hold = hold && ctx.kernel.holds().enabled();
-  SYS_TRY(RegisterOpen(ctx, st, node, dir_token, std::move(path), hold));
+  SYS_TRY(RegisterOpen(ctx, st, node, dir_token, std::move(path), hold, shared));
   SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(host_fd.get(), cloexec));
   if (hold) {
-    ctx.kernel.holds().Keep(std::move(host_fd), st, ctx.task.process->tgid, guest_fd);
+    ctx.kernel.holds().Keep(std::move(host_fd), st, ctx.task.process->tgid, guest_fd, shared);
     // A directory's fstat and its relative lookups, without a trap.
     if (dir_token && ctx.kernel.fast_meta()) {
       std::optional<FdHolds::Held> held = ctx.kernel.holds().OfObject(st);

@@ -56,17 +56,20 @@ SysResult<vfs::NodeRef> NodeOfFd(SyscallContext& ctx, int fd, int not_ours);
 // Remembers the host object of identity st as node's, as Donate does before
 // it installs: for a call whose fd is installed later (a FIFO's blocking open).
 SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::NodeRef& node,
-                       bool dir_token, std::string path, bool holdable = false);
+                       bool dir_token, std::string path, bool holdable = false,
+                       bool shared = false);
 
 // Installs host_fd in the guest, remembering it as node's (opened by the
 // sandbox path `path`, for /proc/PID/fd); returns the guest fd. ENFILE when
 // the sentry's table of donated objects is full of ones the guest holds.
-// A token (hold) is kept by the sentry afterwards (fd_holds.h); any other
-// host_fd is closed. known: host_fd's fstat, when its maker took it (a
-// directory token: vfs::DirToken); else Donate takes it.
+// A token (hold) is kept by the sentry afterwards (fd_holds.h), and so is
+// a read-only description of a lower file (hold and shared: other
+// descriptions of it exist); any other host_fd is closed. known: host_fd's
+// fstat, when its maker took it (a directory token: vfs::DirToken); else
+// Donate takes it.
 SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
                            bool dir_token, bool cloexec, std::string path = "", bool hold = false,
-                           const struct stat* known = nullptr);
+                           const struct stat* known = nullptr, bool shared = false);
 
 // The mode a new file gets: mode masked by the caller's umask.
 mode_t ApplyUmask(SyscallContext& ctx, mode_t mode);

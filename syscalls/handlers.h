@@ -77,6 +77,9 @@ SENTRY_HANDLER(Flistxattr);
 SENTRY_HANDLER(Removexattr);
 SENTRY_HANDLER(Lremovexattr);
 SENTRY_HANDLER(Fremovexattr);
+// sys_locks.cc
+SENTRY_HANDLER(Flock);
+SENTRY_HANDLER(FcntlLock);
 // sys_pools.cc
 SENTRY_HANDLER(IoSetup);
 SENTRY_HANDLER(Sync);

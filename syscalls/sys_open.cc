@@ -115,7 +115,12 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
     return OpenFifo(ctx, node, flags, std::move(where));
   }
   SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags, &r));
-  return Donate(ctx, std::move(fd), node, false, cloexec, std::move(where));
+  // A read-only lower file is held (fstat by one kcmp: fd_holds.h); not a
+  // write-through mount's (a writable description of it may exist: ETXTBSY
+  // at exec) nor an upper file (its bytes would outlive an unlink).
+  bool hold = node->IsLowerFile() && !node->IsHostRw() && acc == O_RDONLY;
+  return Donate(ctx, std::move(fd), node, false, cloexec, std::move(where), hold, nullptr,
+                /*shared=*/true);
 }
 
 }  // namespace

@@ -115,11 +115,14 @@ constexpr SyscallRow kTable[] = {
     NATIVE_ALLOC(69, msgsnd, "Kplx", kIpcNs, kSysvIpc, "a SysV id: the sandbox's ipc namespace"),
     NATIVE(70, msgrcv, "Kpldx", kIpcNs, "a SysV id: the sandbox's ipc namespace"),
     NATIVE(71, msgctl, "Kdp", kIpcNs, "a SysV id: the sandbox's ipc namespace"),
-    NATIVE_ALLOC(
-        72, fcntl, "fdx", kPidNs, kFileLocks,
+    // A lock or lease on a description (F_OFD_SETLK, F_OFD_SETLKW,
+    // F_SETLEASE; flock) traps: the sentry lets go of its own reference to
+    // it first, then the kernel runs the call (syscalls/sys_locks.cc).
+    TRAP_UNLESS_ALLOC(
+        72, fcntl, FcntlLock, kFcntlTrapLocks, "fdx", kPidNs, kFileLocks,
         "fd flags, locks and leases on fds the guest holds; F_SETOWN names a process of the pid "
         "namespace"),
-    NATIVE_ALLOC(73, flock, "fd", kNone, kFileLocks, "a lock on an fd the guest holds"),
+    TRAP_ALLOC(73, flock, Flock, "fd", kFileLocks),
     NATIVE(74, fsync, "f", kNone, "an fd the guest holds: the object's own data path"),
     NATIVE(75, fdatasync, "f", kNone, "an fd the guest holds: the object's own data path"),
     TRAP(76, truncate, Truncate, "sd"),

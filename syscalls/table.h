@@ -49,6 +49,12 @@ enum class ArgFilter : uint8_t {
   kUnixStreamOnly,
   // fcntl() without a pid namespace: not F_SETOWN or F_SETOWN_EX (the row's errno).
   kFcntlNotOwner,
+  // fcntl(): native but for F_OFD_SETLK, F_OFD_SETLKW and F_SETLEASE, which
+  // trap (a lock on a description the sentry holds: syscalls/sys_locks.cc).
+  kFcntlTrapLocks,
+  // The same without a pid namespace, and F_SETOWN, F_SETOWN_EX get the
+  // row's errno (kFcntlNotOwner).
+  kFcntlNotOwnerTrapLocks,
 };
 
 // What confines the resources a native row's arguments name (the rule of the

@@ -25,6 +25,10 @@
   { nr, #name, Action::kNative, 0, nullptr, ArgFilter::kNone, args, Wall::wall, why, Pool::pool }
 #define FILTERED_ALLOC(nr, name, filter, err, args, wall, pool, why) \
   { nr, #name, Action::kNative, err, nullptr, filter, args, Wall::wall, why, Pool::pool }
+#define TRAP_UNLESS_ALLOC(nr, name, handler, filter, args, wall, pool, why) \
+  { nr, #name, Action::kTrap, 0, &::sentry::sys::handler, filter, args, Wall::wall, why, Pool::pool }
+#define TRAP_UNLESS_ALLOC_ERR(nr, name, handler, filter, err, args, wall, pool, why) \
+  { nr, #name, Action::kTrap, err, &::sentry::sys::handler, filter, args, Wall::wall, why, Pool::pool }
 #define TRAP_ALLOC(nr, name, handler, args, pool) \
   { nr, #name, Action::kTrap, 0, &::sentry::sys::handler, ArgFilter::kNone, args, Wall::kNone, nullptr, Pool::pool }
 #define TRACE(nr, name, args) \

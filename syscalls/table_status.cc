@@ -99,6 +99,12 @@ constexpr RowStatus kStatus[] = {
      "SO_PEERCRED and SO_PEERPIDFD only (the rest is native): a unix peer the sentry connected "
      "names the guest task that asked; SO_PEERPIDFD of a peer that has exited is EINVAL (as "
      "Linux before 6.16)"},
+    {72, FcntlLock, kFull,
+     "F_OFD_SETLK, F_OFD_SETLKW and F_SETLEASE (the rest is native): the sentry lets go of "
+     "its own reference to the file (sys_locks.cc), then the kernel runs the call"},
+    {73, Flock, kFull,
+     "the sentry lets go of its own reference to the file (sys_locks.cc), then the kernel runs "
+     "the call"},
     {46, Sendmsg, kPartial,
      "a receiver with SO_PASSCRED that is sent no explicit credentials sees the sentry's ids"},
     {307, Sendmmsg, kPartial, "as sendmsg; at most a bounded batch a call (the rest is left)"},

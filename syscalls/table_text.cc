@@ -40,6 +40,11 @@ const char* ArgFilterText(ArgFilter filter) {
       return "AF_UNIX stream and seqpacket only";
     case ArgFilter::kFcntlNotOwner:
       return "not F_SETOWN or F_SETOWN_EX";
+    case ArgFilter::kFcntlTrapLocks:
+      return "native but for F_OFD_SETLK, F_OFD_SETLKW and F_SETLEASE";
+    case ArgFilter::kFcntlNotOwnerTrapLocks:
+      return "not F_SETOWN or F_SETOWN_EX; native but for F_OFD_SETLK, F_OFD_SETLKW and "
+             "F_SETLEASE";
   }
   return "?";
 }
@@ -84,6 +89,12 @@ std::string ArgFilterFailure(const SyscallRow& row) {
       return "trapped (the address is read by the sentry)";
     case ArgFilter::kNativeButPeerCred:
       return "trapped (the peer's credentials are the sandbox's record)";
+    case ArgFilter::kFcntlTrapLocks:
+      return "trapped (the sentry lets go of its reference to the description), then run by "
+             "the kernel";
+    case ArgFilter::kFcntlNotOwnerTrapLocks:
+      return "EPERM (F_SETOWN, F_SETOWN_EX); trapped (F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE: "
+             "the sentry lets go of its reference to the description), then run by the kernel";
     case ArgFilter::kUnixStreamOnly:
       return std::string(strerrorname_np(row.err)) +
              " (AF_INET, AF_INET6, unix datagrams); "

@@ -56,9 +56,9 @@ constexpr SyscallRow kPidChanges[] = {
     TRAP(315, sched_getattr, ConfinePids, "Ppux"),
     TRAP_ALLOC(434, pidfd_open, ConfinePids, "Px", kFdOnly),
     // F_SETOWN and F_SETOWN_EX would name a process outside the sandbox for
-    // SIGIO: EPERM.
-    FILTERED_ALLOC(
-        72, fcntl, kFcntlNotOwner, EPERM, "fdx", kNone, kFileLocks,
+    // SIGIO: EPERM. Locks on a description trap, as with namespaces.
+    TRAP_UNLESS_ALLOC_ERR(
+        72, fcntl, FcntlLock, kFcntlNotOwnerTrapLocks, EPERM, "fdx", kNone, kFileLocks,
         "fd flags, locks and leases on fds the guest holds (not F_SETOWN: no pid namespace)"),
 };
 
@@ -114,9 +114,10 @@ constexpr SyscallRow kChanges[] = {
 // SIGIO or SIGURG unless it is in the sandbox's domain (the kernel checks
 // the scope at each signal, security/landlock/task.c), whatever pid it is.
 constexpr SyscallRow kSignalScopeChanges[] = {
-    NATIVE(72, fcntl, "fdx", kLandlockSignal,
-           "fd flags, locks and leases on fds the guest holds; F_SETOWN's SIGIO reaches no "
-           "process outside the sandbox (Landlock signal scope)"),
+    // Locks on a description still trap (syscalls/sys_locks.cc).
+    TRAP_UNLESS_ALLOC(72, fcntl, FcntlLock, kFcntlTrapLocks, "fdx", kLandlockSignal, kFileLocks,
+                      "fd flags, locks and leases on fds the guest holds; F_SETOWN's SIGIO "
+                      "reaches no process outside the sandbox (Landlock signal scope)"),
 };
 
 std::vector<SyscallRow>* Changed(std::span<const SyscallRow> base,

@@ -279,7 +279,8 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "make no Landlock domain for the guest (the third wall; for measuring and debugging)",
            [&o] { o.landlock = false; });
   f.Switch("--no-fast-fd-identity", kSandbox,
-           "identify every directory fd by a copy of it (pidfd_getfd + fstat), not by one "
+           "identify every directory and system-file fd by a copy of it (pidfd_getfd + fstat), "
+           "not by one "
            "kcmp against a reference the sentry keeps (for measuring and debugging)",
            [&o] { o.fast_fd_identity = false; });
   f.Switch("--no-fast-trap", kSandbox,

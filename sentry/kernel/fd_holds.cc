@@ -9,14 +9,24 @@
 
 namespace sentry {
 
-void FdHolds::Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd) {
+void FdHolds::Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd, bool shared) {
   if (!enabled_ || !fd) return;
   if (self_ == 0) self_ = getpid();
   ObjectKey key{st.st_dev, st.st_ino};
+  if (shared && (shared_off_ || refused_.count(key))) return;  // fd closes here
   if (auto it = by_object_.find(key); it != by_object_.end()) {
+    if (shared) {
+      // Another description of a lower file: the newest is the one the
+      // guest is about to use; the older one's hints miss at once.
+      Slot& slot = slots_[it->second];
+      slot.fd = std::move(fd);
+      slot.st = st;
+      ++slot.gen;
+    }
     SetHint(tgid, guest_fd, it->second);
-    return;  // fd closes here: one reference per object is enough
+    return;  // a token's copy closes here: one reference per object is enough
   }
+  if (shared) kept_shared_ = true;
   // Every reference asked, once enough Keeps have passed: closed if the
   // guest closed it.
   if (++keeps_ >= sweep_after_) {
@@ -49,6 +59,18 @@ void FdHolds::Release(uint32_t index) {
   by_object_.erase(ObjectKey{slot.st.st_dev, slot.st.st_ino});
   ++slot.gen;
   slot.fd.Reset();
+}
+
+void FdHolds::Refuse(const struct stat& st) {
+  ObjectKey key{st.st_dev, st.st_ino};
+  if (auto it = by_object_.find(key); it != by_object_.end()) Release(it->second);
+  if (shared_off_) return;
+  if (refused_.size() >= kMaxRefused) {
+    shared_off_ = true;
+    refused_.clear();
+    return;
+  }
+  refused_.insert(key);
 }
 
 bool FdHolds::StillHeld(const Slot& slot) const {

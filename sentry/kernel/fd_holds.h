@@ -1,5 +1,6 @@
-// FdHolds: donated tokens the sentry keeps open, so that a guest fd's
-// identity costs one kcmp(KCMP_FILE) instead of pidfd_getfd + fstat + close.
+// FdHolds: donated tokens and read-only system files the sentry keeps open,
+// so that a guest fd's identity costs one kcmp(KCMP_FILE) instead of
+// pidfd_getfd + fstat + close.
 //
 // FdIdentity answers "which object is behind this guest fd" from a host copy
 // of the fd. Here the sentry keeps its own reference to the very open file
@@ -12,21 +13,37 @@
 // no bookkeeping to stay correct, only a first slow call in the new process
 // or under the new number, which hints it again.
 //
-// What may be held: only tokens (a directory's getdents token, an O_PATH
-// stand-in), never a file with data, a FIFO, a socket, a device or a /proc
-// memfd. A reference the sentry keeps prolongs its description's life past
-// the guest's last close, which Linux lets the guest observe through
+// What may be held: tokens (a directory's getdents token, an O_PATH
+// stand-in) and read-only descriptions of lower-layer regular files; never a
+// FIFO, a socket, a device, a /proc memfd, an upper file or a writable
+// description. A reference the sentry keeps prolongs its description's life
+// past the guest's last close, which Linux lets the guest observe through
 // whatever belongs to the description: a pipe's or FIFO's EOF, a socket's
-// shutdown, a tty's hangup, flock and OFD locks and leases. A token is an
-// inode of the store that only its one donation ever opened (made, opened and
-// removed in one step: store_stash.h), so no other description of it can
-// exist: a lock on it conflicts with nothing, and nothing waits for its
+// shutdown, a tty's hangup, flock and OFD locks and leases; for a writable
+// file also ETXTBSY at its exec, and for an upper file the store's bytes of
+// a file unlinked (kept past the budget). A token is an inode of the store that only its one
+// donation ever opened (made, opened and removed in one step: store_stash.h), so no other
+// description of it can exist: a lock on it conflicts with nothing, and nothing waits for its
 // close. (With --fast-metadata the sentry itself holds a POSIX read lock on
 // one byte of each held directory token, which names the token to the
 // guest's library: syscalls/fast_meta_publish.h. A guest's F_GETLK on a
 // directory fd reports it; a directory fd is read-only, so no lock the
-// guest can take conflicts with it.) Regular files (lower or upper) are shared inodes where a
-// lingering flock would be seen by the next opener; they take the copy path.
+// guest can take conflicts with it.)
+//
+// A lower file is a shared inode: every open makes a description of its own
+// (Keep(shared): the newest donation is held, the one a program fstats
+// next), and what a held one could carry past its close is a lock or a
+// lease. The calls that take one (flock; fcntl's F_OFD_SETLK, F_OFD_SETLKW,
+// F_SETLEASE) trap (syscalls/sys_locks.cc): Refuse lets go of the object's
+// reference before the kernel runs the call, and no description of that
+// object is held again, so no lock taken in the guest is ever on a
+// description the sentry keeps. (POSIX locks, F_SETLK, belong to the
+// process, not the description: the sentry's reference carries none.) Only
+// donations hold a lower file: a copy seen in GetFd is never kept, so a
+// description whose reference was let go is not taken back. A lock a racing
+// thread moves (dup2) onto another held description between the trap and
+// the kernel's run stays until the sweep below finds that one closed: the
+// guest's own lock, on a file it may read.
 //
 // Bounds: the sentry cannot see a guest close an fd, so every so many
 // Keeps it sweeps: it asks the kernel (kcmp) of each reference whether it is
@@ -50,6 +67,7 @@
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sentry/base/unique_fd.h"
@@ -66,6 +84,10 @@ class FdHolds final {
   // Keeps between two sweeps, at least (see above).
   static constexpr size_t kSweepEvery = 16;
   static constexpr size_t kMaxHints = 4 * kMaxHeld;
+  // Lower files a lock was taken on, never held again. Past this many, no
+  // lower file is held any more in this sandbox: the set stays bounded, and
+  // a locking program only loses the cheap fstat.
+  static constexpr size_t kMaxRefused = 256;
 
   struct Held {
     int fd = -1;        // the sentry's reference to the donated description
@@ -81,8 +103,15 @@ class FdHolds final {
   bool enabled() const { return enabled_; }
 
   // Keeps fd (a token whose identity is st), hinted for (tgid, guest_fd).
-  // An object already held is not held twice: the hint goes to it.
-  void Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd);
+  // An object already held is not held twice: the hint goes to it. A shared
+  // object (a lower regular file: other descriptions of it exist) replaces
+  // the reference held for it instead, unless it was refused.
+  void Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd, bool shared = false);
+  // A lock or lease is about to be taken on a description of st's object:
+  // its reference goes, and no description of it is kept again.
+  void Refuse(const struct stat& st);
+  // Whether any shared object was ever kept (else Refuse has nothing to do).
+  bool kept_shared() const { return kept_shared_; }
   // The reference hinted for (tgid, guest_fd), if any. Valid until the next
   // Keep.
   std::optional<Held> Hinted(pid_t tgid, int guest_fd) const;
@@ -136,6 +165,9 @@ class FdHolds final {
   pid_t self_ = 0;                    // the sentry's pid, for kcmp
   std::unordered_map<ObjectKey, uint32_t, ObjectHash> by_object_;
   std::unordered_map<uint64_t, HintSlot> hints_;
+  std::unordered_set<ObjectKey, ObjectHash> refused_;
+  bool shared_off_ = false;  // refused_ overflowed: no shared object is kept
+  bool kept_shared_ = false;
 };
 
 }  // namespace sentry

@@ -52,9 +52,14 @@ struct OpenObject {
   vfs::NodeRef node;
   bool dir_token = false;  // a directory token: getdents64 position is its f_pos
   std::string path;        // the sandbox path it was opened by (/proc/PID/fd)
-  // A token the sentry may keep a reference to (fd_holds.h): one description
-  // per object, no data, nothing that waits for its close.
+  // An object the sentry may keep a reference to (fd_holds.h): a token (one
+  // description per object, no data, nothing that waits for its close) or
+  // a read-only lower file (shared, below).
   bool holdable = false;
+  // Holdable, yet not a token: a lower regular file, of which every open
+  // makes another description (read-only, all of them). Only its donations
+  // are held (fd_holds.h).
+  bool shared = false;
   // Directory tokens: the last name getdents64 returned (at most NAME_MAX
   // bytes) and the position it left, so that a listing resumes after that
   // name even if entries before it went meanwhile (mutable: a cursor, not

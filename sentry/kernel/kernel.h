@@ -67,7 +67,7 @@ struct KernelConfig {
   uid_t range_uid = 0;
   gid_t range_gid = 0;
   uint32_t range_count = 0;
-  // Tokens' identity by kcmp against a reference the sentry keeps
+  // Tokens' and lower files' identity by kcmp against a reference the sentry keeps
   // (fd_holds.h); off (--no-fast-fd-identity): every fd is copied.
   bool fast_fd_identity = true;
   // The trap's own host calls trimmed (off: --no-fast-trap): read checks of

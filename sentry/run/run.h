@@ -95,7 +95,7 @@ struct RunOptions {
   // The guest's Landlock domain where the kernel has Landlock (false:
   // --no-landlock, for measuring and debugging).
   bool landlock = true;
-  // Directory and O_PATH fds identified by kcmp against a reference the
+  // Directory, O_PATH and read-only lower-file fds identified by kcmp against a reference the
   // sentry keeps (false: --no-fast-fd-identity, for measuring; see
   // sentry/kernel/fd_holds.h).
   bool fast_fd_identity = true;

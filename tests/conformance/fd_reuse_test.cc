@@ -1,6 +1,7 @@
 // What an fd stands for after its number is reused, duplicated, inherited or
-// passed, and what closing it releases: a flock, a pipe's and a FIFO's EOF.
-// Under sentry, directory and O_PATH fds are identified by kcmp against a
+// passed, and what closing it releases: a flock, an OFD lock, a pipe's, a
+// FIFO's and a socket's EOF, a writer (ETXTBSY). Under sentry, directory,
+// O_PATH and read-only system-file fds are identified by kcmp against a
 // reference the sentry keeps (sentry/kernel/fd_holds.h): these cases fail if
 // a stale record were trusted, or if a kept reference outlived a close that
 // the guest can observe.
@@ -9,6 +10,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -268,6 +270,143 @@ TEST(FdReuseTest, OPathNumberReusedByFile) {
   EXPECT_TRUE(S_ISREG(st.st_mode));
   EXPECT_EQ(st.st_size, 5);
   EXPECT_SYSCALL_FAILS_WITH(faccessat(again, "f", F_OK, 0), ENOTDIR);
+}
+
+// Whether an OFD write lock on the whole file would conflict with a lock
+// some other description of it holds (F_OFD_GETLK asks, from fd's).
+bool OfdLockedElsewhere(int fd) {
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  return fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+}
+
+// An OFD lock goes with the last close of its description, as flock's: a
+// system file's read lock, taken after fstat identified the fd.
+TEST(FdReuseTest, OfdLockOfSystemFileReleasedByClose) {
+  const char* path = "/usr/bin/cat";  // no other case locks it
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ASSERT_SYSCALL_SUCCEEDS(fd);
+  struct stat st;
+  ASSERT_SYSCALL_SUCCEEDS(fstat(fd, &st));
+  struct flock fl {};
+  fl.l_type = F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  ASSERT_SYSCALL_SUCCEEDS(fcntl(fd, F_OFD_SETLK, &fl));
+  {
+    UniqueFd other(open(path, O_RDONLY | O_CLOEXEC));
+    ASSERT_SYSCALL_SUCCEEDS(other.get());
+    ASSERT_SYSCALL_SUCCEEDS(fstat(other.get(), &st));
+    EXPECT_TRUE(OfdLockedElsewhere(other.get()));  // held by fd's description
+  }
+  ASSERT_SYSCALL_SUCCEEDS(close(fd));
+  UniqueFd again(open(path, O_RDONLY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(again.get());
+  ASSERT_SYSCALL_SUCCEEDS(fstat(again.get(), &st));
+  EXPECT_FALSE(OfdLockedElsewhere(again.get()));
+}
+
+// The same with the blocking form (F_OFD_SETLKW), which takes a free lock at once.
+TEST(FdReuseTest, OfdWaitingLockOfSystemFileReleasedByClose) {
+  const char* path = "/usr/bin/ls";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ASSERT_SYSCALL_SUCCEEDS(fd);
+  struct stat st;
+  ASSERT_SYSCALL_SUCCEEDS(fstat(fd, &st));
+  struct flock fl {};
+  fl.l_type = F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  ASSERT_SYSCALL_SUCCEEDS(fcntl(fd, F_OFD_SETLKW, &fl));
+  ASSERT_SYSCALL_SUCCEEDS(fstat(fd, &st));  // identified again after the lock
+  ASSERT_SYSCALL_SUCCEEDS(close(fd));
+  UniqueFd again(open(path, O_RDONLY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(again.get());
+  ASSERT_SYSCALL_SUCCEEDS(fstat(again.get(), &st));
+  EXPECT_FALSE(OfdLockedElsewhere(again.get()));
+}
+
+// A system file locked twice, and fstat'ed between: each lock goes with its
+// description's close (the second open must not be held either).
+TEST(FdReuseTest, FlockOfSystemFileTwiceReleasedByClose) {
+  ExpectFlockReleasedByClose("/usr/bin/true", O_RDONLY);
+  ExpectFlockReleasedByClose("/usr/bin/true", O_RDONLY);
+}
+
+// flock's errors are the kernel's: a bad fd, a bad operation.
+TEST(FdReuseTest, FlockErrors) {
+  EXPECT_SYSCALL_FAILS_WITH(flock(-1, LOCK_EX), EBADF);
+  EXPECT_SYSCALL_FAILS_WITH(flock(1000, LOCK_SH), EBADF);
+  UniqueFd fd(open("/usr/bin/env", O_RDONLY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(fd.get());
+  struct stat st;
+  ASSERT_SYSCALL_SUCCEEDS(fstat(fd.get(), &st));
+  EXPECT_SYSCALL_FAILS_WITH(flock(fd.get(), 0), EINVAL);
+  EXPECT_SYSCALL_SUCCEEDS(flock(fd.get(), LOCK_UN));  // nothing to unlock: still 0
+}
+
+// A system file's fd number taken over (dup2) by another system file's fd
+// (files no other case locks: under sentry both are held):
+// fstat is the new file's, however often the old one was identified.
+TEST(FdReuseTest, SystemFileNumberReplacedByAnotherSystemFile) {
+  UniqueFd a(open("/usr/bin/head", O_RDONLY | O_CLOEXEC));
+  UniqueFd b(open("/usr/bin/tail", O_RDONLY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(a.get());
+  ASSERT_SYSCALL_SUCCEEDS(b.get());
+  struct stat st;
+  ASSERT_SYSCALL_SUCCEEDS(fstat(a.get(), &st));
+  ASSERT_SYSCALL_SUCCEEDS(fstat(a.get(), &st));
+  EXPECT_EQ(st.st_ino, StatOrFail("/usr/bin/head").st_ino);
+  ASSERT_SYSCALL_SUCCEEDS(fstat(b.get(), &st));
+  ASSERT_SYSCALL_SUCCEEDS(dup2(b.get(), a.get()));
+  ASSERT_SYSCALL_SUCCEEDS(fstat(a.get(), &st));
+  EXPECT_EQ(st.st_ino, StatOrFail("/usr/bin/tail").st_ino);
+  EXPECT_EQ(st.st_size, StatOrFail("/usr/bin/tail").st_size);
+  // And by a pipe: the pipe's.
+  int p[2];
+  ASSERT_SYSCALL_SUCCEEDS(pipe2(p, O_CLOEXEC));
+  UniqueFd r(p[0]), w(p[1]);
+  ASSERT_SYSCALL_SUCCEEDS(dup2(r.get(), b.get()));
+  ASSERT_SYSCALL_SUCCEEDS(fstat(b.get(), &st));
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+// A socket's peer sees EOF once the other end's only fd is closed, however
+// often it was identified.
+TEST(FdReuseTest, SocketEofAfterIdentifiedPeerCloses) {
+  int sv[2];
+  ASSERT_SYSCALL_SUCCEEDS(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+  UniqueFd a(sv[0]);
+  struct stat st;
+  ASSERT_SYSCALL_SUCCEEDS(fstat(sv[1], &st));
+  ASSERT_SYSCALL_SUCCEEDS(fstat(sv[1], &st));
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  ASSERT_SYSCALL_SUCCEEDS(close(sv[1]));
+  char c;
+  EXPECT_EQ(read(a.get(), &c, 1), 0);
+}
+
+// A file written through an fd that was identified (fstat), then closed,
+// runs: no writer of it is left behind (ETXTBSY).
+TEST(FdReuseTest, FileWrittenThroughIdentifiedFdThenRuns) {
+  ScratchDir dir;
+  const auto contents = ReadFile("/usr/bin/true");
+  ASSERT_TRUE(contents.has_value());
+  std::string path = dir.Path("mytrue");
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+  ASSERT_SYSCALL_SUCCEEDS(fd);
+  struct stat st;
+  ASSERT_SYSCALL_SUCCEEDS(fstat(fd, &st));
+  ASSERT_EQ(write(fd, contents->data(), contents->size()), static_cast<ssize_t>(contents->size()));
+  ASSERT_SYSCALL_SUCCEEDS(fstat(fd, &st));
+  ASSERT_SYSCALL_SUCCEEDS(close(fd));
+  int status = RunInChild([&path] {
+    char* const argv[] = {const_cast<char*>(path.c_str()), nullptr};
+    char* const env[] = {nullptr};
+    syscall(SYS_execve, path.c_str(), argv, env);
+    return 100 + errno;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "100 + errno of execve";
 }
 
 }  // namespace

@@ -141,5 +141,61 @@ TEST(FdHoldsTest, DisabledKeepsNothing) {
   EXPECT_FALSE(holds.Hinted(100, 5).has_value());
 }
 
+// A lower file: each open is a description of its own. The newest donation
+// is held; the older one's hints miss, its reference is closed.
+TEST(FdHoldsTest, SharedObjectHoldsTheNewestDescription) {
+  FdHolds holds;
+  Donation first, second;
+  UniqueFd fd = first.Reference();
+  int raw = fd.get();
+  holds.Keep(std::move(fd), Obj(1), getpid(), first.guest.get(), /*shared=*/true);
+  EXPECT_TRUE(holds.kept_shared());
+  UniqueFd next = second.Reference();
+  int raw_next = next.get();
+  holds.Keep(std::move(next), Obj(1), getpid(), second.guest.get(), /*shared=*/true);
+  EXPECT_EQ(holds.held(), 1u);
+  EXPECT_FALSE(IsOpen(raw));
+  EXPECT_FALSE(holds.Hinted(getpid(), first.guest.get()).has_value());
+  ASSERT_TRUE(holds.Hinted(getpid(), second.guest.get()).has_value());
+  EXPECT_EQ(holds.Hinted(getpid(), second.guest.get())->fd, raw_next);
+}
+
+// A lock is about to be taken: the reference goes, and the object is never
+// held again (a later donation's fd is closed at once).
+TEST(FdHoldsTest, RefusedObjectIsReleasedAndNeverHeldAgain) {
+  FdHolds holds;
+  Donation d;
+  UniqueFd fd = d.Reference();
+  int raw = fd.get();
+  holds.Keep(std::move(fd), Obj(1), getpid(), d.guest.get(), /*shared=*/true);
+  holds.Refuse(Obj(1));
+  EXPECT_FALSE(IsOpen(raw));
+  EXPECT_EQ(holds.held(), 0u);
+  EXPECT_FALSE(holds.Hinted(getpid(), d.guest.get()).has_value());
+  Donation again;
+  UniqueFd fd2 = again.Reference();
+  int raw2 = fd2.get();
+  holds.Keep(std::move(fd2), Obj(1), getpid(), again.guest.get(), /*shared=*/true);
+  EXPECT_EQ(holds.held(), 0u);
+  EXPECT_FALSE(IsOpen(raw2));
+  // Another lower file is still held.
+  holds.Keep(again.Reference(), Obj(2), getpid(), again.guest.get(), /*shared=*/true);
+  EXPECT_EQ(holds.held(), 1u);
+}
+
+// Past kMaxRefused refusals no lower file is held at all: the set of
+// refused objects stays bounded and no refused one comes back.
+TEST(FdHoldsTest, RefusalsPastTheBoundStopHoldingLowerFiles) {
+  FdHolds holds;
+  for (size_t i = 0; i <= FdHolds::kMaxRefused; ++i) holds.Refuse(Obj(1 + i));
+  Donation d;
+  holds.Keep(d.Reference(), Obj(1), getpid(), d.guest.get(), /*shared=*/true);
+  holds.Keep(d.Reference(), Obj(100000), getpid(), d.guest.get(), /*shared=*/true);
+  EXPECT_EQ(holds.held(), 0u);
+  // Tokens still are.
+  holds.Keep(d.Reference(), Obj(100001), getpid(), d.guest.get());
+  EXPECT_EQ(holds.held(), 1u);
+}
+
 }  // namespace
 }  // namespace sentry
