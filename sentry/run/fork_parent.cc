@@ -110,6 +110,21 @@ bool IsStopSignal(int sig) {
   return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
+// The sandbox's processes besides the forking thread's and the fork's held
+// children (their pids as the sandbox names them): a fork copies one
+// process, and another would keep the old table's native kill. Under the
+// kernel's mutex.
+std::vector<pid_t> OtherProcesses(Kernel& kernel, const Task& forking) {
+  std::vector<pid_t> others;
+  for (const auto& [tgid, process] : kernel.tasks().Processes()) {
+    if (tgid == forking.process->tgid) continue;
+    bool child = false;
+    for (const Task* task : kernel.tasks().TasksOf(process.get())) child |= task->fork_child;
+    if (!child) others.push_back(process->ns_pid);
+  }
+  return others;
+}
+
 }  // namespace
 
 void ForkParent::OnControlMessage() {
@@ -161,13 +176,7 @@ int ForkParent::PrepareFork(const ControlRequest& req, std::vector<UniqueFd> han
       return ESRCH;
     }
     host_tid = t->tid;
-    std::vector<pid_t> others;
-    for (const auto& [tgid, process] : h_.kernel.tasks().Processes()) {
-      if (tgid == t->process->tgid) continue;
-      bool child = false;
-      for (const Task* task : h_.kernel.tasks().TasksOf(process.get())) child |= task->fork_child;
-      if (!child) others.push_back(process->ns_pid);
-    }
+    std::vector<pid_t> others = OtherProcesses(h_.kernel, *t);
     if (!others.empty()) {
       *why = absl::StrCat("the sandbox holds processes besides the forking one (pids ",
                           absl::StrJoin(others, ", "), "): a fork copies one process");
@@ -350,14 +359,7 @@ std::string ForkParent::CheckRelistenable(pid_t pid) {
     std::lock_guard<std::mutex> lock(h_.kernel.mu());
     const Task* t = h_.kernel.tasks().Find(pid);
     if (!t) return "the forking thread ended";
-    std::vector<pid_t> others;
-    for (const auto& [tgid, process] : h_.kernel.tasks().Processes()) {
-      if (tgid == t->process->tgid) continue;
-      bool child = false;
-      for (const Task* task : h_.kernel.tasks().TasksOf(process.get())) child |= task->fork_child;
-      if (!child) others.push_back(process->ns_pid);
-    }
-    // They would keep the old table's native kill, and reach the children.
+    std::vector<pid_t> others = OtherProcesses(h_.kernel, *t);
     if (!others.empty()) {
       return absl::StrCat("the sandbox holds processes besides the forking one (pids ",
                           absl::StrJoin(others, ", "), ")");
