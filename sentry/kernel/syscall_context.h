@@ -81,7 +81,10 @@ struct SyscallContext {
   // Set by a handler that only checked register arguments (never guest
   // memory) and found the call may run as it is: the kernel then runs it
   // with exactly those arguments (SECCOMP_USER_NOTIF_FLAG_CONTINUE). Never
-  // for a call whose memory the sentry read or the kernel will read.
+  // for a call whose memory the sentry read, nor one whose memory decides
+  // what the sentry allows: memory the kernel reads afterwards may only be
+  // what the decision does not rest on (fcntl F_OFD_SETLK's struct flock,
+  // syscalls/sys_locks.cc: the lock is the guest's own either way).
   bool let_kernel_run = false;
 
   vfs::Vfs& vfs() { return kernel.vfs(); }

@@ -144,12 +144,7 @@ int Run::ServePython(const RunOptions& request, int peer_fd) {
   cpu_share_.Restart(o_.cpus);  // the run's share, counted from here
   std::string why;
   if (!WarmPythonCanServe(o_, &why)) return Conclude(RunError{kExitSentryError, why});
-  GuestStdio::Options so;
-  so.capture = o_.json;
-  so.stdin_path = o_.stdin_path;
-  so.max_output = o_.max_output;
-  so.tee = {o_.stdout_tee_fd, o_.stderr_tee_fd};
-  if (absl::Status s = stdio_.Configure(so); !s.ok()) {
+  if (absl::Status s = stdio_.Configure(GuestStdio::OptionsFor(o_)); !s.ok()) {
     return Conclude(RunError{kExitSentryError, std::string(s.message())});
   }
   // The run's files come in as the sentry's own (a cold run's Admit does

@@ -24,12 +24,7 @@ int Run::Serve(const RunOptions& request, int peer_fd) {
   clock_ = PhaseClock(start_ms_);
   cgroups_.SetLimits({o_.memory_bytes, o_.pids, o_.cpus, o_.cpu_period_us, o_.cpu_shares});
   cpu_share_.Restart(o_.cpus);  // the run's share, counted from here
-  GuestStdio::Options so;
-  so.capture = o_.json;
-  so.stdin_path = o_.stdin_path;
-  so.max_output = o_.max_output;
-  so.tee = {o_.stdout_tee_fd, o_.stderr_tee_fd};
-  if (absl::Status s = stdio_.Configure(so); !s.ok()) {
+  if (absl::Status s = stdio_.Configure(GuestStdio::OptionsFor(o_)); !s.ok()) {
     return Conclude(RunError{kExitSentryError, std::string(s.message())});
   }
   if (auto e = Admit()) return Conclude(e);
