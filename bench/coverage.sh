@@ -94,6 +94,9 @@ trap 'rm -rf "$SHM"' EXIT
 # The corpus (bench/corpus/run_corpus.py: what each workload runs), interleaved.
 census_args=()
 [[ $CENSUS == 1 ]] && census_args=(--census-dir "$RAW")
+# One more census run with the fast paths off, where the binary has them: the
+# share of calls answered without a trap is the difference.
+[[ $CENSUS == 1 && $run_help == *--no-fast-metadata* ]] && census_args+=(--census-slow=--no-fast-metadata)
 "$PY" bench/corpus/run_corpus.py --sentry "$SENTRY" --envs "${envs[*]}" --shm "$SHM" \
   --runs "$RUNS" --runsc-runs "$RUNSC_RUNS" --runsc-flags "${RUNSC_ARGV[*]}" --out "$RAW/corpus.json" "${census_args[@]}"
 

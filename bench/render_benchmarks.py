@@ -139,6 +139,16 @@ def collect(raw, results):
                                                      "maxTrapNs")} for r in top if r.get("trapped")],
             "census_run": corpus_raw[name].get("census_run"),
         })
+        slow = load(os.path.join(raw, f"census_slow_{name}.json"))
+        if slow:
+            census["workloads"][-1]["slow"] = {
+                "flag": (corpus_raw[name].get("census_slow_run") or {}).get("flag"),
+                "totals": slow.get("totals", {}),
+                "by_name": {r["name"]: r.get("trapped", 0) for r in slow.get("syscalls", [])
+                            if r.get("trapped")},
+            }
+            census["workloads"][-1]["by_name"] = {
+                r["name"]: r.get("trapped", 0) for r in doc.get("syscalls", []) if r.get("trapped")}
     with open(os.path.join(results, "census.json"), "w") as f:
         json.dump(census, f, indent=1)
 
@@ -308,6 +318,40 @@ def plot(results, img, micro, cov, floor_ns):
     return None
 
 
+STAT_FAMILY = ("stat", "lstat", "newfstatat", "statx", "access", "faccessat", "faccessat2",
+               "readlink", "readlinkat", "fstat")
+
+
+def render_fast_share(p, rows):
+    """The census with the fast paths on against one with them off: what the guest's
+    library answered without a trap (fastmeta/, issue 29)."""
+    if not rows:
+        return
+    p("")
+    flag = rows[0]["slow"].get("flag") or "the fast paths off"
+    p("### Answered without a trap")
+    p("")
+    p(f"Each workload's census once more with `{flag}`: every call the guest's "
+      "library (fastmeta/) answers from the shared region then traps. *Answered without a "
+      "trap* is the difference between the two runs' trapped calls, as a share of the "
+      "calls that trap without the fast paths; the stat family is stat, lstat, fstat, "
+      "newfstatat, statx, access, faccessat(2), readlink(at); getdents64 goes with "
+      "the published listings. One run each, so a few calls of noise.")
+    p("")
+    p("| workload | trapped, fast paths off | trapped, on | answered without a trap | "
+      "stat family off / on | getdents64 off / on |")
+    p("| --- | --- | --- | --- | --- | --- |")
+    for c in rows:
+        off, on = c["slow"]["totals"].get("trapped", 0), c["totals"].get("trapped", 0)
+        so, sn = c["slow"]["by_name"], c.get("by_name", {})
+        fam_off = sum(v for k, v in so.items() if k in STAT_FAMILY)
+        fam_on = sum(v for k, v in sn.items() if k in STAT_FAMILY)
+        saved = off - on
+        share = f"{saved} ({100 * saved / off:.0f} %)" if off else "–"
+        p(f"| {c['workload']} | {off} | {on} | {share} | {fam_off} / {fam_on} | "
+          f"{so.get('getdents64', 0)} / {sn.get('getdents64', 0)} |")
+
+
 def render(results, out_md, img, check=False):
     meta = load(os.path.join(results, "meta.json")) or {}
     corpus = load(os.path.join(results, "corpus.json")) or []
@@ -414,6 +458,7 @@ def render(results, out_md, img, check=False):
             p(f"| {c['workload']} | {calls} | {t.get('native', 0)} | {tr} | {t.get('traced', 0)} | "
               f"{t.get('refused', 0)} | {100 * tr / calls:.1f} % | {fmt_ns(per)} | {rt} | {top} |"
               if calls else f"| {c['workload']} | 0 | | | | | | | | |")
+        render_fast_share(p, [c for c in census["workloads"] if c.get("slow")])
     p("")
 
     # Floor.

@@ -3,11 +3,14 @@
 
 usage: run_corpus.py --sentry BIN --envs "native sentry runsc" --shm DIR --out FILE
                      [--runs N] [--runsc-runs N] [--runsc-flags "..."] [--census-dir DIR]
+                     [--census-slow FLAG]
 
 Runs are interleaved (run 1 of every environment, then run 2, ...) so that the load
 of a shared machine, which drifts over minutes, falls on every environment alike.
 One untimed warm-up run per workload and environment comes first. With
---census-dir, each workload also runs once more under `sentry run --census`.
+--census-dir, each workload also runs once more under `sentry run --census`, and
+with --census-slow FLAG once more with FLAG (the fast paths off): the difference is
+what the fast paths answered without a trap.
 Writes one JSON object: {workload: {"command": ..., env: {"samples_s": [...],
 "exit_codes": [...], "argv": [...]}}}.
 """
@@ -105,6 +108,8 @@ def main():
     ap.add_argument("--runsc-runs", type=int, default=3)
     ap.add_argument("--runsc-flags", default=RUNSC_FLAGS)
     ap.add_argument("--census-dir")
+    ap.add_argument("--census-slow", help="with --census-dir: the flag that turns the fast "
+                    "paths off, for one more census run of each workload with it")
     ap.add_argument("--only", help="comma-separated workload names")
     args = ap.parse_args()
     envs = args.envs.split()
@@ -131,6 +136,13 @@ def main():
             argv = sentry_prefix(args.sentry) + ["--census", path, "--"] + g
             s, code = timed(argv, 600)
             res["census_run"] = {"wall_s": s, "exit_code": code}
+            if args.census_slow:
+                # The same without the fast paths: what would trap without them.
+                path = os.path.join(args.census_dir, f"census_slow_{name}.json")
+                argv = (sentry_prefix(args.sentry) + [args.census_slow, "--census", path, "--"]
+                        + g)
+                s, code = timed(argv, 600)
+                res["census_slow_run"] = {"wall_s": s, "exit_code": code, "flag": args.census_slow}
         out[name] = res
         with open(args.out, "w") as f:
             json.dump(out, f, indent=1)
