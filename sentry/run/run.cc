@@ -563,7 +563,9 @@ void RunSandboxThenExit(const RunOptions& options) {
   if (options.adopt_fd >= 0 || options.argv.empty()) std::exit(RunSandbox(options));
 #if defined(__SANITIZE_ADDRESS__)
   // Sanitized builds destroy the run, so that LeakSanitizer checks its end.
-  std::exit(RunSandbox(options));
+  int sanitized_code = RunSandbox(options);
+  timeline::Mark("exit");
+  std::exit(sanitized_code);
 #endif
   // Never destroyed: by now the sandbox is gone (its processes reaped, its
   // cgroups removed, the result written) and what is left is this
