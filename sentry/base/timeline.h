@@ -1,6 +1,7 @@
 // A timeline of the steps of one operation across the server's processes,
 // for a benchmark to say where the time goes (bench/session_fork.py
-// --timeline: a session fork's request, its supervisors, its hand-offs).
+// --timeline: a session fork's request, its supervisors, its hand-offs; a
+// `sentry run`'s phases, its main and exit: bench/README.md "--timings").
 //
 // Off unless the sentry starts with SENTRY_TIMELINE=FILE: main() then opens
 // FILE (appending) once, and every process the sentry forks without exec

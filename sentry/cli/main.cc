@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   prctl(PR_SET_DUMPABLE, 0);
   sentry::log::LevelFromEnvironment();
   sentry::timeline::OpenFromEnvironment();
+  sentry::timeline::Mark("main");
   std::vector<std::string> args(argv + 1, argv + argc);
   // uid 0 of a user namespace without host ids (rootless podman's runtime
   // call, `unshare -r`) becomes the caller it stands for (OCI commands: their

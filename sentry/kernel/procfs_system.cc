@@ -6,6 +6,7 @@
 // memory cap, its processes' CPU time and memory, a boot at the sandbox's
 // start, one virtual disk, no swap.
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,10 +43,16 @@ Boot& TheBoot() {
   return boot;
 }
 
+// From getrandom(2), as the kernel's own (get_random_bytes): each
+// std::random_device probes the CPU (CPUID, a trap to the hypervisor here)
+// and reads RDRAND 16 times, 20-40 us against 0.4 us on this VM (every run
+// makes a boot_id).
 std::string RandomUuid() {
-  std::random_device rd;
   uint8_t b[16];
-  for (auto& x : b) x = static_cast<uint8_t>(rd());
+  if (getrandom(b, sizeof(b), 0) != static_cast<ssize_t>(sizeof(b))) {
+    std::random_device rd;  // (a kernel without getrandom)
+    for (auto& x : b) x = static_cast<uint8_t>(rd());
+  }
   b[6] = (b[6] & 0x0f) | 0x40;  // version 4, as the kernel's generate_random_uuid
   b[8] = (b[8] & 0x3f) | 0x80;
   char out[40];

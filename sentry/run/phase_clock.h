@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "sentry/base/timeline.h"
 
 namespace sentry {
 
@@ -27,6 +28,7 @@ class PhaseClock {
     double now = MonotonicMs();
     phases_.emplace_back(phase, now - last_ms_);
     last_ms_ = now;
+    timeline::Mark(phase);  // with SENTRY_TIMELINE: the phases' ends on one clock
   }
   std::string Text() const {
     std::string out = "sentry: timings (ms):";

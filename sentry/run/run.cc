@@ -26,6 +26,7 @@
 #include "loader/prebuilt_filter.h"
 #include "sentry/base/fs_identity.h"
 #include "sentry/base/log.h"
+#include "sentry/base/timeline.h"
 #include "sentry/kernel/devpts.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
@@ -172,9 +173,8 @@ std::optional<RunError> Run::BuildSandbox() {
     wall_rlimits_.push_back({RLIMIT_NPROC, share.rlimit});
   }
   if (warm_) stdio_.StartOutputsEarly();
-  // The loader was cloned onto this thread's CPU (see PinCallerEarly): it
-  // builds its view on another, while this thread does the rest.
-  if (elsewhere_) sched_setaffinity(spawned_->init_pid(), sizeof(*elsewhere_), &*elsewhere_);
+  // The loader builds its view on another CPU (elsewhere_, set by
+  // Spawned::Start right after its clone), while this thread does the rest.
   clock_.Mark("namespaces");
 
   // The loader builds its mount view meanwhile: the cgroups, the tree and
@@ -436,10 +436,12 @@ absl::StatusOr<Spawned> Run::StartSandbox() {
 absl::StatusOr<Spawned> Run::SpawnLoader() {
   spec_.landlock = GuestLandlock();
   const SubidPlan* subids = range_ ? &subids_ : nullptr;
-  if (o_.census_path.empty()) return Spawned::Start(spec_, subids);
+  // The loader was cloned onto this thread's CPU (see PinCallerEarly).
+  const cpu_set_t* loader_cpus = elsewhere_ ? &*elsewhere_ : nullptr;
+  if (o_.census_path.empty()) return Spawned::Start(spec_, subids, loader_cpus);
   ordinary_filter_ = spec_.filter;
   spec_.census = true;
-  return Spawned::Start(spec_, subids);
+  return Spawned::Start(spec_, subids, loader_cpus);
 }
 
 // The guest's exec finds its files beneath the lower roots and the backing
@@ -561,7 +563,9 @@ void RunSandboxThenExit(const RunOptions& options) {
   if (options.adopt_fd >= 0 || options.argv.empty()) std::exit(RunSandbox(options));
 #if defined(__SANITIZE_ADDRESS__)
   // Sanitized builds destroy the run, so that LeakSanitizer checks its end.
-  std::exit(RunSandbox(options));
+  int sanitized_code = RunSandbox(options);
+  timeline::Mark("exit");
+  std::exit(sanitized_code);
 #endif
   // Never destroyed: by now the sandbox is gone (its processes reaped, its
   // cgroups removed, the result written) and what is left is this
@@ -570,6 +574,7 @@ void RunSandboxThenExit(const RunOptions& options) {
   int code = run->Execute();
   run->EndHelpers();
   std::fflush(nullptr);
+  timeline::Mark("exit");
   _exit(code);
 }
 

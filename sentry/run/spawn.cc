@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "sentry/base/fd_passing.h"
 #include "sentry/base/status_macros.h"
+#include "sentry/base/timeline.h"
 #include "vfs/store.h"
 
 namespace sentry {
@@ -61,7 +62,8 @@ absl::StatusOr<IdSlot> TakeSandboxIdSlot() {
   return IdSlot::Take("/dev/shm/sentry-ids", kFirstSlotId, kIdSlots);
 }
 
-absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec, const SubidPlan* subids) {
+absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec, const SubidPlan* subids,
+                                       const cpu_set_t* loader_cpus) {
   if (spec.namespaces && spec.helper_maps && !subids) {
     return absl::InternalError("helper maps without a subordinate range");
   }
@@ -78,7 +80,9 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec, const SubidPlan* 
   s.go_ = UniqueFd(go[1]);
   LoaderPipes pipes{maps[0], report[1], go[0]};
   int flags = spec.namespaces ? kLoaderCloneNamespaces : 0;
+  timeline::Mark("spawn.clone");
   pid_t pid = StartLoader(spec, pipes, flags);
+  timeline::Mark("spawn.cloned");
   if (pid < 0) {
     std::string choices;
     if (getuid() != 0) {
@@ -92,6 +96,8 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec, const SubidPlan* 
         "the kernel refused the sandbox's namespaces: ", std::strerror(-pid), choices));
   }
   s.init_pid_ = pid;
+  // (A refusal leaves it on the caller's CPUs: slower, no less walled.)
+  if (loader_cpus) sched_setaffinity(pid, sizeof(*loader_cpus), loader_cpus);
   maps_r.Reset();
   report_w.Reset();
   go_r.Reset();
@@ -129,6 +135,7 @@ absl::StatusOr<Spawned> Spawned::Start(const LoaderSpec& spec, const SubidPlan* 
     RETURN_IF_ERROR(WriteFile(proc + "/uid_map", map(spec.uid, {})));
     RETURN_IF_ERROR(WriteFile(proc + "/gid_map", map(spec.gid, spec.groups)));
   }
+  timeline::Mark("spawn.mapped");
   if (send(s.maps_.get(), "m", 1, MSG_NOSIGNAL) != 1) {
     // The loader failed meanwhile (with helper maps it makes its network
     // namespace while they run): its report says where.

@@ -4,6 +4,7 @@
 #ifndef SENTRY_RUN_SPAWN_H_
 #define SENTRY_RUN_SPAWN_H_
 
+#include <sched.h>
 #include <sys/types.h>
 
 #include <array>
@@ -50,8 +51,12 @@ class Spawned final {
   // Clones the loader (in new namespaces if spec.namespaces), writes its id
   // maps and lets it build its mount view; a kernel that refuses the
   // namespaces gives FailedPreconditionError. With spec.helper_maps, subids
-  // is the range the helpers map (subid_range.h).
-  static absl::StatusOr<Spawned> Start(const LoaderSpec& spec, const SubidPlan* subids = nullptr);
+  // is the range the helpers map (subid_range.h). loader_cpus: where the
+  // loader runs from its clone on (else where the caller does): set before
+  // the maps wake it, so that it never runs on the caller's CPU, where it
+  // would take the CPU from the caller for its network namespace.
+  static absl::StatusOr<Spawned> Start(const LoaderSpec& spec, const SubidPlan* subids = nullptr,
+                                       const cpu_set_t* loader_cpus = nullptr);
   // Sends the loader the `tasks` files of the sandbox's cgroups (invalid:
   // none), which it joins before it forks anything (see loader.h).
   absl::Status SendCgroups(const std::array<UniqueFd, kMaxLoaderCgroups>& tasks_files);

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -218,6 +219,40 @@ TEST(CliTest, TimingsListEveryPhaseOfTheRun) {
   Timings ts = ParseTimings(slow.err);
   EXPECT_EQ(ts.phases, expected) << slow.err;
   EXPECT_NEAR(ts.sum, ts.total, 0.05 * ts.phases.size() + 0.01);
+}
+
+// SENTRY_TIMELINE marks the same phases, between the sentry's main and its
+// exit, on the host's monotonic clock (bench/README.md "--timings": what a
+// caller that stamps its own spawn and wait sees outside the phases).
+TEST(CliTest, TimelineMarksThePhasesBetweenMainAndExit) {
+  TempDir dir;
+  const std::string file = dir.path() + "/timeline";
+  ProcessResult r =
+      RunIn(dir.path(), {"SENTRY_TIMELINE=" + file}, SentryRunArgv({"--timings"}, {"/bin/true"}));
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::vector<std::string> events;
+  std::set<std::string> pids;
+  long long last = 0;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    long long ns = 0;
+    std::string pid, event;
+    ASSERT_TRUE(fields >> ns >> pid && std::getline(fields >> std::ws, event)) << line;
+    EXPECT_GE(ns, last) << line;  // one writer, in order
+    last = ns;
+    pids.insert(pid);
+    events.push_back(event);
+  }
+  EXPECT_EQ(pids.size(), 1u);  // the sentry's own (the loader marks nothing)
+  std::vector<std::string> phases = ParseTimings(r.err).phases;
+  ASSERT_FALSE(phases.empty()) << r.err;
+  std::vector<std::string> expected = {"main", "prepare", "spawn.clone", "spawn.cloned",
+                                       "spawn.mapped"};
+  expected.insert(expected.end(), phases.begin() + 1, phases.end());
+  expected.push_back("exit");
+  EXPECT_EQ(events, expected) << r.err;
 }
 
 TEST(CliTest, GuestKilledBySignalIs128PlusN) {
