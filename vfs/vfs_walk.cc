@@ -40,6 +40,12 @@ struct HostDirent {
   char d_name[];
 };
 
+// Set by Walk while it looks up a name it will walk through: a directory
+// that lookup makes is opened at once, as it is about to be used (checking
+// it by an fstat later, as a lazy one is, would cost one call more). Per
+// thread: the kernel mutex serialises walks, and nothing in a lookup yields.
+thread_local bool t_walking_through = false;
+
 int OpenHostChildDir(int parent_fd, const std::string& name) {
   open_how how{};
   how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
@@ -97,10 +103,11 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
   switch (st.st_mode & S_IFMT) {
     case S_IFDIR: {
       // A write-through directory is opened now, under the mount's identity
-      // (RwChild); a lower one when something first walks through it or
-      // lists it (host_dir_fd.h): a listing's fill makes many never used.
+      // (RwChild), and so is one a walk goes through next; any other lower
+      // one when something first walks through it or lists it
+      // (host_dir_fd.h): a listing's fill makes many never used.
       HostDirFd fd;
-      if (host_parent->read_write) {
+      if (host_parent->read_write || t_walking_through) {
         int opened = OpenHostChildDir(host_parent->fd.get(), name);
         if (opened < 0) return nullptr;
         fd = UniqueFd(opened);
@@ -362,7 +369,9 @@ SysResult<Resolved> Vfs::Walk(const NodeRef& start, std::string_view path, const
       }
       continue;
     }
+    t_walking_through = !last;
     NodeRef child = Child(cur, name);
+    t_walking_through = false;
     if (!child) {
       if (!last) return Errno{ENOENT};
       out.parent = cur->removed ? nullptr : cur;
