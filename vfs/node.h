@@ -28,6 +28,7 @@
 
 #include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
+#include "vfs/host_dir_fd.h"
 
 namespace sentry::vfs {
 
@@ -58,7 +59,9 @@ class HostFilter {
 
 // A host directory of the lower layer, shared by a dir node and its file nodes.
 struct HostDir {
-  UniqueFd fd;       // O_PATH | O_DIRECTORY, opened beneath a lower root
+  // O_PATH | O_DIRECTORY (or O_RDONLY), opened beneath a lower root; a
+  // directory a host lookup made is opened at its first use (host_dir_fd.h).
+  HostDirFd fd;
   std::string path;  // host path, for exec through the mount view
   // Beneath a read-only bind mount (-v HOST:GUEST:ro): every node made from
   // this directory is read_only too.

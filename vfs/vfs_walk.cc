@@ -40,6 +40,12 @@ struct HostDirent {
   char d_name[];
 };
 
+// Set by Walk while it looks up a name it will walk through: a directory
+// that lookup makes is opened at once, as it is about to be used (checking
+// it by an fstat later, as a lazy one is, would cost one call more). Per
+// thread: the kernel mutex serialises walks, and nothing in a lookup yields.
+thread_local bool t_walking_through = false;
+
 int OpenHostChildDir(int parent_fd, const std::string& name) {
   open_how how{};
   how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
@@ -96,11 +102,21 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
   };
   switch (st.st_mode & S_IFMT) {
     case S_IFDIR: {
-      int fd = OpenHostChildDir(host_parent->fd.get(), name);
-      if (fd < 0) return nullptr;
+      // A write-through directory is opened now, under the mount's identity
+      // (RwChild), and so is one a walk goes through next; any other lower
+      // one when something first walks through it or lists it
+      // (host_dir_fd.h): a listing's fill makes many never used.
+      HostDirFd fd;
+      if (host_parent->read_write || t_walking_through) {
+        int opened = OpenHostChildDir(host_parent->fd.get(), name);
+        if (opened < 0) return nullptr;
+        fd = UniqueFd(opened);
+      } else {
+        fd = HostDirFd::Lazy(host_parent, name, st.st_dev, st.st_ino);
+      }
       node = std::make_shared<Node>(NodeKind::kDir, a);
       node->host_dir = std::make_shared<HostDir>(HostDir{
-          UniqueFd(fd), host_parent->path == "/" ? "/" + name : host_parent->path + "/" + name,
+          std::move(fd), host_parent->path == "/" ? "/" + name : host_parent->path + "/" + name,
           host_parent->read_only, host_parent->filter, host_parent->read_write,
           host_parent->mount_id, host_parent->as_uid, host_parent->as_gid,
           host_parent->owner_view});
@@ -192,12 +208,29 @@ void Vfs::ListHost(const NodeRef& dir) {
   if (dir->host_dir->read_write) as_mount.emplace(*dir->host_dir);
   // getdents64 itself rather than opendir/readdir, which add an fstat and
   // two fcntls to every listing (a find over /usr lists thousands).
-  UniqueFd fd(openat(dir->host_dir->fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  // A directory not opened yet is opened once, to read (host_dir_fd.h).
+  UniqueFd owned;
+  bool unchecked = false;
+  int fd = dir->host_dir->fd.OpenToRead(&owned, &unchecked);
   // On the heap: walks may run on a fiber's small stack.
   constexpr size_t kBufSize = 32768;
   std::unique_ptr<char[]> buf(new char[kBufSize]);
   long n;
-  while (fd && (n = syscall(SYS_getdents64, fd.get(), buf.get(), kBufSize)) > 0) {
+  while (fd >= 0 && (n = syscall(SYS_getdents64, fd, buf.get(), kBufSize)) > 0) {
+    if (unchecked) {
+      // Its first open: the directory's "." (in the first batch: ext4 lists
+      // a small directory in hash order) proves it is still the inode looked
+      // up; if not (Keep's fstat decides when "." was not seen), it reads
+      // as empty.
+      uint64_t dot = 0;
+      for (long off = 0; off < n && dot == 0;) {
+        const auto* e = reinterpret_cast<const HostDirent*>(buf.get() + off);
+        off += e->d_reclen;
+        if (e->d_name[0] == '.' && e->d_name[1] == '\0') dot = e->d_ino;
+      }
+      if (!dir->host_dir->fd.Keep(&owned, dot)) break;
+      unchecked = false;
+    }
     for (long off = 0; off < n;) {
       const auto* e = reinterpret_cast<const HostDirent*>(buf.get() + off);
       off += e->d_reclen;
@@ -336,7 +369,9 @@ SysResult<Resolved> Vfs::Walk(const NodeRef& start, std::string_view path, const
       }
       continue;
     }
+    t_walking_through = !last;
     NodeRef child = Child(cur, name);
+    t_walking_through = false;
     if (!child) {
       if (!last) return Errno{ENOENT};
       out.parent = cur->removed ? nullptr : cur;

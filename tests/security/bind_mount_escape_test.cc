@@ -3,6 +3,8 @@
 // the host directory's parent or anything else of the host, nor change the
 // mounted directory itself. Each test checks what the guest got and, from the
 // host side, that the mounted tree and its parent are exactly as before.
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -225,6 +227,68 @@ t("hits", lambda: hits)
   ASSERT_EQ(run.exit_code, 0) << Describe(run);
   EXPECT_EQ(Value(ParseResults(run.out), "hits"), "0") << Describe(run);
   EXPECT_EQ(run.out.find(fx.secret()), std::string::npos);
+}
+
+// A lower directory node opens its host fd at its first use, not at its
+// lookup (vfs/host_dir_fd.h). Directories the guest has stat'ed (nodes, fds
+// not opened) are replaced on the host before it walks into them: by a
+// symlink out of the mount, and by another directory moved into its place.
+// The first must never lead out; the second is not the inode looked up and
+// reads as empty; an untouched one opens as before.
+TEST(BindMountEscape, LazyDirectoryReplacedAfterItsLookup) {
+  for (const char* mode : {"", ":ro"}) {
+    MountFixture fx;
+    std::string m = fx.mnt();
+    for (const char* d : {"/lazy_link", "/lazy_moved", "/lazy_kept", "/other"}) {
+      mkdir((m + d).c_str(), 0755);
+      WriteFileOrDie(m + d + "/keep.txt", std::string(d + 1) + "\n");
+    }
+    mkdir((fx.parent() + "/out").c_str(), 0755);
+    WriteFileOrDie(fx.parent() + "/out/keep.txt", fx.secret() + "\n");
+    WriteFileOrDie(m + "/go.txt", "go\n");
+    // The swap starts when the sentry opens go.txt for the guest.
+    int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    ASSERT_GE(in, 0);
+    ASSERT_GE(inotify_add_watch(in, m.c_str(), IN_OPEN), 0);
+    std::thread swapper([&] {
+      pollfd p{in, POLLIN, 0};
+      if (poll(&p, 1, 60000) != 1) return;
+      rename((m + "/lazy_link").c_str(), (m + "/lazy_link.old").c_str());
+      (void)!symlink((fx.parent() + "/out").c_str(), (m + "/lazy_link").c_str());
+      rename((m + "/lazy_moved").c_str(), (m + "/lazy_moved.old").c_str());
+      rename((m + "/other").c_str(), (m + "/lazy_moved").c_str());
+    });
+    std::string body = R"PY(
+import os, time
+for d in ("lazy_link", "lazy_moved", "lazy_kept"):
+    os.stat("/data/" + d)
+open("/data/go.txt").read()
+time.sleep(3)
+def rd(p):
+    with open(p) as f:
+        return f.read()
+for d in ("lazy_link", "lazy_moved", "lazy_kept"):
+    t(d + "_read", lambda: rd("/data/%s/keep.txt" % d))
+    t(d + "_list", lambda: sorted(os.listdir("/data/" + d)))
+    t(d + "_stat", lambda: os.stat("/data/%s/keep.txt" % d).st_size)
+)PY";
+    ProcessResult run = RunPy(body, {"-v", m + ":/data" + mode}, 120);
+    swapper.join();
+    close(in);
+    ASSERT_EQ(run.exit_code, 0) << mode << "\n" << Describe(run);
+    Results r = ParseResults(run.out);
+    EXPECT_EQ(run.out.find(fx.secret()), std::string::npos) << Describe(run);
+    EXPECT_EQ(run.out.find("other"), std::string::npos) << Describe(run);
+    for (const char* d : {"lazy_link", "lazy_moved"}) {
+      EXPECT_NE(Code(r, std::string(d) + "_read"), "OK") << mode << "\n" << Describe(run);
+      EXPECT_NE(Code(r, std::string(d) + "_read"), "<missing>") << Describe(run);
+      EXPECT_NE(Code(r, std::string(d) + "_stat"), "OK") << mode << "\n" << Describe(run);
+      EXPECT_EQ(Value(r, std::string(d) + "_list"), "[]") << mode << "\n" << Describe(run);
+    }
+    EXPECT_EQ(Value(r, "lazy_kept_read"), "'lazy_kept\\n'") << mode << "\n" << Describe(run);
+    EXPECT_EQ(Value(r, "lazy_kept_list"), "['keep.txt']") << mode << "\n" << Describe(run);
+    EXPECT_EQ(Value(r, "lazy_kept_stat"), "10") << mode << "\n" << Describe(run);
+  }
 }
 
 // :rw: the same attacks, now that writes reach the host. Inside the mount
