@@ -22,7 +22,7 @@
 namespace sentry::conformance {
 namespace {
 
-int Run(const std::string& path) {
+int RunFile(const std::string& path) {
   return RunInChild([&path] {
     char* const argv[] = {const_cast<char*>(path.c_str()), nullptr};
     char* const env[] = {nullptr};
@@ -147,7 +147,7 @@ TEST(UpperCreateTest, CreatedWriteOnlyThenChmodRuns) {
   ASSERT_EQ(write(fd, contents->data(), contents->size()), static_cast<ssize_t>(contents->size()));
   ASSERT_SYSCALL_SUCCEEDS(close(fd));
   ASSERT_SYSCALL_SUCCEEDS(chmod(path.c_str(), 0755));
-  int status = Run(path);
+  int status = RunFile(path);
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0) << "100 + errno of execve";
 }
@@ -168,7 +168,7 @@ TEST(UpperCreateTest, MknodAndReadWriteCreatesThenRun) {
               static_cast<ssize_t>(contents->size()));
     ASSERT_SYSCALL_SUCCEEDS(close(fd));
     ASSERT_SYSCALL_SUCCEEDS(chmod(path.c_str(), 0755));
-    int status = Run(path);
+    int status = RunFile(path);
     ASSERT_TRUE(WIFEXITED(status)) << status;
     EXPECT_EQ(WEXITSTATUS(status), 0) << path << ": 100 + errno of execve";
   }
