@@ -26,8 +26,12 @@ SysResult<std::string> Store::Create(mode_t mode, UniqueFd* wronly) {
   if (stash_ && HostMode(mode) == 0666) {
     if (std::optional<StashFile> file = stash_->TakeFile()) {
       // Made a while ago: its times become the create's. Both set to now
-      // need only write permission, which mode 0666 gives this thread.
-      if (utimensat(dir_fd_.get(), file->name.c_str(), nullptr, AT_SYMLINK_NOFOLLOW) == 0) {
+      // need only write permission, which mode 0666 gives this thread;
+      // through its own description, with no lookup of the name.
+      int set = file->wronly
+                    ? futimens(file->wronly.get(), nullptr)
+                    : utimensat(dir_fd_.get(), file->name.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+      if (set == 0) {
         Remember(file->name, file->st);
         if (wronly) *wronly = std::move(file->wronly);
         return std::move(file->name);
