@@ -57,11 +57,12 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
   opts.follow_final = !(flags & O_NOFOLLOW) && !(creat && (flags & O_EXCL));
   SYS_ASSIGN_OR_RETURN(vfs::Resolved r, WalkAt(ctx, dirfd, path, opts));
   vfs::NodeRef node = r.node;
+  UniqueFd fresh;  // a new file's write-only description, from the store's stash
   if (!node) {
     if (!creat) return Errno{ENOENT};
     if (r.trailing_slash) return Errno{EISDIR};
-    SYS_ASSIGN_OR_RETURN(
-        node, ctx.vfs().Create(r, vfs::NodeKind::kFile, ApplyUmask(ctx, mode), ctx.creds()));
+    SYS_ASSIGN_OR_RETURN(node, ctx.vfs().Create(r, vfs::NodeKind::kFile, ApplyUmask(ctx, mode),
+                                                ctx.creds(), &fresh));
   } else {
     if (creat && (flags & O_EXCL)) return Errno{EEXIST};
     if (node->kind() == vfs::NodeKind::kSymlink) {
@@ -114,13 +115,29 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
   if (node->kind() == vfs::NodeKind::kFifo && !node->store_name.empty()) {
     return OpenFifo(ctx, node, flags, std::move(where));
   }
-  SYS_ASSIGN_OR_RETURN(UniqueFd fd, ctx.vfs().OpenData(*node, flags, &r));
+  // A create that asks for exactly what the stash opened (write-only, no
+  // status flag) gets that description: no open nor fstat of the store file
+  // while the guest waits. Not in a watched directory, whose events come
+  // from an open through its shadow's link (vfs_watch.cc).
+  bool take_fresh = fresh && acc == O_WRONLY &&
+                    !(flags & (O_APPEND | O_NONBLOCK | O_SYNC | O_DSYNC | O_DIRECT)) &&
+                    !(r.parent && ctx.vfs().Watched(*r.parent));
+  UniqueFd fd;
+  if (take_fresh) {
+    fd = std::move(fresh);
+  } else {
+    fresh.Reset();
+    SYS_ASSIGN_OR_RETURN(fd, ctx.vfs().OpenData(*node, flags, &r));
+  }
+  // An upper file's identity is the store's (Store::Identity): no fstat.
+  struct stat known;
+  bool is_known = node->IsUpperFile() && ctx.vfs().store().Identity(node->store_name, &known);
   // A read-only lower file is held (fstat by one kcmp: fd_holds.h); not a
   // write-through mount's (a writable description of it may exist: ETXTBSY
   // at exec) nor an upper file (its bytes would outlive an unlink).
   bool hold = node->IsLowerFile() && !node->IsHostRw() && acc == O_RDONLY;
-  return Donate(ctx, std::move(fd), node, false, cloexec, std::move(where), hold, nullptr,
-                /*shared=*/true);
+  return Donate(ctx, std::move(fd), node, false, cloexec, std::move(where), hold,
+                is_known ? &known : nullptr, /*shared=*/true);
 }
 
 }  // namespace

@@ -22,13 +22,22 @@ mode_t HostMode(mode_t mode) { return (mode & 0111) ? 0777 : 0666; }
 
 }  // namespace
 
-SysResult<std::string> Store::Create(mode_t mode) {
+SysResult<std::string> Store::Create(mode_t mode, UniqueFd* wronly) {
   if (stash_ && HostMode(mode) == 0666) {
-    if (std::optional<std::string> name = stash_->TakeFile()) {
+    if (std::optional<StashFile> file = stash_->TakeFile()) {
       // Made a while ago: its times become the create's. Both set to now
-      // need only write permission, which mode 0666 gives this thread.
-      if (utimensat(dir_fd_.get(), name->c_str(), nullptr, AT_SYMLINK_NOFOLLOW) == 0) return *name;
-      Remove(*name);
+      // need only write permission, which mode 0666 gives this thread;
+      // through its own description, with no lookup of the name.
+      int set = file->wronly
+                    ? futimens(file->wronly.get(), nullptr)
+                    : utimensat(dir_fd_.get(), file->name.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+      if (set == 0) {
+        Remember(file->name, file->st);
+        if (wronly) *wronly = std::move(file->wronly);
+        return std::move(file->name);
+      }
+      file->wronly.Reset();
+      Unlink(file->name);
     }
   }
   std::string name = "f" + std::to_string(next_++);
@@ -36,18 +45,42 @@ SysResult<std::string> Store::Create(mode_t mode) {
   int fd = openat(dir_fd_.get(), name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0777);
   if (fd < 0) return Errno{errno};
   fchmod(fd, HostMode(mode));  // not narrowed by the sentry's umask
+  // Its identity, for the opens that follow (each would fstat otherwise).
+  struct stat st;
+  if (fstat(fd, &st) == 0) Remember(name, st);
   close(fd);
   return name;
 }
 
-SysResult<std::string> Store::MakeFile() {
-  std::string name = "f" + std::to_string(next_++);
+SysResult<StashFile> Store::MakeFile() {
+  StashFile file;
+  file.name = "f" + std::to_string(next_++);
   AsOwner as(uid_, gid_);
-  int fd = openat(dir_fd_.get(), name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0666);
+  int fd = openat(dir_fd_.get(), file.name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
   if (fd < 0) return Errno{errno};
+  file.wronly.Reset(fd);
   fchmod(fd, 0666);  // not narrowed by the sentry's umask
-  close(fd);
-  return name;
+  if (fstat(fd, &file.st) < 0) {
+    int err = errno;
+    file.wronly.Reset();
+    Unlink(file.name);
+    return Errno{err};
+  }
+  return file;
+}
+
+void Store::Remember(const std::string& name, const struct stat& st) {
+  if (ids_.size() < kMaxIdentities) ids_[name] = Id{st.st_dev, st.st_ino};
+}
+
+bool Store::Identity(const std::string& name, struct stat* st) const {
+  auto it = ids_.find(name);
+  if (it == ids_.end()) return false;
+  *st = {};
+  st->st_dev = it->second.dev;
+  st->st_ino = it->second.ino;
+  st->st_mode = S_IFREG;
+  return true;
 }
 
 void Store::SetMode(const std::string& name, mode_t mode) {
@@ -84,7 +117,7 @@ void Store::StartStash(const std::optional<cpu_set_t>& cpus) {
   makers.start = [this] { HoldOwner(uid_, gid_); };
   makers.token = [this] { return MakeDirToken(); };
   makers.file = [this] { return MakeFile(); };
-  makers.drop = [this](const std::string& name) { Remove(name); };
+  makers.drop = [this](const std::string& name) { Unlink(name); };
   stash_ = std::make_unique<StoreStash>(std::move(makers), cpus);
   if (dir_fd_) stash_->Resume();
 }
@@ -124,6 +157,7 @@ SysStatus Store::MakeFifo(const std::string& name) {
 }
 
 void Store::Release(const std::string& name) {
+  ids_.erase(name);
   struct stat st;
   if (stash_ && fstatat(dir_fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
       stash_->Defer(name, static_cast<uint64_t>(st.st_blocks) * 512)) {
@@ -133,6 +167,11 @@ void Store::Release(const std::string& name) {
 }
 
 void Store::Remove(const std::string& name) {
+  ids_.erase(name);
+  Unlink(name);
+}
+
+void Store::Unlink(const std::string& name) {
   AsOwnerUid as(uid_);
   unlinkat(dir_fd_.get(), name.c_str(), 0);
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "sentry/base/sys_result.h"
 #include "sentry/base/unique_fd.h"
@@ -35,13 +36,22 @@ class Store final {
 
   // Creates an empty file for a node of the given mode; returns its name.
   // Taken from the stash when there is one (a file the stash made ahead gets
-  // the time of the take, as a new file would), else made.
-  SysResult<std::string> Create(mode_t mode);
+  // the time of the take, as a new file would), else made. With wronly, a
+  // stash file's write-only description (store_stash.h) is handed out there
+  // (left empty when the file was made here); the caller donates or closes
+  // it before its call returns.
+  SysResult<std::string> Create(mode_t mode, UniqueFd* wronly = nullptr);
   // Keeps the host's execute bits in step with the node's mode (see HostMode).
   void SetMode(const std::string& name, mode_t mode);
   // Opens a store file with open(2) flags (access mode, O_APPEND, O_NONBLOCK...).
   SysResult<UniqueFd> Open(const std::string& name, int flags);
   SysStatus Stat(const std::string& name, struct stat* st);
+  // The identity (st_dev, st_ino; nothing else is filled in) of the file
+  // Create made as `name`, if it is still there: what an fstat of an fd
+  // Open(name) returns would give, without that fstat. A name is never
+  // given to another file while it is known (Remove and Release forget it)
+  // and no guest path reaches the store, so the name still leads there.
+  bool Identity(const std::string& name, struct stat* st) const;
   SysStatus Truncate(const std::string& name, off_t len);
   void Remove(const std::string& name);
   // Removes a file whose last name is gone and whose name will not be used
@@ -111,8 +121,22 @@ class Store final {
   gid_t gid_;
   std::atomic<uint64_t> next_ = 1;  // also used by the stash's thread
   std::string scratch_;             // ShadowScratch's directory, once made
-  // An empty file of host mode 0666 (the stash's maker).
-  SysResult<std::string> MakeFile();
+  // An empty file of host mode 0666, kept open write-only (the stash's maker).
+  SysResult<StashFile> MakeFile();
+  // Removes `name` from the store's directory (any thread: the stash's too).
+  void Unlink(const std::string& name);
+  void Remember(const std::string& name, const struct stat& st);
+
+  // Create's files by name -> (st_dev, st_ino), for Identity. Used on the
+  // notification thread only (the stash's thread removes through Unlink).
+  // At most kMaxIdentities: past that a new file is not remembered, and its
+  // opens fstat it as before.
+  static constexpr size_t kMaxIdentities = 1 << 16;
+  struct Id {
+    dev_t dev;
+    ino_t ino;
+  };
+  std::unordered_map<std::string, Id> ids_;
 
   std::unique_ptr<StoreStash> stash_;  // last: its thread stops first
 };

@@ -33,8 +33,8 @@ DirToken StoreStash::TakeToken() {
   return token;
 }
 
-std::optional<std::string> StoreStash::TakeFile() {
-  std::optional<std::string> name;
+std::optional<StashFile> StoreStash::TakeFile() {
+  std::optional<StashFile> name;
   bool refill = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -95,7 +95,7 @@ void StoreStash::Loop() {
     size_t want_files = makers_.file ? kHigh - files_.size() : 0;
     lock.unlock();
     std::vector<DirToken> tokens;
-    std::vector<std::string> files;
+    std::vector<StashFile> files;
     for (size_t i = 0; i < want_tokens; ++i) {
       auto token = makers_.token();
       if (!token.ok()) break;  // full, or gone: the guest's own opens say why
@@ -113,11 +113,14 @@ void StoreStash::Loop() {
       continue;
     }
     for (DirToken& t : tokens) tokens_.push_back(std::move(t));
-    for (std::string& f : files) files_.push_back(std::move(f));
+    for (StashFile& f : files) files_.push_back(std::move(f));
   }
   // Still holding the identity that made them.
   if (makers_.drop) {
-    for (const std::string& f : files_) makers_.drop(f);
+    for (StashFile& f : files_) {
+      f.wronly.Reset();
+      makers_.drop(f.name);
+    }
     for (const std::string& f : doomed_) makers_.drop(f);
   }
   files_.clear();

@@ -4,7 +4,10 @@
 // - directory tokens (see Store::NewDirToken): mkdir, open and rmdir, seven
 //   of them in every `python3 -c pass`, 30-35 µs each here;
 // - empty store files for the files the guest creates: an open with O_CREAT,
-//   a chmod and a close, under the store owner's file-system identity.
+//   a chmod and an fstat, under the store owner's file-system identity. The
+//   file stays open write-only: a create that asks for just that (Python's
+//   "wb", fopen's "w") is donated this description, with its identity,
+//   instead of opening and fstating the name while the guest waits.
 // Taking the owner's identity and giving it back is four setfsuid/setfsgid
 // calls, each a new set of credentials: 13-15 µs here (bench/README.md),
 // more than the rest of a create. The stash's thread takes the owner's
@@ -50,6 +53,17 @@ struct DirToken {
   explicit operator bool() const { return static_cast<bool>(fd); }
 };
 
+// An empty store file made ahead: its name, a write-only description of it
+// (O_WRONLY, no other status flag) and its identity. The description is the
+// only one until taken, and no guest name leads to the file yet, so nothing
+// can observe it (a writable description makes an exec ETXTBSY: the taker
+// either donates it or closes it within its call).
+struct StashFile {
+  std::string name;
+  UniqueFd wronly;
+  struct stat st {};
+};
+
 class StoreStash final {
  public:
   // What the stash's thread calls. start: once, before it makes anything
@@ -59,7 +73,7 @@ class StoreStash final {
   struct Makers {
     std::function<void()> start;
     std::function<SysResult<DirToken>()> token;
-    std::function<SysResult<std::string>()> file;
+    std::function<SysResult<StashFile>()> file;
     std::function<void(const std::string&)> drop;
   };
 
@@ -73,8 +87,8 @@ class StoreStash final {
 
   // A token made ahead, or one with an invalid fd if none is in hand.
   DirToken TakeToken();
-  // The name of an empty file made ahead, or nullopt if none is in hand.
-  std::optional<std::string> TakeFile();
+  // An empty file made ahead, or nullopt if none is in hand.
+  std::optional<StashFile> TakeFile();
   // Lets the thread make entries (a mutex orders it after the store's setup).
   void Resume();
   // Has the thread remove the file `name`, which holds `bytes` of the
@@ -94,7 +108,7 @@ class StoreStash final {
   std::mutex mu_;
   std::condition_variable low_;
   std::vector<DirToken> tokens_;
-  std::vector<std::string> files_;
+  std::vector<StashFile> files_;
   std::vector<std::string> doomed_;  // waiting for Defer's removal
   uint64_t doomed_bytes_ = 0;
   bool stop_ = false;

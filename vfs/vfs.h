@@ -181,7 +181,11 @@ class Vfs final {
   SysStatus RemoveXattr(Node& node, const std::string& name, const Creds& creds);
 
   // --- namespace changes (parent/name from Walk) ---
-  SysResult<NodeRef> Create(const Resolved& at, NodeKind kind, mode_t mode, const Creds& creds);
+  // A regular file's create may hand out the store's write-only description
+  // of its new data file in wronly (Store::Create); the caller donates or
+  // closes it before its call returns.
+  SysResult<NodeRef> Create(const Resolved& at, NodeKind kind, mode_t mode, const Creds& creds,
+                            UniqueFd* wronly = nullptr);
   // A unix socket's name: the checks of Create, then bind(store name) makes
   // the inode in the store (Store::BindSocket); the name appears only if it
   // succeeded. EADDRINUSE if the name exists, as bind(2) says.
@@ -201,6 +205,9 @@ class Vfs final {
   // via: the entry it was opened by; in a watched directory an upper file is
   // opened through the directory's shadow, so the watch sees its data events.
   SysResult<UniqueFd> OpenData(Node& node, int flags, const Resolved* via = nullptr);
+  // Whether an inotify watch is on dir (its entries are opened through its
+  // shadow: OpenData's via).
+  bool Watched(const Node& dir) const { return ShadowOf(dir) != nullptr; }
 
   // --- inotify watches (vfs_watch.cc) ---
   // The host object a watch on node is put on, as an O_PATH fd: an upper

@@ -78,7 +78,8 @@ void Vfs::ReleaseFile(Node& node) {
   }
 }
 
-SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, const Creds& creds) {
+SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, const Creds& creds,
+                               UniqueFd* wronly) {
   if (!at.Creatable()) return Errno{NotCreatable(at)};
   if (at.node) return Errno{EEXIST};
   if (at.trailing_slash && kind != NodeKind::kDir) return Errno{ENOENT};
@@ -97,7 +98,7 @@ SysResult<NodeRef> Vfs::Create(const Resolved& at, NodeKind kind, mode_t mode, c
   NodeRef node = NewNode(kind, type | (mode & 07777), creds.uid, gid);
   node->charged = kNodeCost;
   if (kind == NodeKind::kFile || kind == NodeKind::kFifo) {
-    SysResult<std::string> name = store_->Create(mode);
+    SysResult<std::string> name = store_->Create(mode, kind == NodeKind::kFile ? wronly : nullptr);
     if (name.ok() && kind == NodeKind::kFifo) {
       store_->Remove(*name);
       if (SysStatus s = store_->MakeFifo(*name); !s.ok()) name = Errno{s.error()};

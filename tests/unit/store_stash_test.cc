@@ -156,6 +156,64 @@ TEST(StoreStashTest, AStoreHandsOutFreshFilesAndDropsTheRest) {
   std::filesystem::remove_all(dir);
 }
 
+// A create may take the stash file's write-only description: the very file
+// its name leads to, write-only, and the identity Store::Identity gives,
+// which is forgotten once the name is removed or released.
+TEST(StoreStashTest, ACreateTakesTheWriteOnlyDescriptionAndIdentity) {
+  std::string dir = std::filesystem::temp_directory_path() / "sentry-stash-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  int fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  {
+    Store store(UniqueFd(), getuid(), getgid());
+    store.StartStash(std::nullopt);
+    store.set_dir_fd(UniqueFd(fd));
+    ASSERT_TRUE(Eventually([&] {
+      size_t n = 0;
+      for (auto& e : std::filesystem::directory_iterator(dir)) n += e.is_regular_file();
+      return n == StoreStash::kHigh;
+    }));
+    std::vector<std::string> names;
+    int taken = 0;
+    for (int i = 0; i < 40; ++i) {  // past the stash: some are made at once
+      UniqueFd wronly;
+      auto name = store.Create(0644, &wronly);
+      ASSERT_TRUE(name.ok());
+      names.push_back(*name);
+      struct stat by_name, known;
+      ASSERT_TRUE(store.Stat(*name, &by_name).ok());
+      ASSERT_TRUE(store.Identity(*name, &known));
+      EXPECT_EQ(known.st_dev, by_name.st_dev);
+      EXPECT_EQ(known.st_ino, by_name.st_ino);
+      if (!wronly) continue;
+      ++taken;
+      EXPECT_EQ(fcntl(wronly.get(), F_GETFL) & (O_ACCMODE | O_APPEND | O_NONBLOCK), O_WRONLY);
+      struct stat by_fd;
+      ASSERT_EQ(fstat(wronly.get(), &by_fd), 0);
+      EXPECT_EQ(by_fd.st_ino, by_name.st_ino);
+      EXPECT_EQ(lseek(wronly.get(), 0, SEEK_CUR), 0);
+    }
+    EXPECT_GT(taken, 0);
+    // Without a place for it, no description is handed out (closed here).
+    auto plain = store.Create(0644);
+    ASSERT_TRUE(plain.ok());
+    struct stat st;
+    EXPECT_TRUE(store.Identity(*plain, &st));
+    store.Remove(*plain);
+    EXPECT_FALSE(store.Identity(*plain, &st));
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (i % 2) {
+        store.Release(names[i]);
+      } else {
+        store.Remove(names[i]);
+      }
+      EXPECT_FALSE(store.Identity(names[i], &st)) << names[i];
+    }
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(StoreStashTest, ReleasedFilesGoOffTheCallersThreadWithinTheByteCap) {
   std::string dir = std::filesystem::temp_directory_path() / "sentry-stash-XXXXXX";
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
