@@ -104,9 +104,20 @@ const char* fm_mapped(void) {
   return __atomic_load_n(&fm_base, __ATOMIC_ACQUIRE);
 }
 
+/* The header's generation of the slot's kind (region.h SENTRY_FM_UPPER). */
+static uint64_t fm_gen_of(const struct sentry_fm_header* h, uint32_t flags) {
+  return (flags & SENTRY_FM_UPPER) ? __atomic_load_n(&h->upper_generation, __ATOMIC_ACQUIRE)
+                                   : __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
+}
+
+int fm_slot_current(const char* base, const struct sentry_fm_slot* s) {
+  return fm_gen_of((const struct sentry_fm_header*)base, s->flags) == s->generation;
+}
+
 int fm_find(const char* base, const char* key, size_t len, struct sentry_fm_slot* out) {
   const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
   uint64_t gen = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
+  uint64_t upper_gen = __atomic_load_n(&h->upper_generation, __ATOMIC_ACQUIRE);
   const uint32_t* index = (const uint32_t*)(base + fm_index_off);
   uint64_t hash = sentry_fm_hash(key, len, 0);
   for (uint32_t i = 0; i < SENTRY_FM_PROBES; i++) {
@@ -120,7 +131,9 @@ int fm_find(const char* base, const char* key, size_t len, struct sentry_fm_slot
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq) return 0;
     if (__atomic_load_n(&h->generation, __ATOMIC_RELAXED) != gen) return 0;
-    if (out->generation != gen) return 0; /* an empty bucket */
+    if (__atomic_load_n(&h->upper_generation, __ATOMIC_RELAXED) != upper_gen) return 0;
+    /* An empty bucket, or an answer of a generation gone. */
+    if (out->generation != ((out->flags & SENTRY_FM_UPPER) ? upper_gen : gen)) return 0;
     if ((size_t)out->path_len + out->target_len > sizeof(out->data)) return 0;
     if (out->path_len == len && memcmp(out->data, key, len) == 0) return 1;
   }
@@ -169,8 +182,7 @@ static int fm_listing_holds(const char* base, const char* path, size_t dir_len, 
     at += reclen;
   }
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
-  if (__atomic_load_n(&h->generation, __ATOMIC_RELAXED) != s.generation) return -1;
+  if (!fm_slot_current(base, &s)) return -1;
   return found;
 }
 

@@ -56,6 +56,17 @@
  * after, as above. So does an ABSENT answer for a directory: whatever lies
  * below it is ENOENT too. The guest uses both only with HAS_NEGATIVES.
  *
+ * An UPPER slot (HAS_UPPER) answers for a path whose walk met a node of the
+ * in-memory upper layer (a directory or symlink the guest made, /tmp): it
+ * is live while its generation is header.upper_generation, which the sentry
+ * bumps before it answers any trapped call that changes an upper node (every
+ * change to the upper layer's names and attributes is one; a regular upper
+ * file, whose size and times native writes change, is never published). So
+ * the churn of /tmp leaves the lower layer's answers alone. Everything said
+ * above of "the header's generation" holds for an UPPER slot with
+ * upper_generation in its place (a listing's records too: the area is reused
+ * only after an invalidation, which bumps both).
+ *
  * Plain C: the guest library is C, the sentry C++. */
 #ifndef SENTRY_FASTMETA_REGION_H_
 #define SENTRY_FASTMETA_REGION_H_
@@ -65,7 +76,7 @@
 #include <sys/stat.h>
 
 #define SENTRY_FM_MAGIC 0x314d4653u /* "SFM1" */
-#define SENTRY_FM_VERSION 5u
+#define SENTRY_FM_VERSION 6u
 #define SENTRY_FM_SLOT_SIZE 512u
 #define SENTRY_FM_INDEX_OFFSET 4096u
 #define SENTRY_FM_PROBES 8u
@@ -81,12 +92,14 @@
 #define SENTRY_FM_TOKEN 8u     /* a directory token: its path follows the key */
 #define SENTRY_FM_LISTING 16u  /* a directory's listing: list says where it is */
 #define SENTRY_FM_COMPLETE 32u /* a LISTING whose absent names are ENOENT (below) */
+#define SENTRY_FM_UPPER 64u    /* of header.upper_generation, not header.generation (below) */
 
 /* header.features */
 #define SENTRY_FM_HAS_TOKENS 1u    /* token slots are published; lock_pid is set */
 #define SENTRY_FM_HAS_LISTINGS 2u  /* listing slots are published; list_* are set */
 #define SENTRY_FM_HAS_NEGATIVES 4u /* absent names below a COMPLETE listing or an ABSENT slot */
 #define SENTRY_FM_DIR_STREAMS 8u   /* opendir of any directory: the library's own stream */
+#define SENTRY_FM_HAS_UPPER 16u    /* UPPER slots are published (below) */
 
 /* The d_off of the last record of a directory's listing, wherever the
  * sentry returns it (a trapped getdents64 that reached the end, a published
@@ -116,6 +129,13 @@ struct sentry_fm_header {
   int32_t lock_pid;     /* l_pid of the sentry's token locks, as guests see it */
   uint64_t list_offset; /* the listings' area: offset and size (HAS_LISTINGS) */
   uint64_t list_bytes;
+  /* The generation of UPPER slots: bumped by every change to the upper
+   * layer, and with generation by every invalidation (both are taken from
+   * one counter, so upper_generation >= generation, and two slots of equal
+   * generations were published with no invalidation of either kind between
+   * them). */
+  uint64_t upper_generation;
+  uint8_t reserved[56];
 };
 
 /* Where a LISTING slot's records are: bytes of struct linux_dirent64 records
@@ -186,10 +206,10 @@ static inline int sentry_fm_normal(const char* p, size_t len) {
 
 #ifdef __cplusplus
 static_assert(sizeof(struct sentry_fm_slot) == SENTRY_FM_SLOT_SIZE, "slot size");
-static_assert(sizeof(struct sentry_fm_header) == 64, "header size");
+static_assert(sizeof(struct sentry_fm_header) == 128, "header size");
 #else
 _Static_assert(sizeof(struct sentry_fm_slot) == SENTRY_FM_SLOT_SIZE, "slot size");
-_Static_assert(sizeof(struct sentry_fm_header) == 64, "header size");
+_Static_assert(sizeof(struct sentry_fm_header) == 128, "header size");
 #endif
 
 #endif /* SENTRY_FASTMETA_REGION_H_ */
