@@ -67,6 +67,15 @@
  * upper_generation in its place (a listing's records too: the area is reused
  * only after an invalidation, which bumps both).
  *
+ * A CWD slot (HAS_CWD; always UPPER) names a thread's working directory:
+ * its key is sentry_fm_cwd_key(gettid()), its target the directory's
+ * absolute path, published (after a trapped call relative to it) only while
+ * that path leads to that directory by the rules of a path's answer. The
+ * sentry bumps upper_generation before it answers any chdir or fchdir, and
+ * when a thread it published one for is gone (its id may be reused), so a
+ * live CWD slot is the calling thread's own working directory: its relative
+ * paths are answered as the absolute ones below it, as a token's are.
+ *
  * Plain C: the guest library is C, the sentry C++. */
 #ifndef SENTRY_FASTMETA_REGION_H_
 #define SENTRY_FASTMETA_REGION_H_
@@ -93,6 +102,7 @@
 #define SENTRY_FM_LISTING 16u  /* a directory's listing: list says where it is */
 #define SENTRY_FM_COMPLETE 32u /* a LISTING whose absent names are ENOENT (below) */
 #define SENTRY_FM_UPPER 64u    /* of header.upper_generation, not header.generation (below) */
+#define SENTRY_FM_CWD 128u     /* a thread's working directory: its path follows the key */
 
 /* header.features */
 #define SENTRY_FM_HAS_TOKENS 1u    /* token slots are published; lock_pid is set */
@@ -100,6 +110,7 @@
 #define SENTRY_FM_HAS_NEGATIVES 4u /* absent names below a COMPLETE listing or an ABSENT slot */
 #define SENTRY_FM_DIR_STREAMS 8u   /* opendir of any directory: the library's own stream */
 #define SENTRY_FM_HAS_UPPER 16u    /* UPPER slots are published (below) */
+#define SENTRY_FM_HAS_CWD 32u      /* CWD slots are published (below) */
 
 /* The d_off of the last record of a directory's listing, wherever the
  * sentry returns it (a trapped getdents64 that reached the end, a published
@@ -116,6 +127,8 @@
 
 /* A token's key: '#' and its id in 16 hex digits. */
 #define SENTRY_FM_TOKEN_KEY_LEN 17u
+/* A working directory's key: '$' and the thread's id (gettid) in 8 hex digits. */
+#define SENTRY_FM_CWD_KEY_LEN 9u
 
 struct sentry_fm_header {
   uint32_t magic;
@@ -182,6 +195,11 @@ static inline uint64_t sentry_fm_hash(const char* path, size_t len, int follow) 
 static inline void sentry_fm_token_key(uint64_t id, char out[SENTRY_FM_TOKEN_KEY_LEN]) {
   out[0] = '#';
   for (int i = 0; i < 16; i++) out[1 + i] = "0123456789abcdef"[(id >> (60 - 4 * i)) & 15];
+}
+
+static inline void sentry_fm_cwd_key(uint32_t tid, char out[SENTRY_FM_CWD_KEY_LEN]) {
+  out[0] = '$';
+  for (int i = 0; i < 8; i++) out[1 + i] = "0123456789abcdef"[(tid >> (28 - 4 * i)) & 15];
 }
 
 /* An absolute path with no empty, "." or ".." component and no trailing

@@ -277,11 +277,39 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
   }
 }
 
+namespace {
+
+// A lookup relative to the working directory: the thread's working
+// directory is published (region.h SENTRY_FM_CWD) when its path may be (the
+// rules above) and leads to it, and the answer under its absolute path.
+void PublishRelative(SyscallContext& ctx, FastMeta& fm, const std::string& path, bool follow,
+                     const SysResult<vfs::NodeRef>& r) {
+  const vfs::NodeRef& cwd = ctx.task.fs->cwd;
+  if (!fm.upper() || !cwd || !cwd->IsDir()) return;
+  SysResult<std::string> where = ctx.vfs().PathOf(cwd);
+  if (!where.ok()) return;
+  std::string full = where.value() + "/" + path;
+  if (!sentry_fm_normal(full.data(), full.size())) return;
+  pid_t tid = ctx.task.ns_tid;
+  if (!fm.HasCwd(tid)) {
+    bool absent = false;
+    bool upper = false;
+    if (PublishableAt(ctx, where.value(), &absent, &upper) != cwd) return;
+    fm.PublishCwd(tid, where.value());
+  }
+  PublishLookup(ctx, full, follow, r.ok() ? r.value() : nullptr, r.ok() ? 0 : r.error());
+}
+
+}  // namespace
+
 SysResult<vfs::NodeRef> NodeAtPublished(SyscallContext& ctx, int dirfd, const std::string& path,
                                         bool follow, bool empty_ok) {
   SysResult<vfs::NodeRef> r = NodeAtPath(ctx, dirfd, path, follow, empty_ok);
-  if (ctx.kernel.fast_meta() && !path.empty() && path[0] == '/') {
+  FastMeta* fm = ctx.kernel.fast_meta();
+  if (fm && !path.empty() && path[0] == '/') {
     PublishLookup(ctx, path, follow, r.ok() ? r.value() : nullptr, r.ok() ? 0 : r.error());
+  } else if (fm && !path.empty() && dirfd == AT_FDCWD) {
+    PublishRelative(ctx, *fm, path, follow, r);
   }
   return r;
 }

@@ -82,6 +82,7 @@ void FastMeta::Invalidate() {
   // generation too (region.h).
   __atomic_thread_fence(__ATOMIC_RELEASE);
   ++invalidations_;
+  cwd_tids_.clear();
   next_slot_ = 0;
   list_fill_ = 0;
 }
@@ -92,10 +93,35 @@ void FastMeta::InvalidateUpper() {
   __atomic_store_n(&header()->upper_generation, counter_, __ATOMIC_RELEASE);
   __atomic_thread_fence(__ATOMIC_RELEASE);
   ++upper_invalidations_;
+  cwd_tids_.clear();
+}
+
+void FastMeta::PublishCwd(int32_t tid, std::string_view dir_path) {
+  if (!upper_ || !sentry_fm_normal(dir_path.data(), dir_path.size())) return;
+  char key[SENTRY_FM_CWD_KEY_LEN];
+  sentry_fm_cwd_key(static_cast<uint32_t>(tid), key);
+  Write(std::string_view(key, sizeof(key)), SENTRY_FM_CWD | SENTRY_FM_FOLLOW | SENTRY_FM_UPPER,
+        nullptr, 0, dir_path);
+  cwd_tids_.insert(tid);
+}
+
+bool FastMeta::HasCwd(int32_t tid) const {
+  if (!cwd_tids_.count(tid)) return false;
+  char key[SENTRY_FM_CWD_KEY_LEN];
+  sentry_fm_cwd_key(static_cast<uint32_t>(tid), key);
+  return LiveSlot(std::string_view(key, sizeof(key))) != 0;
+}
+
+void FastMeta::ForgetCwds() {
+  if (!cwd_tids_.empty()) InvalidateUpper();
+}
+
+void FastMeta::ForgetCwd(int32_t tid) {
+  if (cwd_tids_.count(tid)) InvalidateUpper();
 }
 
 void FastMeta::EnableUpper() {
-  __atomic_or_fetch(&header()->features, SENTRY_FM_HAS_UPPER, __ATOMIC_RELEASE);
+  __atomic_or_fetch(&header()->features, SENTRY_FM_HAS_UPPER | SENTRY_FM_HAS_CWD, __ATOMIC_RELEASE);
   upper_ = true;
 }
 

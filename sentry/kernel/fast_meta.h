@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <unordered_set>
 
 #include "absl/status/statusor.h"
 #include "fastmeta/region.h"
@@ -63,6 +64,14 @@ class FastMeta final {
   // Upper answers (region.h SENTRY_FM_UPPER; off: --no-fast-upper).
   void EnableUpper();
   bool upper() const { return upper_; }
+  // Working directories (region.h SENTRY_FM_CWD), with upper answers: the
+  // guest's thread tid (as it reads gettid) works in dir_path.
+  void PublishCwd(int32_t tid, std::string_view dir_path);
+  bool HasCwd(int32_t tid) const;
+  // Before a chdir is answered: every published working directory goes.
+  void ForgetCwds();
+  // A thread is gone (its id may be reused): its working directory goes.
+  void ForgetCwd(int32_t tid);
   // Directory tokens (region.h): the guest reads a token's id off the
   // sentry's lock on it and finds here the path that leads to it.
   void EnableTokens(int32_t lock_pid);
@@ -129,8 +138,9 @@ class FastMeta final {
   bool upper_ = false;
   uint64_t counter_ = 1;  // the last generation of either kind (region.h)
   uint64_t upper_invalidations_ = 0;
-  uint32_t next_slot_ = 0;  // taken in order; from 0 again after Invalidate
-  size_t list_fill_ = 0;    // the listings' area used; 0 again after Invalidate
+  std::unordered_set<int32_t> cwd_tids_;  // live CWD slots' threads (at most one each)
+  uint32_t next_slot_ = 0;                // taken in order; from 0 again after Invalidate
+  size_t list_fill_ = 0;                  // the listings' area used; 0 again after Invalidate
   uint64_t published_ = 0;
   uint64_t invalidations_ = 0;
   uint64_t listings_published_ = 0;

@@ -137,6 +137,9 @@ class Kernel final {
     vfs_->set_on_lower_change(raw ? std::function<void()>([raw] { raw->Invalidate(); }) : nullptr);
     vfs_->set_on_upper_change(
         raw && raw->upper() ? std::function<void()>([raw] { raw->InvalidateUpper(); }) : nullptr);
+    tasks_.set_on_gone(raw && raw->upper()
+                           ? std::function<void(pid_t)>([raw](pid_t tid) { raw->ForgetCwd(tid); })
+                           : nullptr);
   }
   FastMeta* fast_meta() { return fast_meta_.get(); }
   const std::set<std::string>& fast_meta_tops() const { return fast_meta_tops_; }
