@@ -248,6 +248,72 @@ t("merged_gone", lambda: (lib(J + "/fu-made"), sorted(os.listdir(J)) == names(J)
   EXPECT_EQ(Value(res, "merged_gone"), "('ENOENT', True)") << r.out;
 }
 
+// Paths relative to the working directory (region.h SENTRY_FM_CWD): answered
+// as the absolute ones under it, and the trap's answer at once after a chdir
+// or fchdir by another thread (which shares the working directory), a rename
+// of the directory or one above it, and in a thread that unshared its
+// working directory (CLONE_FS) and moved; a thread that exited leaves no
+// answer to whoever gets its id next.
+constexpr char kCwdPy[] = R"PY(
+import threading
+os.makedirs("/tmp/fc/a/b"); os.makedirs("/tmp/fc2/a/c")
+def rel_same():
+    return [p for p in ("a", "a/b", "a/c", "a/none", "none") for f in (1, 0)
+            if lib(p, f) != raw(p, f)]
+def cwd_keys(): return sorted(k for k in upper()[0] if k.startswith("$"))
+os.chdir("/tmp/fc")
+rel_same()
+t("published", lambda: (len(cwd_keys()), rel_same()))
+def other(f):
+    th = threading.Thread(target=f); th.start(); th.join()
+other(lambda: os.chdir("/tmp/fc2"))
+t("chdir_by_thread", lambda: (rel_same(), lib("a/c") != "ENOENT"))
+fd = os.open("/tmp/fc", os.O_RDONLY)
+other(lambda: os.fchdir(fd))
+t("fchdir_by_thread", lambda: (rel_same(), lib("a/b") != "ENOENT"))
+elsewhere(lambda: os.rename("/tmp/fc", "/tmp/fc-moved"))
+t("renamed", lambda: (rel_same(), lib("a/b") != "ENOENT", os.getcwd()))
+# Another directory at the old path: the working directory is still the
+# moved one.
+elsewhere(lambda: os.rename("/tmp/fc2", "/tmp/fc"))
+t("replaced", lambda: (rel_same(), lib("a/b") != "ENOENT"))
+CLONE_FS = 0x200
+res = []
+def own():
+    lib("a"); libc.unshare(CLONE_FS); os.chdir("/tmp/fc"); res.append(rel_same())
+other(own)
+t("unshared", lambda: (res, rel_same()))
+# Threads come and go; each one's relative answers are its own directory's.
+def short(i):
+    d = "/tmp/fc" if i % 2 else "/tmp/fc-moved"
+    libc.unshare(CLONE_FS); os.chdir(d); res.append((i, rel_same()))
+res.clear()
+for i in range(20): other(lambda: short(i))
+t("threads", lambda: [r for r in res if r[1]])
+)PY";
+
+TEST(FastUpper, WorkingDirectory) {
+  TempDir census("/tmp/sec-fu-census-");
+  std::string on_file = census.path() + "/on.json";
+  ProcessResult r = RunUpperPy(kCwdPy, {"--census", on_file});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "published"), "(1, [])") << r.out;
+  EXPECT_EQ(Value(res, "chdir_by_thread"), "([], True)") << r.out;
+  EXPECT_EQ(Value(res, "fchdir_by_thread"), "([], True)") << r.out;
+  EXPECT_EQ(Value(res, "renamed"), "([], True, '/tmp/fc-moved')") << r.out;
+  EXPECT_EQ(Value(res, "replaced"), "([], True)") << r.out;
+  EXPECT_EQ(Value(res, "unshared"), "([[]], [])") << r.out;
+  EXPECT_EQ(Value(res, "threads"), "[]") << r.out;
+  std::string off_file = census.path() + "/off.json";
+  ProcessResult off = RunUpperPy(kCwdPy, {"--no-fast-upper", "--census", off_file});
+  ASSERT_EQ(off.exit_code, 0) << Describe(off);
+  res = ParseResults(off.out);
+  EXPECT_EQ(Value(res, "published"), "(0, [])") << off.out;
+  EXPECT_EQ(Value(res, "threads"), "[]") << off.out;
+  EXPECT_GT(Trapped(off_file, "newfstatat"), Trapped(on_file, "newfstatat"));
+}
+
 // Listings of /tmp's directories read without a getdents64, os.walk's
 // lstat of each subdirectory without a newfstatat; --no-fast-upper
 // publishes nothing upper (no feature bit, no UPPER slot) and every one traps.
