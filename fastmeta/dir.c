@@ -12,8 +12,8 @@
  * stream of ours that reads by getdents64 as glibc's does, without glibc's
  * fstat (the open's O_DIRECTORY already proved a directory) and without the
  * last getdents64 that returns 0: the sentry marks the record that ends a
- * listing (region.h SENTRY_FM_DIR_END). Directories in /tmp, which are
- * never published, are listed with one trap instead of three. fdopendir
+ * listing (region.h SENTRY_FM_DIR_END). A directory whose listing is not
+ * published is listed with one trap instead of three. fdopendir
  * gets one too, from where the fd is, once its first getdents64 (made at
  * once, in place of glibc's fstat) proved a directory; an O_PATH or
  * write-only fd, or any error but ENOTDIR, is left to glibc's checks.
@@ -146,8 +146,7 @@ static char* fm_listing_of(int fd, size_t* size) {
   if (buf == NULL) return NULL;
   memcpy(buf, base + fm_list_off + off, bytes);
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
-  if (__atomic_load_n(&h->generation, __ATOMIC_RELAXED) != gen || !fm_records_ok(buf, bytes)) {
+  if (!fm_slot_current(base, &s) || !fm_records_ok(buf, bytes)) {
     free(buf);
     return NULL;
   }

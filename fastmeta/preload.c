@@ -41,6 +41,7 @@ static int fm_tokens;       /* token slots published: lock_pid below is set */
 static int32_t fm_lock_pid; /* l_pid of the sentry's token locks */
 int fm_listings;            /* listing slots published: fm_list_* are set */
 static int fm_negatives;    /* absent names below what is published (region.h) */
+static int fm_cwds;         /* CWD slots are published (region.h) */
 int fm_dir_streams;         /* every opendir gets the library's own stream */
 uint64_t fm_list_off;       /* the listings' area, checked against the mapping */
 uint64_t fm_list_bytes;
@@ -83,6 +84,7 @@ static void fm_init(void) {
                         h->list_offset <= (uint64_t)size &&
                         h->list_bytes <= (uint64_t)size - h->list_offset;
           fm_negatives = (h->features & SENTRY_FM_HAS_NEGATIVES) != 0;
+          fm_cwds = (h->features & SENTRY_FM_HAS_CWD) != 0;
           fm_dir_streams = fm_listings && (h->features & SENTRY_FM_DIR_STREAMS) != 0;
           fm_list_off = h->list_offset;
           fm_list_bytes = h->list_bytes;
@@ -104,9 +106,20 @@ const char* fm_mapped(void) {
   return __atomic_load_n(&fm_base, __ATOMIC_ACQUIRE);
 }
 
+/* The header's generation of the slot's kind (region.h SENTRY_FM_UPPER). */
+static uint64_t fm_gen_of(const struct sentry_fm_header* h, uint32_t flags) {
+  return (flags & SENTRY_FM_UPPER) ? __atomic_load_n(&h->upper_generation, __ATOMIC_ACQUIRE)
+                                   : __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
+}
+
+int fm_slot_current(const char* base, const struct sentry_fm_slot* s) {
+  return fm_gen_of((const struct sentry_fm_header*)base, s->flags) == s->generation;
+}
+
 int fm_find(const char* base, const char* key, size_t len, struct sentry_fm_slot* out) {
   const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
   uint64_t gen = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
+  uint64_t upper_gen = __atomic_load_n(&h->upper_generation, __ATOMIC_ACQUIRE);
   const uint32_t* index = (const uint32_t*)(base + fm_index_off);
   uint64_t hash = sentry_fm_hash(key, len, 0);
   for (uint32_t i = 0; i < SENTRY_FM_PROBES; i++) {
@@ -120,7 +133,9 @@ int fm_find(const char* base, const char* key, size_t len, struct sentry_fm_slot
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq) return 0;
     if (__atomic_load_n(&h->generation, __ATOMIC_RELAXED) != gen) return 0;
-    if (out->generation != gen) return 0; /* an empty bucket */
+    if (__atomic_load_n(&h->upper_generation, __ATOMIC_RELAXED) != upper_gen) return 0;
+    /* An empty bucket, or an answer of a generation gone. */
+    if (out->generation != ((out->flags & SENTRY_FM_UPPER) ? upper_gen : gen)) return 0;
     if ((size_t)out->path_len + out->target_len > sizeof(out->data)) return 0;
     if (out->path_len == len && memcmp(out->data, key, len) == 0) return 1;
   }
@@ -169,8 +184,7 @@ static int fm_listing_holds(const char* base, const char* path, size_t dir_len, 
     at += reclen;
   }
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
-  if (__atomic_load_n(&h->generation, __ATOMIC_RELAXED) != s.generation) return -1;
+  if (!fm_slot_current(base, &s)) return -1;
   return found;
 }
 
@@ -256,19 +270,35 @@ size_t fm_token_path(const char* base, int fd, char* out, uint64_t* gen) {
   return s.target_len;
 }
 
+/* The calling thread's working directory (region.h SENTRY_FM_CWD), copied
+ * to out (256 bytes), and its length; 0 when none is published. */
+static size_t fm_cwd_path(const char* base, char* out, uint64_t* gen) {
+  if (!fm_cwds) return 0;
+  char key[SENTRY_FM_CWD_KEY_LEN];
+  sentry_fm_cwd_key((uint32_t)syscall(SYS_gettid), key);
+  struct sentry_fm_slot s;
+  if (!fm_find(base, key, sizeof(key), &s) || !(s.flags & SENTRY_FM_CWD)) return 0;
+  if (s.target_len == 0 || s.target_len >= 256) return 0;
+  memcpy(out, s.data + s.path_len, s.target_len);
+  out[s.target_len] = '\0';
+  *gen = s.generation;
+  return s.target_len;
+}
+
 /* The slot answering (dirfd, path) as fstatat would resolve it: an absolute
  * path, dirfd's own answer (an empty path with AT_EMPTY_PATH), or a
- * relative one beneath a directory token. */
+ * relative one beneath a directory token or the working directory. */
 static int fm_lookup_at(int dirfd, const char* path, int empty_ok, int follow,
                         struct sentry_fm_slot* out) {
   if (path == NULL) return 0;
   if (path[0] == '/') return fm_lookup(path, follow, out);
-  if (dirfd == AT_FDCWD || (path[0] == '\0' && !empty_ok)) return 0;
+  if (path[0] == '\0' && (dirfd == AT_FDCWD || !empty_ok)) return 0;
   const char* base = fm_mapped();
   if (base == NULL) return 0;
   char full[256 + 256];
   uint64_t gen = 0;
-  size_t n = fm_token_path(base, dirfd, full, &gen);
+  size_t n =
+      dirfd == AT_FDCWD ? fm_cwd_path(base, full, &gen) : fm_token_path(base, dirfd, full, &gen);
   if (n == 0) return 0;
   if (path[0] != '\0') {
     size_t len = strnlen(path, 256);

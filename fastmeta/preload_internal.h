@@ -17,6 +17,10 @@ const char* fm_mapped(void);
  * generation was the header's when it was read. */
 int fm_find(const char* base, const char* key, size_t len, struct sentry_fm_slot* out);
 
+/* Whether the slot (a copy) is still of its kind's generation (region.h
+ * SENTRY_FM_UPPER): what a copy of a listing's records checks after it. */
+int fm_slot_current(const char* base, const struct sentry_fm_slot* s);
+
 /* The absolute path of the directory token fd, copied to out (256 bytes),
  * and its length; 0 when fd is not a published token. gen, if set, gets the
  * generation the token's slot was read in. */

@@ -56,6 +56,26 @@
  * after, as above. So does an ABSENT answer for a directory: whatever lies
  * below it is ENOENT too. The guest uses both only with HAS_NEGATIVES.
  *
+ * An UPPER slot (HAS_UPPER) answers for a path whose walk met a node of the
+ * in-memory upper layer (a directory or symlink the guest made, /tmp): it
+ * is live while its generation is header.upper_generation, which the sentry
+ * bumps before it answers any trapped call that changes an upper node (every
+ * change to the upper layer's names and attributes is one; a regular upper
+ * file, whose size and times native writes change, is never published). So
+ * the churn of /tmp leaves the lower layer's answers alone. Everything said
+ * above of "the header's generation" holds for an UPPER slot with
+ * upper_generation in its place (a listing's records too: the area is reused
+ * only after an invalidation, which bumps both).
+ *
+ * A CWD slot (HAS_CWD; always UPPER) names a thread's working directory:
+ * its key is sentry_fm_cwd_key(gettid()), its target the directory's
+ * absolute path, published (after a trapped call relative to it) only while
+ * that path leads to that directory by the rules of a path's answer. The
+ * sentry bumps upper_generation before it answers any chdir or fchdir, and
+ * when a thread it published one for is gone (its id may be reused), so a
+ * live CWD slot is the calling thread's own working directory: its relative
+ * paths are answered as the absolute ones below it, as a token's are.
+ *
  * Plain C: the guest library is C, the sentry C++. */
 #ifndef SENTRY_FASTMETA_REGION_H_
 #define SENTRY_FASTMETA_REGION_H_
@@ -65,7 +85,7 @@
 #include <sys/stat.h>
 
 #define SENTRY_FM_MAGIC 0x314d4653u /* "SFM1" */
-#define SENTRY_FM_VERSION 5u
+#define SENTRY_FM_VERSION 6u
 #define SENTRY_FM_SLOT_SIZE 512u
 #define SENTRY_FM_INDEX_OFFSET 4096u
 #define SENTRY_FM_PROBES 8u
@@ -81,12 +101,16 @@
 #define SENTRY_FM_TOKEN 8u     /* a directory token: its path follows the key */
 #define SENTRY_FM_LISTING 16u  /* a directory's listing: list says where it is */
 #define SENTRY_FM_COMPLETE 32u /* a LISTING whose absent names are ENOENT (below) */
+#define SENTRY_FM_UPPER 64u    /* of header.upper_generation, not header.generation (below) */
+#define SENTRY_FM_CWD 128u     /* a thread's working directory: its path follows the key */
 
 /* header.features */
 #define SENTRY_FM_HAS_TOKENS 1u    /* token slots are published; lock_pid is set */
 #define SENTRY_FM_HAS_LISTINGS 2u  /* listing slots are published; list_* are set */
 #define SENTRY_FM_HAS_NEGATIVES 4u /* absent names below a COMPLETE listing or an ABSENT slot */
 #define SENTRY_FM_DIR_STREAMS 8u   /* opendir of any directory: the library's own stream */
+#define SENTRY_FM_HAS_UPPER 16u    /* UPPER slots are published (below) */
+#define SENTRY_FM_HAS_CWD 32u      /* CWD slots are published (below) */
 
 /* The d_off of the last record of a directory's listing, wherever the
  * sentry returns it (a trapped getdents64 that reached the end, a published
@@ -103,6 +127,8 @@
 
 /* A token's key: '#' and its id in 16 hex digits. */
 #define SENTRY_FM_TOKEN_KEY_LEN 17u
+/* A working directory's key: '$' and the thread's id (gettid) in 8 hex digits. */
+#define SENTRY_FM_CWD_KEY_LEN 9u
 
 struct sentry_fm_header {
   uint32_t magic;
@@ -116,6 +142,13 @@ struct sentry_fm_header {
   int32_t lock_pid;     /* l_pid of the sentry's token locks, as guests see it */
   uint64_t list_offset; /* the listings' area: offset and size (HAS_LISTINGS) */
   uint64_t list_bytes;
+  /* The generation of UPPER slots: bumped by every change to the upper
+   * layer, and with generation by every invalidation (both are taken from
+   * one counter, so upper_generation >= generation, and two slots of equal
+   * generations were published with no invalidation of either kind between
+   * them). */
+  uint64_t upper_generation;
+  uint8_t reserved[56];
 };
 
 /* Where a LISTING slot's records are: bytes of struct linux_dirent64 records
@@ -164,6 +197,11 @@ static inline void sentry_fm_token_key(uint64_t id, char out[SENTRY_FM_TOKEN_KEY
   for (int i = 0; i < 16; i++) out[1 + i] = "0123456789abcdef"[(id >> (60 - 4 * i)) & 15];
 }
 
+static inline void sentry_fm_cwd_key(uint32_t tid, char out[SENTRY_FM_CWD_KEY_LEN]) {
+  out[0] = '$';
+  for (int i = 0; i < 8; i++) out[1 + i] = "0123456789abcdef"[(tid >> (28 - 4 * i)) & 15];
+}
+
 /* An absolute path with no empty, "." or ".." component and no trailing
  * slash (not "/" itself), shorter than the slot's data: the only paths the
  * region answers for. */
@@ -186,10 +224,10 @@ static inline int sentry_fm_normal(const char* p, size_t len) {
 
 #ifdef __cplusplus
 static_assert(sizeof(struct sentry_fm_slot) == SENTRY_FM_SLOT_SIZE, "slot size");
-static_assert(sizeof(struct sentry_fm_header) == 64, "header size");
+static_assert(sizeof(struct sentry_fm_header) == 128, "header size");
 #else
 _Static_assert(sizeof(struct sentry_fm_slot) == SENTRY_FM_SLOT_SIZE, "slot size");
-_Static_assert(sizeof(struct sentry_fm_header) == 64, "header size");
+_Static_assert(sizeof(struct sentry_fm_header) == 128, "header size");
 #endif
 
 #endif /* SENTRY_FASTMETA_REGION_H_ */

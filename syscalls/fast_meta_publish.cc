@@ -31,29 +31,55 @@ bool FromLowerLayer(const vfs::Node& n, bool top) {
   }
 }
 
+// A directory or symlink of the in-memory upper layer (what the guest made,
+// /tmp, the tree's own directories): every change to its answers is a
+// trapped call, which invalidates the upper answers before it is answered
+// (vfs.h set_on_upper_change). Nothing of the host (a lower or cached node,
+// a -v mount of either kind), no dynamic directory (/proc), no magic link,
+// no device's directory, and never a regular file (native writes to its
+// store file change its size and times).
+bool PureUpper(const vfs::Node& n) {
+  if (n.IsLower() || n.IsCached() || n.IsHostRw() || n.read_only) return false;
+  if (n.lookup || n.names || n.pinned_parent || n.attr().dev != 0) return false;
+  if (n.kind() == vfs::NodeKind::kDir) return true;
+  return n.kind() == vfs::NodeKind::kSymlink && !n.magic && !n.object && !n.reopen;
+}
+
 // Whoever the caller is, the walk may search it (Vfs::Permission).
 bool SearchableByAll(const vfs::Node& dir) {
-  return dir.IsDir() && dir.host_dir && !dir.host_dir->read_write &&
-         (dir.attr().mode & 0111) == 0111 && (dir.host_mode & 1);
+  if (!dir.IsDir() || (dir.attr().mode & 0111) != 0111) return false;
+  if (PureUpper(dir)) return true;
+  return dir.host_dir && !dir.host_dir->read_write && (dir.host_mode & 1);
 }
 
 // Whoever the caller is, it may open the directory to read its listing (the
 // token it holds proves only that its own caller could).
 bool ListableByAll(const vfs::Node& dir) {
-  return dir.IsDir() && !dir.names && dir.host_dir && !dir.host_dir->read_write &&
-         (dir.attr().mode & 0444) == 0444 && (dir.host_mode & 4);
+  if (!dir.IsDir() || dir.names || dir.lookup || (dir.attr().mode & 0444) != 0444) return false;
+  if (PureUpper(dir)) return true;
+  return dir.host_dir && !dir.host_dir->read_write && (dir.host_mode & 4);
 }
 
 // The access(2) modes every caller is granted (Vfs::Permission: owner, group
-// or other bits, whichever apply, and the host's other bits).
+// or other bits, whichever apply, and for a lower node the host's other bits).
 uint32_t GrantedToAll(const vfs::Node& n) {
   uint32_t ok = 0;
   mode_t m = n.attr().mode;
+  mode_t host = PureUpper(n) ? 7 : n.host_mode;
   for (uint32_t bit : {R_OK, X_OK}) {
-    bool all = (m & (bit << 6)) && (m & (bit << 3)) && (m & bit) && (n.host_mode & bit);
+    bool all = (m & (bit << 6)) && (m & (bit << 3)) && (m & bit) && (host & bit);
     if (all) ok |= bit;
   }
   return ok;
+}
+
+// Whether a path's answer may rest on node (top: a top-level name), and
+// whether that makes it an upper answer (region.h SENTRY_FM_UPPER).
+bool MayRestOn(const FastMeta& fm, const vfs::Node& node, bool top, bool* upper) {
+  if (FromLowerLayer(node, top)) return true;
+  if (!fm.upper() || !PureUpper(node)) return false;
+  *upper = true;
+  return true;
 }
 
 // The node path leads to when every step of it may be published (the
@@ -61,11 +87,14 @@ uint32_t GrantedToAll(const vfs::Node& n) {
 // only the last name is missing, *absent is set. When a name is missing
 // below a top, *missing_in (if set) gets the directory it is missing from
 // (searchable by all, its path the first *missing_len bytes of path).
-vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* absent,
+// *upper: an upper node was met (the answer, or the absence, rests on it).
+vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* absent, bool* upper,
                            vfs::NodeRef* missing_in = nullptr, size_t* missing_len = nullptr) {
   *absent = false;
+  *upper = false;
   if (!sentry_fm_normal(path.data(), path.size())) return nullptr;
   vfs::Vfs& v = ctx.vfs();
+  const FastMeta& fm = *ctx.kernel.fast_meta();
   const auto& tops = ctx.kernel.fast_meta_tops();
   vfs::NodeRef dir = v.root();
   size_t start = 1;
@@ -74,7 +103,10 @@ vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* a
     size_t slash = path.find('/', start);
     bool last = slash == std::string::npos;
     std::string name = path.substr(start, last ? std::string::npos : slash - start);
-    if (first ? !tops.count(name) : !SearchableByAll(*dir)) return nullptr;
+    // A top-level name: a lower root (or /etc), or an upper directory of the
+    // root's own (/tmp); the root's other names (/proc, /dev, mounts) never.
+    bool top = first && tops.count(name);
+    if (first ? !top && !fm.upper() : !SearchableByAll(*dir)) return nullptr;
     vfs::NodeRef child = v.Child(dir, name);
     if (!child) {
       *absent = last && !first;
@@ -84,7 +116,14 @@ vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* a
       }
       return nullptr;
     }
-    if (!FromLowerLayer(*child, first)) return nullptr;
+    if (top) {
+      if (!FromLowerLayer(*child, true)) return nullptr;
+    } else if (first) {
+      if (!PureUpper(*child)) return nullptr;
+      *upper = true;
+    } else if (!MayRestOn(fm, *child, false, upper)) {
+      return nullptr;
+    }
     if (last) return child;
     if (!child->IsDir()) return nullptr;
     dir = std::move(child);
@@ -94,13 +133,14 @@ vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* a
 }
 
 // node's answer at path (which PublishableAt led to it).
-void PublishNode(SyscallContext& ctx, FastMeta& fm, std::string_view path, const vfs::Node& node) {
+void PublishNode(SyscallContext& ctx, FastMeta& fm, std::string_view path, const vfs::Node& node,
+                 bool upper) {
   struct stat st = ctx.vfs().Stat(node);
   if (node.kind() == vfs::NodeKind::kSymlink) {
     std::string_view target = node.target;
-    fm.PublishStat(path, st, 0, &target);
+    fm.PublishStat(path, st, 0, &target, upper);
   } else {
-    fm.PublishStat(path, st, GrantedToAll(node), nullptr);
+    fm.PublishStat(path, st, GrantedToAll(node), nullptr, upper);
   }
 }
 
@@ -109,15 +149,21 @@ void PublishNode(SyscallContext& ctx, FastMeta& fm, std::string_view path, const
 // suffix) land in directories of a few KiB; /usr/bin's listing would cost
 // more than the traps it saves.
 constexpr off_t kListOnAbsentMax = 32 << 10;
+// The same for an upper directory, in entries: no host call, but a listing
+// taken again after every change to the upper layer (the guest's library
+// scans at most 32 KiB of it, about 1,000 entries).
+constexpr size_t kUpperListOnAbsentMax = 512;
 
 // A name was found missing from dir (at dir_path): publish dir's whole
 // listing as COMPLETE, so that the guest answers the next absent names in
 // it (and below them) itself. Only a directory every caller may read (the
 // listing shows its names) and search (PublishableAt checked that).
 void ListForNegatives(SyscallContext& ctx, FastMeta& fm, const vfs::NodeRef& dir,
-                      std::string_view dir_path) {
+                      std::string_view dir_path, bool upper) {
   if (!fm.negatives() || !ListableByAll(*dir) || dir->lookup) return;
-  if (!dir->host_listed) {
+  if (PureUpper(*dir)) {
+    if (dir->children.size() > kUpperListOnAbsentMax) return;
+  } else if (!dir->host_listed) {
     // Not listed yet: its size on the host says what listing it costs (the
     // VFS shows every directory as 4096 bytes).
     struct stat host {};
@@ -127,7 +173,7 @@ void ListForNegatives(SyscallContext& ctx, FastMeta& fm, const vfs::NodeRef& dir
   std::optional<std::vector<char>> listing =
       WholeListing(ctx.vfs(), dir, SENTRY_FM_MAX_LISTING, nullptr);
   if (listing)
-    fm.PublishListing(dir_path, std::string_view(listing->data(), listing->size()), true);
+    fm.PublishListing(dir_path, std::string_view(listing->data(), listing->size()), true, upper);
 }
 
 }  // namespace
@@ -137,29 +183,31 @@ void PublishLookup(SyscallContext& ctx, const std::string& path, bool /*follow*/
   FastMeta* fm = ctx.kernel.fast_meta();
   if (!fm || (node == nullptr && err != ENOENT)) return;
   bool absent = false;
+  bool upper = false;
   vfs::NodeRef missing_in;
   size_t missing_len = 0;
-  vfs::NodeRef found = PublishableAt(ctx, path, &absent, &missing_in, &missing_len);
+  vfs::NodeRef found = PublishableAt(ctx, path, &absent, &upper, &missing_in, &missing_len);
   if (!found) {
     if (node != nullptr) return;
     // The listing first: a directory's first listing may invalidate the
     // region (vfs.h set_on_lower_change), which would drop the absent slot.
-    if (missing_in)
-      ListForNegatives(ctx, *fm, missing_in, std::string_view(path).substr(0, missing_len));
+    if (missing_in) {
+      ListForNegatives(ctx, *fm, missing_in, std::string_view(path).substr(0, missing_len), upper);
+    }
     if (absent) {
-      fm->PublishAbsent(path);
+      fm->PublishAbsent(path, upper);
     } else if (missing_in && fm->negatives()) {
       // A directory on the way is missing: its own ENOENT answers for
       // everything below it too (the guest's library looks up a path's
       // directories on a miss), where no listing was taken.
-      fm->PublishAbsent(std::string_view(path).substr(0, path.find('/', missing_len + 1)));
+      fm->PublishAbsent(std::string_view(path).substr(0, path.find('/', missing_len + 1)), upper);
     }
     return;
   }
   // A stat that followed a final symlink found another node: the link's
   // own entry answers lstat only, and is published by an lstat.
   if (found != node) return;
-  PublishNode(ctx, *fm, path, *found);
+  PublishNode(ctx, *fm, path, *found, upper);
 }
 
 bool RelockDirToken(const OpenObject& object, int held_fd) {
@@ -181,7 +229,8 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
   if (!where.ok()) return;
   const std::string& path = where.value();
   bool absent = false;
-  if (PublishableAt(ctx, path, &absent) != dir) return;
+  bool upper = false;
+  if (PublishableAt(ctx, path, &absent, &upper) != dir) return;
   // The listing first: a directory's first listing may change its stat
   // (st_nlink) and so invalidate the region (vfs.h set_on_lower_change).
   std::optional<std::vector<char>> listing;
@@ -198,16 +247,16 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
     fm->Reserve(3, listing ? listing->size() : 0);
     if (had && !fm->HasListing(path)) take_listing();  // that room dropped it
   }
-  PublishNode(ctx, *fm, path, *dir);  // the token's fstat
+  PublishNode(ctx, *fm, path, *dir, upper);  // the token's fstat
   if (fm->tokens() && held_fd >= 0) {
     if (object.fast_meta_id == 0) object.fast_meta_id = FastMeta::NewTokenId();
     // Set again on every call: a close of any other fd of this inode in
     // the sentry (a copy taken by GetFd) drops the process's POSIX locks.
-    if (RelockDirToken(object, held_fd)) fm->PublishToken(object.fast_meta_id, path);
+    if (RelockDirToken(object, held_fd)) fm->PublishToken(object.fast_meta_id, path, upper);
   }
   if (listing) {
     fm->PublishListing(path, std::string_view(listing->data(), listing->size()),
-                       SearchableByAll(*dir));
+                       SearchableByAll(*dir), upper);
   }
   // As NFS's READDIRPLUS: what a listing returned, the stats that follow hit.
   if (!names || !SearchableByAll(*dir)) return;
@@ -220,18 +269,47 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
     // what a walk stats next.
     if (type != DT_DIR && !dir->children.count(name)) continue;
     vfs::NodeRef child = v.Child(dir, name);
-    if (!child || !FromLowerLayer(*child, false)) continue;
+    bool child_upper = upper;
+    if (!child || !MayRestOn(*fm, *child, false, &child_upper)) continue;
     child_path.resize(path.size() + 1);
     child_path += name;
-    PublishNode(ctx, *fm, child_path, *child);
+    PublishNode(ctx, *fm, child_path, *child, child_upper);
   }
 }
+
+namespace {
+
+// A lookup relative to the working directory: the thread's working
+// directory is published (region.h SENTRY_FM_CWD) when its path may be (the
+// rules above) and leads to it, and the answer under its absolute path.
+void PublishRelative(SyscallContext& ctx, FastMeta& fm, const std::string& path, bool follow,
+                     const SysResult<vfs::NodeRef>& r) {
+  const vfs::NodeRef& cwd = ctx.task.fs->cwd;
+  if (!fm.upper() || !cwd || !cwd->IsDir()) return;
+  SysResult<std::string> where = ctx.vfs().PathOf(cwd);
+  if (!where.ok()) return;
+  std::string full = where.value() + "/" + path;
+  if (!sentry_fm_normal(full.data(), full.size())) return;
+  pid_t tid = ctx.task.ns_tid;
+  if (!fm.HasCwd(tid)) {
+    bool absent = false;
+    bool upper = false;
+    if (PublishableAt(ctx, where.value(), &absent, &upper) != cwd) return;
+    fm.PublishCwd(tid, where.value());
+  }
+  PublishLookup(ctx, full, follow, r.ok() ? r.value() : nullptr, r.ok() ? 0 : r.error());
+}
+
+}  // namespace
 
 SysResult<vfs::NodeRef> NodeAtPublished(SyscallContext& ctx, int dirfd, const std::string& path,
                                         bool follow, bool empty_ok) {
   SysResult<vfs::NodeRef> r = NodeAtPath(ctx, dirfd, path, follow, empty_ok);
-  if (ctx.kernel.fast_meta() && !path.empty() && path[0] == '/') {
+  FastMeta* fm = ctx.kernel.fast_meta();
+  if (fm && !path.empty() && path[0] == '/') {
     PublishLookup(ctx, path, follow, r.ok() ? r.value() : nullptr, r.ok() ? 0 : r.error());
+  } else if (fm && !path.empty() && dirfd == AT_FDCWD) {
+    PublishRelative(ctx, *fm, path, follow, r);
   }
   return r;
 }

@@ -8,7 +8,11 @@
 //   - its first component is one of the kernel's fast_meta_tops (the lower
 //     roots and /etc, none with a -v mount at or above it), and every later
 //     node is one a host lookup made (IsCached): no mount, no synthetic
-//     file (/etc/passwd...), no upper node, nothing write-through;
+//     file (/etc/passwd...), nothing write-through; or (with upper answers,
+//     region.h SENTRY_FM_UPPER) a directory or symlink of the in-memory
+//     upper layer (PureUpper: no regular file, no dynamic directory, nothing
+//     of the host), the first component included; an answer that rests on
+//     any upper node is published as UPPER;
 //   - no symlink is crossed but a final one under lstat;
 //   - every directory walked may be searched by any caller (u, g, o and the
 //     host's other bits all have x), so the caller's credentials do not
@@ -18,7 +22,10 @@
 // when that path leads to the token's very directory by the same rules.
 // The VFS invalidates the whole region before any change to a lower node,
 // the root, or a dropped cache, and when listing a directory changes its
-// st_nlink (vfs.h set_on_lower_change).
+// st_nlink (vfs.h set_on_lower_change); the upper answers alone before any
+// change to any other node (set_on_upper_change). A relative stat also
+// publishes the thread's working directory (SENTRY_FM_CWD), forgotten at
+// every chdir (sys_cwd.cc) and when the thread leaves the task table.
 #ifndef SENTRY_SYSCALLS_FAST_META_PUBLISH_H_
 #define SENTRY_SYSCALLS_FAST_META_PUBLISH_H_
 

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "sentry/kernel/kernel.h"
 #include "syscalls/common.h"
 #include "syscalls/handlers.h"
 
@@ -22,6 +23,9 @@ namespace {
 SysResult<uint64_t> SetCwd(SyscallContext& ctx, const vfs::NodeRef& node) {
   if (!node->IsDir()) return Errno{ENOTDIR};
   SYS_TRY(ctx.vfs().Permission(*node, X_OK, ctx.creds()));
+  // The working directories the guest's library reads go first (region.h
+  // SENTRY_FM_CWD): this one may be shared by other threads.
+  if (FastMeta* fm = ctx.kernel.fast_meta()) fm->ForgetCwds();
   ctx.task.fs->cwd = node;
   return 0;
 }

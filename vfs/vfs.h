@@ -115,6 +115,10 @@ class Vfs final {
   // lower node's stat depends on (its listing, the cache's drop): the
   // fast-metadata region's invalidation (sentry/kernel/fast_meta.h).
   void set_on_lower_change(std::function<void()> f) { on_lower_change_ = std::move(f); }
+  // Called before any change to any other node (the upper layer's: a name
+  // made or removed in a directory, its attributes): the region's upper
+  // answers' invalidation.
+  void set_on_upper_change(std::function<void()> f) { on_upper_change_ = std::move(f); }
   Store& store() { return *store_; }
 
   // --- resolution ---
@@ -262,6 +266,8 @@ class Vfs final {
   void LowerChanged(const Node& node) {
     if (on_lower_change_ && (node.IsLower() || node.IsCached() || &node == root_.get())) {
       on_lower_change_();
+    } else if (on_upper_change_) {
+      on_upper_change_();
     }
   }
   // Past the cache's budget: shrink it before a walk takes any reference.
@@ -321,6 +327,7 @@ class Vfs final {
   uint64_t cache_bytes_ = 0;
   uint64_t cache_next_ = kLowerCacheBytes;  // cache_bytes_ that triggers a shrink
   std::function<void()> on_lower_change_;
+  std::function<void()> on_upper_change_;
 };
 
 }  // namespace sentry::vfs

@@ -311,6 +311,10 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "gets glibc's stream (an fstat, and a getdents64 more at the end) "
            "(for measuring)",
            [&o] { o.fast_dir_streams = false; });
+  f.Switch("--no-fast-upper", kSandbox,
+           "publish nothing of the upper layer (/tmp's directories and symlinks, "
+           "their listings): every stat of them and every listing traps (for measuring)",
+           [&o] { o.fast_upper = false; });
   f.Value("--pool", kSandbox, "SOCKET",
           "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "
           "none can serve the run, it starts cold, with a notice",

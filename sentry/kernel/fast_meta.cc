@@ -57,6 +57,7 @@ absl::StatusOr<std::unique_ptr<FastMeta>> FastMeta::Create() {
   h->slots_offset = kSlotsOffset;
   h->index_offset = SENTRY_FM_INDEX_OFFSET;
   __atomic_store_n(&h->generation, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&h->upper_generation, 1, __ATOMIC_RELEASE);
   return std::unique_ptr<FastMeta>(new FastMeta(std::move(owned), map, std::move(*lib)));
 }
 
@@ -71,31 +72,82 @@ SysResult<UniqueFd> FastMeta::Reopen(int src) {
 }
 
 void FastMeta::Invalidate() {
-  __atomic_add_fetch(&header()->generation, 1, __ATOMIC_RELEASE);
+  // Both kinds: the slots and the listings' area are taken from the first
+  // again, over upper answers too.
+  ++counter_;
+  __atomic_store_n(&header()->upper_generation, counter_, __ATOMIC_RELEASE);
+  __atomic_store_n(&header()->generation, counter_, __ATOMIC_RELEASE);
   // The seqlock's write side for the listings' area, which has no seq of
   // its own: a reader that sees any byte written after this sees the new
   // generation too (region.h).
   __atomic_thread_fence(__ATOMIC_RELEASE);
   ++invalidations_;
+  cwd_tids_.clear();
   next_slot_ = 0;
   list_fill_ = 0;
 }
 
+void FastMeta::InvalidateUpper() {
+  if (!upper_) return;
+  ++counter_;
+  __atomic_store_n(&header()->upper_generation, counter_, __ATOMIC_RELEASE);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  ++upper_invalidations_;
+  cwd_tids_.clear();
+}
+
+void FastMeta::PublishCwd(int32_t tid, std::string_view dir_path) {
+  if (!upper_ || !sentry_fm_normal(dir_path.data(), dir_path.size())) return;
+  char key[SENTRY_FM_CWD_KEY_LEN];
+  sentry_fm_cwd_key(static_cast<uint32_t>(tid), key);
+  Write(std::string_view(key, sizeof(key)), SENTRY_FM_CWD | SENTRY_FM_FOLLOW | SENTRY_FM_UPPER,
+        nullptr, 0, dir_path);
+  cwd_tids_.insert(tid);
+}
+
+bool FastMeta::HasCwd(int32_t tid) const {
+  if (!cwd_tids_.count(tid)) return false;
+  char key[SENTRY_FM_CWD_KEY_LEN];
+  sentry_fm_cwd_key(static_cast<uint32_t>(tid), key);
+  return LiveSlot(std::string_view(key, sizeof(key))) != 0;
+}
+
+void FastMeta::ForgetCwds() {
+  if (!cwd_tids_.empty()) InvalidateUpper();
+}
+
+void FastMeta::ForgetCwd(int32_t tid) {
+  if (cwd_tids_.count(tid)) InvalidateUpper();
+}
+
+void FastMeta::EnableUpper() {
+  __atomic_or_fetch(&header()->features, SENTRY_FM_HAS_UPPER | SENTRY_FM_HAS_CWD, __ATOMIC_RELEASE);
+  upper_ = true;
+}
+
+bool FastMeta::SlotLive(uint32_t n) const {
+  if (n == 0 || n > next_slot_) return false;
+  const sentry_fm_slot* s = SlotAt(n - 1);
+  const sentry_fm_header* h = header();
+  return s->generation == ((s->flags & SENTRY_FM_UPPER) ? h->upper_generation : h->generation);
+}
+
 void FastMeta::PublishStat(std::string_view path, const struct stat& st, uint32_t access_ok,
-                           const std::string_view* link_target) {
-  if (!sentry_fm_normal(path.data(), path.size())) return;
+                           const std::string_view* link_target, bool upper) {
+  if (!sentry_fm_normal(path.data(), path.size()) || (upper && !upper_)) return;
+  uint32_t kind = upper ? SENTRY_FM_UPPER : 0;
   if (!link_target) {
-    Write(path, SENTRY_FM_FOLLOW, &st, access_ok, {});
+    Write(path, SENTRY_FM_FOLLOW | kind, &st, access_ok, {});
   } else if (path.size() + link_target->size() <= sizeof(sentry_fm_slot::data)) {
-    Write(path, SENTRY_FM_TARGET, &st, 0, *link_target);
+    Write(path, SENTRY_FM_TARGET | kind, &st, 0, *link_target);
   } else {
-    Write(path, 0, &st, 0, {});
+    Write(path, kind, &st, 0, {});
   }
 }
 
-void FastMeta::PublishAbsent(std::string_view path) {
-  if (!sentry_fm_normal(path.data(), path.size())) return;
-  Write(path, SENTRY_FM_ABSENT | SENTRY_FM_FOLLOW, nullptr, 0, {});
+void FastMeta::PublishAbsent(std::string_view path, bool upper) {
+  if (!sentry_fm_normal(path.data(), path.size()) || (upper && !upper_)) return;
+  Write(path, SENTRY_FM_ABSENT | SENTRY_FM_FOLLOW | (upper ? SENTRY_FM_UPPER : 0), nullptr, 0, {});
 }
 
 void FastMeta::EnableTokens(int32_t lock_pid) {
@@ -104,12 +156,12 @@ void FastMeta::EnableTokens(int32_t lock_pid) {
   tokens_ = true;
 }
 
-void FastMeta::PublishToken(uint64_t id, std::string_view dir_path) {
-  if (!tokens_ || !sentry_fm_normal(dir_path.data(), dir_path.size())) return;
+void FastMeta::PublishToken(uint64_t id, std::string_view dir_path, bool upper) {
+  if (!tokens_ || !sentry_fm_normal(dir_path.data(), dir_path.size()) || (upper && !upper_)) return;
   char key[SENTRY_FM_TOKEN_KEY_LEN];
   sentry_fm_token_key(id, key);
-  Write(std::string_view(key, sizeof(key)), SENTRY_FM_TOKEN | SENTRY_FM_FOLLOW, nullptr, 0,
-        dir_path);
+  Write(std::string_view(key, sizeof(key)),
+        SENTRY_FM_TOKEN | SENTRY_FM_FOLLOW | (upper ? SENTRY_FM_UPPER : 0), nullptr, 0, dir_path);
 }
 
 void FastMeta::EnableListings() {
@@ -142,8 +194,10 @@ bool FastMeta::HasListing(std::string_view dir_path) const {
   return listings_ && LiveSlot(ListingKey(dir_path)) != 0;
 }
 
-void FastMeta::PublishListing(std::string_view dir_path, std::string_view records, bool complete) {
+void FastMeta::PublishListing(std::string_view dir_path, std::string_view records, bool complete,
+                              bool upper) {
   if (!listings_ || !sentry_fm_normal(dir_path.data(), dir_path.size())) return;
+  if (upper && !upper_) return;
   if (records.empty() || records.size() > SENTRY_FM_MAX_LISTING || records.size() % 8 != 0) return;
   // Taken before the area is written: a Write that found the slots full
   // would invalidate after it, and the next listing would be written over
@@ -165,7 +219,7 @@ void FastMeta::PublishListing(std::string_view dir_path, std::string_view record
   struct stat st {};
   static_assert(sizeof(list) <= sizeof(st));
   std::memcpy(&st, &list, sizeof(list));
-  uint32_t flags = SENTRY_FM_LISTING | SENTRY_FM_FOLLOW;
+  uint32_t flags = SENTRY_FM_LISTING | SENTRY_FM_FOLLOW | (upper ? SENTRY_FM_UPPER : 0);
   if (complete && negatives()) flags |= SENTRY_FM_COMPLETE;
   Write(ListingKey(dir_path), flags, &st, 0, {});
   ++listings_published_;
@@ -179,12 +233,10 @@ uint32_t FastMeta::LiveSlot(std::string_view key) const {
   uint64_t h = sentry_fm_hash(key.data(), key.size(), 0);
   const auto* index =
       reinterpret_cast<const uint32_t*>(static_cast<const char*>(map_) + SENTRY_FM_INDEX_OFFSET);
-  uint64_t gen = __atomic_load_n(&header()->generation, __ATOMIC_RELAXED);
   for (uint32_t i = 0; i < SENTRY_FM_PROBES; ++i) {
     uint32_t n = index[(h + i) & (kSlots - 1)];
-    if (n == 0 || n > next_slot_) return 0;
+    if (!SlotLive(n)) return 0;
     const sentry_fm_slot* s = SlotAt(n - 1);
-    if (s->generation != gen) return 0;
     if (s->path_len == key.size() && std::memcmp(s->data, key.data(), key.size()) == 0) return n;
   }
   return 0;
@@ -202,21 +254,21 @@ void FastMeta::Write(std::string_view path, uint32_t flags, const struct stat* s
   uint64_t h = sentry_fm_hash(path.data(), path.size(), 0);
   auto* index = reinterpret_cast<uint32_t*>(static_cast<char*>(map_) + SENTRY_FM_INDEX_OFFSET);
   auto slot_at = [this](uint32_t n) { return SlotAt(n); };
-  uint64_t gen = __atomic_load_n(&header()->generation, __ATOMIC_RELAXED);
-  auto live = [&](uint32_t n) {
-    return n != 0 && n <= next_slot_ && slot_at(n - 1)->generation == gen;
-  };
   // The key's own slot on its probe sequence (rewritten in place), else the
-  // first free bucket there (a new slot); all taken: the first bucket's
-  // answer gives way (rewritten in place).
+  // first free bucket there (a new slot, or the dead one it points at: an
+  // upper answer of an older upper generation, so that the churn of /tmp
+  // reuses slots rather than filling them); all taken: the first bucket's
+  // answer gives way (rewritten in place). A slot rewritten in place that
+  // another bucket also points at only costs that bucket's answer: every
+  // reader compares the key.
   uint32_t bucket = static_cast<uint32_t>(h & (kSlots - 1));
   uint32_t k = __atomic_load_n(&index[bucket], __ATOMIC_RELAXED);
   for (uint32_t i = 0; i < SENTRY_FM_PROBES; ++i) {
     uint32_t b = static_cast<uint32_t>((h + i) & (kSlots - 1));
     uint32_t n = __atomic_load_n(&index[b], __ATOMIC_RELAXED);
-    if (!live(n)) {
+    if (!SlotLive(n)) {
       bucket = b;
-      k = 0;
+      k = n != 0 && n <= next_slot_ ? n : 0;
       break;
     }
     const sentry_fm_slot* s = slot_at(n - 1);
@@ -230,7 +282,6 @@ void FastMeta::Write(std::string_view path, uint32_t flags, const struct stat* s
     if (next_slot_ == kSlots) {
       // Full: everything goes, and the slots are taken from the first again.
       Invalidate();
-      gen = __atomic_load_n(&header()->generation, __ATOMIC_RELAXED);
       bucket = static_cast<uint32_t>(h & (kSlots - 1));
     }
     k = ++next_slot_;
@@ -241,7 +292,7 @@ void FastMeta::Write(std::string_view path, uint32_t flags, const struct stat* s
   __atomic_store_n(&slot->seq, seq + 1, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
   slot->flags = flags;
-  slot->generation = gen;
+  slot->generation = (flags & SENTRY_FM_UPPER) ? header()->upper_generation : header()->generation;
   slot->access_ok = access_ok;
   slot->path_len = static_cast<uint16_t>(path.size());
   slot->target_len = static_cast<uint16_t>(target.size());

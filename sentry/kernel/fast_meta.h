@@ -1,6 +1,7 @@
 // FastMeta: the sandbox's fast-metadata region (fastmeta/region.h), where the
 // sentry publishes answers it has already given about the read-only lower
-// layer, for the guest's preload library to read without a trap.
+// layer (and, with EnableUpper, the upper layer's directories and symlinks),
+// for the guest's preload library to read without a trap.
 //
 // One sealed memfd per sandbox. It is sized, mapped writable once by the
 // sentry, then sealed with F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK | F_SEAL_GROW
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <unordered_set>
 
 #include "absl/status/statusor.h"
 #include "fastmeta/region.h"
@@ -54,14 +56,27 @@ class FastMeta final {
   // path must satisfy sentry_fm_normal. access_ok: see sentry_fm_slot.
   // link_target: a symlink's target (the entry then answers lstat and
   // readlink only; null for anything else, whose entry answers stat too).
+  // upper (every Publish*): the answer depends on an upper node (region.h
+  // SENTRY_FM_UPPER); dropped unless EnableUpper was called.
   void PublishStat(std::string_view path, const struct stat& st, uint32_t access_ok,
-                   const std::string_view* link_target);
-  void PublishAbsent(std::string_view path);
+                   const std::string_view* link_target, bool upper = false);
+  void PublishAbsent(std::string_view path, bool upper = false);
+  // Upper answers (region.h SENTRY_FM_UPPER; off: --no-fast-upper).
+  void EnableUpper();
+  bool upper() const { return upper_; }
+  // Working directories (region.h SENTRY_FM_CWD), with upper answers: the
+  // guest's thread tid (as it reads gettid) works in dir_path.
+  void PublishCwd(int32_t tid, std::string_view dir_path);
+  bool HasCwd(int32_t tid) const;
+  // Before a chdir is answered: every published working directory goes.
+  void ForgetCwds();
+  // A thread is gone (its id may be reused): its working directory goes.
+  void ForgetCwd(int32_t tid);
   // Directory tokens (region.h): the guest reads a token's id off the
   // sentry's lock on it and finds here the path that leads to it.
   void EnableTokens(int32_t lock_pid);
   bool tokens() const { return tokens_; }
-  void PublishToken(uint64_t id, std::string_view dir_path);
+  void PublishToken(uint64_t id, std::string_view dir_path, bool upper = false);
   // Directory listings (region.h): records are what getdents64 returns for
   // the whole directory at dir_path from position 0; larger than
   // SENTRY_FM_MAX_LISTING, not published.
@@ -75,7 +90,8 @@ class FastMeta final {
   bool HasListing(std::string_view dir_path) const;
   // complete (with negatives on): the listing also answers ENOENT for the
   // names absent from it (region.h SENTRY_FM_COMPLETE).
-  void PublishListing(std::string_view dir_path, std::string_view records, bool complete = false);
+  void PublishListing(std::string_view dir_path, std::string_view records, bool complete = false,
+                      bool upper = false);
   // Complete listings (off: --no-fast-negatives): what the caller vouches
   // for with PublishListing's complete is published as such.
   void EnableNegatives();
@@ -88,10 +104,14 @@ class FastMeta final {
   static uint64_t NewTokenId();
   // Every published answer becomes a miss.
   void Invalidate();
+  // Every upper answer becomes a miss (the lower ones stay): called before
+  // any change to an upper node is answered (vfs.h set_on_upper_change).
+  void InvalidateUpper();
 
   uint64_t published() const { return published_; }
   uint64_t invalidations() const { return invalidations_; }
   uint64_t listings_published() const { return listings_published_; }
+  uint64_t upper_invalidations() const { return upper_invalidations_; }
 
  private:
   FastMeta(UniqueFd fd, void* map, UniqueFd lib_fd)
@@ -104,6 +124,8 @@ class FastMeta final {
     return reinterpret_cast<sentry_fm_slot*>(static_cast<char*>(map_) + kSlotsOffset +
                                              size_t{n} * SENTRY_FM_SLOT_SIZE);
   }
+  // Whether slot number n - 1 is taken and of its kind's generation.
+  bool SlotLive(uint32_t n) const;
   // The slot number + 1 of key's live slot, or 0.
   uint32_t LiveSlot(std::string_view key) const;
 
@@ -113,8 +135,12 @@ class FastMeta final {
   bool tokens_ = false;
   bool listings_ = false;
   bool negatives_ = false;
-  uint32_t next_slot_ = 0;  // taken in order; from 0 again after Invalidate
-  size_t list_fill_ = 0;    // the listings' area used; 0 again after Invalidate
+  bool upper_ = false;
+  uint64_t counter_ = 1;  // the last generation of either kind (region.h)
+  uint64_t upper_invalidations_ = 0;
+  std::unordered_set<int32_t> cwd_tids_;  // live CWD slots' threads (at most one each)
+  uint32_t next_slot_ = 0;                // taken in order; from 0 again after Invalidate
+  size_t list_fill_ = 0;                  // the listings' area used; 0 again after Invalidate
   uint64_t published_ = 0;
   uint64_t invalidations_ = 0;
   uint64_t listings_published_ = 0;

@@ -85,6 +85,10 @@ struct KernelConfig {
   // its own stream: no fstat, and no getdents64 after the one that returned
   // the last record (off: --no-fast-dir-streams; fastmeta/dir.c).
   bool fast_dir_streams = true;
+  // With fast metadata, the upper layer's directories and symlinks published
+  // too, under a generation of their own (off: --no-fast-upper; see
+  // fast_meta_publish.h).
+  bool fast_upper = true;
   uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid, range_uid); }
   gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid, range_gid); }
 
@@ -131,6 +135,11 @@ class Kernel final {
     fast_meta_tops_ = std::move(tops);
     FastMeta* raw = fast_meta_.get();
     vfs_->set_on_lower_change(raw ? std::function<void()>([raw] { raw->Invalidate(); }) : nullptr);
+    vfs_->set_on_upper_change(
+        raw && raw->upper() ? std::function<void()>([raw] { raw->InvalidateUpper(); }) : nullptr);
+    tasks_.set_on_gone(raw && raw->upper()
+                           ? std::function<void(pid_t)>([raw](pid_t tid) { raw->ForgetCwd(tid); })
+                           : nullptr);
   }
   FastMeta* fast_meta() { return fast_meta_.get(); }
   const std::set<std::string>& fast_meta_tops() const { return fast_meta_tops_; }

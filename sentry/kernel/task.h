@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -76,9 +77,14 @@ class TaskTable final {
     return it == tasks_.end() ? nullptr : &it->second;
   }
   Task& Add(Task task) { return tasks_[task.tid] = std::move(task); }
-  void Remove(pid_t tid) { tasks_.erase(tid); }
+  void Remove(pid_t tid) {
+    Gone(tid);
+    tasks_.erase(tid);
+  }
   // After a non-leader thread execs, the kernel gives it the leader's tid.
   void Rename(pid_t from, pid_t to) {
+    Gone(from);
+    Gone(to);
     auto node = tasks_.extract(from);
     if (node.empty()) return;
     node.key() = to;
@@ -87,6 +93,9 @@ class TaskTable final {
     tasks_.insert(std::move(node));
   }
   size_t size() const { return tasks_.size(); }
+  // Called with a thread's sandbox tid as it leaves the table (its id may
+  // then be reused): the fast-metadata region's working directory of it.
+  void set_on_gone(std::function<void(pid_t ns_tid)> f) { on_gone_ = std::move(f); }
   // Processes are counted by distinct thread groups.
   size_t ProcessCount() const;
   // The live processes, by host tgid.
@@ -101,7 +110,13 @@ class TaskTable final {
   pid_t NsPidOfHost(pid_t host_pid) const;
 
  private:
+  void Gone(pid_t tid) {
+    if (!on_gone_) return;
+    auto it = tasks_.find(tid);
+    if (it != tasks_.end()) on_gone_(it->second.ns_tid);
+  }
   std::map<pid_t, Task> tasks_;
+  std::function<void(pid_t)> on_gone_;
 };
 
 // The pid of a host task in its innermost pid namespace, or `outer` levels

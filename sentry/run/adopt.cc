@@ -241,6 +241,7 @@ std::optional<std::string> Adoption::Build() {
   kc.fast_listings = o_.fast_listings;
   kc.fast_negatives = o_.fast_negatives;
   kc.fast_dir_streams = o_.fast_dir_streams;
+  kc.fast_upper = o_.fast_upper;
   kernel_ = std::make_unique<Kernel>(std::move(vfs_), kc);
   kernel_->init_host_pid = child_;
   if (range.count != 0) {

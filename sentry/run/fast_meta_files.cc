@@ -69,6 +69,7 @@ absl::Status AddFastMeta(Kernel& kernel, const TreeConfig& tree) {
     if (kernel.config().fast_negatives) fm->EnableNegatives();
     if (kernel.config().fast_dir_streams) fm->EnableDirStreams();
   }
+  if (kernel.config().fast_upper) fm->EnableUpper();
   kernel.set_fast_meta(std::move(fm), std::move(tops));
   return absl::OkStatus();
 }

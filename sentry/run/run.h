@@ -117,6 +117,9 @@ struct RunOptions {
   // And the library's own streams for every opendir (false:
   // --no-fast-dir-streams; see KernelConfig::fast_dir_streams).
   bool fast_dir_streams = true;
+  // And the upper layer's directories and symlinks (false: --no-fast-upper;
+  // see KernelConfig::fast_upper).
+  bool fast_upper = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):

@@ -32,6 +32,7 @@ KernelConfig Run::KernelConfigOf() const {
   kc.fast_listings = o_.fast_listings;
   kc.fast_negatives = o_.fast_negatives;
   kc.fast_dir_streams = o_.fast_dir_streams;
+  kc.fast_upper = o_.fast_upper;
   return kc;
 }
 

@@ -192,7 +192,8 @@ t("at_absent", lambda: rel("fm-absent"))
 
 // Names the sentry adds to a lower directory (a -v mount point, /etc's
 // files) are in its listing, so never answered ENOENT; a directory not every
-// caller may search, a -v mount and /tmp are never COMPLETE.
+// caller may search, a -v mount and /tmp (upper answers off here) are never
+// COMPLETE.
 TEST(FastNegative, OnlyWhatATrapAnswers) {
   TempDir ro("/tmp/sec-fn-ro-");
   WriteFileOrDie(ro.path() + "/f", "x");
@@ -214,7 +215,7 @@ t("etc", lambda: (lib("/etc/fm-absent"),
 t("etc_files", lambda: (lib("/etc/passwd") != "ENOENT", lib("/etc/sentry") != "ENOENT"))
 )PY",
                     {"-v", ro.path() + ":/data:ro", "-v", ro.path() + ":/usr/share/fm-mnt:ro", "-v",
-                     ro.path() + ":/usr/share/fm-ov"});
+                     ro.path() + ":/usr/share/fm-ov", "--no-fast-upper"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   Results res = ParseResults(r.out);
   EXPECT_EQ(Value(res, "share"), "('ENOENT', True)") << r.out;

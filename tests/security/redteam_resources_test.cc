@@ -159,10 +159,11 @@ TEST(RtResources, TrappedCallStormStaysNearTheCpuCap) {
   const double cap = 0.1, seconds = 2;
   SampledRun storm = RunSampled({"--cpus", "0.1", "--timeout", "2"}, R"PY(
 import threading
+open("/tmp/f", "w").close()
 def storm():
     while True:
-        # /tmp, the upper layer: never answered by fast metadata, always trapped
-        try: os.stat("/tmp/nonexistent")
+        # An upper regular file: never answered by fast metadata, always trapped
+        try: os.stat("/tmp/f")
         except OSError: pass
 for _ in range(8): threading.Thread(target=storm, daemon=True).start()
 import time; time.sleep(100)
