@@ -208,7 +208,10 @@ t("search", lambda: sorted(k for k in keys if "search" in k))
 t("read", lambda: sorted(k for k in keys if "/read" in k))
 t("private", lambda: sorted(k for k in keys if "private" in k))
 t("complete", lambda: sorted(k for k in COMPLETE if "fu-perm" in k))
-t("outside", lambda: sorted(k for k in keys if not k.lstrip("@").startswith(("/tmp/fu-perm", "/tmp", "/usr", "/etc")) and not k.startswith("#")))
+# Without namespaces there is no devpts (no /dev/ptmx): /dev/pts is then a
+# plain empty directory of the tree, which only the guest's trapped writes change.
+plain_pts = not os.path.lexists("/dev/ptmx")
+t("outside", lambda: sorted(k for k in keys if not k.lstrip("@").startswith(("/tmp/fu-perm", "/tmp", "/usr", "/etc")) and not k.startswith("#") and not (plain_pts and k.lstrip("@") == "/dev/pts")))
 t("rw", lambda: sorted(k for k in keys if "/tmp/rw" in k))
 t("same", lambda: [p for n in ("private", "search", "read", "public")
                    for p in (f"{D}/{n}", f"{D}/{n}/d", f"{D}/{n}/none") if not same(p)])
