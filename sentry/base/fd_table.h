@@ -18,17 +18,24 @@
 
 namespace sentry {
 
+// The soft RLIMIT_NOFILE the sentry raises itself to (at most the hard
+// one). Its own fds, not the guest's (which gets its own limit): the VFS
+// holds a host fd for each lower directory a guest walks or lists until its
+// cache's byte budget (vfs.h kLowerCacheBytes) drops the node, which is
+// ~20,000 directories for a walk of /usr; a user's session often starts at
+// a soft 1024, and at 4096 an ordinary user's os.walk of /usr/lib failed
+// with EMFILE past 4,000 directories.
+inline constexpr rlim_t kSentryNofile = 65536;
+
 // Room for `fds` descriptors (at most the soft RLIMIT_NOFILE). Call it where
 // the process has one thread: at start, and in a child after fork, whose
 // table the kernel sizes anew from the fds it has open.
-// A soft limit below `fds` is raised toward the hard one first: a user's
-// session often starts at 1024 (the sentry's own fds, not the guest's, which
-// gets its own limit).
+// A soft limit below kSentryNofile is raised toward the hard one first.
 inline void ReserveFdTable(int fds = 4096) {
   struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < static_cast<rlim_t>(fds) &&
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < kSentryNofile &&
       rl.rlim_max > rl.rlim_cur) {
-    rlimit raised{std::min<rlim_t>(rl.rlim_max, static_cast<rlim_t>(fds)), rl.rlim_max};
+    rlimit raised{std::min<rlim_t>(rl.rlim_max, kSentryNofile), rl.rlim_max};
     if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
   }
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
