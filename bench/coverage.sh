@@ -131,6 +131,15 @@ for bin in bench_native_ops bench_syscall_families; do
       2>"$RAW/micro_${bin}_${env}.err" || log "  $bin under $env: exit $? ($(tail -n1 "$RAW/micro_${bin}_${env}.err"))"
   done
 done
+# The same calls as programs make them, through the preload library (fast metadata
+# on, the default): stat, access and readlink of published paths, fstat of a
+# directory, a published listing, are answered without a trap.
+if grep -q -- --no-fast-metadata <<<"$run_help"; then
+  argv=("$SENTRY" run --timeout 0 --copy "$BENCH/bench_native_ops:/tmp/bench_native_ops" -- /tmp/bench_native_ops)
+  log "[bench_native_ops/sentry, fast metadata on] ${argv[*]}"
+  timeout --kill-after=10 600 "${argv[@]}" "${GB[@]}" >"$RAW/micro_bench_native_ops_sentry_fast.json" \
+    2>"$RAW/micro_bench_native_ops_sentry_fast.err" || log "  exit $? ($(tail -n1 "$RAW/micro_bench_native_ops_sentry_fast.err"))"
+fi
 log "[bench_unotify] the floor"
 "$BENCH/bench_unotify" "${GB[@]}" --benchmark_filter='^unotify/(filtered_native|sync/recv/plain|sync/epoll/plain|default/recv/plain)/manual_time$' >"$RAW/unotify.json" 2>"$RAW/unotify.err" ||
   log "  bench_unotify: exit $?"

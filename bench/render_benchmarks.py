@@ -193,6 +193,25 @@ def collect(raw, results):
             micro.append(row)
     with open(os.path.join(results, "micro.json"), "w") as f:
         json.dump(micro, f, indent=1)
+    # The same calls through the preload library (fast metadata on).
+    fast = gbench_medians(load(os.path.join(raw, "micro_bench_native_ops_sentry_fast.json")))
+    micro_fast = []
+    for bm, (what, trapped, traced) in MICRO.items():
+        if trapped == 0 or traced:  # nothing the library could answer
+            continue
+        v, nat = fast.get(bm), per_env.get("native", {}).get(bm, {})
+        trapped_row = per_env.get("sentry", {}).get(bm, {})
+        if v and v.get("ns"):
+            micro_fast.append({
+                "benchmark": bm, "what": what, "median_ns": v["ns"], "native_ns": nat.get("ns"),
+                "trapped_ns": trapped_row.get("ns"),
+                "ratio_to_native": v["ns"] / nat["ns"] if nat.get("ns") else None})
+    path = os.path.join(results, "micro_fast.json")
+    if micro_fast:
+        with open(path, "w") as f:
+            json.dump(micro_fast, f, indent=1)
+    elif os.path.exists(path):
+        os.remove(path)
 
     # Coverage by action.
     table = load(os.path.join(raw, "syscalls.json"))
@@ -350,6 +369,23 @@ def render_fast_share(p, rows):
         share = f"{saved} ({100 * saved / off:.0f} %)" if off else "–"
         p(f"| {c['workload']} | {off} | {on} | {share} | {fam_off} / {fam_on} | "
           f"{so.get('getdents64', 0)} / {sn.get('getdents64', 0)} |")
+
+
+def render_micro_fast(p, rows):
+    p("### The same calls as programs make them")
+    p("")
+    p("The table above runs with `--no-fast-metadata`, so that each row measures the trapped "
+      "call itself. Programs run with the preload library (the default), which answers stat, "
+      "access and readlink of published paths, fstat of a directory and a published listing "
+      "from the shared region without a trap (fastmeta/README.md); a row it cannot answer "
+      "traps as above. The same binary, the same run of `bench/coverage.sh`:")
+    p("")
+    p("| benchmark | native | sentry, trapped | sentry, with the library | with the library/native |")
+    p("| --- | --- | --- | --- | --- |")
+    for r in rows:
+        p(f"| {r['benchmark'][3:]} | {fmt_ns(r.get('native_ns'))} | {fmt_ns(r.get('trapped_ns'))} | "
+          f"{fmt_ns(r['median_ns'])} | {fmt_x(r.get('ratio_to_native'))} |")
+    p("")
 
 
 def render(results, out_md, img, check=False):
@@ -522,6 +558,10 @@ def render(results, out_md, img, check=False):
     else:
         p("(No plots: neither matplotlib nor gnuplot was installed.)")
         p("")
+
+    micro_fast = load(os.path.join(results, "micro_fast.json")) or []
+    if micro_fast:
+        render_micro_fast(p, micro_fast)
 
     # Where above 2 round trips.
     over = [r for r in micro if r["mode"] == "sentry" and (r.get("round_trips_per_trapped_call") or 0) > 2]
