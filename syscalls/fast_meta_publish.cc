@@ -314,4 +314,15 @@ SysResult<vfs::NodeRef> NodeAtPublished(SyscallContext& ctx, int dirfd, const st
   return r;
 }
 
+void PublishOpened(SyscallContext& ctx, int dirfd, const std::string& path, bool follow,
+                   const vfs::NodeRef& node) {
+  FastMeta* fm = ctx.kernel.fast_meta();
+  if (!fm || !fm->fd_records() || path.empty() || !node) return;
+  if (path[0] == '/') {
+    if (!fm->HasAnswer(path)) PublishLookup(ctx, path, follow, node, 0);
+  } else if (dirfd == AT_FDCWD) {
+    PublishRelative(ctx, *fm, path, follow, node);
+  }
+}
+
 }  // namespace sentry::sys
