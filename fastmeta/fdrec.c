@@ -35,7 +35,11 @@
  * fstat then answers the old file's stat (an answer of the region that any
  * process could read anyway: nothing new reaches the guest). A vfork child
  * that opens or closes through libc writes the parent's records (POSIX
- * allows it nothing but _exit and exec).
+ * allows it nothing but _exit and exec). Numbers 0, 1 and 2 are never
+ * recorded: stdio's stdin, stdout and stderr wrap them without an fdopen,
+ * and fclose or freopen of them closes the number inside libc. The entries
+ * here make the raw syscall: open and close are no longer cancellation
+ * points for pthread_cancel.
  *
  * Records live in a table of FM_FD_MAX entries mapped at the first record
  * (not BSS: every process would carry it). Each entry is a seqlock whose
@@ -179,7 +183,9 @@ static void fm_fd_opened(int fd, int dirfd, const char* path, int flags, const c
   if (fd < 0 || fd >= FM_FD_MAX) return;
   struct sentry_fm_slot s;
   int saved = errno;
-  if (base != NULL && gen != 0 && fm_recordable(flags) &&
+  /* Never 0, 1 or 2: stdio's streams wrap them without an fdopen, and an
+   * fclose or freopen of stdin closes its number inside libc. */
+  if (fd > 2 && base != NULL && gen != 0 && fm_recordable(flags) &&
       fm_lookup_at(dirfd, path, 0, !(flags & O_NOFOLLOW), &s) &&
       !(s.flags & (SENTRY_FM_ABSENT | SENTRY_FM_UPPER | SENTRY_FM_TOKEN | SENTRY_FM_LISTING |
                    SENTRY_FM_CWD)) &&

@@ -164,6 +164,12 @@ check("fdopen_fclose", lambda fd: libc.fclose(libc.fdopen(fd, b"r")), fopened)
 # The pipe's kind, to prove the dup2 checks compared a FIFO.
 fd = rec(A); os.dup2(r, fd)
 t("fifo", lambda: (kind(lib(fd)) == stat.S_IFIFO, kind(raw(fd)) == stat.S_IFIFO))
+# stdin's number reopened inside libc (freopen closes and opens it there).
+os.close(0); fd0 = rec(A)
+libc.freopen.restype = ctypes.c_void_p
+libc.freopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p]
+libc.freopen(B.encode(), b"r", ctypes.c_void_p.in_dll(libc, "stdin"))
+t("freopen_stdin", lambda: (fd0, lib(0) == raw(0)))
 )PY");
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   Results res = ParseResults(r.out);
@@ -173,6 +179,7 @@ t("fifo", lambda: (kind(lib(fd)) == stat.S_IFIFO, kind(raw(fd)) == stat.S_IFIFO)
     EXPECT_EQ(Value(res, name), "(True, True, True, True)") << name << "\n" << r.out;
   }
   EXPECT_EQ(Value(res, "fifo"), "(True, True)") << r.out;
+  EXPECT_EQ(Value(res, "freopen_stdin"), "(0, True)") << r.out;
 }
 
 // One thread closes and reopens one number (two files in turn), another
