@@ -291,7 +291,8 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
   f.Switch("--fast-metadata", kSandbox,
            "the default: publish the system directories' metadata and listings to a "
            "preload library in the guest (/etc/ld.so.preload), which answers stat, access, "
-           "readlink and readdir there, and fstat and fstatat of directory fds, without a "
+           "readlink and readdir there, and fstat and fstatat of directory fds (and fstat "
+           "of the system files it opened), without a "
            "trap (never for an OCI bundle's rootfs)",
            [&o] { o.fast_metadata = true; });
   f.Switch("--no-fast-metadata", kSandbox,
