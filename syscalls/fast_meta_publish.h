@@ -72,9 +72,12 @@ bool RelockDirToken(const OpenObject& object, int held_fd);
 // answered, with fd records on: the path's own answer (as a stat of it),
 // so that the guest's library finds it for the fd it records
 // (fastmeta/fdrec.c) even where no stat came first (Python opens each .pyc
-// directly). An absolute path, or one relative to the working directory.
-void PublishOpened(SyscallContext& ctx, int dirfd, const std::string& path, bool follow,
-                   const vfs::NodeRef& node);
+// directly). An absolute path, or one relative to the working directory;
+// one relative to a directory fd as where (the node's parent's path and
+// its name), which is what the library makes of the token's path and the
+// name (fgrep -r, fts: openat(dirfd, name) then fstat).
+void PublishOpened(SyscallContext& ctx, int dirfd, const std::string& path,
+                   const std::string& where, bool follow, const vfs::NodeRef& node);
 
 // NodeAtPath (common.h), whose answer is then published.
 SysResult<vfs::NodeRef> NodeAtPublished(SyscallContext& ctx, int dirfd, const std::string& path,

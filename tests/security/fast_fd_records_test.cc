@@ -84,7 +84,8 @@ int Trapped(const std::string& census, const std::string& name) {
 // Every answer is the trap's, whole (all 144 bytes); a file opened without a
 // stat first gets its slot published by the open, equal to the trapped fstat
 // field by field; with the records on, 200 open+fstat of a system file trap
-// no newfstatat; --no-fast-fd-records turns the feature bit and that off.
+// no newfstatat, nor 100 relative to a directory fd; --no-fast-fd-records
+// turns the feature bit and that off.
 constexpr char kAnswersPy[] = R"PY(
 files = [A, B, "/usr/lib/python3.11/os.py", "/usr/bin/python3", "/etc/os-release",
          "/usr/lib/python3.11/__pycache__/os.cpython-311.pyc", "/usr/lib/python3.11"]
@@ -102,8 +103,17 @@ k, feat = keys()
 t("published", lambda: (k[C][0] & (2 | 64), k[C][1] == raw(fd), lib(fd) == raw(fd)))
 t("feature", lambda: bool(feat & 64))
 os.close(fd)
+# Relative to a directory fd (grep -r, fts): the open publishes where it led.
+D = "/usr/lib/python3.11/email"
+dfd = os.open(D, os.O_RDONLY | os.O_DIRECTORY)
+fd = os.open("charset.py", os.O_RDONLY, dir_fd=dfd)
+k = keys()[0]
+t("relative", lambda: (k.get(D + "/charset.py", (0, b""))[1] == raw(fd), lib(fd) == raw(fd), at(fd) == raw(fd)))
+os.close(fd)
 for i in range(200):
     fd = fresh(A); os.fstat(fd); os.close(fd)
+for i in range(100):
+    fd = os.open("charset.py", os.O_RDONLY, dir_fd=dfd); os.fstat(fd); os.close(fd)
 )PY";
 
 TEST(FastFdRecords, AnswersAreTheTraps) {
@@ -118,13 +128,16 @@ TEST(FastFdRecords, AnswersAreTheTraps) {
   EXPECT_EQ(Value(res, "same"), all_same) << on.out;
   EXPECT_EQ(Value(res, "published"), "(0, True, True)") << on.out;
   EXPECT_EQ(Value(res, "feature"), "True") << on.out;
+  EXPECT_EQ(Value(res, "relative"), "(True, True, True)") << on.out;
   std::string off_file = census.path() + "/off.json";
   ProcessResult off = RunRecordsPy(kAnswersPy, {"--no-fast-fd-records", "--census", off_file});
   ASSERT_EQ(off.exit_code, 0) << Describe(off);
   res = ParseResults(off.out);
   EXPECT_EQ(Value(res, "same"), all_same) << off.out;
   EXPECT_EQ(Value(res, "feature"), "False") << off.out;
-  EXPECT_GE(Trapped(off_file, "newfstatat"), Trapped(on_file, "newfstatat") + 200);
+  // Off, the open publishes nothing: the fstat is the trap's.
+  EXPECT_EQ(Value(res, "relative"), "(False, True, True)") << off.out;
+  EXPECT_GE(Trapped(off_file, "newfstatat"), Trapped(on_file, "newfstatat") + 300);
 }
 
 // A recorded number closed or replaced, through libc or behind its back
