@@ -303,6 +303,7 @@ FM_EXPORT DIR* opendir(const char* name) {
 }
 
 FM_EXPORT DIR* fdopendir(int fd) {
+  fm_fd_closing(fd); /* closedir will close it (fdrec.c) */
   if (fd >= 0 && fm_mapped() != NULL && fm_listings) {
     /* A stream starts where the fd is: only a fresh one takes the copy. */
     int saved = errno;

@@ -5,7 +5,8 @@
  * names), access, faccessat, readlink and readlinkat: for an absolute,
  * normalised path whose answer the sentry has published it answers from the
  * region; for anything else it makes the very syscall glibc would make, which
- * traps as before (directory streams: dir.c). The region is mapped at a
+ * traps as before (directory streams: dir.c; the fstat of a system file the
+ * process opened: fdrec.c). The region is mapped at a
  * process's first such call (inherited by fork; mapped again after exec).
  * These calls hold no lock and allocate nothing (async-signal-safe as the
  * calls they replace), trust no offset not checked, and a region they cannot
@@ -43,6 +44,7 @@ int fm_listings;            /* listing slots published: fm_list_* are set */
 static int fm_negatives;    /* absent names below what is published (region.h) */
 static int fm_cwds;         /* CWD slots are published (region.h) */
 int fm_dir_streams;         /* every opendir gets the library's own stream */
+int fm_fdrecs;              /* fd records (fdrec.c) */
 uint64_t fm_list_off;       /* the listings' area, checked against the mapping */
 uint64_t fm_list_bytes;
 
@@ -86,6 +88,7 @@ static void fm_init(void) {
           fm_negatives = (h->features & SENTRY_FM_HAS_NEGATIVES) != 0;
           fm_cwds = (h->features & SENTRY_FM_HAS_CWD) != 0;
           fm_dir_streams = fm_listings && (h->features & SENTRY_FM_DIR_STREAMS) != 0;
+          fm_fdrecs = (h->features & SENTRY_FM_FD_RECORDS) != 0;
           fm_list_off = h->list_offset;
           fm_list_bytes = h->list_bytes;
           fm_size = (size_t)size;
@@ -288,8 +291,8 @@ static size_t fm_cwd_path(const char* base, char* out, uint64_t* gen) {
 /* The slot answering (dirfd, path) as fstatat would resolve it: an absolute
  * path, dirfd's own answer (an empty path with AT_EMPTY_PATH), or a
  * relative one beneath a directory token or the working directory. */
-static int fm_lookup_at(int dirfd, const char* path, int empty_ok, int follow,
-                        struct sentry_fm_slot* out) {
+int fm_lookup_at(int dirfd, const char* path, int empty_ok, int follow,
+                 struct sentry_fm_slot* out) {
   if (path == NULL) return 0;
   if (path[0] == '/') return fm_lookup(path, follow, out);
   if (path[0] == '\0' && (dirfd == AT_FDCWD || !empty_ok)) return 0;
@@ -314,7 +317,7 @@ static int fm_lookup_at(int dirfd, const char* path, int empty_ok, int follow,
 
 /* Whether buf may take n bytes: the kernel's own check (EFAULT), by a call
  * that writes them. 0: yes; else the errno to give (or -1: ask the trap). */
-static int fm_probe(void* buf, size_t n) {
+int fm_probe(void* buf, size_t n) {
   int saved = errno;
   ssize_t r = getrandom(buf, n, GRND_NONBLOCK);
   int err = errno;
@@ -350,6 +353,12 @@ static int fm_stat_at(int dirfd, const char* path, struct stat* buf, int flags, 
 
 static int fm_fstatat(int dirfd, const char* path, struct stat* buf, int flags) {
   int ret;
+  /* fstatat(fd, "", AT_EMPTY_PATH): fd's record (fdrec.c) first. */
+  if (path != NULL && path[0] == '\0' && (flags & AT_EMPTY_PATH) && dirfd >= 0 &&
+      !(flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH)) &&
+      fm_fd_fstat(dirfd, buf, &ret)) {
+    return ret;
+  }
   if (fm_stat_at(dirfd, path, buf, flags, &ret)) return ret;
   return (int)syscall(SYS_newfstatat, dirfd, path, buf, flags);
 }

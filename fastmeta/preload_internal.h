@@ -35,4 +35,19 @@ extern uint64_t fm_list_bytes;
  * gets the library's own stream too, reading by getdents64 (dir.c). */
 extern int fm_dir_streams;
 
+/* The slot answering (dirfd, path) as fstatat resolves it (preload.c). */
+int fm_lookup_at(int dirfd, const char* path, int empty_ok, int follow, struct sentry_fm_slot* out);
+
+/* Whether buf may take n bytes: 0 yes, else the errno (-1: ask the trap). */
+int fm_probe(void* buf, size_t n);
+
+/* Set by fm_mapped: fd records are on (fdrec.c, SENTRY_FM_FD_RECORDS). */
+extern int fm_fdrecs;
+
+/* fdrec.c: 1 with *ret set when fd's record answered its fstat. */
+struct stat;
+int fm_fd_fstat(int fd, struct stat* buf, int* ret);
+/* fdrec.c: fd's record forgotten (a call that may close fd follows). */
+void fm_fd_closing(int fd);
+
 #endif /* SENTRY_FASTMETA_PRELOAD_INTERNAL_H_ */

@@ -111,6 +111,7 @@
 #define SENTRY_FM_DIR_STREAMS 8u   /* opendir of any directory: the library's own stream */
 #define SENTRY_FM_HAS_UPPER 16u    /* UPPER slots are published (below) */
 #define SENTRY_FM_HAS_CWD 32u      /* CWD slots are published (below) */
+#define SENTRY_FM_FD_RECORDS 64u   /* the library records what it opened (fdrec.c) */
 
 /* The d_off of the last record of a directory's listing, wherever the
  * sentry returns it (a trapped getdents64 that reached the end, a published

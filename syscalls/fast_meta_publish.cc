@@ -314,4 +314,18 @@ SysResult<vfs::NodeRef> NodeAtPublished(SyscallContext& ctx, int dirfd, const st
   return r;
 }
 
+void PublishOpened(SyscallContext& ctx, int dirfd, const std::string& path,
+                   const std::string& where, bool follow, const vfs::NodeRef& node) {
+  FastMeta* fm = ctx.kernel.fast_meta();
+  if (!fm || !fm->fd_records() || path.empty() || !node) return;
+  if (path[0] == '/') {
+    if (!fm->HasAnswer(path)) PublishLookup(ctx, path, follow, node, 0);
+  } else if (dirfd == AT_FDCWD) {
+    PublishRelative(ctx, *fm, path, follow, node);
+  } else if (!where.empty() && !fm->HasAnswer(where)) {
+    // PublishableAt walks where again: published only if it leads to node.
+    PublishLookup(ctx, where, follow, node, 0);
+  }
+}
+
 }  // namespace sentry::sys

@@ -68,6 +68,17 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
 // published) on its held reference held_fd; false if it could not.
 bool RelockDirToken(const OpenObject& object, int held_fd);
 
+// After a read-only open of a lower regular file (node) by (dirfd, path)
+// answered, with fd records on: the path's own answer (as a stat of it),
+// so that the guest's library finds it for the fd it records
+// (fastmeta/fdrec.c) even where no stat came first (Python opens each .pyc
+// directly). An absolute path, or one relative to the working directory;
+// one relative to a directory fd as where (the node's parent's path and
+// its name), which is what the library makes of the token's path and the
+// name (fgrep -r, fts: openat(dirfd, name) then fstat).
+void PublishOpened(SyscallContext& ctx, int dirfd, const std::string& path,
+                   const std::string& where, bool follow, const vfs::NodeRef& node);
+
 // NodeAtPath (common.h), whose answer is then published.
 SysResult<vfs::NodeRef> NodeAtPublished(SyscallContext& ctx, int dirfd, const std::string& path,
                                         bool follow, bool empty_ok);

@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "syscalls/common.h"
+#include "syscalls/fast_meta_publish.h"
 #include "syscalls/fifo_open.h"
 #include "syscalls/handlers.h"
 
@@ -136,8 +137,14 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
   // write-through mount's (a writable description of it may exist: ETXTBSY
   // at exec) nor an upper file (its bytes would outlive an unlink).
   bool hold = node->IsLowerFile() && !node->IsHostRw() && acc == O_RDONLY;
-  return Donate(ctx, std::move(fd), node, false, cloexec, std::move(where), hold,
-                is_known ? &known : nullptr, /*shared=*/true);
+  bool publish = hold && !(flags & (O_CREAT | O_TRUNC));
+  std::string opened_at = publish && dirfd != AT_FDCWD ? where : std::string();
+  SYS_ASSIGN_OR_RETURN(uint64_t guest_fd,
+                       Donate(ctx, std::move(fd), node, false, cloexec, std::move(where), hold,
+                              is_known ? &known : nullptr, /*shared=*/true));
+  // What the guest's library records for that fd (fast_meta_publish.h).
+  if (publish) PublishOpened(ctx, dirfd, path, opened_at, opts.follow_final, node);
+  return guest_fd;
 }
 
 }  // namespace

@@ -291,7 +291,8 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
   f.Switch("--fast-metadata", kSandbox,
            "the default: publish the system directories' metadata and listings to a "
            "preload library in the guest (/etc/ld.so.preload), which answers stat, access, "
-           "readlink and readdir there, and fstat and fstatat of directory fds, without a "
+           "readlink and readdir there, and fstat and fstatat of directory fds (and fstat "
+           "of the system files it opened), without a "
            "trap (never for an OCI bundle's rootfs)",
            [&o] { o.fast_metadata = true; });
   f.Switch("--no-fast-metadata", kSandbox,
@@ -315,6 +316,10 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "publish nothing of the upper layer (/tmp's directories and symlinks, "
            "their listings): every stat of them and every listing traps (for measuring)",
            [&o] { o.fast_upper = false; });
+  f.Switch("--no-fast-fd-records", kSandbox,
+           "the guest's library keeps no record of the system files it opened: "
+           "every fstat of a regular file's fd traps (for measuring)",
+           [&o] { o.fast_fd_records = false; });
   f.Value("--pool", kSandbox, "SOCKET",
           "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "
           "none can serve the run, it starts cold, with a notice",

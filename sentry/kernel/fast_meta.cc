@@ -180,6 +180,16 @@ void FastMeta::EnableDirStreams() {
   __atomic_or_fetch(&header()->features, SENTRY_FM_DIR_STREAMS, __ATOMIC_RELEASE);
 }
 
+void FastMeta::EnableFdRecords() {
+  __atomic_or_fetch(&header()->features, SENTRY_FM_FD_RECORDS, __ATOMIC_RELEASE);
+  fd_records_ = true;
+}
+
+bool FastMeta::HasAnswer(std::string_view path) const {
+  uint32_t n = LiveSlot(path);
+  return n != 0 && !(SlotAt(n - 1)->flags & SENTRY_FM_ABSENT);
+}
+
 namespace {
 
 std::string ListingKey(std::string_view dir_path) {

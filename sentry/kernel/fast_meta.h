@@ -85,6 +85,13 @@ class FastMeta final {
   // The library's own stream for every opendir (region.h
   // SENTRY_FM_DIR_STREAMS), relying on the trapped getdents64's end mark.
   void EnableDirStreams();
+  // fd records (region.h SENTRY_FM_FD_RECORDS; off: --no-fast-fd-records):
+  // the guest's library remembers the stat of a lower regular file it
+  // opened read-only, published at that open (fast_meta_publish.h).
+  void EnableFdRecords();
+  bool fd_records() const { return fd_records_; }
+  // Whether path has a live answer that is not ENOENT.
+  bool HasAnswer(std::string_view path) const;
   // Whether dir_path's listing is published in the current generation (it
   // cannot have changed since: every change bumps the generation first).
   bool HasListing(std::string_view dir_path) const;
@@ -135,6 +142,7 @@ class FastMeta final {
   bool tokens_ = false;
   bool listings_ = false;
   bool negatives_ = false;
+  bool fd_records_ = false;
   bool upper_ = false;
   uint64_t counter_ = 1;  // the last generation of either kind (region.h)
   uint64_t upper_invalidations_ = 0;

@@ -89,6 +89,10 @@ struct KernelConfig {
   // too, under a generation of their own (off: --no-fast-upper; see
   // fast_meta_publish.h).
   bool fast_upper = true;
+  // With fast metadata, the guest's library records the stat of a lower
+  // regular file it opened read-only and answers that fd's fstat (off:
+  // --no-fast-fd-records; fastmeta/fdrec.c).
+  bool fast_fd_records = true;
   uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid, range_uid); }
   gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid, range_gid); }
 

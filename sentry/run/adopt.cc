@@ -242,6 +242,7 @@ std::optional<std::string> Adoption::Build() {
   kc.fast_negatives = o_.fast_negatives;
   kc.fast_dir_streams = o_.fast_dir_streams;
   kc.fast_upper = o_.fast_upper;
+  kc.fast_fd_records = o_.fast_fd_records;
   kernel_ = std::make_unique<Kernel>(std::move(vfs_), kc);
   kernel_->init_host_pid = child_;
   if (range.count != 0) {

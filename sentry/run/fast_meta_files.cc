@@ -70,6 +70,7 @@ absl::Status AddFastMeta(Kernel& kernel, const TreeConfig& tree) {
     if (kernel.config().fast_dir_streams) fm->EnableDirStreams();
   }
   if (kernel.config().fast_upper) fm->EnableUpper();
+  if (kernel.config().fast_fd_records) fm->EnableFdRecords();
   kernel.set_fast_meta(std::move(fm), std::move(tops));
   return absl::OkStatus();
 }

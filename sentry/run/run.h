@@ -120,6 +120,9 @@ struct RunOptions {
   // And the upper layer's directories and symlinks (false: --no-fast-upper;
   // see KernelConfig::fast_upper).
   bool fast_upper = true;
+  // And fd records of lower files opened read-only (false:
+  // --no-fast-fd-records; see KernelConfig::fast_fd_records).
+  bool fast_fd_records = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):

@@ -33,6 +33,7 @@ KernelConfig Run::KernelConfigOf() const {
   kc.fast_negatives = o_.fast_negatives;
   kc.fast_dir_streams = o_.fast_dir_streams;
   kc.fast_upper = o_.fast_upper;
+  kc.fast_fd_records = o_.fast_fd_records;
   return kc;
 }
 

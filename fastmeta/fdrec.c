@@ -1,0 +1,415 @@
+/* fd records: the fstat of a system file this process opened, answered
+ * without a trap (region.h, preload.c).
+ *
+ * The library interposes open, open64, openat, openat64 and glibc's
+ * fortify entries (__open_2...). When a read-only open (no O_CREAT, O_TRUNC,
+ * O_PATH, O_DIRECTORY, O_TMPFILE) succeeded and its path resolves in the
+ * region (as stat resolves it) to a published LOWER regular file, the fd's
+ * number gets a record: that stat and the description's flags (F_GETFL).
+ * The slot must be of the lower generation read BEFORE the open: no
+ * invalidation came between, so the open and the slot saw the same lower
+ * layer (a lower path names one file for good until an invalidation; a
+ * copy-up, a rename or a whiteout over it is one). An UPPER slot is never
+ * recorded (nor is /proc, /dev or a -v mount: never published at all).
+ *
+ * fstat, fstat64 and fstatat(fd, "", AT_EMPTY_PATH) answer from a valid
+ * record when a native fcntl(fd, F_GETFL) still returns the recorded
+ * flags (a cheap guard against a number reused behind the library's back:
+ * a pipe, a socket, a directory differ), and the lower generation is still
+ * the record's (what the trapped fstat answers for an fd whose path was
+ * copied up since is the sentry's to say). Anything else traps, as before.
+ *
+ * A record is forgotten before any libc entry that closes or replaces its
+ * number is made (close, close_range, closefrom, dup2, dup3, fdopen, whose
+ * FILE may close it, fdopendir, syscall() with SYS_close, SYS_dup2,
+ * SYS_dup3 or SYS_close_range), so a concurrent fstat never answers for a
+ * closed number, and again after (a record made meanwhile by an open that
+ * got the number the close then took is dropped). Any open through these
+ * entries also forgets its number when it records nothing. exec drops the
+ * memory; fork copies the records with the fd table.
+ *
+ * What remains: a program that closes a recorded number behind libc (an
+ * inline syscall, libc's own syscall() reached by dlsym on libc itself)
+ * and gets the same number again from something these entries do not see
+ * (an inline open, fopen, socket) with the very same F_GETFL flags: its
+ * fstat then answers the old file's stat (an answer of the region that any
+ * process could read anyway: nothing new reaches the guest). A vfork child
+ * that opens or closes through libc writes the parent's records (POSIX
+ * allows it nothing but _exit and exec). Numbers 0, 1 and 2 are never
+ * recorded: stdio's stdin, stdout and stderr wrap them without an fdopen,
+ * and fclose or freopen of them closes the number inside libc. The entries
+ * here make the raw syscall: open and close are no longer cancellation
+ * points for pthread_cancel.
+ *
+ * Records live in a table of FM_FD_MAX entries mapped at the first record
+ * (not BSS: every process would carry it). Each entry is a seqlock whose
+ * writers never wait: a recorder takes it (seq odd) by compare-and-swap or
+ * gives up; a forget adds 2 to seq whatever it finds, which makes a
+ * recorder in the middle drop its record when it tries to release. A global
+ * epoch, bumped by every forget and record, tells a recorder whether any
+ * other one came since before its open: then it drops its own. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fastmeta/preload_internal.h"
+
+#define FM_FD_MAX 1024
+
+struct fm_fdrec {
+  uint32_t seq;   /* even: stable; odd: a recorder writes */
+  uint32_t valid; /* 1: st and flags answer for the number */
+  int32_t flags;  /* F_GETFL when recorded */
+  uint32_t pad;
+  uint64_t generation; /* the lower generation of the slot */
+  struct stat st;
+};
+
+static struct fm_fdrec* fm_recs; /* FM_FD_MAX entries, or NULL: none yet */
+static uint64_t fm_epoch;
+
+/* The raw syscall, with glibc's errno convention: what every entry here
+ * makes (preload.c's own calls to syscall() reach it too). */
+static long fm_raw(long n, long a, long b, long c, long d, long e, long f) {
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  long ret;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  if (ret < 0 && ret > -4096) {
+    errno = (int)-ret;
+    return -1;
+  }
+  return ret;
+}
+
+static struct fm_fdrec* fm_entry(int fd) {
+  if (fd < 0 || fd >= FM_FD_MAX) return NULL;
+  struct fm_fdrec* t = __atomic_load_n(&fm_recs, __ATOMIC_ACQUIRE);
+  return t ? &t[fd] : NULL;
+}
+
+/* Forgets fd's record, whatever state it is in (never waits). */
+static void fm_fd_forget(int fd) {
+  struct fm_fdrec* r = fm_entry(fd);
+  if (r != NULL) {
+    __atomic_fetch_add(&r->seq, 2, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&r->valid, 0, __ATOMIC_SEQ_CST);
+  }
+  __atomic_fetch_add(&fm_epoch, 1, __ATOMIC_SEQ_CST);
+}
+
+static void fm_fd_forget_range(unsigned lo, unsigned hi) {
+  if (lo >= FM_FD_MAX) {
+    __atomic_fetch_add(&fm_epoch, 1, __ATOMIC_SEQ_CST);
+    return;
+  }
+  if (hi >= FM_FD_MAX) hi = FM_FD_MAX - 1;
+  for (unsigned fd = lo; fd <= hi; fd++) fm_fd_forget((int)fd);
+}
+
+static struct fm_fdrec* fm_table(void) {
+  struct fm_fdrec* t = __atomic_load_n(&fm_recs, __ATOMIC_ACQUIRE);
+  if (t != NULL) return t;
+  int saved = errno;
+  void* m = (void*)fm_raw(SYS_mmap, 0, FM_FD_MAX * sizeof(struct fm_fdrec), PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  errno = saved;
+  if (m == MAP_FAILED) return NULL;
+  struct fm_fdrec* expected = NULL;
+  if (!__atomic_compare_exchange_n(&fm_recs, &expected, (struct fm_fdrec*)m, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    fm_raw(SYS_munmap, (long)m, FM_FD_MAX * sizeof(struct fm_fdrec), 0, 0, 0, 0);
+    return expected;
+  }
+  return (struct fm_fdrec*)m;
+}
+
+/* Records st (flags fl, lower generation gen) for fd, unless any forget or
+ * record came since epoch0 (read before the open) or another recorder
+ * holds the entry: then the entry is left forgotten. */
+static void fm_fd_record(int fd, const struct stat* st, int fl, uint64_t gen, uint64_t epoch0) {
+  struct fm_fdrec* t = fm_table();
+  if (t == NULL) return;
+  struct fm_fdrec* r = &t[fd];
+  uint32_t e = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
+  if ((e & 1) ||
+      !__atomic_compare_exchange_n(&r->seq, &e, e + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    fm_fd_forget(fd);
+    return;
+  }
+  int keep = __atomic_fetch_add(&fm_epoch, 1, __ATOMIC_SEQ_CST) == epoch0;
+  if (keep) {
+    memcpy(&r->st, st, sizeof(*st));
+    r->flags = fl;
+    r->generation = gen;
+  }
+  __atomic_store_n(&r->valid, (uint32_t)keep, __ATOMIC_SEQ_CST);
+  uint32_t odd = e + 1;
+  if (!__atomic_compare_exchange_n(&r->seq, &odd, e + 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    /* A forget came meanwhile (seq moved by 2): it wins. */
+    __atomic_store_n(&r->valid, 0, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&r->seq, 1, __ATOMIC_SEQ_CST);
+  }
+}
+
+/* The lower generation now, or 0 without a region (never recorded). */
+static uint64_t fm_lower_gen(const char* base) {
+  if (base == NULL) return 0;
+  return __atomic_load_n(&((const struct sentry_fm_header*)base)->generation, __ATOMIC_ACQUIRE);
+}
+
+static int fm_recordable(int flags) {
+  return (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC | O_PATH | O_DIRECTORY));
+}
+
+/* What the open that returned fd (of dirfd, path, flags) leaves: a record,
+ * or its number forgotten. base and gen: the region and its lower
+ * generation before the open; epoch0 the epoch then. */
+static void fm_fd_opened(int fd, int dirfd, const char* path, int flags, const char* base,
+                         uint64_t gen, uint64_t epoch0) {
+  if (fd < 0 || fd >= FM_FD_MAX) return;
+  struct sentry_fm_slot s;
+  int saved = errno;
+  /* Never 0, 1 or 2: stdio's streams wrap them without an fdopen, and an
+   * fclose or freopen of stdin closes its number inside libc. */
+  if (fd > 2 && base != NULL && gen != 0 && fm_recordable(flags) &&
+      fm_lookup_at(dirfd, path, 0, !(flags & O_NOFOLLOW), &s) &&
+      !(s.flags & (SENTRY_FM_ABSENT | SENTRY_FM_UPPER | SENTRY_FM_TOKEN | SENTRY_FM_LISTING |
+                   SENTRY_FM_CWD)) &&
+      S_ISREG(s.st.st_mode) && s.generation == gen) {
+    long fl = fm_raw(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0);
+    if (fl >= 0) {
+      fm_fd_record(fd, &s.st, (int)fl, gen, epoch0);
+      errno = saved;
+      return;
+    }
+  }
+  errno = saved;
+  fm_fd_forget(fd);
+}
+
+/* The open itself: base, gen and the epoch are read before it. */
+static int fm_open_at(int dirfd, const char* path, int flags, mode_t mode) {
+  const char* base = fm_recordable(flags) ? fm_mapped() : NULL;
+  if (!fm_fdrecs) base = NULL;
+  uint64_t gen = fm_lower_gen(base);
+  uint64_t epoch0 = __atomic_load_n(&fm_epoch, __ATOMIC_SEQ_CST);
+  int fd = (int)fm_raw(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
+  if (fd >= 0) fm_fd_opened(fd, dirfd, path, flags, base, gen, epoch0);
+  return fd;
+}
+
+static int fm_needs_mode(int flags) {
+  return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+FM_EXPORT int open(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (fm_needs_mode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = va_arg(ap, mode_t);
+    va_end(ap);
+  }
+  return fm_open_at(AT_FDCWD, path, flags, mode);
+}
+
+FM_EXPORT int open64(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (fm_needs_mode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = va_arg(ap, mode_t);
+    va_end(ap);
+  }
+  return fm_open_at(AT_FDCWD, path, flags, mode);
+}
+
+FM_EXPORT int openat(int dirfd, const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (fm_needs_mode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = va_arg(ap, mode_t);
+    va_end(ap);
+  }
+  return fm_open_at(dirfd, path, flags, mode);
+}
+
+FM_EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (fm_needs_mode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = va_arg(ap, mode_t);
+    va_end(ap);
+  }
+  return fm_open_at(dirfd, path, flags, mode);
+}
+
+/* glibc's fortify entries: an open that needs a mode but has none is a
+ * bug glibc stops the program for. */
+static int fm_open_2(int dirfd, const char* path, int flags) {
+  if (fm_needs_mode(flags)) {
+    static const char msg[] = "*** invalid open call: O_CREAT or O_TMPFILE without mode ***\n";
+    fm_raw(SYS_write, 2, (long)msg, sizeof(msg) - 1, 0, 0, 0);
+    abort();
+  }
+  return fm_open_at(dirfd, path, flags, 0);
+}
+
+FM_EXPORT int __open_2(const char* path, int flags) { return fm_open_2(AT_FDCWD, path, flags); }
+FM_EXPORT int __open64_2(const char* path, int flags) { return fm_open_2(AT_FDCWD, path, flags); }
+FM_EXPORT int __openat_2(int dirfd, const char* path, int flags) {
+  return fm_open_2(dirfd, path, flags);
+}
+FM_EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
+  return fm_open_2(dirfd, path, flags);
+}
+
+int fm_fd_fstat(int fd, struct stat* buf, int* ret) {
+  struct fm_fdrec* r = fm_entry(fd);
+  if (r == NULL) return 0;
+  uint32_t s1 = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
+  if (s1 & 1) return 0;
+  uint32_t valid = __atomic_load_n(&r->valid, __ATOMIC_ACQUIRE);
+  int32_t fl = r->flags;
+  uint64_t gen = r->generation;
+  struct stat st;
+  memcpy(&st, &r->st, sizeof(st));
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  if (__atomic_load_n(&r->seq, __ATOMIC_RELAXED) != s1 || valid != 1) return 0;
+  const char* base = fm_mapped();
+  if (base == NULL || !fm_fdrecs || fm_lower_gen(base) != gen) return 0;
+  int saved = errno;
+  long now = fm_raw(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0);
+  errno = saved;
+  if (now != fl) return 0;
+  int p = fm_probe(buf, sizeof(*buf));
+  if (p < 0) return 0;
+  if (p > 0) {
+    errno = p;
+    *ret = -1;
+    return 1;
+  }
+  memcpy(buf, &st, sizeof(st));
+  *ret = 0;
+  return 1;
+}
+
+/* The entries that close or replace a number: forgotten before the call
+ * (no fstat answers for a closed number) and after (no record made
+ * meanwhile for it survives). */
+FM_EXPORT int close(int fd) {
+  fm_fd_forget(fd);
+  int r = (int)fm_raw(SYS_close, fd, 0, 0, 0, 0, 0);
+  int saved = errno;
+  fm_fd_forget(fd);
+  errno = saved;
+  return r;
+}
+
+FM_EXPORT int dup2(int old, int new) {
+  fm_fd_forget(new);
+  int r = (int)fm_raw(SYS_dup2, old, new, 0, 0, 0, 0);
+  int saved = errno;
+  fm_fd_forget(new);
+  errno = saved;
+  return r;
+}
+
+FM_EXPORT int dup3(int old, int new, int flags) {
+  fm_fd_forget(new);
+  int r = (int)fm_raw(SYS_dup3, old, new, flags, 0, 0, 0);
+  int saved = errno;
+  fm_fd_forget(new);
+  errno = saved;
+  return r;
+}
+
+FM_EXPORT int close_range(unsigned lo, unsigned hi, int flags) {
+  fm_fd_forget_range(lo, hi);
+  int r = (int)fm_raw(SYS_close_range, lo, hi, flags, 0, 0, 0);
+  int saved = errno;
+  fm_fd_forget_range(lo, hi);
+  errno = saved;
+  return r;
+}
+
+/* glibc's own, found past this library. */
+static void* fm_rec_next(const char* name, void** cache) {
+  void* f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+  if (f == NULL) {
+    f = dlsym(RTLD_NEXT, name);
+    __atomic_store_n(cache, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+
+FM_EXPORT void closefrom(int lo) {
+  static void* cache;
+  void (*real)(int) = (void (*)(int))fm_rec_next("closefrom", &cache);
+  if (lo < 0) lo = 0;
+  fm_fd_forget_range((unsigned)lo, ~0u);
+  if (real != NULL) {
+    real(lo);
+  } else {
+    fm_raw(SYS_close_range, lo, ~0u, 0, 0, 0, 0);
+  }
+  fm_fd_forget_range((unsigned)lo, ~0u);
+}
+
+FM_EXPORT FILE* fdopen(int fd, const char* mode) {
+  static void* cache;
+  FILE* (*real)(int, const char*) = (FILE * (*)(int, const char*)) fm_rec_next("fdopen", &cache);
+  fm_fd_forget(fd);
+  if (real == NULL) {
+    errno = ENOSYS;
+    return NULL;
+  }
+  return real(fd, mode);
+}
+
+/* The numbers syscall() may close or replace. */
+FM_EXPORT long syscall(long n, ...) {
+  va_list ap;
+  va_start(ap, n);
+  long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+  long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+  va_end(ap);
+  int lo = -1;
+  unsigned hi = 0;
+  if (n == SYS_close) {
+    lo = (int)a;
+    hi = (unsigned)a;
+  } else if (n == SYS_dup2 || n == SYS_dup3) {
+    lo = (int)b;
+    hi = (unsigned)b;
+  } else if (n == SYS_close_range) {
+    lo = (int)(unsigned)a;
+    hi = (unsigned)b;
+  }
+  if (lo >= 0) fm_fd_forget_range((unsigned)lo, hi);
+  long r = fm_raw(n, a, b, c, d, e, f);
+  if (lo >= 0) {
+    int saved = errno;
+    fm_fd_forget_range((unsigned)lo, hi);
+    errno = saved;
+  }
+  return r;
+}
+
+void fm_fd_closing(int fd) { fm_fd_forget(fd); }
