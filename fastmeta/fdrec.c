@@ -38,8 +38,8 @@
  * allows it nothing but _exit and exec). Numbers 0, 1 and 2 are never
  * recorded: stdio's stdin, stdout and stderr wrap them without an fdopen,
  * and fclose or freopen of them closes the number inside libc. The entries
- * here make the raw syscall: open and close are no longer cancellation
- * points for pthread_cancel.
+ * here call glibc's open and close (cancellation points, as before); the
+ * others make the raw syscall.
  *
  * Records live in a table of FM_FD_MAX entries mapped at the first record
  * (not BSS: every process would carry it). Each entry is a seqlock whose
@@ -201,13 +201,25 @@ static void fm_fd_opened(int fd, int dirfd, const char* path, int flags, const c
   fm_fd_forget(fd);
 }
 
+/* glibc's openat and close, found at load (dlsym is no call for a signal
+ * handler's first close): they stay cancellation points for pthread_cancel,
+ * as a program linked against glibc expects. The raw call only if absent. */
+static int (*fm_real_openat)(int, const char*, int, ...);
+static int (*fm_real_close)(int);
+
+__attribute__((constructor)) static void fm_fdrec_init(void) {
+  fm_real_openat = (int (*)(int, const char*, int, ...))dlsym(RTLD_NEXT, "openat");
+  fm_real_close = (int (*)(int))dlsym(RTLD_NEXT, "close");
+}
+
 /* The open itself: base, gen and the epoch are read before it. */
 static int fm_open_at(int dirfd, const char* path, int flags, mode_t mode) {
   const char* base = fm_recordable(flags) ? fm_mapped() : NULL;
   if (!fm_fdrecs) base = NULL;
   uint64_t gen = fm_lower_gen(base);
   uint64_t epoch0 = __atomic_load_n(&fm_epoch, __ATOMIC_SEQ_CST);
-  int fd = (int)fm_raw(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
+  int fd = fm_real_openat != NULL ? fm_real_openat(dirfd, path, flags, mode)
+                                  : (int)fm_raw(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
   if (fd >= 0) fm_fd_opened(fd, dirfd, path, flags, base, gen, epoch0);
   return fd;
 }
@@ -315,7 +327,7 @@ int fm_fd_fstat(int fd, struct stat* buf, int* ret) {
  * meanwhile for it survives). */
 FM_EXPORT int close(int fd) {
   fm_fd_forget(fd);
-  int r = (int)fm_raw(SYS_close, fd, 0, 0, 0, 0, 0);
+  int r = fm_real_close != NULL ? fm_real_close(fd) : (int)fm_raw(SYS_close, fd, 0, 0, 0, 0, 0);
   int saved = errno;
   fm_fd_forget(fd);
   errno = saved;

@@ -1,6 +1,7 @@
 // Blocking opens of a FIFO wait for the other end (fifo(7)), and a signal
 // interrupts the wait.
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -93,6 +94,31 @@ TEST(FifoOpenTest, ASignalInterruptsTheWait) {
   // FIFO without one (EOF at once), and a non-blocking writer still has no
   // reader.
   EXPECT_SYSCALL_FAILS_WITH(open(path.c_str(), O_WRONLY | O_NONBLOCK), ENXIO);
+}
+
+// open is a cancellation point (pthreads(7)), also through the sandbox's
+// preload library, which interposes it: a thread blocked opening a FIFO is
+// cancelled.
+TEST(FifoOpenTest, PthreadCancelEndsABlockedOpen) {
+  ScratchDir dir;
+  static std::string path;
+  path = dir.Path("fifo");
+  ASSERT_SYSCALL_SUCCEEDS(mkfifo(path.c_str(), 0600));
+  pthread_t th;
+  ASSERT_EQ(pthread_create(
+                &th, nullptr,
+                [](void*) -> void* {
+                  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);  // no writer: blocks
+                  if (fd >= 0) close(fd);
+                  return nullptr;
+                },
+                nullptr),
+            0);
+  std::this_thread::sleep_for(milliseconds(150));
+  ASSERT_EQ(pthread_cancel(th), 0);
+  void* result = nullptr;
+  ASSERT_EQ(pthread_join(th, &result), 0);
+  EXPECT_EQ(result, PTHREAD_CANCELED);
 }
 
 }  // namespace
