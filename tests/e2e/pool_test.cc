@@ -263,7 +263,9 @@ TEST(PoolTest, SignalsReachTheGuest) {
           nullptr);
     _exit(127);
   }
-  for (int i = 0; i < 500 && ReadHostFile(out).find("ready") == std::string::npos; ++i) {
+  // "ready\n" whole: python -u writes print's text and its newline apart, and
+  // a signal between the two would lose the newline.
+  for (int i = 0; i < 500 && ReadHostFile(out).find("ready\n") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(client, SIGTERM);
