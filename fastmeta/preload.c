@@ -342,7 +342,7 @@ static int fm_stat_at(int dirfd, const char* path, struct stat* buf, int flags, 
     return 0;
   }
   if (s.flags & SENTRY_FM_ABSENT) {
-    errno = ENOENT;
+    errno = FM_ERRNO(&s);
     *ret = -1;
     return 1;
   }
@@ -403,7 +403,7 @@ static int fm_access(const char* path, int mode, int* ret) {
   struct sentry_fm_slot s;
   if (!fm_lookup(path, 1, &s)) return 0;
   if (s.flags & SENTRY_FM_ABSENT) {
-    errno = ENOENT;
+    errno = FM_ERRNO(&s);
     *ret = -1;
     return 1;
   }
@@ -433,7 +433,7 @@ static int fm_readlink(const char* path, char* buf, size_t size, ssize_t* ret) {
   struct sentry_fm_slot s;
   if (!fm_lookup(path, 0, &s)) return 0;
   if (s.flags & SENTRY_FM_ABSENT) {
-    errno = ENOENT;
+    errno = FM_ERRNO(&s);
     *ret = -1;
     return 1;
   }

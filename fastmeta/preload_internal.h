@@ -26,6 +26,12 @@ int fm_slot_current(const char* base, const struct sentry_fm_slot* s);
  * generation the token's slot was read in. */
 size_t fm_token_path(const char* base, int fd, char* out, uint64_t* gen);
 
+/* Library-internal, in a copy's flags (with SENTRY_FM_ABSENT, which every
+ * caller takes for an error): the walk met a name that is not a directory
+ * where one must be (resolve.c), ENOTDIR, not ENOENT. */
+#define FM_NOTDIR 0x80000000u
+#define FM_ERRNO(slot) (((slot)->flags & FM_NOTDIR) ? ENOTDIR : ENOENT)
+
 /* A path's longest accepted length (PATH_MAX, the NUL included). */
 #define FM_PATH_MAX 4096
 

@@ -122,6 +122,8 @@ static int fm_walk(const char* base, struct fm_walk* w, int follow, int trailing
     if (hit == 0) {
       if (!fm_absent_above(base, cand, clen[k - 1], 0)) return 0;
       out->flags = SENTRY_FM_ABSENT | SENTRY_FM_FOLLOW;
+      out->path_len = 0;
+      out->target_len = 0;
       return 1;
     }
     size_t end = cend[hit - 1];
@@ -151,12 +153,18 @@ static int fm_walk(const char* base, struct fm_walk* w, int follow, int trailing
     }
     memcpy(w->res, cand, clen[hit - 1]);
     w->res_len = clen[hit - 1];
+    if ((!last || trailing) && !S_ISDIR(s.st.st_mode)) {
+      /* Walked on from (or a trailing slash after) what is not a directory:
+       * ENOTDIR whatever follows (vfs_walk.cc Walk and Lookup). */
+      out->flags = SENTRY_FM_ABSENT | FM_NOTDIR;
+      out->path_len = 0;
+      out->target_len = 0;
+      return 1;
+    }
     if (last) {
-      if (trailing && !S_ISDIR(s.st.st_mode)) return 0; /* ENOTDIR */
       *out = s;
       return 1;
     }
-    if (!S_ISDIR(s.st.st_mode)) return 0; /* ENOTDIR: the trap says it */
     w->res_x = (s.access_ok & X_OK) != 0;
     w->at = end;
   }
@@ -218,7 +226,7 @@ static int fm_realpath(const char* path, char* out, int* err) {
   struct sentry_fm_slot s;
   int r = fm_resolve(base, full, len, 1, &s, out, snap);
   if (r == 0) return 0;
-  *err = r == 1 && (s.flags & SENTRY_FM_ABSENT) ? ENOENT : 0;
+  *err = r == 1 && (s.flags & SENTRY_FM_ABSENT) ? FM_ERRNO(&s) : 0;
   return 1;
 }
 

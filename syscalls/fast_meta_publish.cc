@@ -243,9 +243,10 @@ constexpr int kResolveMaxNames = 256;
 // (its own lstat answer and target, at its own normal path), a directory
 // that a "." or ".." is taken from (its X_OK says every caller may search
 // it), and the node the walk ends at, at its own normal path, when it is
-// the lookup's very node; a name missing on the way, as PublishDirect does.
+// the lookup's very node; a name missing on the way, as PublishDirect does;
+// the answer of a name walked on from that is not a directory (ENOTDIR).
 void PublishResolved(SyscallContext& ctx, FastMeta& fm, std::string_view path, bool follow,
-                     const vfs::NodeRef& node) {
+                     const vfs::NodeRef& node, int err) {
   std::deque<std::string> names;
   SplitNames(path, &names, false);
   bool trailing = !path.empty() && path.back() == '/';
@@ -278,7 +279,7 @@ void PublishResolved(SyscallContext& ctx, FastMeta& fm, std::string_view path, b
     bool upper = false;
     vfs::NodeRef n = PublishableAt(ctx, cand, &absent, &upper);
     if (!n) {
-      if (!node) PublishDirect(ctx, fm, cand, nullptr);
+      if (!node && err == ENOENT) PublishDirect(ctx, fm, cand, nullptr);
       return;
     }
     if (n->kind() == vfs::NodeKind::kSymlink && (!last || follow || trailing)) {
@@ -294,7 +295,10 @@ void PublishResolved(SyscallContext& ctx, FastMeta& fm, std::string_view path, b
       if (n == node) PublishNode(ctx, fm, cand, *n, upper);
       return;
     }
-    if (!n->IsDir()) return;
+    if (!n->IsDir()) {  // ENOTDIR: the guest's library answers it by n's own answer
+      PublishNode(ctx, fm, cand, *n, upper);
+      return;
+    }
     res = std::move(cand);
     res_known = false;
   }
@@ -307,9 +311,12 @@ void PublishResolved(SyscallContext& ctx, FastMeta& fm, std::string_view path, b
 void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
                    const vfs::NodeRef& node, int err) {
   FastMeta* fm = ctx.kernel.fast_meta();
-  if (!fm || (node == nullptr && err != ENOENT) || path.empty() || path[0] != '/') return;
-  if (path.size() < 256 && PublishDirect(ctx, *fm, path, node)) return;
-  if (path.size() < vfs::kPathMax) PublishResolved(ctx, *fm, path, follow, node);
+  if (!fm || (node == nullptr && err != ENOENT && err != ENOTDIR) || path.empty() ||
+      path[0] != '/') {
+    return;
+  }
+  if (err != ENOTDIR && path.size() < 256 && PublishDirect(ctx, *fm, path, node)) return;
+  if (path.size() < vfs::kPathMax) PublishResolved(ctx, *fm, path, follow, node, err);
 }
 
 bool RelockDirToken(const OpenObject& object, int held_fd) {
