@@ -4,8 +4,10 @@
  * /etc/ld.so.preload. It interposes stat, lstat, fstatat (and their *64
  * names), access, faccessat, readlink and readlinkat: for an absolute,
  * normalised path whose answer the sentry has published it answers from the
- * region; for anything else it makes the very syscall glibc would make, which
- * traps as before (directory streams: dir.c). The region is mapped at a
+ * region, and for one that crosses symlinks, "." or ".." when every part of
+ * it is published (resolve.c, which also answers realpath); for anything
+ * else it makes the very syscall glibc would make, which traps as before
+ * (directory streams: dir.c). The region is mapped at a
  * process's first such call (inherited by fork; mapped again after exec).
  * These calls hold no lock and allocate nothing (async-signal-safe as the
  * calls they replace), trust no offset not checked, and a region they cannot
