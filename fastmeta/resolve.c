@@ -17,8 +17,9 @@
  * a trap would have given at that moment.
  *
  * realpath, canonicalize_file_name and __realpath_chk answer from the same
- * walk (its end's normal path); any doubt calls glibc's own (which traps on
- * every readlink it makes). */
+ * walk (its end's normal path); when a part is not published, after one
+ * trapped stat of the path (which publishes them) the walk is tried again;
+ * any doubt calls glibc's own (which traps on every readlink it makes). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fastmeta/preload_internal.h"
@@ -250,7 +252,19 @@ FM_EXPORT char* realpath(const char* path, char* resolved) {
   char buf[PATH_MAX];
   int err = 0;
   int saved = errno;
-  if (!fm_realpath(path, buf, &err)) return fm_real_realpath(path, resolved);
+  if (!fm_realpath(path, buf, &err)) {
+    /* Not all of it published (a header cc1 meets first): one trapped
+     * stat publishes every part of its walk (the sentry's
+     * PublishResolved), where glibc's realpath would trap a readlink for
+     * every name. The answer is still only the region's, or glibc's. */
+    if (path == NULL || path[0] == '\0' || fm_mapped() == NULL) {
+      return fm_real_realpath(path, resolved);
+    }
+    struct stat st;
+    syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0);
+    errno = saved;
+    if (!fm_realpath(path, buf, &err)) return fm_real_realpath(path, resolved);
+  }
   if (err != 0) {
     errno = err;
     return NULL;
