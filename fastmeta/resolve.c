@@ -232,6 +232,24 @@ static int fm_realpath(const char* path, char* out, int* err) {
   return 1;
 }
 
+/* Whether a trapped stat may publish what path's walk needs: its first
+ * name has an answer of its own (a path under /proc or a mount never
+ * does), or, relative, the working directory is published. Else it would
+ * only add a trap to glibc's. */
+static int fm_worth_a_stat(const char* path) {
+  const char* base = fm_mapped();
+  if (path == NULL || path[0] == '\0' || base == NULL) return 0;
+  char key[256];
+  if (path[0] != '/') {
+    uint64_t gen;
+    return fm_cwd_path(base, key, &gen) != 0;
+  }
+  size_t n = 1;
+  while (path[n] != '\0' && path[n] != '/' && n < sizeof(key)) n++;
+  struct sentry_fm_slot s;
+  return n > 1 && n < sizeof(key) && fm_find(base, path, n, &s) && !(s.flags & SENTRY_FM_ABSENT);
+}
+
 typedef char* (*fm_realpath_fn)(const char*, char*);
 
 static char* fm_real_realpath(const char* path, char* resolved) {
@@ -257,9 +275,7 @@ FM_EXPORT char* realpath(const char* path, char* resolved) {
      * stat publishes every part of its walk (the sentry's
      * PublishResolved), where glibc's realpath would trap a readlink for
      * every name. The answer is still only the region's, or glibc's. */
-    if (path == NULL || path[0] == '\0' || fm_mapped() == NULL) {
-      return fm_real_realpath(path, resolved);
-    }
+    if (!fm_worth_a_stat(path)) return fm_real_realpath(path, resolved);
     struct stat st;
     syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0);
     errno = saved;
