@@ -60,7 +60,10 @@ std::string RealPath(const std::string& path) {
   free(r);
   char buf[PATH_MAX];
   if (realpath(path.c_str(), buf) == nullptr || out != buf) return "buffer form differs";
-  return out;
+  char* c = canonicalize_file_name(path.c_str());
+  bool same = c != nullptr && out == c;
+  free(c);
+  return same ? out : "canonicalize_file_name differs";
 }
 
 // Every libc answer about path equals the raw syscall's, twice (the second
