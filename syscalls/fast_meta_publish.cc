@@ -89,10 +89,13 @@ bool MayRestOn(const FastMeta& fm, const vfs::Node& node, bool top, bool* upper)
 // below a top, *missing_in (if set) gets the directory it is missing from
 // (searchable by all, its path the first *missing_len bytes of path).
 // *upper: an upper node was met (the answer, or the absence, rests on it).
+// *via_link (if set): the walk stopped at a symlink before the last name.
 vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* absent, bool* upper,
-                           vfs::NodeRef* missing_in = nullptr, size_t* missing_len = nullptr) {
+                           vfs::NodeRef* missing_in = nullptr, size_t* missing_len = nullptr,
+                           bool* via_link = nullptr) {
   *absent = false;
   *upper = false;
+  if (via_link) *via_link = false;
   if (!sentry_fm_normal(path.data(), path.size())) return nullptr;
   vfs::Vfs& v = ctx.vfs();
   const FastMeta& fm = *ctx.kernel.fast_meta();
@@ -126,7 +129,10 @@ vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* a
       return nullptr;
     }
     if (last) return child;
-    if (!child->IsDir()) return nullptr;
+    if (!child->IsDir()) {
+      if (via_link) *via_link = child->kind() == vfs::NodeKind::kSymlink;
+      return nullptr;
+    }
     dir = std::move(child);
     start = slash + 1;
     first = false;
@@ -183,18 +189,23 @@ namespace {
 
 // A lookup of a normal path that crossed no symlink but a final one under
 // lstat: its answer, or its ENOENT, published by the rules above. false
-// when the path is not normal or its walk met a symlink (or something else
-// the rules refuse): PublishResolved may then know more.
+// when the path is not normal, its walk met a symlink or stat followed the
+// final one: PublishResolved may then know more (anything else the rules
+// refuse, it would refuse too).
 bool PublishDirect(SyscallContext& ctx, FastMeta& fm, std::string_view path,
                    const vfs::NodeRef& node) {
   bool absent = false;
   bool upper = false;
   vfs::NodeRef missing_in;
   size_t missing_len = 0;
+  bool via_link = false;
+  std::string normal(path);
+  if (!sentry_fm_normal(normal.data(), normal.size())) return false;
   vfs::NodeRef found =
-      PublishableAt(ctx, std::string(path), &absent, &upper, &missing_in, &missing_len);
+      PublishableAt(ctx, normal, &absent, &upper, &missing_in, &missing_len, &via_link);
   if (!found) {
-    if (node != nullptr || (!absent && !missing_in)) return false;
+    if (via_link) return false;
+    if (node != nullptr || (!absent && !missing_in)) return true;
     // The listing first: a directory's first listing may invalidate the
     // region (vfs.h set_on_lower_change), which would drop the absent slot.
     if (missing_in) ListForNegatives(ctx, fm, missing_in, path.substr(0, missing_len), upper);
