@@ -159,6 +159,51 @@ TEST(FastSymlink, UpperLinksAreSeenAtOnce) {
   EXPECT_EQ(Value(res, "renamed_over"), "([], '/tmp/fs/b/f', 'ENOENT', 'ELOOP', 'ELOOP')") << r.out;
 }
 
+// Random paths over a tree of directories, files and links of every kind
+// ("..", ".", empty names, loops, links to /bin and to "/"): the library's
+// stat, lstat and realpath equal the trap's (realpath's: the sentry's own
+// walk, an open and its /proc/self/fd link; an O_PATH fd of a regular file
+// reads /dev/null there), asked twice each (the
+// second time from what the first published).
+constexpr char kRandomPy[] = R"PY(
+import random
+D = "/tmp/fr"
+os.makedirs(D + "/a/b/c"); open(D + "/a/f", "w").write("x"); open(D + "/a/b/g", "w").write("x")
+for name, target in (("l1", "a"), ("l2", "a/b"), ("abs", D + "/a/b"), ("up", ".."), ("dot", "."),
+                     ("loop", "loop"), ("bin", "/bin"), ("root", "/"), ("fl", "a/f"),
+                     ("chain", "l2/../b"), ("dang", "none/x"), ("usr", "/usr/bin/../lib")):
+    os.symlink(target, f"{D}/{name}")
+os.symlink("../../l1", D + "/a/b/back")
+names = ["a", "b", "c", "f", "g", "l1", "l2", "abs", "up", "dot", "loop", "bin", "root", "fl",
+         "chain", "dang", "usr", "back", "..", ".", "", "none", "sh", "lib"]
+def ref(p):
+    try:
+        try: fd = os.open(p, os.O_RDONLY)
+        except PermissionError: fd = os.open(p, os.O_PATH)  # a directory: no /dev/null
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    r = os.readlink(f"/proc/self/fd/{fd}"); os.close(fd); return r
+random.seed(29)
+bad_stat, bad_rp, answered = [], [], 0
+for i in range(1500):
+    p = D + "/" + "/".join(random.choice(names) for _ in range(random.randint(1, 6)))
+    if random.random() < 0.1: p += "/"
+    for _ in range(2):
+        if not same(p): bad_stat.append(p)
+        want, got = ref(p), rp(p)
+        if got != want and not (want == "ENOTDIR" and got == "ENOENT"): bad_rp.append((p, got, want))
+t("stat", lambda: bad_stat[:5])
+t("realpath", lambda: bad_rp[:5])
+)PY";
+
+TEST(FastSymlink, RandomWalksMatchTheTrap) {
+  ProcessResult r = RunSymlinkPy(kRandomPy);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "stat"), "[]") << r.out;
+  EXPECT_EQ(Value(res, "realpath"), "[]") << r.out;
+}
+
 // Nothing below a directory not every caller may search, whatever link
 // leads there; nothing of a -v mount, through a link or not; /proc never.
 TEST(FastSymlink, OnlyWhatEveryCallerGets) {
