@@ -167,6 +167,15 @@ static int fm_walk(const char* base, struct fm_walk* w, int follow, int trailing
       *out = s;
       return 1;
     }
+    if (hit < k) {
+      /* A directory, and no longer run of its names answered (no link
+       * below it is known): its next name is absent, or the trap says. */
+      if (!fm_absent_above(base, cand, clen[hit], 0)) return 0;
+      out->flags = SENTRY_FM_ABSENT | SENTRY_FM_FOLLOW;
+      out->path_len = 0;
+      out->target_len = 0;
+      return 1;
+    }
     w->res_x = (s.access_ok & X_OK) != 0;
     w->at = end;
   }
