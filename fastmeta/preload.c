@@ -4,9 +4,11 @@
  * /etc/ld.so.preload. It interposes stat, lstat, fstatat (and their *64
  * names), access, faccessat, readlink and readlinkat: for an absolute,
  * normalised path whose answer the sentry has published it answers from the
- * region; for anything else it makes the very syscall glibc would make, which
- * traps as before (directory streams: dir.c; the fstat of a system file the
- * process opened: fdrec.c). The region is mapped at a
+ * region, and for one that crosses symlinks, "." or ".." when every part of
+ * it is published (resolve.c, which also answers realpath); for anything
+ * else it makes the very syscall glibc would make, which traps as before
+ * (directory streams: dir.c; the fstat of a system file the process opened:
+ * fdrec.c). The region is mapped at a
  * process's first such call (inherited by fork; mapped again after exec).
  * These calls hold no lock and allocate nothing (async-signal-safe as the
  * calls they replace), trust no offset not checked, and a region they cannot
@@ -41,7 +43,7 @@ static uint64_t fm_index_off;
 static int fm_tokens;       /* token slots published: lock_pid below is set */
 static int32_t fm_lock_pid; /* l_pid of the sentry's token locks */
 int fm_listings;            /* listing slots published: fm_list_* are set */
-static int fm_negatives;    /* absent names below what is published (region.h) */
+int fm_negatives;           /* absent names below what is published (region.h) */
 static int fm_cwds;         /* CWD slots are published (region.h) */
 int fm_dir_streams;         /* every opendir gets the library's own stream */
 int fm_fdrecs;              /* fd records (fdrec.c) */
@@ -198,7 +200,7 @@ static int fm_listing_holds(const char* base, const char* path, size_t dir_len, 
  * name present, or a directory's own answer, leaves it to the trap. With
  * gen (not 0), only answers of that generation count: a path read off a
  * directory token in it may lead elsewhere in a later one. */
-static int fm_absent_above(const char* base, const char* path, size_t len, uint64_t gen) {
+int fm_absent_above(const char* base, const char* path, size_t len, uint64_t gen) {
   size_t end = len;
   for (;;) {
     size_t start = end;
@@ -220,30 +222,37 @@ static int fm_absent_above(const char* base, const char* path, size_t len, uint6
 #define FM_NO_NEGATIVE UINT64_MAX
 
 /* A copy of the slot answering lstat (or stat, with follow) of an absolute
- * normalised path of len bytes, or 0: a miss. An absent one may be answered
- * by its directories (fm_absent_above, generation neg_gen). */
+ * path of len bytes, or 0: a miss. A normalised one is looked up whole; an
+ * absent one may be answered by its directories (fm_absent_above,
+ * generation neg_gen). Anything else (a symlink crossed or followed, "."
+ * or "..") is resolved through the region's symlinks (resolve.c), whose
+ * generations are those of snap (if set: read before the path was). */
 static int fm_lookup_path(const char* base, const char* path, size_t len, int follow,
-                          struct sentry_fm_slot* out, uint64_t neg_gen) {
-  if (!sentry_fm_normal(path, len)) return 0;
-  if (!fm_find(base, path, len, out)) {
-    if (!fm_negatives || neg_gen == FM_NO_NEGATIVE || !fm_absent_above(base, path, len, neg_gen)) {
-      return 0;
+                          struct sentry_fm_slot* out, uint64_t neg_gen, const uint64_t* snap) {
+  if (sentry_fm_normal(path, len)) {
+    if (fm_find(base, path, len, out)) {
+      if (out->flags & SENTRY_FM_TOKEN) return 0;
+      if (!follow || (out->flags & SENTRY_FM_FOLLOW)) return 1;
+      /* a symlink that stat follows: resolved below */
+    } else if (fm_negatives && neg_gen != FM_NO_NEGATIVE &&
+               fm_absent_above(base, path, len, neg_gen)) {
+      out->flags = SENTRY_FM_ABSENT | SENTRY_FM_FOLLOW;
+      out->path_len = 0;
+      out->target_len = 0;
+      return 1;
     }
-    out->flags = SENTRY_FM_ABSENT | SENTRY_FM_FOLLOW;
-    out->path_len = 0;
-    out->target_len = 0;
-    return 1;
   }
-  if (out->flags & SENTRY_FM_TOKEN) return 0;
-  if (follow && !(out->flags & SENTRY_FM_FOLLOW)) return 0; /* a symlink: stat traps */
-  return 1;
+  if (neg_gen == FM_NO_NEGATIVE) return 0; /* an fd's own path: its token's */
+  return fm_resolve(base, path, len, follow, out, NULL, snap) == 1;
 }
 
 static int fm_lookup(const char* path, int follow, struct sentry_fm_slot* out) {
   if (path == NULL || path[0] != '/') return 0;
   const char* base = fm_mapped();
   if (base == NULL) return 0;
-  return fm_lookup_path(base, path, strnlen(path, 256), follow, out, 0);
+  size_t len = strnlen(path, FM_PATH_MAX);
+  if (len >= FM_PATH_MAX) return 0;
+  return fm_lookup_path(base, path, len, follow, out, 0, NULL);
 }
 
 /* The token's id is the sentry's lock on it (region.h): F_GETLK reports
@@ -275,7 +284,7 @@ size_t fm_token_path(const char* base, int fd, char* out, uint64_t* gen) {
 
 /* The calling thread's working directory (region.h SENTRY_FM_CWD), copied
  * to out (256 bytes), and its length; 0 when none is published. */
-static size_t fm_cwd_path(const char* base, char* out, uint64_t* gen) {
+size_t fm_cwd_path(const char* base, char* out, uint64_t* gen) {
   if (!fm_cwds) return 0;
   char key[SENTRY_FM_CWD_KEY_LEN];
   sentry_fm_cwd_key((uint32_t)syscall(SYS_gettid), key);
@@ -298,21 +307,24 @@ int fm_lookup_at(int dirfd, const char* path, int empty_ok, int follow,
   if (path[0] == '\0' && (dirfd == AT_FDCWD || !empty_ok)) return 0;
   const char* base = fm_mapped();
   if (base == NULL) return 0;
-  char full[256 + 256];
+  char full[FM_PATH_MAX];
   uint64_t gen = 0;
+  const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
+  uint64_t snap[2] = {__atomic_load_n(&h->generation, __ATOMIC_ACQUIRE),
+                      __atomic_load_n(&h->upper_generation, __ATOMIC_ACQUIRE)};
   size_t n =
       dirfd == AT_FDCWD ? fm_cwd_path(base, full, &gen) : fm_token_path(base, dirfd, full, &gen);
   if (n == 0) return 0;
   if (path[0] != '\0') {
-    size_t len = strnlen(path, 256);
-    if (n + 1 + len >= 256) return 0;
+    size_t len = strnlen(path, FM_PATH_MAX);
+    if (n + 1 + len >= FM_PATH_MAX) return 0;
     full[n] = '/';
     memcpy(full + n + 1, path, len);
     n += 1 + len;
   }
   /* The fd's own answer is never ENOENT; a name under it only by answers
    * of the generation its path was read in. */
-  return fm_lookup_path(base, full, n, follow, out, path[0] == '\0' ? FM_NO_NEGATIVE : gen);
+  return fm_lookup_path(base, full, n, follow, out, path[0] == '\0' ? FM_NO_NEGATIVE : gen, snap);
 }
 
 /* Whether buf may take n bytes: the kernel's own check (EFAULT), by a call
@@ -335,7 +347,7 @@ static int fm_stat_at(int dirfd, const char* path, struct stat* buf, int flags, 
     return 0;
   }
   if (s.flags & SENTRY_FM_ABSENT) {
-    errno = ENOENT;
+    errno = FM_ERRNO(&s);
     *ret = -1;
     return 1;
   }
@@ -402,7 +414,7 @@ static int fm_access(const char* path, int mode, int* ret) {
   struct sentry_fm_slot s;
   if (!fm_lookup(path, 1, &s)) return 0;
   if (s.flags & SENTRY_FM_ABSENT) {
-    errno = ENOENT;
+    errno = FM_ERRNO(&s);
     *ret = -1;
     return 1;
   }
@@ -432,7 +444,7 @@ static int fm_readlink(const char* path, char* buf, size_t size, ssize_t* ret) {
   struct sentry_fm_slot s;
   if (!fm_lookup(path, 0, &s)) return 0;
   if (s.flags & SENTRY_FM_ABSENT) {
-    errno = ENOENT;
+    errno = FM_ERRNO(&s);
     *ret = -1;
     return 1;
   }

@@ -26,6 +26,32 @@ int fm_slot_current(const char* base, const struct sentry_fm_slot* s);
  * generation the token's slot was read in. */
 size_t fm_token_path(const char* base, int fd, char* out, uint64_t* gen);
 
+/* Library-internal, in a copy's flags (with SENTRY_FM_ABSENT, which every
+ * caller takes for an error): the walk met a name that is not a directory
+ * where one must be (resolve.c), ENOTDIR, not ENOENT. */
+#define FM_NOTDIR 0x80000000u
+#define FM_ERRNO(slot) (((slot)->flags & FM_NOTDIR) ? ENOTDIR : ENOENT)
+
+/* A path's longest accepted length (PATH_MAX, the NUL included). */
+#define FM_PATH_MAX 4096
+
+/* Whether an absolute normalised path (not found itself) is ENOENT by what
+ * was published about one of its directories (preload.c); gen as there. */
+int fm_absent_above(const char* base, const char* path, size_t len, uint64_t gen);
+
+/* The calling thread's published working directory (region.h
+ * SENTRY_FM_CWD), copied to out (256 bytes), and its length; 0: none. */
+size_t fm_cwd_path(const char* base, char* out, uint64_t* gen);
+
+/* The walk of an absolute path of len bytes through the region's symlinks,
+ * "." and ".." (resolve.c): 1 with *out the slot that answers it (lstat's,
+ * or stat's with follow; ABSENT: ENOENT) and, if resolved (256 bytes) is
+ * set, its normal path there; 2 (only with resolved): the root; 0: the trap
+ * answers. snap: the header's generation and upper_generation read before
+ * whatever gave the path (NULL: read here). */
+int fm_resolve(const char* base, const char* path, size_t len, int follow,
+               struct sentry_fm_slot* out, char* resolved, const uint64_t* snap);
+
 /* Set by fm_mapped: listing slots are published, in the area at
  * fm_list_off of fm_list_bytes (checked to lie in the mapping). */
 extern int fm_listings;
@@ -34,6 +60,8 @@ extern uint64_t fm_list_bytes;
 /* Set by fm_mapped: opendir of a directory whose listing is not published
  * gets the library's own stream too, reading by getdents64 (dir.c). */
 extern int fm_dir_streams;
+/* Set by fm_mapped: absent names below what is published are answered. */
+extern int fm_negatives;
 
 /* The slot answering (dirfd, path) as fstatat resolves it (preload.c). */
 int fm_lookup_at(int dirfd, const char* path, int empty_ok, int follow, struct sentry_fm_slot* out);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <deque>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -88,10 +89,13 @@ bool MayRestOn(const FastMeta& fm, const vfs::Node& node, bool top, bool* upper)
 // below a top, *missing_in (if set) gets the directory it is missing from
 // (searchable by all, its path the first *missing_len bytes of path).
 // *upper: an upper node was met (the answer, or the absence, rests on it).
+// *via_link (if set): the walk stopped at a symlink before the last name.
 vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* absent, bool* upper,
-                           vfs::NodeRef* missing_in = nullptr, size_t* missing_len = nullptr) {
+                           vfs::NodeRef* missing_in = nullptr, size_t* missing_len = nullptr,
+                           bool* via_link = nullptr) {
   *absent = false;
   *upper = false;
+  if (via_link) *via_link = false;
   if (!sentry_fm_normal(path.data(), path.size())) return nullptr;
   vfs::Vfs& v = ctx.vfs();
   const FastMeta& fm = *ctx.kernel.fast_meta();
@@ -125,7 +129,10 @@ vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* a
       return nullptr;
     }
     if (last) return child;
-    if (!child->IsDir()) return nullptr;
+    if (!child->IsDir()) {
+      if (via_link) *via_link = child->kind() == vfs::NodeKind::kSymlink;
+      return nullptr;
+    }
     dir = std::move(child);
     start = slash + 1;
     first = false;
@@ -178,36 +185,149 @@ void ListForNegatives(SyscallContext& ctx, FastMeta& fm, const vfs::NodeRef& dir
 
 }  // namespace
 
-void PublishLookup(SyscallContext& ctx, const std::string& path, bool /*follow*/,
-                   const vfs::NodeRef& node, int err) {
-  FastMeta* fm = ctx.kernel.fast_meta();
-  if (!fm || (node == nullptr && err != ENOENT)) return;
+namespace {
+
+// A lookup of a normal path that crossed no symlink but a final one under
+// lstat: its answer, or its ENOENT, published by the rules above. false
+// when the path is not normal, its walk met a symlink or stat followed the
+// final one: PublishResolved may then know more (anything else the rules
+// refuse, it would refuse too).
+bool PublishDirect(SyscallContext& ctx, FastMeta& fm, std::string_view path,
+                   const vfs::NodeRef& node) {
   bool absent = false;
   bool upper = false;
   vfs::NodeRef missing_in;
   size_t missing_len = 0;
-  vfs::NodeRef found = PublishableAt(ctx, path, &absent, &upper, &missing_in, &missing_len);
+  bool via_link = false;
+  std::string normal(path);
+  if (!sentry_fm_normal(normal.data(), normal.size())) return false;
+  vfs::NodeRef found =
+      PublishableAt(ctx, normal, &absent, &upper, &missing_in, &missing_len, &via_link);
   if (!found) {
-    if (node != nullptr) return;
+    if (via_link) return false;
+    if (node != nullptr || (!absent && !missing_in)) return true;
     // The listing first: a directory's first listing may invalidate the
     // region (vfs.h set_on_lower_change), which would drop the absent slot.
-    if (missing_in) {
-      ListForNegatives(ctx, *fm, missing_in, std::string_view(path).substr(0, missing_len), upper);
-    }
+    if (missing_in) ListForNegatives(ctx, fm, missing_in, path.substr(0, missing_len), upper);
     if (absent) {
-      fm->PublishAbsent(path, upper);
-    } else if (missing_in && fm->negatives()) {
+      fm.PublishAbsent(path, upper);
+    } else if (missing_in && fm.negatives()) {
       // A directory on the way is missing: its own ENOENT answers for
       // everything below it too (the guest's library looks up a path's
       // directories on a miss), where no listing was taken.
-      fm->PublishAbsent(std::string_view(path).substr(0, path.find('/', missing_len + 1)), upper);
+      fm.PublishAbsent(path.substr(0, path.find('/', missing_len + 1)), upper);
     }
+    return true;
+  }
+  // A stat that followed a final symlink found another node:
+  // PublishResolved publishes the link and that node.
+  if (found != node) return false;
+  PublishNode(ctx, fm, path, *found, upper);
+  return true;
+}
+
+// The path's names, as the VFS's walk splits them (empty ones dropped).
+void SplitNames(std::string_view path, std::deque<std::string>* out, bool front) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start < path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    if (slash > start) names.emplace_back(path.substr(start, slash - start));
+    start = slash + 1;
+  }
+  if (front) {
+    out->insert(out->begin(), names.begin(), names.end());
+  } else {
+    out->insert(out->end(), names.begin(), names.end());
+  }
+}
+
+// The most names a resolution walks (links' targets included) before it
+// gives up: bounds the host lookups one trapped call can add here.
+constexpr int kResolveMaxNames = 256;
+
+// A lookup of an absolute path that crossed symlinks or named "." or "..",
+// resolved again name by name as the VFS's walk does (vfs_walk.cc Walk) and
+// as the guest's library resolves it from the region (fastmeta/resolve.c),
+// each step's path by the rules above. Published: every symlink followed
+// (its own lstat answer and target, at its own normal path), a directory
+// that a "." or ".." is taken from (its X_OK says every caller may search
+// it), and the node the walk ends at, at its own normal path, when it is
+// the lookup's very node; a name missing on the way, as PublishDirect does;
+// the answer of a name walked on from that is not a directory (ENOTDIR).
+void PublishResolved(SyscallContext& ctx, FastMeta& fm, std::string_view path, bool follow,
+                     const vfs::NodeRef& node, int err) {
+  std::deque<std::string> names;
+  SplitNames(path, &names, false);
+  bool trailing = !path.empty() && path.back() == '/';
+  std::string res;        // the normal path of the directory reached ("": the root)
+  bool res_known = true;  // the guest's library knows res may be searched by all
+  int links = 0;
+  int walked = 0;
+  // Publishes res's answer: false when it may not be (the library then traps).
+  auto publish_res = [&](const vfs::Node* expect) {
+    bool absent = false;
+    bool upper = false;
+    vfs::NodeRef dir = PublishableAt(ctx, res, &absent, &upper);
+    if (!dir || !dir->IsDir() || (expect && dir.get() != expect)) return false;
+    PublishNode(ctx, fm, res, *dir, upper);
+    return true;
+  };
+  while (!names.empty()) {
+    if (++walked > kResolveMaxNames) return;
+    std::string name = std::move(names.front());
+    names.pop_front();
+    bool last = names.empty();
+    if (name == "." || name == "..") {
+      if (!res_known && !publish_res(nullptr)) return;
+      res_known = true;  // res's parent was searched to reach it
+      if (name == "..") res.resize(res.empty() ? 0 : res.rfind('/'));
+      continue;
+    }
+    std::string cand = res + "/" + name;
+    bool absent = false;
+    bool upper = false;
+    vfs::NodeRef n = PublishableAt(ctx, cand, &absent, &upper);
+    if (!n) {
+      if (!node && err == ENOENT) PublishDirect(ctx, fm, cand, nullptr);
+      return;
+    }
+    if (n->kind() == vfs::NodeKind::kSymlink && (!last || follow || trailing)) {
+      if (++links > vfs::kMaxSymlinks || n->target.empty()) return;
+      PublishNode(ctx, fm, cand, *n, upper);
+      SplitNames(n->target, &names, true);
+      if (names.empty()) return;  // a link to "/": the root is never published
+      if (n->target[0] == '/') res.clear();
+      res_known = true;  // the link's directory was searched to reach it
+      continue;
+    }
+    if (last) {
+      if (n == node) PublishNode(ctx, fm, cand, *n, upper);
+      return;
+    }
+    if (!n->IsDir()) {  // ENOTDIR: the guest's library answers it by n's own answer
+      PublishNode(ctx, fm, cand, *n, upper);
+      return;
+    }
+    res = std::move(cand);
+    res_known = false;
+  }
+  // The walk ended on "." or "..": at res.
+  if (!res.empty() && node) publish_res(node.get());
+}
+
+}  // namespace
+
+void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
+                   const vfs::NodeRef& node, int err) {
+  FastMeta* fm = ctx.kernel.fast_meta();
+  if (!fm || (node == nullptr && err != ENOENT && err != ENOTDIR) || path.empty() ||
+      path[0] != '/') {
     return;
   }
-  // A stat that followed a final symlink found another node: the link's
-  // own entry answers lstat only, and is published by an lstat.
-  if (found != node) return;
-  PublishNode(ctx, *fm, path, *found, upper);
+  if (err != ENOTDIR && path.size() < 256 && PublishDirect(ctx, *fm, path, node)) return;
+  if (path.size() < vfs::kPathMax) PublishResolved(ctx, *fm, path, follow, node, err);
 }
 
 bool RelockDirToken(const OpenObject& object, int held_fd) {
@@ -289,7 +409,7 @@ void PublishRelative(SyscallContext& ctx, FastMeta& fm, const std::string& path,
   SysResult<std::string> where = ctx.vfs().PathOf(cwd);
   if (!where.ok()) return;
   std::string full = where.value() + "/" + path;
-  if (!sentry_fm_normal(full.data(), full.size())) return;
+  if (full.size() >= vfs::kPathMax) return;
   pid_t tid = ctx.task.ns_tid;
   if (!fm.HasCwd(tid)) {
     bool absent = false;

@@ -13,7 +13,12 @@
 //     upper layer (PureUpper: no regular file, no dynamic directory, nothing
 //     of the host), the first component included; an answer that rests on
 //     any upper node is published as UPPER;
-//   - no symlink is crossed but a final one under lstat;
+//   - no symlink is crossed but a final one under lstat; a lookup that
+//     crossed symlinks (or named "." or "..") publishes its parts instead,
+//     each by these rules at its own normal path: every symlink it followed
+//     (lstat's answer and the target), a directory a "." or ".." was taken
+//     from, and the node it ended at (PublishResolved in the .cc; the guest's
+//     library puts them together, fastmeta/resolve.c);
 //   - every directory walked may be searched by any caller (u, g, o and the
 //     host's other bits all have x), so the caller's credentials do not
 //     change the answer;

@@ -26,7 +26,16 @@ void AddLower(vfs::Vfs& v, const NodeRef& dir, const std::shared_ptr<vfs::HostDi
               const std::string& name) {
   struct stat st;
   if (fstatat(host_parent->fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return;
-  if (NodeRef node = v.MakeLowerNode(host_parent, name, st)) v.AddChild(dir, name, node);
+  NodeRef node = v.MakeLowerNode(host_parent, name, st);
+  if (!node) return;
+  // A lower root that is a symlink (merged /usr: /bin -> usr/bin) has no
+  // host object of its own, as a symlink a host lookup found: marked as
+  // such, a change to it invalidates the lower answers (vfs.h
+  // set_on_lower_change), and the fast-metadata region may publish it
+  // (fast_meta_publish.cc FromLowerLayer). The root is never shrunk
+  // (vfs_cache.cc: no host directory), so it stays.
+  if (node->kind() == NodeKind::kSymlink) node->looked_up_ctime = node->attr().ctime;
+  v.AddChild(dir, name, node);
 }
 
 NodeRef AddDir(vfs::Vfs& v, const NodeRef& parent, const std::string& name, mode_t mode,
