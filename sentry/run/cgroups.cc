@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -107,6 +108,23 @@ int Cgroups::SweepStale() {
     closedir(d);
   }
   return left;
+}
+
+int Cgroups::SweepStaleNowAndThen(const char* stamp, std::chrono::milliseconds interval) {
+  struct stat st;
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  if (stat(stamp, &st) == 0) {
+    int64_t age_ms =
+        (now.tv_sec - st.st_mtim.tv_sec) * 1000 + (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000;
+    if (age_ms >= 0 && age_ms < interval.count()) return 0;  // (a clock set back: sweep)
+  }
+  int fd = open(stamp, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    futimens(fd, nullptr);
+    close(fd);
+  }
+  return SweepStale();
 }
 
 void Cgroups::Create(const std::string& name, const CgroupLimits& l, bool every_controller) {

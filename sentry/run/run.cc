@@ -181,8 +181,13 @@ std::optional<RunError> Run::BuildSandbox() {
   // the kernel are made at the same time, on this thread. (Made on a thread
   // of their own while the clone ran, the cgroups took no less in all:
   // both take the kernel's cgroup locks.)
-  // A cold run with a second CPU sweeps there, beside its guest (LaunchGuest).
-  if (warm_ || !elsewhere_) Cgroups::SweepStale();
+  // (What dead sentries left: a cold run sweeps at most every 250 ms of the
+  // host's runs, see SweepStaleNowAndThen.)
+  if (warm_) {
+    Cgroups::SweepStale();
+  } else {
+    Cgroups::SweepStaleNowAndThen();
+  }
   // Without root there is no cgroup of the sentry's to make (cgroup v1, or
   // v2 without a delegated subtree: not built); the limits hold by rlimits
   // and the sentry's own counts (see Run::Prepare and the result's limits).
@@ -391,15 +396,6 @@ void Run::StartForkParent() {
 // The go: what the command decided (cwd, --trace), the start-up pin, and the
 // guest's execve.
 std::optional<RunError> Run::LaunchGuest() {
-  if (!warm_ && elsewhere_) {
-    // What dead sentries left (Cgroups::SweepStale: 0.1-0.2 ms of reading
-    // /sys/fs/cgroup and /proc) is swept on the other CPU while the guest
-    // runs, off the caller's wait; joined before this run's own cgroups go
-    // (ReleaseSandbox). Made before DropFsIdentity below: a thread takes its
-    // maker's file identity, and the sweep needs root's.
-    sweeper_ = std::make_unique<PlacedThread>(
-        elsewhere_, [] { Cgroups::SweepStale(); }, "sentry-sweep");
-  }
   if (auto e = StartTrace()) return e;
   {
     std::lock_guard<std::mutex> lock(kernel_->mu());

@@ -393,11 +393,6 @@ void Run::EndSandboxProcesses() {
 
 void Run::ReleaseSandbox() {
   net_.Stop();
-  if (sweeper_) {
-    sweeper_->Join();
-  } else if (!warm_ && elsewhere_) {
-    Cgroups::SweepStale();  // a run that ended before its guest's start (LaunchGuest)
-  }
   cgroups_.Remove();
   if (seccomp_only()) {
     // A process that outlived the sandbox's end (without root none can: the

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "loader/loader.h"
-#include "sentry/base/placed_thread.h"
 #include "sentry/kernel/census.h"
 #include "sentry/kernel/dispatcher.h"
 #include "sentry/kernel/kernel.h"
@@ -229,12 +228,11 @@ class Run {
   std::shared_ptr<Census> census_;            // --census
   std::vector<sock_filter> ordinary_filter_;  // --census: decides each call
   bool sync_wakeup_ = true;
-  std::optional<cpu_set_t> early_pin_;     // the mask a cold run comes back to
-  cpu_set_t HostCpus() const;              // the CPUs the guest may run on (sysfs.h)
-  KernelConfig KernelConfigOf() const;     // run_kernel_config.cc
-  std::optional<cpu_set_t> elsewhere_;     // that mask but the pinned CPU
-  std::unique_ptr<PlacedThread> sweeper_;  // a cold run's sweep of stale cgroups (LaunchGuest)
-  bool init_reaped_ = false;               // the sandbox's pid 1 (the loader) is reaped
+  std::optional<cpu_set_t> early_pin_;  // the mask a cold run comes back to
+  cpu_set_t HostCpus() const;           // the CPUs the guest may run on (sysfs.h)
+  KernelConfig KernelConfigOf() const;  // run_kernel_config.cc
+  std::optional<cpu_set_t> elsewhere_;  // that mask but the pinned CPU
+  bool init_reaped_ = false;            // the sandbox's pid 1 (the loader) is reaped
   vfs::Creds creds_;
   vfs::NodeRef cwd_;
   GuestLaunch launch_;
