@@ -8,15 +8,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "sentry/base/log.h"
+#include "sentry/base/small_file.h"
 
 namespace sentry {
 namespace {
@@ -37,12 +36,7 @@ bool WriteValue(const std::string& path, const std::string& value) {
   return ok;
 }
 
-std::string ReadValue(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string ReadValue(const std::string& path) { return ReadFileText(path); }
 
 uint64_t ReadNumber(const std::string& path) {
   uint64_t v = 0;
@@ -57,9 +51,8 @@ uint64_t ReadNumber(const std::string& path) {
 std::string OwnCgroup(const std::string& controller) {
   static const std::map<std::string, std::string, std::less<>> own = [] {
     std::map<std::string, std::string, std::less<>> m;
-    std::ifstream f("/proc/self/cgroup");
-    std::string line;
-    while (std::getline(f, line)) {
+    for (absl::string_view line :
+         absl::StrSplit(ReadFileText("/proc/self/cgroup"), '\n', absl::SkipEmpty())) {
       std::vector<std::string> parts = absl::StrSplit(line, absl::MaxSplits(':', 2));
       if (parts.size() != 3) continue;
       for (absl::string_view c : absl::StrSplit(parts[1], ',')) {
