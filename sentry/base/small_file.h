@@ -1,11 +1,11 @@
 // ReadFileText: a small file of procfs or cgroupfs read whole with open,
 // read and close.
 //
-// No iostream on a cold run's path: a process's first std::ifstream (or any
-// stream) builds the C++ locale, ~50 us, and each stream then costs ~5 us
-// more than the calls themselves (measured with a static test program:
-// uid_map and gid_map 72-120 us by ifstream, 32-39 us by read(2)). A cold
-// `sentry run` read 11 such files.
+// No iostream on a cold run's path: each std::ifstream (its filebuf, its
+// buffer, a stringstream to collect it) cost ~5 us over the calls themselves,
+// and a run read 11 such files (uid_map and gid_map at start, its cgroups'
+// values, the loader's children, NSpid). Measured against 856987b's binary:
+// `prepare` -0.01-0.03 ms, `cgroups` -0.03, `cleanup` -0.01.
 #ifndef SENTRY_BASE_SMALL_FILE_H_
 #define SENTRY_BASE_SMALL_FILE_H_
 
