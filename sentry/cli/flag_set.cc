@@ -25,8 +25,31 @@ bool ModuleName(absl::string_view m) {
 
 }  // namespace
 
+std::set<std::string> FlagSet::NamesIn(const std::vector<std::string>& args) {
+  std::set<std::string> names;
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a.size() < 2 || a[0] != '-') continue;
+    if (a[1] == '-') {
+      names.insert(a.substr(0, a.find('=')));
+    } else {
+      for (size_t i = 1; i < a.size(); ++i) names.insert(std::string{'-', a[i]});
+    }
+  }
+  return names;
+}
+
+bool FlagSet::Skipped(const std::string& names) const {
+  if (!only_) return false;
+  for (absl::string_view name : absl::StrSplit(names, ',')) {
+    if (only_->count(std::string(name))) return false;
+  }
+  return true;
+}
+
 CLI::Option* FlagSet::Value(const std::string& names, const char* group, const char* type,
                             const std::string& help, Parse parse) {
+  if (Skipped(names)) return nullptr;
   std::string shown = names.substr(names.rfind(',') + 1);
   auto each = [shown, parse](const std::vector<std::string>& values) {
     for (const std::string& v : values) {
@@ -44,6 +67,7 @@ CLI::Option* FlagSet::Value(const std::string& names, const char* group, const c
 
 CLI::Option* FlagSet::Optional(const std::string& names, const char* group, const char* type,
                                const std::string& help, const std::string& dflt, Parse parse) {
+  if (Skipped(names)) return nullptr;
   std::string shown = names.substr(names.rfind(',') + 1);
   return app_.add_flag(names + "{" + dflt + "}", scratch_, help)
       ->group(group)
@@ -57,6 +81,7 @@ CLI::Option* FlagSet::Optional(const std::string& names, const char* group, cons
 
 CLI::Option* FlagSet::Switch(const std::string& names, const char* group, const std::string& help,
                              std::function<void()> set) {
+  if (Skipped(names)) return nullptr;
   return app_.add_flag_callback(names, std::move(set), help)->group(group);
 }
 

@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "sentry/cli/flag_set.h"
@@ -380,13 +382,18 @@ bool WantsJson(const std::vector<std::string>& args) {
   return false;
 }
 
-FlagsOutcome ParseRunFlags(const std::vector<std::string>& args, RunFlags* flags) {
+namespace {
+
+// only: the flags to declare (FlagSet::Only), or nullopt for every one.
+FlagsOutcome ParseDeclaring(const std::vector<std::string>& args, RunFlags* flags,
+                            std::optional<std::set<std::string>> only) {
   CLI::App app(kDescription, "sentry run");
   app.prefix_command();  // the command's own flags are its own
   app.footer(kFooter);
   app.set_help_flag("-h,--help", "this text");
   Extra extra;
   FlagSet f(app);
+  if (only) f.Only(std::move(*only));
   DefineFlags(f, flags, &extra);
   // docker's -m takes a unit: a bare number means bytes there, MiB here.
   std::vector<std::string> argv(args.rbegin(), args.rend());
@@ -424,6 +431,21 @@ FlagsOutcome ParseRunFlags(const std::vector<std::string>& args, RunFlags* flags
     return {FlagsOutcome::Kind::kError, why};
   }
   return {};
+}
+
+}  // namespace
+
+// With only the flags the command line names declared: every one it uses is
+// (FlagSet::NamesIn is a superset), in the same order, so a parse that runs
+// sets what the full one would. Help and errors (an unknown flag's "did you
+// mean", a bad value) come from a parse with every flag, on the flags as
+// they came in.
+FlagsOutcome ParseRunFlags(const std::vector<std::string>& args, RunFlags* flags) {
+  RunFlags given = *flags;
+  FlagsOutcome out = ParseDeclaring(args, flags, FlagSet::NamesIn(args));
+  if (out.kind == FlagsOutcome::Kind::kRun) return out;
+  *flags = std::move(given);
+  return ParseDeclaring(args, flags, std::nullopt);
 }
 
 }  // namespace sentry::cli

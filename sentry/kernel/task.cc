@@ -1,12 +1,15 @@
 #include "sentry/kernel/task.h"
 
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "sentry/base/small_file.h"
 
 namespace sentry {
 
@@ -47,13 +50,15 @@ namespace {
 // A field of /proc/PID/status that lists an id at each pid namespace level
 // ("NSpid:", "NSpgid:"), `outer` levels out from the innermost.
 pid_t ReadNsLevel(pid_t host_tid, std::string_view field, int outer) {
-  std::ifstream f("/proc/" + std::to_string(host_tid) + "/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind(field, 0) != 0) continue;
+  std::string status = ReadFileText("/proc/" + std::to_string(host_tid) + "/status", 64 << 10);
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (!absl::ConsumePrefix(&line, absl::string_view(field.data(), field.size()))) continue;
     std::vector<pid_t> levels;
-    std::istringstream fields(line.substr(field.size()));
-    for (pid_t p; fields >> p;) levels.push_back(p);
+    for (absl::string_view word : absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+      pid_t p;
+      if (!absl::SimpleAtoi(word, &p)) break;
+      levels.push_back(p);
+    }
     if (outer < 0 || static_cast<size_t>(outer) >= levels.size()) return 0;
     return levels[levels.size() - 1 - outer];
   }

@@ -3,19 +3,19 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "sentry/base/log.h"
+#include "sentry/base/small_file.h"
 
 namespace sentry {
 namespace {
@@ -36,12 +36,7 @@ bool WriteValue(const std::string& path, const std::string& value) {
   return ok;
 }
 
-std::string ReadValue(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string ReadValue(const std::string& path) { return ReadFileText(path); }
 
 uint64_t ReadNumber(const std::string& path) {
   uint64_t v = 0;
@@ -56,9 +51,8 @@ uint64_t ReadNumber(const std::string& path) {
 std::string OwnCgroup(const std::string& controller) {
   static const std::map<std::string, std::string, std::less<>> own = [] {
     std::map<std::string, std::string, std::less<>> m;
-    std::ifstream f("/proc/self/cgroup");
-    std::string line;
-    while (std::getline(f, line)) {
+    for (absl::string_view line :
+         absl::StrSplit(ReadFileText("/proc/self/cgroup"), '\n', absl::SkipEmpty())) {
       std::vector<std::string> parts = absl::StrSplit(line, absl::MaxSplits(':', 2));
       if (parts.size() != 3) continue;
       for (absl::string_view c : absl::StrSplit(parts[1], ',')) {
@@ -107,6 +101,23 @@ int Cgroups::SweepStale() {
     closedir(d);
   }
   return left;
+}
+
+int Cgroups::SweepStaleNowAndThen(const char* stamp, std::chrono::milliseconds interval) {
+  struct stat st;
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  if (stat(stamp, &st) == 0) {
+    int64_t age_ms =
+        (now.tv_sec - st.st_mtim.tv_sec) * 1000 + (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000;
+    if (age_ms >= 0 && age_ms < interval.count()) return 0;  // (a clock set back: sweep)
+  }
+  int fd = open(stamp, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    futimens(fd, nullptr);
+    close(fd);
+  }
+  return SweepStale();
 }
 
 void Cgroups::Create(const std::string& name, const CgroupLimits& l, bool every_controller) {

@@ -181,7 +181,13 @@ std::optional<RunError> Run::BuildSandbox() {
   // the kernel are made at the same time, on this thread. (Made on a thread
   // of their own while the clone ran, the cgroups took no less in all:
   // both take the kernel's cgroup locks.)
-  Cgroups::SweepStale();
+  // (What dead sentries left: a cold run sweeps at most every 250 ms of the
+  // host's runs, see SweepStaleNowAndThen.)
+  if (warm_) {
+    Cgroups::SweepStale();
+  } else {
+    Cgroups::SweepStaleNowAndThen();
+  }
   // Without root there is no cgroup of the sentry's to make (cgroup v1, or
   // v2 without a delegated subtree: not built); the limits hold by rlimits
   // and the sentry's own counts (see Run::Prepare and the result's limits).

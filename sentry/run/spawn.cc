@@ -15,13 +15,14 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <span>
-#include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "sentry/base/fd_passing.h"
+#include "sentry/base/small_file.h"
 #include "sentry/base/status_macros.h"
 #include "sentry/base/timeline.h"
 #include "vfs/store.h"
@@ -218,8 +219,12 @@ absl::Status Spawned::AwaitGuest() {
   // the guest's execve, is the old root's detach, which the guest started:
   // see StartDetach); /proc shows them in the order they were made, with
   // their host pids.
-  std::ifstream children(absl::StrCat("/proc/", init_pid_, "/task/", init_pid_, "/children"));
-  if (!(children >> guest_pid_)) return absl::InternalError("cannot find the guest process");
+  std::string children =
+      ReadFileText(absl::StrCat("/proc/", init_pid_, "/task/", init_pid_, "/children"), 4096);
+  std::vector<absl::string_view> pids = absl::StrSplit(children, ' ', absl::SkipWhitespace());
+  if (pids.empty() || !absl::SimpleAtoi(pids[0], &guest_pid_) || guest_pid_ <= 0) {
+    return absl::InternalError("cannot find the guest process");
+  }
   int pidfd = static_cast<int>(syscall(SYS_pidfd_open, guest_pid_, 0));
   if (pidfd < 0) return ErrnoStatus("pidfd_open the guest");
   UniqueFd pf(pidfd);

@@ -11,12 +11,11 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "sentry/base/small_file.h"
 #include "sentry/run/spawn.h"
 
 namespace sentry {
@@ -60,12 +59,7 @@ bool OuterOfZero(const std::vector<MapLine>& map, uint64_t* outer) {
   return false;
 }
 
-std::string ReadText(const char* path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadText(const char* path) { return ReadFileText(path); }
 
 std::string WriteText(const char* path, const std::string& text) {
   int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -108,6 +102,7 @@ uid_t CallerUid() {
 }
 
 std::string LeaveNamespacedRoot() {
+  if (geteuid() != 0) return "";  // ClassifyRoot's first test, without reading the maps
   NamespacedRoot r =
       ClassifyRoot(geteuid(), ReadText("/proc/self/uid_map"), ReadText("/proc/self/gid_map"));
   if (!r.applies) return "";

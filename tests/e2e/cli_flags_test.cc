@@ -43,6 +43,34 @@ TEST(CliDockerHabits, ShortFlagsAndEqualsForms) {
   EXPECT_EQ(env.out.find("SECRET_HERE"), std::string::npos) << env.out;
 }
 
+// sentry run declares only the flags its command line names (FlagSet::Only,
+// ParseRunFlags): each form that names a flag must still reach it, and what
+// follows the command stays the command's.
+TEST(CliDockerHabits, EveryFormOfAFlagIsParsedAsBefore) {
+  // Grouped short switches (-it), a short flag's attached value (-eA=1), a
+  // long flag's (--workdir=), a flag after `run` given twice under both names.
+  ProcessResult r = SentryIn(TempDir().path(), {"-it", "-eA=1", "--env", "B=2", "--workdir=/work"},
+                             {"/bin/sh", "-c", "echo A=$A B=$B; pwd"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, "A=1 B=2\r\n/work\r\n");  // -t: a terminal's onlcr
+  // Without `--`, the first word that is no flag's is the command, and the
+  // flags after it are its own (though the scan saw their names).
+  ProcessResult own = Sentry({"run", "--timeout", "20", "/bin/echo", "--timeout", "-e", "x", "-h"});
+  ASSERT_EQ(own.exit_code, 0) << Describe(own);
+  EXPECT_EQ(own.out, "--timeout -e x -h\n");
+  // A bad value, a typo and help read as with every flag declared.
+  ProcessResult bad = Sentry({"run", "--timeout=soon", "--", "/bin/true"});
+  EXPECT_EQ(bad.exit_code, 125) << Describe(bad);
+  EXPECT_NE(bad.err.find("--timeout soon: needs a number of seconds"), std::string::npos)
+      << bad.err;
+  ProcessResult typo = Sentry({"run", "--timout", "1", "--", "/bin/true"});
+  EXPECT_EQ(typo.exit_code, 125) << Describe(typo);
+  EXPECT_NE(typo.err.find("did you mean --timeout?"), std::string::npos) << typo.err;
+  ProcessResult help = Sentry({"run", "-e", "A=1", "--help"});
+  EXPECT_EQ(help.exit_code, 0) << Describe(help);
+  EXPECT_NE(help.out.find("--no-landlock"), std::string::npos) << help.out;
+}
+
 TEST(CliDockerHabits, EnvFileAsDockerReadsIt) {
   TempDir dir;
   std::string file = dir.Write("vars.env", "# a comment\n\nA=1\n  B=two words\nPASSED\r\nC=x=y\n");

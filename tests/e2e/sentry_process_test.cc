@@ -157,9 +157,10 @@ std::vector<std::string> RunCgroupDirs(pid_t sentry) {
   return out;
 }
 
-// A sentry killed outright cannot remove its cgroups: the next run removes
+// A sentry killed outright cannot remove its cgroups: a later run removes
 // them (Cgroups::SweepStale, which reads a hierarchy only when its link count
-// says it has subdirectories).
+// says it has subdirectories; a cold run sweeps at most every 250 ms of the
+// host's runs, Cgroups::SweepStaleNowAndThen).
 TEST(SentryProcessTest, TheCgroupsOfAKilledSentryAreSweptByTheNextRun) {
   std::vector<std::string> dirs;
   pid_t sentry;

@@ -3,12 +3,14 @@
 // controllers; skipped elsewhere.
 #include "sentry/run/cgroups.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <fstream>
 #include <string>
 
@@ -80,6 +82,42 @@ TEST(CgroupsTest, RemoveWaitsForALastTaskInEveryControllerAtOnce) {
   EXPECT_GE(ms, 300) << "removed while the process was in it";
   rmdir(memory.c_str());  // whatever a failure left
   rmdir(pids.c_str());
+}
+
+// A cold run sweeps at most every interval (SweepStaleNowAndThen): the
+// stamp's mtime says when the last sweep began. A dead sentry's cgroup is
+// swept by the first call, one left after it waits for the interval.
+TEST(CgroupsTest, SweepsNowAndThenByTheStamp) {
+  if (geteuid() != 0 || !Exists("/sys/fs/cgroup/pids/cgroup.procs")) {
+    GTEST_SKIP() << "needs root and cgroup v1's pids controller";
+  }
+  // A pid no process has now: a child's, reaped.
+  pid_t dead = fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) _exit(0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  const std::string stale = CgroupDir("pids", "sentry-" + std::to_string(dead));
+  char dir[] = "/tmp/sweep-stamp-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string stamp = std::string(dir) + "/stamp";
+  constexpr std::chrono::milliseconds kInterval{60000};
+
+  ASSERT_EQ(mkdir(stale.c_str(), 0755), 0) << stale;
+  Cgroups::SweepStaleNowAndThen(stamp.c_str(), kInterval);
+  EXPECT_FALSE(Exists(stale));  // no stamp yet: swept
+  ASSERT_TRUE(Exists(stamp));
+
+  ASSERT_EQ(mkdir(stale.c_str(), 0755), 0) << stale;
+  Cgroups::SweepStaleNowAndThen(stamp.c_str(), kInterval);
+  EXPECT_TRUE(Exists(stale));  // swept a moment ago: left for later
+
+  timespec old[2] = {{0, UTIME_OMIT}, {time(nullptr) - 61, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, stamp.c_str(), old, 0), 0);
+  Cgroups::SweepStaleNowAndThen(stamp.c_str(), kInterval);
+  EXPECT_FALSE(Exists(stale));  // the interval is over: swept
+  rmdir(stale.c_str());
+  unlink(stamp.c_str());
+  rmdir(dir);
 }
 
 }  // namespace
