@@ -24,6 +24,7 @@ void FdHolds::Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd,
       ++slot.gen;
     }
     SetHint(tgid, guest_fd, it->second);
+    Guessable(tgid, it->second);
     return;  // a token's copy closes here: one reference per object is enough
   }
   if (shared) kept_shared_ = true;
@@ -52,6 +53,7 @@ void FdHolds::Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd,
   slot.st = st;
   by_object_.emplace(key, index);
   SetHint(tgid, guest_fd, index);
+  Guessable(tgid, index);
 }
 
 void FdHolds::Release(uint32_t index) {
@@ -89,6 +91,21 @@ void FdHolds::SetHint(pid_t tgid, int guest_fd, uint32_t slot) {
   slots_[slot].guest_fd = guest_fd;
 }
 
+void FdHolds::Guessable(pid_t tgid, uint32_t slot) {
+  last_tgid_ = tgid;
+  last_slot_ = slot;
+  last_gen_ = slots_[slot].gen;
+  guessable_ = true;
+}
+
+std::optional<FdHolds::Held> FdHolds::Guess(pid_t tgid) {
+  if (!enabled_ || !guessable_ || tgid != last_tgid_) return std::nullopt;
+  guessable_ = false;
+  const Slot& slot = slots_[last_slot_];
+  if (slot.gen != last_gen_ || !slot.fd) return std::nullopt;
+  return Held{slot.fd.get(), slot.st};
+}
+
 std::optional<FdHolds::Held> FdHolds::Hinted(pid_t tgid, int guest_fd) const {
   if (!enabled_) return std::nullopt;
   auto it = hints_.find(HintKey(tgid, guest_fd));
@@ -103,6 +120,17 @@ std::optional<FdHolds::Held> FdHolds::OfObject(const struct stat& st) const {
   if (it == by_object_.end()) return std::nullopt;
   const Slot& slot = slots_[it->second];
   return Held{slot.fd.get(), slot.st};
+}
+
+void FdHolds::Missed(pid_t tgid, int guest_fd) {
+  auto it = hints_.find(HintKey(tgid, guest_fd));
+  if (it == hints_.end()) return;
+  HintSlot hint = it->second;
+  hints_.erase(it);
+  const Slot& slot = slots_[hint.slot];
+  if (slot.fd && slot.gen == hint.gen && slot.tgid == tgid && slot.guest_fd == guest_fd) {
+    Release(hint.slot);
+  }
 }
 
 bool FdHolds::Hint(pid_t tgid, int guest_fd, const struct stat& st) {
