@@ -86,7 +86,17 @@ void FdHolds::SetHint(pid_t tgid, int guest_fd, uint32_t slot) {
   // Hints of processes gone and fds closed pile up: past the bound they all
   // go, and the next call of each fd hints it again.
   if (hints_.size() >= kMaxHints) hints_.clear();
-  hints_[HintKey(tgid, guest_fd)] = HintSlot{slot, slots_[slot].gen};
+  uint64_t key = HintKey(tgid, guest_fd);
+  // The number is this description now (a donation just installed it, or a
+  // kcmp or copy just said so): a reference last seen under it is not
+  // there any more, which the sweep's kcmp would only learn later.
+  if (auto it = hints_.find(key); it != hints_.end() && it->second.slot != slot) {
+    const Slot& old = slots_[it->second.slot];
+    if (old.fd && old.gen == it->second.gen && old.tgid == tgid && old.guest_fd == guest_fd) {
+      Release(it->second.slot);
+    }
+  }
+  hints_[key] = HintSlot{slot, slots_[slot].gen};
   slots_[slot].tgid = tgid;
   slots_[slot].guest_fd = guest_fd;
 }

@@ -248,5 +248,21 @@ TEST(FdHoldsTest, MissWhereLastSeenReleasesTheReference) {
   EXPECT_FALSE(holds.Hinted(getpid(), 1000).has_value());
 }
 
+// A donation under a number lets go, without a kcmp, of the reference last
+// seen under it: that number is the new description now.
+TEST(FdHoldsTest, DonationUnderANumberReleasesWhatWasLastSeenThere) {
+  FdHolds holds;
+  Donation first, second, elsewhere;
+  UniqueFd fd = first.Reference();
+  int raw = fd.get();
+  holds.Keep(std::move(fd), Obj(1), getpid(), 77);
+  holds.Keep(elsewhere.Reference(), Obj(3), getpid() + 1, 77);  // another process's 77
+  holds.Keep(second.Reference(), Obj(2), getpid(), 77);
+  EXPECT_EQ(holds.held(), 2u);
+  EXPECT_FALSE(IsOpen(raw));
+  EXPECT_EQ(holds.Hinted(getpid(), 77)->st.st_ino, 2u);
+  EXPECT_EQ(holds.Hinted(getpid() + 1, 77)->st.st_ino, 3u);
+}
+
 }  // namespace
 }  // namespace sentry
