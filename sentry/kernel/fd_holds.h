@@ -48,7 +48,10 @@
 // Bounds: the sentry cannot see a guest close an fd, so every so many
 // Keeps it sweeps: it asks the kernel (kcmp) of each reference whether it is
 // still open in the guest under the number it was donated as, and closes
-// those that are not. The sweep comes once max(kSweepEvery, the references
+// those that are not. (One whose number is seen holding another description
+// first, a donation or a proven call under it, or a hint's kcmp that missed
+// there, is let go then, without the sweep's kcmp: SetHint, Missed.) The
+// sweep comes once max(kSweepEvery, the references
 // left by the last sweep) Keeps have passed, so it costs 1 + live/that
 // kcmp calls per Keep (1.2 for a find, whose open directories are a few;
 // at most 2), where probing two references at each Keep cost 2: a guest
