@@ -83,19 +83,34 @@ SysResult<FdRef> GetFd(SyscallContext& ctx, int fd) {
   pid_t tgid = ctx.task.process->tgid;
   // A token the sentry holds: one kcmp says whether the guest's fd is still
   // that description. Anything else (another object under this number, the
-  // fd closed, no kcmp) takes the copy below.
-  if (std::optional<FdHolds::Held> held = holds.Hinted(tgid, fd)) {
-    if (ctx.fds.SameFile(fd, held->fd) == 0) {
+  // fd closed, no kcmp) takes the copy below. An fd not hinted, or whose
+  // hint missed, is checked against the process's last donation, once per
+  // donation (FdHolds::Guess: fts moves each directory fd it is given to
+  // another number, often one a closed directory had).
+  std::optional<FdHolds::Held> hinted = holds.Hinted(tgid, fd);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool guessed = attempt == 1;
+    std::optional<FdHolds::Held> held = guessed ? holds.Guess(tgid) : hinted;
+    if (!held || (guessed && hinted && held->fd == hinted->fd)) continue;
+    bool same = ctx.fds.SameFile(fd, held->fd) == 0;
+    if (same) {
       if (const OpenObject* object = ctx.kernel.fds().Find(held->st)) {
         ++holds.hits;
+        if (guessed) holds.Hint(tgid, fd, held->st);
         ref.held = held->fd;
         ref.host_st = held->st;
         ref.object = object;
         return ref;
       }
     }
-    ++holds.misses;
-    holds.Unhint(tgid, fd);
+    if (!guessed) {
+      ++holds.misses;
+      if (same) {
+        holds.Unhint(tgid, fd);
+      } else {
+        holds.Missed(tgid, fd);
+      }
+    }
   }
   SYS_ASSIGN_OR_RETURN(ref.host, ctx.fds.Get(fd));
   if (fstat(ref.host.get(), &ref.host_st) < 0) return Errno{EBADF};
@@ -187,7 +202,7 @@ SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::No
 
 SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
                            bool dir_token, bool cloexec, std::string path, bool hold,
-                           const struct stat* known, bool shared) {
+                           const struct stat* known, bool shared, uint64_t token_lock) {
   struct stat st;
   if (known) {
     st = *known;
@@ -198,12 +213,19 @@ SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::Nod
   SYS_TRY(RegisterOpen(ctx, st, node, dir_token, std::move(path), hold, shared));
   SYS_ASSIGN_OR_RETURN(int guest_fd, ctx.fds.Install(host_fd.get(), cloexec));
   if (hold) {
+    int held_fd = host_fd.get();
     ctx.kernel.holds().Keep(std::move(host_fd), st, ctx.task.process->tgid, guest_fd, shared);
     // A directory's fstat and its relative lookups, without a trap.
     if (dir_token && ctx.kernel.fast_meta()) {
       std::optional<FdHolds::Held> held = ctx.kernel.holds().OfObject(st);
       const OpenObject* object = ctx.kernel.fds().Find(st);
-      if (held && object) PublishDirToken(ctx, *object, held->fd, nullptr, /*list=*/true);
+      if (held && object) {
+        // The token's own lock names it (its fd is the one held), unless
+        // a token of this object was named before.
+        if (token_lock && object->fast_meta_id == 0) object->fast_meta_id = token_lock;
+        bool locked = token_lock && object->fast_meta_id == token_lock && held->fd == held_fd;
+        PublishDirToken(ctx, *object, held->fd, nullptr, /*list=*/true, locked);
+      }
     }
   }
   return static_cast<uint64_t>(guest_fd);

@@ -66,10 +66,12 @@ SysStatus RegisterOpen(SyscallContext& ctx, const struct stat& st, const vfs::No
 // a read-only description of a lower file (hold and shared: other
 // descriptions of it exist); any other host_fd is closed. known: host_fd's
 // fstat, when its maker took it (a directory token: vfs::DirToken); else
-// Donate takes it.
+// Donate takes it. token_lock: a directory token's lock, set where it was
+// made (vfs::DirToken::lock_id).
 SysResult<uint64_t> Donate(SyscallContext& ctx, UniqueFd host_fd, const vfs::NodeRef& node,
                            bool dir_token, bool cloexec, std::string path = "", bool hold = false,
-                           const struct stat* known = nullptr, bool shared = false);
+                           const struct stat* known = nullptr, bool shared = false,
+                           uint64_t token_lock = 0);
 
 // The mode a new file gets: mode masked by the caller's umask.
 mode_t ApplyUmask(SyscallContext& ctx, mode_t mode);

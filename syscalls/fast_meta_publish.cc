@@ -341,7 +341,7 @@ bool RelockDirToken(const OpenObject& object, int held_fd) {
 }
 
 void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
-                     const DirNames* names, bool list) {
+                     const DirNames* names, bool list, bool locked) {
   FastMeta* fm = ctx.kernel.fast_meta();
   if (!fm || !object.dir_token || !object.node || !object.node->IsDir()) return;
   const vfs::NodeRef& dir = object.node;
@@ -372,7 +372,10 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
     if (object.fast_meta_id == 0) object.fast_meta_id = FastMeta::NewTokenId();
     // Set again on every call: a close of any other fd of this inode in
     // the sentry (a copy taken by GetFd) drops the process's POSIX locks.
-    if (RelockDirToken(object, held_fd)) fm->PublishToken(object.fast_meta_id, path, upper);
+    // (Not when the token's maker locked it: locked.)
+    if (locked || RelockDirToken(object, held_fd)) {
+      fm->PublishToken(object.fast_meta_id, path, upper);
+    }
   }
   if (listing) {
     fm->PublishListing(path, std::string_view(listing->data(), listing->size()),

@@ -66,8 +66,10 @@ void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
 // that calls getdents64 itself).
 // Only while the directory's path may be published (the rules above), and
 // every child only when that directory may be searched by every caller.
+// locked: held_fd carries the lock already (set where the token was made,
+// vfs::DirToken::lock_id, and nothing closed another fd of it since).
 void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
-                     const DirNames* names, bool list);
+                     const DirNames* names, bool list, bool locked = false);
 
 // Sets the sentry's lock that names object (a directory token already
 // published) on its held reference held_fd; false if it could not.

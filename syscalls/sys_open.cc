@@ -95,7 +95,8 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
   bool cloexec = flags & O_CLOEXEC;
   if (node->IsDir() && !(flags & O_PATH)) {
     SYS_ASSIGN_OR_RETURN(vfs::DirToken token, ctx.vfs().store().NewDirToken());
-    return Donate(ctx, std::move(token.fd), node, true, cloexec, "", /*hold=*/true, &token.st);
+    return Donate(ctx, std::move(token.fd), node, true, cloexec, "", /*hold=*/true, &token.st,
+                  /*shared=*/false, token.lock_id);
   }
   if (flags & O_PATH) {
     SYS_ASSIGN_OR_RETURN(UniqueFd token, PathToken(ctx));

@@ -81,6 +81,18 @@ struct HostDir {
   // Beneath a -v mount of a sentry without root: the caller's own host ids
   // read as the guest's (see HostOwnerView).
   bool owner_view = false;
+  // How a listing of it knows its end (Vfs::ListHost). ext4 (and a
+  // directory on the same device as an ext4 one: the same superblock)
+  // gives the last record of a listing's final batch the d_off of its EOF
+  // cookie, INT64_MAX for a 64-bit caller (fs/ext4/dir.c
+  // ext4_get_htree_eof), which no entry's position equals (an htree
+  // position is (hash >> 1) << 32 | minor hash, the hash below 0xfffffffe
+  // by ext4's own rule; a linear directory's is a byte offset): so that
+  // batch ends the listing without one more getdents64 returning 0. Any
+  // other file system is read until 0.
+  enum class ListEnd : uint8_t { kUnknown, kReadToZero, kExt4Cookie };
+  ListEnd list_end = ListEnd::kUnknown;  // kUnknown: asked (fstatfs) at its first listing
+  dev_t dev = 0;                         // its st_dev; 0: not known yet
 };
 
 // Without root the guest's user is the caller's uid on the host, as its user

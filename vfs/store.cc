@@ -140,6 +140,18 @@ SysResult<DirToken> Store::MakeDirToken() {
   if (fd < 0) return Errno{err};
   DirToken token{UniqueFd(fd), {}};
   if (fstat(fd, &token.st) < 0) return Errno{errno};
+  if (token_lock_ids_) {
+    // As RelockDirToken (syscalls/fast_meta_publish.cc) would at the
+    // donation: one byte at the token's id. Nothing else opens this inode
+    // before then, so no close drops it; if it fails, the donation sets it.
+    uint64_t id = token_lock_ids_();
+    struct flock fl {};
+    fl.l_type = F_RDLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = static_cast<off_t>(id);
+    fl.l_len = 1;
+    if (fcntl(fd, F_SETLK, &fl) == 0) token.lock_id = id;
+  }
   return token;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/un.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,9 @@ class Store final {
   // identity (fstat), taken where it was made.
   SysResult<DirToken> NewDirToken();
   SysResult<DirToken> MakeDirToken();  // thread-safe
+  // Every token made from now on gets the lock that names it (DirToken::
+  // lock_id), its id from next_id (thread-safe). Set before StartStash.
+  void set_token_locks(std::function<uint64_t()> next_id) { token_lock_ids_ = std::move(next_id); }
   // Starts a thread that makes directory tokens and empty files ahead (on
   // `cpus` if given), from when the store has its directory.
   void StartStash(const std::optional<cpu_set_t>& cpus);
@@ -138,7 +142,8 @@ class Store final {
   };
   std::unordered_map<std::string, Id> ids_;
 
-  std::unique_ptr<StoreStash> stash_;  // last: its thread stops first
+  std::function<uint64_t()> token_lock_ids_;  // set_token_locks
+  std::unique_ptr<StoreStash> stash_;         // last: its thread stops first
 };
 
 }  // namespace sentry::vfs

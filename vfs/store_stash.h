@@ -50,6 +50,11 @@ namespace sentry::vfs {
 struct DirToken {
   UniqueFd fd;
   struct stat st {};
+  // Non-zero: the sentry's POSIX read lock on byte lock_id of fd, which
+  // names the token to the guest's fast-metadata library, set where it was
+  // made (Store::set_token_locks), so that its donation does not set it
+  // while the guest waits.
+  uint64_t lock_id = 0;
   explicit operator bool() const { return static_cast<bool>(fd); }
 };
 

@@ -1,7 +1,9 @@
 // Path resolution and lazy population of host-backed directories.
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -45,6 +47,21 @@ struct HostDirent {
 // it by an fstat later, as a lazy one is, would cost one call more). Per
 // thread: the kernel mutex serialises walks, and nothing in a lookup yields.
 thread_local bool t_walking_through = false;
+
+// ext4's EOF cookie for a 64-bit caller (EXT4_HTREE_EOF_64BIT): node.h
+// HostDir::list_end.
+constexpr int64_t kExt4Eof = 0x7fffffffffffffff;
+
+// Whether host's listings end at ext4's cookie: asked once per directory
+// whose parent's device differs or was never listed (a lower root, a
+// mount on the host beneath one), then inherited by its subdirectories.
+void ProbeListEnd(HostDir& host, int fd) {
+  struct statfs sf;
+  struct stat st;
+  if (host.dev == 0 && fstat(fd, &st) == 0) host.dev = st.st_dev;
+  bool ext4 = host.dev != 0 && fstatfs(fd, &sf) == 0 && sf.f_type == EXT4_SUPER_MAGIC;
+  host.list_end = ext4 ? HostDir::ListEnd::kExt4Cookie : HostDir::ListEnd::kReadToZero;
+}
 
 int OpenHostChildDir(int parent_fd, const std::string& name) {
   open_how how{};
@@ -120,6 +137,8 @@ NodeRef Vfs::MakeLowerNode(const std::shared_ptr<HostDir>& host_parent, const st
           host_parent->read_only, host_parent->filter, host_parent->read_write,
           host_parent->mount_id, host_parent->as_uid, host_parent->as_gid,
           host_parent->owner_view});
+      node->host_dir->dev = st.st_dev;
+      if (host_parent->dev == st.st_dev) node->host_dir->list_end = host_parent->list_end;
       node->nlink = st.st_nlink;
       lower(node);
       break;
@@ -231,9 +250,12 @@ void Vfs::ListHost(const NodeRef& dir) {
       if (!dir->host_dir->fd.Keep(&owned, dot)) break;
       unchecked = false;
     }
+    if (dir->host_dir->list_end == HostDir::ListEnd::kUnknown) ProbeListEnd(*dir->host_dir, fd);
+    int64_t last_d_off = 0;
     for (long off = 0; off < n;) {
       const auto* e = reinterpret_cast<const HostDirent*>(buf.get() + off);
       off += e->d_reclen;
+      last_d_off = e->d_off;
       std::string name = e->d_name;
       // Known already: made, removed by the guest, or looked up and not shown.
       if (name == "." || name == ".." || dir->children.count(name) || dir->whiteouts.count(name) ||
@@ -253,6 +275,7 @@ void Vfs::ListHost(const NodeRef& dir) {
       cache_bytes_ += kHostEntryCost + name.size();
       dir->host_unlooked.emplace(std::move(name), HostEntry{e->d_ino, type});
     }
+    if (dir->host_dir->list_end == HostDir::ListEnd::kExt4Cookie && last_d_off == kExt4Eof) break;
   }
   // Stat counts a listed directory's links from the listing, an unlisted
   // one's from the host's: where they differ (a filter, whiteouts, a file

@@ -24,6 +24,7 @@ void FdHolds::Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd,
       ++slot.gen;
     }
     SetHint(tgid, guest_fd, it->second);
+    Guessable(tgid, it->second);
     return;  // a token's copy closes here: one reference per object is enough
   }
   if (shared) kept_shared_ = true;
@@ -52,6 +53,7 @@ void FdHolds::Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd,
   slot.st = st;
   by_object_.emplace(key, index);
   SetHint(tgid, guest_fd, index);
+  Guessable(tgid, index);
 }
 
 void FdHolds::Release(uint32_t index) {
@@ -84,9 +86,34 @@ void FdHolds::SetHint(pid_t tgid, int guest_fd, uint32_t slot) {
   // Hints of processes gone and fds closed pile up: past the bound they all
   // go, and the next call of each fd hints it again.
   if (hints_.size() >= kMaxHints) hints_.clear();
-  hints_[HintKey(tgid, guest_fd)] = HintSlot{slot, slots_[slot].gen};
+  uint64_t key = HintKey(tgid, guest_fd);
+  // The number is this description now (a donation just installed it, or a
+  // kcmp or copy just said so): a reference last seen under it is not
+  // there any more, which the sweep's kcmp would only learn later.
+  if (auto it = hints_.find(key); it != hints_.end() && it->second.slot != slot) {
+    const Slot& old = slots_[it->second.slot];
+    if (old.fd && old.gen == it->second.gen && old.tgid == tgid && old.guest_fd == guest_fd) {
+      Release(it->second.slot);
+    }
+  }
+  hints_[key] = HintSlot{slot, slots_[slot].gen};
   slots_[slot].tgid = tgid;
   slots_[slot].guest_fd = guest_fd;
+}
+
+void FdHolds::Guessable(pid_t tgid, uint32_t slot) {
+  last_tgid_ = tgid;
+  last_slot_ = slot;
+  last_gen_ = slots_[slot].gen;
+  guessable_ = true;
+}
+
+std::optional<FdHolds::Held> FdHolds::Guess(pid_t tgid) {
+  if (!enabled_ || !guessable_ || tgid != last_tgid_) return std::nullopt;
+  guessable_ = false;
+  const Slot& slot = slots_[last_slot_];
+  if (slot.gen != last_gen_ || !slot.fd) return std::nullopt;
+  return Held{slot.fd.get(), slot.st};
 }
 
 std::optional<FdHolds::Held> FdHolds::Hinted(pid_t tgid, int guest_fd) const {
@@ -103,6 +130,17 @@ std::optional<FdHolds::Held> FdHolds::OfObject(const struct stat& st) const {
   if (it == by_object_.end()) return std::nullopt;
   const Slot& slot = slots_[it->second];
   return Held{slot.fd.get(), slot.st};
+}
+
+void FdHolds::Missed(pid_t tgid, int guest_fd) {
+  auto it = hints_.find(HintKey(tgid, guest_fd));
+  if (it == hints_.end()) return;
+  HintSlot hint = it->second;
+  hints_.erase(it);
+  const Slot& slot = slots_[hint.slot];
+  if (slot.fd && slot.gen == hint.gen && slot.tgid == tgid && slot.guest_fd == guest_fd) {
+    Release(hint.slot);
+  }
 }
 
 bool FdHolds::Hint(pid_t tgid, int guest_fd, const struct stat& st) {

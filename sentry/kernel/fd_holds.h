@@ -48,7 +48,10 @@
 // Bounds: the sentry cannot see a guest close an fd, so every so many
 // Keeps it sweeps: it asks the kernel (kcmp) of each reference whether it is
 // still open in the guest under the number it was donated as, and closes
-// those that are not. The sweep comes once max(kSweepEvery, the references
+// those that are not. (One whose number is seen holding another description
+// first, a donation or a proven call under it, or a hint's kcmp that missed
+// there, is let go then, without the sweep's kcmp: SetHint, Missed.) The
+// sweep comes once max(kSweepEvery, the references
 // left by the last sweep) Keeps have passed, so it costs 1 + live/that
 // kcmp calls per Keep (1.2 for a find, whose open directories are a few;
 // at most 2), where probing two references at each Keep cost 2: a guest
@@ -119,7 +122,19 @@ class FdHolds final {
   std::optional<Held> OfObject(const struct stat& st) const;
   // Points (tgid, guest_fd) at the reference held for st's object, if any.
   bool Hint(pid_t tgid, int guest_fd, const struct stat& st);
+  // The reference the last Keep in tgid kept or hinted, at most once per
+  // Keep: a guess for an fd not hinted yet, which one kcmp checks. A
+  // program often moves a directory fd it was just given to another number
+  // (gnulib's fts: F_DUPFD_CLOEXEC, then close) and calls with that one
+  // next; the guess saves its copy (pidfd_getfd, fstat, close and the
+  // token's lock set again). Once per Keep, so a program whose unhinted
+  // fds are something else pays at most one kcmp per donation.
+  std::optional<Held> Guess(pid_t tgid);
   void Unhint(pid_t tgid, int guest_fd) { hints_.erase(HintKey(tgid, guest_fd)); }
+  // The hinted reference's kcmp said (tgid, guest_fd) is another description
+  // now: the hint goes, and so does the reference if that is where it was
+  // last seen (what the sweep's kcmp of it would decide, one call sooner).
+  void Missed(pid_t tgid, int guest_fd);
 
   size_t held() const { return by_object_.size(); }
   // Calls answered by the held reference, and hinted calls that missed.
@@ -153,6 +168,7 @@ class FdHolds final {
            static_cast<uint32_t>(guest_fd);
   }
   void SetHint(pid_t tgid, int guest_fd, uint32_t slot);
+  void Guessable(pid_t tgid, uint32_t slot);
   void Release(uint32_t slot);
   // Whether the guest still holds slot's description as slot.guest_fd.
   bool StillHeld(const Slot& slot) const;
@@ -166,6 +182,11 @@ class FdHolds final {
   std::unordered_map<ObjectKey, uint32_t, ObjectHash> by_object_;
   std::unordered_map<uint64_t, HintSlot> hints_;
   std::unordered_set<ObjectKey, ObjectHash> refused_;
+  // The last Keep's slot (Guess), and whether it may still be guessed.
+  pid_t last_tgid_ = 0;
+  uint32_t last_slot_ = 0;
+  uint32_t last_gen_ = 0;
+  bool guessable_ = false;
   bool shared_off_ = false;  // refused_ overflowed: no shared object is kept
   bool kept_shared_ = false;
 };

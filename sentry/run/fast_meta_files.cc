@@ -64,6 +64,9 @@ absl::Status AddFastMeta(Kernel& kernel, const TreeConfig& tree) {
   // The sentry's token locks read l_pid 0 in a guest's pid namespace (the
   // sentry is outside it), else the sentry's own pid.
   fm->EnableTokens(kernel.config().namespaces ? 0 : getpid());
+  // Each token is locked where it is made (off the guest's wait when the
+  // stash makes it): its id is FastMeta's, as a donation's would be.
+  kernel.vfs().store().set_token_locks(&FastMeta::NewTokenId);
   if (kernel.config().fast_listings) {
     fm->EnableListings();
     if (kernel.config().fast_negatives) fm->EnableNegatives();

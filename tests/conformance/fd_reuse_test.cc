@@ -91,6 +91,41 @@ std::vector<std::string> NamesIn(const char* buf, long n) {
   return names;
 }
 
+// A directory fd moved to another number right after its open (gnulib's
+// fts: F_DUPFD_CLOEXEC, then close), then used: the sentry checks the new
+// number against the process's last donation (FdHolds::Guess). And a pipe
+// under a number never used before, right after a directory's open: that
+// guess must miss, and the fd is the pipe.
+TEST(FdReuseTest, DirectoryMovedToAnotherNumberRightAfterItsOpen) {
+  ScratchDir dir;
+  ASSERT_TRUE(MakeDir(dir.Path("sub")));
+  ASSERT_TRUE(WriteFile(dir.Path("sub/inner"), ""));
+  int opened = OpenDir(dir.path());
+  ASSERT_SYSCALL_SUCCEEDS(opened);
+  int moved = fcntl(opened, F_DUPFD_CLOEXEC, opened + 1);
+  ASSERT_SYSCALL_SUCCEEDS(moved);
+  ASSERT_SYSCALL_SUCCEEDS(close(opened));
+  UniqueFd d(moved);
+  UniqueFd sub(openat(d.get(), "sub", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_SYSCALL_SUCCEEDS(sub.get());
+  EXPECT_SYSCALL_SUCCEEDS(faccessat(sub.get(), "inner", F_OK, 0));
+  struct stat st;
+  ASSERT_SYSCALL_SUCCEEDS(fstat(d.get(), &st));
+  EXPECT_EQ(st.st_ino, StatOrFail(dir.path()).st_ino);
+  EXPECT_TRUE(Contains(ListDirFd(d.get()), "sub"));
+
+  UniqueFd fresh(OpenDir(dir.Path("sub")));
+  ASSERT_SYSCALL_SUCCEEDS(fresh.get());
+  int p[2];
+  ASSERT_SYSCALL_SUCCEEDS(pipe2(p, O_CLOEXEC));
+  UniqueFd r(p[0]), w(p[1]);
+  EXPECT_SYSCALL_FAILS_WITH(openat(r.get(), "inner", O_RDONLY | O_CLOEXEC), ENOTDIR);
+  ASSERT_SYSCALL_SUCCEEDS(fstat(w.get(), &st));
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  // The directory under its own number is still the directory.
+  EXPECT_SYSCALL_SUCCEEDS(faccessat(fresh.get(), "inner", F_OK, 0));
+}
+
 // A forked child shares the parent's directory description: its position
 // too, so the two listings together are the directory once.
 TEST(FdReuseTest, ForkedChildContinuesTheListing) {

@@ -197,5 +197,72 @@ TEST(FdHoldsTest, RefusalsPastTheBoundStopHoldingLowerFiles) {
   EXPECT_EQ(holds.held(), 1u);
 }
 
+// The last Keep's reference is offered once as a guess for an fd not hinted
+// (a directory fd moved to another number), to its own process only, and
+// never once its slot was reused.
+TEST(FdHoldsTest, LastKeepIsGuessedOncePerKeep) {
+  FdHolds holds;
+  Donation d;
+  UniqueFd fd = d.Reference();
+  int raw = fd.get();
+  holds.Keep(std::move(fd), Obj(1), getpid(), d.guest.get());
+  EXPECT_FALSE(holds.Guess(getpid() + 1).has_value());  // another process
+  auto guess = holds.Guess(getpid());
+  ASSERT_TRUE(guess.has_value());
+  EXPECT_EQ(guess->fd, raw);
+  EXPECT_EQ(guess->st.st_ino, 1u);
+  EXPECT_FALSE(holds.Guess(getpid()).has_value());  // once
+  // A Keep of an object held already offers it again.
+  holds.Keep(d.Reference(), Obj(1), getpid(), 1000);
+  EXPECT_EQ(holds.Guess(getpid())->fd, raw);
+  // A reference let go since (its slot's generation moved) is not offered.
+  Donation second;
+  holds.Keep(second.Reference(), Obj(2), getpid(), second.guest.get());
+  holds.Refuse(Obj(2));
+  EXPECT_FALSE(holds.Guess(getpid()).has_value());
+}
+
+TEST(FdHoldsTest, DisabledGuessesNothing) {
+  FdHolds holds;
+  holds.set_enabled(false);
+  Donation d;
+  holds.Keep(d.Reference(), Obj(1), getpid(), d.guest.get());
+  EXPECT_FALSE(holds.Guess(getpid()).has_value());
+}
+
+// A hinted reference whose kcmp missed where it was last seen is let go at
+// once (as the sweep would); one last seen elsewhere stays.
+TEST(FdHoldsTest, MissWhereLastSeenReleasesTheReference) {
+  FdHolds holds;
+  Donation d;
+  UniqueFd fd = d.Reference();
+  int raw = fd.get();
+  holds.Keep(std::move(fd), Obj(1), getpid(), d.guest.get());
+  ASSERT_TRUE(holds.Hint(getpid(), 1000, Obj(1)));  // last seen as 1000 now
+  holds.Missed(getpid(), d.guest.get());            // not where it was last seen
+  EXPECT_EQ(holds.held(), 1u);
+  EXPECT_FALSE(holds.Hinted(getpid(), d.guest.get()).has_value());
+  holds.Missed(getpid(), 1000);
+  EXPECT_EQ(holds.held(), 0u);
+  EXPECT_FALSE(IsOpen(raw));
+  EXPECT_FALSE(holds.Hinted(getpid(), 1000).has_value());
+}
+
+// A donation under a number lets go, without a kcmp, of the reference last
+// seen under it: that number is the new description now.
+TEST(FdHoldsTest, DonationUnderANumberReleasesWhatWasLastSeenThere) {
+  FdHolds holds;
+  Donation first, second, elsewhere;
+  UniqueFd fd = first.Reference();
+  int raw = fd.get();
+  holds.Keep(std::move(fd), Obj(1), getpid(), 77);
+  holds.Keep(elsewhere.Reference(), Obj(3), getpid() + 1, 77);  // another process's 77
+  holds.Keep(second.Reference(), Obj(2), getpid(), 77);
+  EXPECT_EQ(holds.held(), 2u);
+  EXPECT_FALSE(IsOpen(raw));
+  EXPECT_EQ(holds.Hinted(getpid(), 77)->st.st_ino, 2u);
+  EXPECT_EQ(holds.Hinted(getpid() + 1, 77)->st.st_ino, 3u);
+}
+
 }  // namespace
 }  // namespace sentry

@@ -4,10 +4,13 @@
 // directory replaced on the host after its lookup is never opened: it reads
 // as empty, whatever now stands at its name.
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include "tests/unit/vfs_fixture.h"
@@ -94,6 +97,41 @@ TEST_F(VfsLazyDirTest, ReplacedByASymlinkNeverLeadsOut) {
   EXPECT_EQ(ErrnoOf(Lookup("/lower/empty/lower")), "ENOENT");
   EXPECT_FALSE(dir->host_dir->fd.opened());
   EXPECT_FALSE(empty->host_dir->fd.opened());
+}
+
+// A listing read in many batches (ListHost reads 32 KiB at a time) has every
+// name once, whether its end is told by ext4's EOF cookie in the last batch
+// (node.h HostDir::list_end) or by a getdents64 that returns 0; a
+// subdirectory on the same device inherits how its listings end.
+TEST_F(VfsLazyDirTest, AListingOfManyBatchesHasEveryNameOnce) {
+  std::string big = lower_dir_ + "/big";
+  ASSERT_EQ(mkdir(big.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((big + "/sub").c_str(), 0755), 0);
+  constexpr int kFiles = 3000;  // 64-byte records: about six batches
+  std::string pad(40, 'x');
+  for (int i = 0; i < kFiles; ++i) {
+    std::string name = big + "/" + pad + std::to_string(i);
+    int fd = open(name.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    close(fd);
+  }
+  NodeRef dir = Looked("big");
+  ASSERT_TRUE(dir);
+  std::vector<std::string> names = Listed(dir);
+  ASSERT_EQ(names.size(), static_cast<size_t>(kFiles) + 1);
+  std::set<std::string> unique(names.begin(), names.end());
+  EXPECT_EQ(unique.size(), names.size());
+  EXPECT_TRUE(unique.count("sub"));
+  EXPECT_TRUE(unique.count(pad + "0") && unique.count(pad + std::to_string(kFiles - 1)));
+  struct statfs sf;
+  ASSERT_EQ(statfs(big.c_str(), &sf), 0);
+  HostDir::ListEnd want =
+      sf.f_type == EXT4_SUPER_MAGIC ? HostDir::ListEnd::kExt4Cookie : HostDir::ListEnd::kReadToZero;
+  EXPECT_EQ(dir->host_dir->list_end, want);
+  NodeRef sub = v().Child(dir, "sub");
+  ASSERT_TRUE(sub && sub->host_dir);
+  EXPECT_EQ(sub->host_dir->list_end, want);  // made after its parent's listing
+  EXPECT_TRUE(Listed(sub).empty());
 }
 
 }  // namespace
