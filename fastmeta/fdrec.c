@@ -239,29 +239,7 @@ FM_EXPORT int open(const char* path, int flags, ...) {
   return fm_open_at(AT_FDCWD, path, flags, mode);
 }
 
-FM_EXPORT int open64(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (fm_needs_mode(flags)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = va_arg(ap, mode_t);
-    va_end(ap);
-  }
-  return fm_open_at(AT_FDCWD, path, flags, mode);
-}
-
 FM_EXPORT int openat(int dirfd, const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (fm_needs_mode(flags)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = va_arg(ap, mode_t);
-    va_end(ap);
-  }
-  return fm_open_at(dirfd, path, flags, mode);
-}
-
-FM_EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
   mode_t mode = 0;
   if (fm_needs_mode(flags)) {
     va_list ap;
@@ -284,13 +262,18 @@ static int fm_open_2(int dirfd, const char* path, int flags) {
 }
 
 FM_EXPORT int __open_2(const char* path, int flags) { return fm_open_2(AT_FDCWD, path, flags); }
-FM_EXPORT int __open64_2(const char* path, int flags) { return fm_open_2(AT_FDCWD, path, flags); }
 FM_EXPORT int __openat_2(int dirfd, const char* path, int flags) {
   return fm_open_2(dirfd, path, flags);
 }
-FM_EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
-  return fm_open_2(dirfd, path, flags);
-}
+
+/* The *64 names: the same calls on x86_64 (O_LARGEFILE is the kernel's
+ * default there). */
+FM_EXPORT int open64(const char* path, int flags, ...) __attribute__((alias("open")));
+FM_EXPORT int openat64(int dirfd, const char* path, int flags, ...)
+    __attribute__((alias("openat")));
+FM_EXPORT int __open64_2(const char* path, int flags) __attribute__((alias("__open_2")));
+FM_EXPORT int __openat64_2(int dirfd, const char* path, int flags)
+    __attribute__((alias("__openat_2")));
 
 int fm_fd_fstat(int fd, struct stat* buf, int* ret) {
   struct fm_fdrec* r = fm_entry(fd);

@@ -72,16 +72,6 @@ ProcessResult RunRecordsPy(const std::string& body, std::vector<std::string> fla
   return RunPy(std::string(kRecordsPy) + body, flags);
 }
 
-int Trapped(const std::string& census, const std::string& name) {
-  ProcessResult count = testing::RunProcess(
-      {"/usr/bin/python3", "-c",
-       "import json,sys; d=json.load(open(sys.argv[1])); "
-       "print(sum(x['trapped'] for x in d['syscalls'] if x['name']==sys.argv[2]))",
-       census, name});
-  EXPECT_EQ(count.exit_code, 0) << Describe(count);
-  return count.exit_code == 0 ? std::stoi(count.out) : -1;
-}
-
 // Every answer is the trap's, whole (all 144 bytes); a file opened without a
 // stat first gets its slot published by the open, equal to the trapped fstat
 // field by field; with the records on, 200 open+fstat of a system file trap

@@ -95,16 +95,6 @@ ProcessResult RunListingPy(const std::string& body, std::vector<std::string> fla
   return RunPy(std::string(kListingPy) + body, flags, timeout_sec);
 }
 
-int TrappedCount(const std::string& census, const std::string& name) {
-  ProcessResult count = testing::RunProcess(
-      {"/usr/bin/python3", "-c",
-       "import json,sys; d=json.load(open(sys.argv[1])); "
-       "print(sum(x['trapped'] for x in d['syscalls'] if x['name']==sys.argv[2]))",
-       census, name});
-  EXPECT_EQ(count.exit_code, 0) << Describe(count);
-  return count.exit_code == 0 ? std::stoi(count.out) : -1;
-}
-
 // libc's streams over system directories read the published listing, which
 // is the trapped getdents64's, record for record; 200 listings make no
 // getdents64 trap and no fstat (glibc's opendir makes one).
@@ -140,8 +130,8 @@ for _ in range(200):
   EXPECT_EQ(Value(res, "listdir"), "True") << r.out;
   // 200 listings by the trap would be 400 getdents64 and 200 fstats; what
   // is left is the raw listings above and Python's start-up.
-  EXPECT_LT(TrappedCount(file, "getdents64"), 100);
-  EXPECT_LT(TrappedCount(file, "newfstatat"), 200);
+  EXPECT_LT(Trapped(file, "getdents64"), 100);
+  EXPECT_LT(Trapped(file, "newfstatat"), 200);
 }
 
 // Creates, renames, unlinks (of the guest's files and of lower ones), mkdir,
@@ -397,8 +387,8 @@ TEST(FastListing, UnpublishedDirectoriesListWithOneTrap) {
     EXPECT_EQ(Value(res, "fdopendir_file"), "(None, 20)") << r.out;  // ENOTDIR
     EXPECT_EQ(Value(res, "listdir_fd"), "(302, 302)") << r.out;
     EXPECT_EQ(Value(res, "fdopendir_path"), "(True, False, False, 9)") << r.out;  // EBADF
-    getdents[off] = TrappedCount(file, "getdents64");
-    fstats[off] = TrappedCount(file, "newfstatat");
+    getdents[off] = Trapped(file, "getdents64");
+    fstats[off] = Trapped(file, "newfstatat");
   }
   EXPECT_GE(getdents[1] - getdents[0], 295) << getdents[0] << " " << getdents[1];
   EXPECT_GE(fstats[1] - fstats[0], 295) << fstats[0] << " " << fstats[1];

@@ -69,16 +69,6 @@ ProcessResult RunSymlinkPy(const std::string& body, std::vector<std::string> fla
   return RunPy(std::string(kSymlinkPy) + body, flags);
 }
 
-int Trapped(const std::string& census, const std::string& name) {
-  ProcessResult count = testing::RunProcess(
-      {"/usr/bin/python3", "-c",
-       "import json,sys; d=json.load(open(sys.argv[1])); "
-       "print(sum(x['trapped'] for x in d['syscalls'] if x['name']==sys.argv[2]))",
-       census, name});
-  EXPECT_EQ(count.exit_code, 0) << Describe(count);
-  return count.exit_code == 0 ? std::stoi(count.out) : -1;
-}
-
 // /bin, /lib (merged /usr), a relative and an absolute link, "..": the same
 // answers as the trap's, published, and asked 200 times with a handful of
 // traps (without the region, every stat, lstat and realpath component traps).

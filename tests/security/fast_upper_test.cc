@@ -86,16 +86,6 @@ ProcessResult RunUpperPy(const std::string& body, std::vector<std::string> flags
   return RunPy(std::string(kUpperPy) + body, flags);
 }
 
-int Trapped(const std::string& census, const std::string& name) {
-  ProcessResult count = testing::RunProcess(
-      {"/usr/bin/python3", "-c",
-       "import json,sys; d=json.load(open(sys.argv[1])); "
-       "print(sum(x['trapped'] for x in d['syscalls'] if x['name']==sys.argv[2]))",
-       census, name});
-  EXPECT_EQ(count.exit_code, 0) << Describe(count);
-  return count.exit_code == 0 ? std::stoi(count.out) : -1;
-}
-
 // Every kind of write another process makes to a published upper directory
 // (or to what is in it) is seen by the very next call: the library's stat,
 // lstat, listing and ENOENT equal the trap's. Each step first proves the

@@ -128,6 +128,16 @@ std::string Describe(const ProcessResult& r) {
          "\n--- stdout ---\n" + clip(r.out) + "\n--- stderr ---\n" + clip(r.err);
 }
 
+int Trapped(const std::string& census, const std::string& name) {
+  ProcessResult count = testing::RunProcess(
+      {"/usr/bin/python3", "-c",
+       "import json,sys; d=json.load(open(sys.argv[1])); "
+       "print(sum(x['trapped'] for x in d['syscalls'] if x['name']==sys.argv[2]))",
+       census, name});
+  EXPECT_EQ(count.exit_code, 0) << Describe(count);
+  return count.exit_code == 0 ? std::stoi(count.out) : -1;
+}
+
 TempDir::TempDir(const std::string& prefix) {
   std::string tmpl = prefix + "XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());

@@ -47,6 +47,10 @@ std::string PyQuote(const std::string& s);
 // For diagnostics: the run's exit code and output, clipped.
 std::string Describe(const ProcessResult& r);
 
+// How many calls named name a census file (`sentry run --census`) counts as
+// trapped; -1 (and a test failure) if it cannot be read.
+int Trapped(const std::string& census, const std::string& name);
+
 // Whether this run of the suite puts every sandbox on the seccomp wall alone
 // (SENTRY_RUN_FLAGS=--no-namespaces, see CMakeLists.txt).
 bool SeccompOnly();
