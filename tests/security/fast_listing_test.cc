@@ -274,6 +274,11 @@ t("within", lambda: 0 < sum(len(b) for b in L.values()) <= 4 << 20)
 t("fewer", lambda: len(L) < len(walked))
 sample = random.Random(1).sample(walked, 40) + walked[-10:]
 t("same", lambda: [p for p in sample if not same(p) or not lib(p)[1]])
+for p in sample:  # what differs, for the failure's message
+    want, (got, fast), pub = raw(p), lib(p), listings()[0].get(p)
+    if got != want or not fast or (pub is not None and records(pub) != want):
+        print("differs", p, "fast", fast, "raw", want, "lib", got,
+              "published", pub and records(pub))
 )PY",
                                  {}, /*timeout_sec=*/120);
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
