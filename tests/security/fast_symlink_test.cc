@@ -56,12 +56,6 @@ def keys():
         if g == (ugen if flags & 64 else gen) and not seq & 1:
             out.add(m[b + 168:b + 168 + pl].decode(errors="replace"))
     return out
-def elsewhere(f):
-    pid = os.fork()
-    if pid == 0:
-        try: f()
-        finally: os._exit(0)
-    os.waitpid(pid, 0)
 )PY";
 
 ProcessResult RunSymlinkPy(const std::string& body, std::vector<std::string> flags = {}) {

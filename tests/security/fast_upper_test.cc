@@ -72,13 +72,6 @@ def upper():
             out.add(m[b + 168:b + 168 + pl].decode(errors="replace"))
             if flags & 32: COMPLETE.add(m[b + 168:b + 168 + pl].decode(errors="replace"))
     return out, feat & 16
-# Runs f in another process (a fork) and waits: the write is its.
-def elsewhere(f):
-    pid = os.fork()
-    if pid == 0:
-        try: f()
-        finally: os._exit(0)
-    os.waitpid(pid, 0)
 )PY";
 
 ProcessResult RunUpperPy(const std::string& body, std::vector<std::string> flags = {}) {
