@@ -229,24 +229,18 @@ static int fm_needs_mode(int flags) {
 }
 
 FM_EXPORT int open(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (fm_needs_mode(flags)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = va_arg(ap, mode_t);
-    va_end(ap);
-  }
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = fm_needs_mode(flags) ? va_arg(ap, mode_t) : 0;
+  va_end(ap);
   return fm_open_at(AT_FDCWD, path, flags, mode);
 }
 
 FM_EXPORT int openat(int dirfd, const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (fm_needs_mode(flags)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = va_arg(ap, mode_t);
-    va_end(ap);
-  }
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = fm_needs_mode(flags) ? va_arg(ap, mode_t) : 0;
+  va_end(ap);
   return fm_open_at(dirfd, path, flags, mode);
 }
 
