@@ -9,15 +9,19 @@
  * The slot must be of the lower generation read BEFORE the open: no
  * invalidation came between, so the open and the slot saw the same lower
  * layer (a lower path names one file for good until an invalidation; a
- * copy-up, a rename or a whiteout over it is one). An UPPER slot is never
- * recorded (nor is /proc, /dev or a -v mount: never published at all).
+ * copy-up, a rename or a whiteout over it is one). An UPPER slot is
+ * recorded only for a regular file (SENTRY_FM_UPPER_FILES: published while
+ * no writer of it exists, region.h), of the upper generation read before
+ * the open, and answers while that generation stands: every change to the
+ * upper layer, and every writable open of an upper file, bumps it first.
+ * (Nothing of /proc, /dev or a -v mount is ever published.)
  *
  * fstat, fstat64 and fstatat(fd, "", AT_EMPTY_PATH) answer from a valid
  * record when a native fcntl(fd, F_GETFL) still returns the recorded
  * flags (a cheap guard against a number reused behind the library's back:
- * a pipe, a socket, a directory differ), and the lower generation is still
- * the record's (what the trapped fstat answers for an fd whose path was
- * copied up since is the sentry's to say). Anything else traps, as before.
+ * a pipe, a socket, a directory differ), and the record's generation (lower,
+ * or upper for an upper file's) is still the header's (what the trapped fstat answers for an fd
+ * whose path was copied up since is the sentry's to say). Anything else traps, as before.
  *
  * A record is forgotten before any libc entry that closes or replaces its
  * number is made (close, close_range, closefrom, dup2, dup3, fdopen, whose
@@ -66,11 +70,11 @@
 #define FM_FD_MAX 1024
 
 struct fm_fdrec {
-  uint32_t seq;   /* even: stable; odd: a recorder writes */
-  uint32_t valid; /* 1: st and flags answer for the number */
-  int32_t flags;  /* F_GETFL when recorded */
-  uint32_t pad;
-  uint64_t generation; /* the lower generation of the slot */
+  uint32_t seq;        /* even: stable; odd: a recorder writes */
+  uint32_t valid;      /* 1: st and flags answer for the number */
+  int32_t flags;       /* F_GETFL when recorded */
+  uint32_t upper;      /* 1: generation is an upper one (an upper file's record) */
+  uint64_t generation; /* the slot's generation, of its kind */
   struct stat st;
 };
 
@@ -137,10 +141,11 @@ static struct fm_fdrec* fm_table(void) {
   return (struct fm_fdrec*)m;
 }
 
-/* Records st (flags fl, lower generation gen) for fd, unless any forget or
- * record came since epoch0 (read before the open) or another recorder
- * holds the entry: then the entry is left forgotten. */
-static void fm_fd_record(int fd, const struct stat* st, int fl, uint64_t gen, uint64_t epoch0) {
+/* Records st (flags fl, generation gen, an upper one if upper) for fd,
+ * unless any forget or record came since epoch0 (read before the open) or
+ * another recorder holds the entry: then the entry is left forgotten. */
+static void fm_fd_record(int fd, const struct stat* st, int fl, uint64_t gen, int upper,
+                         uint64_t epoch0) {
   struct fm_fdrec* t = fm_table();
   if (t == NULL) return;
   struct fm_fdrec* r = &t[fd];
@@ -154,6 +159,7 @@ static void fm_fd_record(int fd, const struct stat* st, int fl, uint64_t gen, ui
   if (keep) {
     memcpy(&r->st, st, sizeof(*st));
     r->flags = fl;
+    r->upper = (uint32_t)upper;
     r->generation = gen;
   }
   __atomic_store_n(&r->valid, (uint32_t)keep, __ATOMIC_SEQ_CST);
@@ -171,15 +177,24 @@ static uint64_t fm_lower_gen(const char* base) {
   return __atomic_load_n(&((const struct sentry_fm_header*)base)->generation, __ATOMIC_ACQUIRE);
 }
 
+/* The upper generation now, or 0 without a region or upper files. */
+static uint64_t fm_upper_gen(const char* base) {
+  if (base == NULL) return 0;
+  const struct sentry_fm_header* h = (const struct sentry_fm_header*)base;
+  if (!(__atomic_load_n(&h->features, __ATOMIC_ACQUIRE) & SENTRY_FM_UPPER_FILES)) return 0;
+  return __atomic_load_n(&h->upper_generation, __ATOMIC_ACQUIRE);
+}
+
 static int fm_recordable(int flags) {
   return (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC | O_PATH | O_DIRECTORY));
 }
 
 /* What the open that returned fd (of dirfd, path, flags) leaves: a record,
- * or its number forgotten. base and gen: the region and its lower
- * generation before the open; epoch0 the epoch then. */
+ * or its number forgotten. base, gen and ugen: the region and its lower
+ * and upper generations before the open (ugen 0: no upper files); epoch0
+ * the epoch then. */
 static void fm_fd_opened(int fd, int dirfd, const char* path, int flags, const char* base,
-                         uint64_t gen, uint64_t epoch0) {
+                         uint64_t gen, uint64_t ugen, uint64_t epoch0) {
   if (fd < 0 || fd >= FM_FD_MAX) return;
   struct sentry_fm_slot s;
   int saved = errno;
@@ -187,12 +202,13 @@ static void fm_fd_opened(int fd, int dirfd, const char* path, int flags, const c
    * fclose or freopen of stdin closes its number inside libc. */
   if (fd > 2 && base != NULL && gen != 0 && fm_recordable(flags) &&
       fm_lookup_at(dirfd, path, 0, !(flags & O_NOFOLLOW), &s) &&
-      !(s.flags & (SENTRY_FM_ABSENT | SENTRY_FM_UPPER | SENTRY_FM_TOKEN | SENTRY_FM_LISTING |
-                   SENTRY_FM_CWD)) &&
-      S_ISREG(s.st.st_mode) && s.generation == gen) {
+      !(s.flags & (SENTRY_FM_ABSENT | SENTRY_FM_TOKEN | SENTRY_FM_LISTING | SENTRY_FM_CWD)) &&
+      S_ISREG(s.st.st_mode) &&
+      ((s.flags & SENTRY_FM_UPPER) ? ugen != 0 && s.generation == ugen : s.generation == gen)) {
     long fl = fm_raw(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0);
     if (fl >= 0) {
-      fm_fd_record(fd, &s.st, (int)fl, gen, epoch0);
+      int upper = (s.flags & SENTRY_FM_UPPER) != 0;
+      fm_fd_record(fd, &s.st, (int)fl, upper ? ugen : gen, upper, epoch0);
       errno = saved;
       return;
     }
@@ -217,10 +233,11 @@ static int fm_open_at(int dirfd, const char* path, int flags, mode_t mode) {
   const char* base = fm_recordable(flags) ? fm_mapped() : NULL;
   if (!fm_fdrecs) base = NULL;
   uint64_t gen = fm_lower_gen(base);
+  uint64_t ugen = fm_upper_gen(base);
   uint64_t epoch0 = __atomic_load_n(&fm_epoch, __ATOMIC_SEQ_CST);
   int fd = fm_real_openat != NULL ? fm_real_openat(dirfd, path, flags, mode)
                                   : (int)fm_raw(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
-  if (fd >= 0) fm_fd_opened(fd, dirfd, path, flags, base, gen, epoch0);
+  if (fd >= 0) fm_fd_opened(fd, dirfd, path, flags, base, gen, ugen, epoch0);
   return fd;
 }
 
@@ -276,13 +293,16 @@ int fm_fd_fstat(int fd, struct stat* buf, int* ret) {
   if (s1 & 1) return 0;
   uint32_t valid = __atomic_load_n(&r->valid, __ATOMIC_ACQUIRE);
   int32_t fl = r->flags;
+  uint32_t upper = r->upper;
   uint64_t gen = r->generation;
   struct stat st;
   memcpy(&st, &r->st, sizeof(st));
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
   if (__atomic_load_n(&r->seq, __ATOMIC_RELAXED) != s1 || valid != 1) return 0;
   const char* base = fm_mapped();
-  if (base == NULL || !fm_fdrecs || fm_lower_gen(base) != gen) return 0;
+  if (base == NULL || !fm_fdrecs || (upper ? fm_upper_gen(base) : fm_lower_gen(base)) != gen) {
+    return 0;
+  }
   int saved = errno;
   long now = fm_raw(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0);
   errno = saved;

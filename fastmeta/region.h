@@ -60,12 +60,22 @@
  * in-memory upper layer (a directory or symlink the guest made, /tmp): it
  * is live while its generation is header.upper_generation, which the sentry
  * bumps before it answers any trapped call that changes an upper node (every
- * change to the upper layer's names and attributes is one; a regular upper
- * file, whose size and times native writes change, is never published). So
+ * change to the upper layer's names and attributes is one). So
  * the churn of /tmp leaves the lower layer's answers alone. Everything said
  * above of "the header's generation" holds for an UPPER slot with
  * upper_generation in its place (a listing's records too: the area is reused
  * only after an invalidation, which bumps both).
+ *
+ * An upper regular file (HAS_UPPER_FILES) is published only while no
+ * writable description of its store file exists anywhere (the sentry asks
+ * the kernel: a read lease is refused while the inode is open for writing,
+ * and a writable shared mapping keeps its file open), and every writable
+ * description is one the sentry makes at a trapped open, which bumps
+ * upper_generation before it is donated: so its size and times, which
+ * native writes change, cannot move while its slot is live. The store's
+ * tmpfs is mounted noatime (a native read changes no answer); on a store
+ * that is not, nothing of this kind is published. fdrec.c records such a
+ * file's read-only opens under upper_generation.
  *
  * A CWD slot (HAS_CWD; always UPPER) names a thread's working directory:
  * its key is sentry_fm_cwd_key(gettid()), its target the directory's
@@ -112,6 +122,7 @@
 #define SENTRY_FM_HAS_UPPER 16u    /* UPPER slots are published (below) */
 #define SENTRY_FM_HAS_CWD 32u      /* CWD slots are published (below) */
 #define SENTRY_FM_FD_RECORDS 64u   /* the library records what it opened (fdrec.c) */
+#define SENTRY_FM_UPPER_FILES 128u /* UPPER slots of regular files, recorded too (below) */
 
 /* The d_off of the last record of a directory's listing, wherever the
  * sentry returns it (a trapped getdents64 that reached the end, a published

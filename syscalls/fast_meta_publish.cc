@@ -46,11 +46,35 @@ bool PureUpper(const vfs::Node& n) {
   return n.kind() == vfs::NodeKind::kSymlink && !n.magic && !n.object && !n.reopen;
 }
 
+// A regular file of the upper layer (its data in the store; a copied-up
+// file too): its size and times move by native writes, so it is published
+// only while no writer of its store file exists (PublishNode asks the
+// kernel, Store::NoWriter), and every writable description the sentry makes
+// later bumps the upper generation first (Vfs::OpenData's copy-up step).
+// Nothing of a -v mount, nothing synthetic.
+bool UpperFile(const vfs::Node& n) {
+  if (!n.IsUpperFile() || n.IsHostRw() || n.read_only) return false;
+  return !n.lookup && !n.names && !n.pinned_parent && !n.magic && !n.object && !n.reopen;
+}
+
 // Whoever the caller is, the walk may search it (Vfs::Permission).
 bool SearchableByAll(const vfs::Node& dir) {
   if (!dir.IsDir() || (dir.attr().mode & 0111) != 0111) return false;
   if (PureUpper(dir)) return true;
   return dir.host_dir && !dir.host_dir->read_write && (dir.host_mode & 1);
+}
+
+// Whoever the caller is, the walk may search it, for a path's answer: as
+// SearchableByAll, or an upper directory only its owner may search when
+// every guest process is that owner (FastMeta::SoleUid; root searches
+// any): tempfile.mkdtemp's 0700 directories. Nothing else (a token's
+// children, a listing's negatives) takes this rule.
+bool SearchableByCallers(SyscallContext& ctx, FastMeta& fm, const vfs::Node& dir) {
+  if (SearchableByAll(dir)) return true;
+  if (!dir.IsDir() || !PureUpper(dir) || !fm.upper_files()) return false;
+  uint32_t uid = ctx.creds().uid;
+  if (uid != 0 && (dir.attr().uid != uid || !(dir.attr().mode & 0100))) return false;
+  return fm.SoleUid(uid);
 }
 
 // Whoever the caller is, it may open the directory to read its listing (the
@@ -66,7 +90,7 @@ bool ListableByAll(const vfs::Node& dir) {
 uint32_t GrantedToAll(const vfs::Node& n) {
   uint32_t ok = 0;
   mode_t m = n.attr().mode;
-  mode_t host = PureUpper(n) ? 7 : n.host_mode;
+  mode_t host = PureUpper(n) || UpperFile(n) ? 7 : n.host_mode;
   for (uint32_t bit : {R_OK, X_OK}) {
     bool all = (m & (bit << 6)) && (m & (bit << 3)) && (m & bit) && (host & bit);
     if (all) ok |= bit;
@@ -78,7 +102,7 @@ uint32_t GrantedToAll(const vfs::Node& n) {
 // whether that makes it an upper answer (region.h SENTRY_FM_UPPER).
 bool MayRestOn(const FastMeta& fm, const vfs::Node& node, bool top, bool* upper) {
   if (FromLowerLayer(node, top)) return true;
-  if (!fm.upper() || !PureUpper(node)) return false;
+  if (!fm.upper() || !(PureUpper(node) || (fm.upper_files() && UpperFile(node)))) return false;
   *upper = true;
   return true;
 }
@@ -98,7 +122,7 @@ vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* a
   if (via_link) *via_link = false;
   if (!sentry_fm_normal(path.data(), path.size())) return nullptr;
   vfs::Vfs& v = ctx.vfs();
-  const FastMeta& fm = *ctx.kernel.fast_meta();
+  FastMeta& fm = *ctx.kernel.fast_meta();
   const auto& tops = ctx.kernel.fast_meta_tops();
   vfs::NodeRef dir = v.root();
   size_t start = 1;
@@ -110,7 +134,7 @@ vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* a
     // A top-level name: a lower root (or /etc), or an upper directory of the
     // root's own (/tmp); the root's other names (/proc, /dev, mounts) never.
     bool top = first && tops.count(name);
-    if (first ? !top && !fm.upper() : !SearchableByAll(*dir)) return nullptr;
+    if (first ? !top && !fm.upper() : !SearchableByCallers(ctx, fm, *dir)) return nullptr;
     vfs::NodeRef child = v.Child(dir, name);
     if (!child) {
       *absent = last && !first;
@@ -139,9 +163,14 @@ vfs::NodeRef PublishableAt(SyscallContext& ctx, const std::string& path, bool* a
   }
 }
 
-// node's answer at path (which PublishableAt led to it).
+// node's answer at path (which PublishableAt led to it). An upper file's
+// only while no writer of it exists: quiet is one the caller found so in
+// this very call (no trap came between), else the kernel is asked now.
 void PublishNode(SyscallContext& ctx, FastMeta& fm, std::string_view path, const vfs::Node& node,
-                 bool upper) {
+                 bool upper, const vfs::Node* quiet = nullptr) {
+  if (UpperFile(node) && &node != quiet && !ctx.vfs().store().NoWriter(node.store_name, -1)) {
+    return;
+  }
   struct stat st = ctx.vfs().Stat(node);
   if (node.kind() == vfs::NodeKind::kSymlink) {
     std::string_view target = node.target;
@@ -193,7 +222,7 @@ namespace {
 // final one: PublishResolved may then know more (anything else the rules
 // refuse, it would refuse too).
 bool PublishDirect(SyscallContext& ctx, FastMeta& fm, std::string_view path,
-                   const vfs::NodeRef& node) {
+                   const vfs::NodeRef& node, const vfs::Node* quiet = nullptr) {
   bool absent = false;
   bool upper = false;
   vfs::NodeRef missing_in;
@@ -222,7 +251,7 @@ bool PublishDirect(SyscallContext& ctx, FastMeta& fm, std::string_view path,
   // A stat that followed a final symlink found another node:
   // PublishResolved publishes the link and that node.
   if (found != node) return false;
-  PublishNode(ctx, fm, path, *found, upper);
+  PublishNode(ctx, fm, path, *found, upper, quiet);
   return true;
 }
 
@@ -257,7 +286,7 @@ constexpr int kResolveMaxNames = 256;
 // the lookup's very node; a name missing on the way, as PublishDirect does;
 // the answer of a name walked on from that is not a directory (ENOTDIR).
 void PublishResolved(SyscallContext& ctx, FastMeta& fm, std::string_view path, bool follow,
-                     const vfs::NodeRef& node, int err) {
+                     const vfs::NodeRef& node, int err, const vfs::Node* quiet) {
   std::deque<std::string> names;
   SplitNames(path, &names, false);
   bool trailing = !path.empty() && path.back() == '/';
@@ -303,7 +332,7 @@ void PublishResolved(SyscallContext& ctx, FastMeta& fm, std::string_view path, b
       continue;
     }
     if (last) {
-      if (n == node) PublishNode(ctx, fm, cand, *n, upper);
+      if (n == node) PublishNode(ctx, fm, cand, *n, upper, quiet);
       return;
     }
     if (!n->IsDir()) {  // ENOTDIR: the guest's library answers it by n's own answer
@@ -320,14 +349,14 @@ void PublishResolved(SyscallContext& ctx, FastMeta& fm, std::string_view path, b
 }  // namespace
 
 void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
-                   const vfs::NodeRef& node, int err) {
+                   const vfs::NodeRef& node, int err, const vfs::Node* quiet) {
   FastMeta* fm = ctx.kernel.fast_meta();
   if (!fm || (node == nullptr && err != ENOENT && err != ENOTDIR) || path.empty() ||
       path[0] != '/') {
     return;
   }
-  if (err != ENOTDIR && path.size() < 256 && PublishDirect(ctx, *fm, path, node)) return;
-  if (path.size() < vfs::kPathMax) PublishResolved(ctx, *fm, path, follow, node, err);
+  if (err != ENOTDIR && path.size() < 256 && PublishDirect(ctx, *fm, path, node, quiet)) return;
+  if (path.size() < vfs::kPathMax) PublishResolved(ctx, *fm, path, follow, node, err, quiet);
 }
 
 bool RelockDirToken(const OpenObject& object, int held_fd) {
@@ -393,7 +422,8 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
     if (type != DT_DIR && !dir->children.count(name)) continue;
     vfs::NodeRef child = v.Child(dir, name);
     bool child_upper = upper;
-    if (!child || !MayRestOn(*fm, *child, false, &child_upper)) continue;
+    // Nor an upper file: each would cost the kernel's writer check.
+    if (!child || UpperFile(*child) || !MayRestOn(*fm, *child, false, &child_upper)) continue;
     child_path.resize(path.size() + 1);
     child_path += name;
     PublishNode(ctx, *fm, child_path, *child, child_upper);
@@ -406,7 +436,7 @@ namespace {
 // directory is published (region.h SENTRY_FM_CWD) when its path may be (the
 // rules above) and leads to it, and the answer under its absolute path.
 void PublishRelative(SyscallContext& ctx, FastMeta& fm, const std::string& path, bool follow,
-                     const SysResult<vfs::NodeRef>& r) {
+                     const SysResult<vfs::NodeRef>& r, const vfs::Node* quiet = nullptr) {
   const vfs::NodeRef& cwd = ctx.task.fs->cwd;
   if (!fm.upper() || !cwd || !cwd->IsDir()) return;
   SysResult<std::string> where = ctx.vfs().PathOf(cwd);
@@ -420,7 +450,7 @@ void PublishRelative(SyscallContext& ctx, FastMeta& fm, const std::string& path,
     if (PublishableAt(ctx, where.value(), &absent, &upper) != cwd) return;
     fm.PublishCwd(tid, where.value());
   }
-  PublishLookup(ctx, full, follow, r.ok() ? r.value() : nullptr, r.ok() ? 0 : r.error());
+  PublishLookup(ctx, full, follow, r.ok() ? r.value() : nullptr, r.ok() ? 0 : r.error(), quiet);
 }
 
 }  // namespace
@@ -438,16 +468,17 @@ SysResult<vfs::NodeRef> NodeAtPublished(SyscallContext& ctx, int dirfd, const st
 }
 
 void PublishOpened(SyscallContext& ctx, int dirfd, const std::string& path,
-                   const std::string& where, bool follow, const vfs::NodeRef& node) {
+                   const std::string& where, bool follow, const vfs::NodeRef& node, bool quiet) {
   FastMeta* fm = ctx.kernel.fast_meta();
   if (!fm || !fm->fd_records() || path.empty() || !node) return;
+  const vfs::Node* q = quiet ? node.get() : nullptr;
   if (path[0] == '/') {
-    if (!fm->HasAnswer(path)) PublishLookup(ctx, path, follow, node, 0);
+    if (!fm->HasAnswer(path)) PublishLookup(ctx, path, follow, node, 0, q);
   } else if (dirfd == AT_FDCWD) {
-    PublishRelative(ctx, *fm, path, follow, node);
+    PublishRelative(ctx, *fm, path, follow, node, q);
   } else if (!where.empty() && !fm->HasAnswer(where)) {
     // PublishableAt walks where again: published only if it leads to node.
-    PublishLookup(ctx, where, follow, node, 0);
+    PublishLookup(ctx, where, follow, node, 0, q);
   }
 }
 

@@ -46,9 +46,10 @@
 namespace sentry::sys {
 
 // After a lookup of path (as the guest gave it) answered with node, or
-// failed with err.
+// failed with err. quiet: an upper file (node) the caller found without a
+// writer in this very call (Store::NoWriter), not asked again.
 void PublishLookup(SyscallContext& ctx, const std::string& path, bool follow,
-                   const vfs::NodeRef& node, int err);
+                   const vfs::NodeRef& node, int err, const vfs::Node* quiet = nullptr);
 
 // A directory token (fd_identity.h) the guest holds: publishes the
 // directory's own answer (its fstat) and, with the sentry's reference
@@ -76,7 +77,9 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
 bool RelockDirToken(const OpenObject& object, int held_fd);
 
 // After a read-only open of a lower regular file (node) by (dirfd, path)
-// answered, with fd records on: the path's own answer (as a stat of it),
+// answered, with fd records on (or of an upper file, with upper files on,
+// quiet: the open found no writer of it, Store::NoWriter, on the very
+// description it donated): the path's own answer (as a stat of it),
 // so that the guest's library finds it for the fd it records
 // (fastmeta/fdrec.c) even where no stat came first (Python opens each .pyc
 // directly). An absolute path, or one relative to the working directory;
@@ -84,7 +87,8 @@ bool RelockDirToken(const OpenObject& object, int held_fd);
 // its name), which is what the library makes of the token's path and the
 // name (fgrep -r, fts: openat(dirfd, name) then fstat).
 void PublishOpened(SyscallContext& ctx, int dirfd, const std::string& path,
-                   const std::string& where, bool follow, const vfs::NodeRef& node);
+                   const std::string& where, bool follow, const vfs::NodeRef& node,
+                   bool quiet = false);
 
 // NodeAtPath (common.h), whose answer is then published.
 SysResult<vfs::NodeRef> NodeAtPublished(SyscallContext& ctx, int dirfd, const std::string& path,

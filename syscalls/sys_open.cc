@@ -4,6 +4,8 @@
 
 #include <cerrno>
 
+#include "sentry/kernel/fast_meta.h"
+#include "sentry/kernel/kernel.h"
 #include "syscalls/common.h"
 #include "syscalls/fast_meta_publish.h"
 #include "syscalls/fifo_open.h"
@@ -139,12 +141,25 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
   // at exec) nor an upper file (its bytes would outlive an unlink).
   bool hold = node->IsLowerFile() && !node->IsHostRw() && acc == O_RDONLY;
   bool publish = hold && !(flags & (O_CREAT | O_TRUNC));
+  // An upper file opened read-only is published too (so the guest's library
+  // records this fd) when no writer of it exists: the description about to
+  // be donated asks the kernel (Store::NoWriter); no trap comes between.
+  bool no_writer = false;
+  if (FastMeta* fm = ctx.kernel.fast_meta(); fm && fm->upper_files() && fm->fd_records() &&
+                                             node->IsUpperFile() && acc == O_RDONLY &&
+                                             !(flags & (O_CREAT | O_TRUNC))) {
+    // (A live answer of the path already is the one it would publish.)
+    if (path[0] != '/' || !fm->HasAnswer(path)) {
+      no_writer = ctx.vfs().store().NoWriter(node->store_name, fd.get());
+    }
+    publish = no_writer;
+  }
   std::string opened_at = publish && dirfd != AT_FDCWD ? where : std::string();
   SYS_ASSIGN_OR_RETURN(uint64_t guest_fd,
                        Donate(ctx, std::move(fd), node, false, cloexec, std::move(where), hold,
                               is_known ? &known : nullptr, /*shared=*/true));
   // What the guest's library records for that fd (fast_meta_publish.h).
-  if (publish) PublishOpened(ctx, dirfd, path, opened_at, opts.follow_final, node);
+  if (publish) PublishOpened(ctx, dirfd, path, opened_at, opts.follow_final, node, no_writer);
   return guest_fd;
 }
 

@@ -124,6 +124,7 @@ void Store::StartStash(const std::optional<cpu_set_t>& cpus) {
 
 void Store::set_dir_fd(UniqueFd dir_fd) {
   dir_fd_ = std::move(dir_fd);
+  noatime_ = -1;
   if (stash_) stash_->Resume();
 }
 

@@ -47,6 +47,11 @@ class Store final {
   // Opens a store file with open(2) flags (access mode, O_APPEND, O_NONBLOCK...).
   SysResult<UniqueFd> Open(const std::string& name, int flags);
   SysStatus Stat(const std::string& name, struct stat* st);
+  // Whether no writable description of the store file `name` exists
+  // anywhere, on a store mounted noatime (store_writers.cc): then its size
+  // and times move only by a call the sentry answers. fd: a read-only
+  // description of it already open, or -1 (one is opened, and closed).
+  bool NoWriter(const std::string& name, int fd);
   // The identity (st_dev, st_ino; nothing else is filled in) of the file
   // Create made as `name`, if it is still there: what an fstat of an fd
   // Open(name) returns would give, without that fstat. A name is never
@@ -125,6 +130,10 @@ class Store final {
   gid_t gid_;
   std::atomic<uint64_t> next_ = 1;  // also used by the stash's thread
   std::string scratch_;             // ShadowScratch's directory, once made
+  // NoWriter's findings: the store's mount is noatime (-1: not asked yet,
+  // or the directory changed), and a lease needs the owner's fsuid.
+  int noatime_ = -1;
+  bool lease_as_owner_ = false;
   // An empty file of host mode 0666, kept open write-only (the stash's maker).
   SysResult<StashFile> MakeFile();
   // Removes `name` from the store's directory (any thread: the stash's too).

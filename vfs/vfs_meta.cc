@@ -276,7 +276,11 @@ SysResult<UniqueFd> Vfs::OpenData(Node& node, int flags, const Resolved* via) {
         if (fd < 0) return Errno{errno};
         return UniqueFd(fd);
       }
-      SYS_TRY(CopyUp(node));
+      // Any other open of a file copies it up; for an upper file that is the
+      // invalidation that must come before a writable description of it is
+      // donated (fast_meta_publish.h: its published answer would go stale
+      // by native writes). A read-only one changes nothing: none.
+      if (!(node.IsUpperFile() && acc == O_RDONLY)) SYS_TRY(CopyUp(node));
       if (const std::string* shadow = via && via->parent ? ShadowOf(*via->parent) : nullptr) {
         // Through its link in a watched directory's shadow (vfs_watch.cc).
         auto fd = store_->OpenShadowed(*shadow + "/" + via->name, node.store_name, acc | keep);

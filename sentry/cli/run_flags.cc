@@ -322,6 +322,10 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "the guest's library keeps no record of the system files it opened: "
            "every fstat of a regular file's fd traps (for measuring)",
            [&o] { o.fast_fd_records = false; });
+  f.Switch("--no-fast-upper-files", kSandbox,
+           "publish no upper regular file (/tmp's files): every stat of one and "
+           "every fstat of its fd traps (for measuring)",
+           [&o] { o.fast_upper_files = false; });
   f.Value("--pool", kSandbox, "SOCKET",
           "run in a sandbox made ahead by `sentry pool` (also SENTRY_POOL=SOCKET); where "
           "none can serve the run, it starts cold, with a notice",

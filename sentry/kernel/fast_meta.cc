@@ -96,6 +96,34 @@ void FastMeta::InvalidateUpper() {
   cwd_tids_.clear();
 }
 
+bool FastMeta::SoleUid(uint32_t uid) {
+  if (sole_ended_) return false;
+  if (!sole_set_) {
+    sole_set_ = true;
+    sole_uid_ = uid;
+  }
+  return sole_uid_ == uid;
+}
+
+void FastMeta::EndSoleUid() {
+  if (sole_ended_) return;
+  sole_ended_ = true;
+  if (!sole_set_) return;  // nothing was published by the owner's rule
+  Invalidate();
+  // Every slot through its seqlock (a reader mid-copy misses), then the
+  // listings (their readers check the generation, bumped above).
+  for (uint32_t n = 0; n < kSlots; ++n) {
+    sentry_fm_slot* slot = SlotAt(n);
+    uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    std::memset(reinterpret_cast<char*>(slot) + sizeof(slot->seq), 0,
+                sizeof(*slot) - sizeof(slot->seq));
+    __atomic_store_n(&slot->seq, seq + 2, __ATOMIC_RELEASE);
+  }
+  std::memset(static_cast<char*>(map_) + kListOffset, 0, kListBytes);
+}
+
 void FastMeta::PublishCwd(int32_t tid, std::string_view dir_path) {
   if (!upper_ || !sentry_fm_normal(dir_path.data(), dir_path.size())) return;
   char key[SENTRY_FM_CWD_KEY_LEN];
@@ -183,6 +211,11 @@ void FastMeta::EnableDirStreams() {
 void FastMeta::EnableFdRecords() {
   __atomic_or_fetch(&header()->features, SENTRY_FM_FD_RECORDS, __ATOMIC_RELEASE);
   fd_records_ = true;
+}
+
+void FastMeta::EnableUpperFiles() {
+  __atomic_or_fetch(&header()->features, SENTRY_FM_UPPER_FILES, __ATOMIC_RELEASE);
+  upper_files_ = true;
 }
 
 bool FastMeta::HasAnswer(std::string_view path) const {

@@ -90,6 +90,19 @@ class FastMeta final {
   // opened read-only, published at that open (fast_meta_publish.h).
   void EnableFdRecords();
   bool fd_records() const { return fd_records_; }
+  // Upper regular files (region.h SENTRY_FM_UPPER_FILES; off:
+  // --no-fast-upper-files): published, with upper answers, while no writer
+  // of the store file exists (fast_meta_publish.h).
+  void EnableUpperFiles();
+  bool upper_files() const { return upper_ && upper_files_; }
+  // The one uid every guest process has (fast_meta_publish.h: a directory
+  // only its owner may search is published when that owner is every
+  // caller): the first caller's, asked while no process of another uid
+  // joined. EndSoleUid (one does, `sentry exec` as another user) wipes
+  // every slot and listing, so that no byte of such an answer stays for it
+  // to read, and turns the rule off for good.
+  bool SoleUid(uint32_t uid);
+  void EndSoleUid();
   // Whether path has a live answer that is not ENOENT.
   bool HasAnswer(std::string_view path) const;
   // Whether dir_path's listing is published in the current generation (it
@@ -144,6 +157,10 @@ class FastMeta final {
   bool negatives_ = false;
   bool fd_records_ = false;
   bool upper_ = false;
+  bool upper_files_ = false;
+  bool sole_set_ = false;    // sole_uid_ taken
+  bool sole_ended_ = false;  // another uid joined: no owner-only answers
+  uint32_t sole_uid_ = 0;
   uint64_t counter_ = 1;  // the last generation of either kind (region.h)
   uint64_t upper_invalidations_ = 0;
   std::unordered_set<int32_t> cwd_tids_;  // live CWD slots' threads (at most one each)

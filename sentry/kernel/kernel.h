@@ -93,6 +93,10 @@ struct KernelConfig {
   // regular file it opened read-only and answers that fd's fstat (off:
   // --no-fast-fd-records; fastmeta/fdrec.c).
   bool fast_fd_records = true;
+  // With upper answers, an upper regular file's answer too, and fd records
+  // of it, while no writable description of its store file exists (off:
+  // --no-fast-upper-files; fast_meta_publish.h).
+  bool fast_upper_files = true;
   uid_t GuestUid(uid_t host) const { return GuestId(host, user_uid, user_host_uid, range_uid); }
   gid_t GuestGid(gid_t host) const { return GuestId(host, user_gid, user_host_gid, range_gid); }
 

@@ -243,6 +243,7 @@ std::optional<std::string> Adoption::Build() {
   kc.fast_dir_streams = o_.fast_dir_streams;
   kc.fast_upper = o_.fast_upper;
   kc.fast_fd_records = o_.fast_fd_records;
+  kc.fast_upper_files = o_.fast_upper_files;
   kernel_ = std::make_unique<Kernel>(std::move(vfs_), kc);
   kernel_->init_host_pid = child_;
   if (range.count != 0) {

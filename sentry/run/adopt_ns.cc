@@ -81,7 +81,9 @@ std::string IdentityOf(const std::string& own_map) {
   // run's: by the sandbox's root (uid 0 there: root's block) or, without
   // root, by the caller, its mounter (the one id single-id mode maps).
   std::string opts = absl::StrCat("mode=0755,size=", disk, as_root ? ",uid=0,gid=0" : "");
-  if (mount("tmpfs", vfs::Store::kGuestPath, "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) < 0) {
+  // noatime, as the parent's (vfs/store_writers.cc).
+  if (mount("tmpfs", vfs::Store::kGuestPath, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOATIME,
+            opts.c_str()) < 0) {
     fail("mount the child's store over the parent's");
   }
   int dir = open(vfs::Store::kGuestPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "sentry/base/fd_passing.h"
 #include "sentry/base/fs_identity.h"
+#include "sentry/kernel/fast_meta.h"
 #include "sentry/run/exec_wire.h"
 #include "sentry/run/guest_program.h"
 #include "sentry/run/run_internal.h"
@@ -226,6 +227,9 @@ void Run::ServeExec(int conn) {
   unotify->SetSyncWakeup();
   {
     std::lock_guard<std::mutex> lock(kernel_->mu());
+    // Another uid than the run's: the answers only the run's uid may see
+    // are wiped before this process can trap (fast_meta.h EndSoleUid).
+    if (FastMeta* fm = kernel_->fast_meta(); fm && req.creds.uid != creds_.uid) fm->EndSoleUid();
     // Its stdio and preserved fds are the engine's (pipes, a pty, sockets):
     // the guest's own to fstat.
     for (const UniqueFd& fd : stdio) {

@@ -74,6 +74,7 @@ absl::Status AddFastMeta(Kernel& kernel, const TreeConfig& tree) {
   }
   if (kernel.config().fast_upper) fm->EnableUpper();
   if (kernel.config().fast_fd_records) fm->EnableFdRecords();
+  if (kernel.config().fast_upper && kernel.config().fast_upper_files) fm->EnableUpperFiles();
   kernel.set_fast_meta(std::move(fm), std::move(tops));
   return absl::OkStatus();
 }

@@ -123,6 +123,9 @@ struct RunOptions {
   // And fd records of lower files opened read-only (false:
   // --no-fast-fd-records; see KernelConfig::fast_fd_records).
   bool fast_fd_records = true;
+  // And upper regular files no writer has open (false: --no-fast-upper-files;
+  // see KernelConfig::fast_upper_files).
+  bool fast_upper_files = true;
   net::NetPolicyOptions net;  // --allow-net, --add-host, --unsafe-allow-private-address
   uint64_t net_bytes = 0;     // --net-bytes: cap on bytes in + out (0: none)
   // An engine's network namespace (an OCI bundle's linux.namespaces path):

@@ -34,6 +34,7 @@ KernelConfig Run::KernelConfigOf() const {
   kc.fast_dir_streams = o_.fast_dir_streams;
   kc.fast_upper = o_.fast_upper;
   kc.fast_fd_records = o_.fast_fd_records;
+  kc.fast_upper_files = o_.fast_upper_files;
   return kc;
 }
 

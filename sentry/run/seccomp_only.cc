@@ -208,8 +208,8 @@ absl::StatusOr<HostStore> HostStore::Create(uid_t owner, gid_t group, uint64_t s
     }
     std::string options =
         absl::StrCat("size=", size_bytes, ",mode=0700,uid=", owner, ",gid=", group);
-    s.capped_ =
-        mount("sentry-store", templ.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) == 0;
+    s.capped_ = mount("sentry-store", templ.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOATIME,
+                      options.c_str()) == 0;
     return s;
   }
   if (geteuid() != 0) {
