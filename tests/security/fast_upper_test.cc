@@ -166,14 +166,16 @@ TEST(FastUpper, EveryWriteIsSeenAtOnce) {
 
 // Only what every caller would get by the trap: nothing below a directory not
 // every caller may search, no listing of one not every caller may read, no
-// regular file (native writes change it), nothing of a write-through mount
+// regular file (--no-fast-upper-files here: fast_upper_files_test.cc has
+// them, and the 0700 directories its sole uid may walk), nothing of a write-through mount
 // (the host changes it) or of /proc and /dev/pts; a merged directory (an
 // upper directory made in a lower one) is answered as the trap answers.
 TEST(FastUpper, OnlyWhatEveryCallerGets) {
   TempDir rw("/tmp/sec-fu-rw-");
   WriteFileOrDie(rw.path() + "/f", "x");
   ASSERT_EQ(chmod(rw.path().c_str(), 0777), 0);
-  ProcessResult r = RunUpperPy(R"PY(
+  ProcessResult r =
+      RunUpperPy(R"PY(
 D = "/tmp/fu-perm"
 for m, n in ((0o700, "private"), (0o711, "search"), (0o744, "read"), (0o755, "public")):
     os.makedirs(f"{D}/{n}/d")
@@ -208,7 +210,7 @@ t("merged", lambda: (J + "/fu-made" in upper()[0], "@" + J + "/fu-made" in upper
 os.rmdir(J + "/fu-made")
 t("merged_gone", lambda: (lib(J + "/fu-made"), sorted(os.listdir(J)) == names(J)))
 )PY",
-                               {"--root", "-v", rw.path() + ":/tmp/rw:rw"});
+                 {"--root", "-v", rw.path() + ":/tmp/rw:rw", "--no-fast-upper-files"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   Results res = ParseResults(r.out);
   EXPECT_EQ(Value(res, "feature"), "16") << r.out;

@@ -1,0 +1,220 @@
+// Upper regular files in the fast-metadata region (fastmeta/region.h
+// SENTRY_FM_UPPER_FILES): a file of the upper layer that no writable
+// description holds is published at a trapped stat or read-only open, and
+// the guest's library records its read-only fds (fastmeta/fdrec.c). Each
+// answer must be the trap's (the raw newfstatat, which always traps), field
+// by field, atime included: while a writer is open (the same process or
+// another, or a writable shared mapping whose fd is closed), after native
+// writes by another process to a file a reader recorded, after every
+// change by path or fd (ftruncate, truncate, chmod, utime, link, rename,
+// unlink); a 0700 directory (mkdtemp's) is walked when every guest process
+// is its owner; --no-fast-upper-files turns it off.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/security/security_util.h"
+#include "tests/util/subprocess.h"
+
+namespace sentry::security {
+namespace {
+
+// raw(p) / rawfd(fd): the raw newfstatat (trapped); lst(p) / fst(fd): libc's
+// (the library's); keys(): the live UPPER slots' paths, and the features.
+constexpr char kFilesPy[] = R"PY(
+import ctypes, mmap, struct, subprocess, sys, tempfile, time
+libc = ctypes.CDLL(None, use_errno=True)
+def decode(b):
+    ino, nlink, mode, uid = struct.unpack_from("<QQII", b, 8)
+    size, = struct.unpack_from("<q", b, 48)
+    ts = [struct.unpack_from("<qq", b, o) for o in (72, 88, 104)]
+    return (ino, mode, nlink, uid, size) + tuple(s * 10**9 + n for s, n in ts)
+def raw(path, fd=-100):
+    buf = ctypes.create_string_buffer(256)
+    r = libc.syscall(262, fd, path.encode(), buf, 0x1000 if path == "" else 0)
+    return decode(buf.raw) if r == 0 else errno.errorcode[ctypes.get_errno()]
+def rawfd(fd): return raw("", fd)
+def tup(st): return (st.st_ino, st.st_mode, st.st_nlink, st.st_uid, st.st_size,
+                     st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns)
+def lst(p):
+    try: return tup(os.stat(p))
+    except OSError as e: return errno.errorcode[e.errno]
+def fst(fd): return tup(os.fstat(fd))
+def keys():
+    fd = os.open("/etc/sentry/fastmeta", os.O_RDONLY)
+    m = mmap.mmap(fd, os.lseek(fd, 0, 2), mmap.MAP_SHARED, mmap.PROT_READ)
+    os.close(fd)
+    _, _, ssz, n, off, gen, _, feat = struct.unpack_from("<IIIIQQQI", m, 0)
+    ugen, = struct.unpack_from("<Q", m, 64)
+    out = set()
+    for i in range(n):
+        b = off + i * ssz
+        seq, flags, g, _, pl, _ = struct.unpack_from("<IIQIHH", m, b)
+        if not seq & 1 and flags & 64 and g == ugen and not flags & 2:
+            out.add(m[b + 168:b + 168 + pl].decode(errors="replace"))
+    return out, feat
+def write(p, data):
+    with open(p, "wb") as f: f.write(data)
+def rec(p):
+    fd = os.open(p, os.O_RDONLY); os.fstat(fd); return fd
+D = tempfile.mkdtemp(dir="/tmp")
+)PY";
+
+ProcessResult RunFilesPy(const std::string& body, std::vector<std::string> flags = {}) {
+  return RunPy(std::string(kFilesPy) + body, flags);
+}
+
+// After write and close, stat and fstat are the trap's, and N of each trap
+// nothing (on) or 2N newfstatat (off).
+constexpr char kQuietPy[] = R"PY(
+P = D + "/f"
+write(P, b"x" * 100)
+fd = os.open(P, os.O_RDONLY)
+t("same", lambda: (lst(P) == raw(P), fst(fd) == rawfd(fd), fst(fd) == lst(P)))
+k, feat = keys()
+t("published", lambda: (P in k, bool(feat & 128), oct(os.stat(D).st_mode & 0o777)))
+os.read(fd, 10)  # a native read (the store is noatime): no answer moves
+t("read", lambda: (lst(P) == raw(P), fst(fd) == rawfd(fd)))
+for i in range(N): os.stat(P); os.fstat(fd)
+)PY";
+
+TEST(FastUpperFiles, AFileNoWriterHoldsIsAnsweredWithoutATrap) {
+  TempDir census("/tmp/sec-uf-census-");
+  std::vector<int> on, off;
+  for (int n : {0, 200}) {
+    std::string body = "N = " + std::to_string(n) + "\n" + kQuietPy;
+    for (bool enabled : {true, false}) {
+      std::string file = census.path() + "/" + std::to_string(n) + (enabled ? "on" : "off");
+      std::vector<std::string> flags = {"--census", file};
+      if (!enabled) flags.push_back("--no-fast-upper-files");
+      ProcessResult r = RunFilesPy(body, flags);
+      ASSERT_EQ(r.exit_code, 0) << Describe(r);
+      Results res = ParseResults(r.out);
+      EXPECT_EQ(Value(res, "same"), "(True, True, True)") << r.out;
+      EXPECT_EQ(Value(res, "read"), "(True, True)") << r.out;
+      if (!enabled) {
+        EXPECT_EQ(Value(res, "published"), "(False, False, '0o700')") << r.out;
+      } else if (!SeccompOnly()) {
+        EXPECT_EQ(Value(res, "published"), "(True, True, '0o700')") << r.out;
+      }
+      (enabled ? on : off).push_back(Trapped(file, "newfstatat"));
+    }
+  }
+  EXPECT_GE(off[1] - off[0], 400);
+  if (!SeccompOnly()) {
+    EXPECT_LE(on[1] - on[0], 5);
+  }
+}
+
+// A writer open (this process's, another process's, a writable shared
+// mapping whose fd is closed): every stat and fstat traps and follows the
+// native writes; once the last writer is gone, the file is published again.
+TEST(FastUpperFiles, AWriterKeepsEveryAnswerTrapped) {
+  ProcessResult r = RunFilesPy(R"PY(
+P = D + "/w"
+w = open(P, "wb", buffering=0)
+w.write(b"a")
+r = os.open(P, os.O_RDONLY)
+out = []
+for i in range(5):
+    w.write(b"b" * 10)
+    out.append((lst(P)[4], raw(P)[4], fst(r)[4], rawfd(r)[4]))
+t("own", lambda: (out, P in keys()[0]))
+w.close()
+t("closed", lambda: (lst(P)[4], lst(P) == raw(P), fst(r) == rawfd(r), P in keys()[0]))
+# Another process appends and holds its fd while this one stats.
+child = subprocess.Popen([sys.executable, "-c",
+    "import os,sys\nf=open(sys.argv[1],'ab',buffering=0)\nfor i in range(3):\n"
+    " f.write(b'c'*7); print(i, flush=True); sys.stdin.readline()\n", P],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+seen = []
+for i in range(3):
+    child.stdout.readline()
+    seen.append((lst(P)[4], lst(P) == raw(P), fst(r) == rawfd(r), P in keys()[0]))
+    child.stdin.write("\n"); child.stdin.flush()
+child.wait()
+t("other", lambda: seen)
+t("other_gone", lambda: (lst(P)[4], lst(P) == raw(P), P in keys()[0]))
+# A writable shared mapping keeps its file open for writing after close(fd).
+M = D + "/m"
+write(M, b"\0" * 4096)
+m_r = rec(M)
+w = os.open(M, os.O_RDWR)
+m = mmap.mmap(w, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+os.close(w)
+m[0:5] = b"hello"
+m2 = rec(M)
+time.sleep(0.02)
+m[100:105] = b"world"
+t("mapped", lambda: (lst(M) == raw(M), fst(m_r) == rawfd(m_r), fst(m2) == rawfd(m2),
+                     M in keys()[0]))
+m.close()
+m3 = rec(M)
+t("unmapped", lambda: (lst(M) == raw(M), fst(m3) == rawfd(m3), M in keys()[0]))
+)PY");
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "own"),
+            "([(11, 11, 11, 11), (21, 21, 21, 21), (31, 31, 31, 31), (41, 41, 41, 41), "
+            "(51, 51, 51, 51)], False)")
+      << r.out;
+  bool seccomp = SeccompOnly();  // (maybe no noatime store: nothing published)
+  if (!seccomp) {
+    EXPECT_EQ(Value(res, "closed"), "(51, True, True, True)") << r.out;
+  }
+  EXPECT_EQ(Value(res, "other"),
+            "[(58, True, True, False), (65, True, True, False), (72, True, True, False)]")
+      << r.out;
+  if (!seccomp) {
+    EXPECT_EQ(Value(res, "other_gone"), "(72, True, True)") << r.out;
+  }
+  EXPECT_EQ(Value(res, "mapped"), "(True, True, True, False)") << r.out;
+  if (!seccomp) {
+    EXPECT_EQ(Value(res, "unmapped"), "(True, True, True)") << r.out;
+  }
+}
+
+// Every change by path or by fd to a published file whose fd a reader
+// recorded: that fstat, a fresh fd's and the path's stat are the trap's.
+TEST(FastUpperFiles, EveryChangeIsSeenAtOnce) {
+  ProcessResult r = RunFilesPy(R"PY(
+P = D + "/c"
+write(P, b"0123456789")
+def ftrunc():
+    w = os.open(P, os.O_WRONLY); os.ftruncate(w, 7); os.close(w)
+def append_other():
+    subprocess.run([sys.executable, "-c", f"open({P!r}, 'ab').write(b'more')"], check=True)
+def fallocate():
+    w = os.open(P, os.O_RDWR); os.posix_fallocate(w, 0, 8192); os.close(w)
+ops = [("truncate", lambda: os.truncate(P, 3)), ("ftruncate", ftrunc),
+       ("append_other", append_other), ("fallocate", fallocate),
+       ("chmod", lambda: os.chmod(P, 0o640)), ("utime", lambda: os.utime(P, (1, 2))),
+       ("utime_now", lambda: os.utime(P)), ("link", lambda: os.link(P, D + "/c2")),
+       ("rename", lambda: os.rename(D + "/c2", D + "/c3")),
+       ("unlink", lambda: os.unlink(D + "/c3")), ("rename_over", lambda: (write(D + "/c4", b"4"), os.rename(D + "/c4", P))),
+       ("unlink_last", lambda: os.unlink(P))]
+out = []
+for name, op in ops:
+    fd = rec(P); lst(P)
+    before = P in keys()[0]
+    op()
+    fresh = os.open(P, os.O_RDONLY) if os.path.exists(P) else None
+    out.append((name, before, lst(P) == raw(P), fst(fd) == rawfd(fd),
+                fresh is None or fst(fresh) == rawfd(fresh)))
+    os.close(fd)
+    if fresh is not None: os.close(fresh)
+t("answers", lambda: [x for x in out if not all(x[2:])])
+t("unpublished", lambda: [x[0] for x in out if not x[1]])
+)PY");
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "answers"), "[]") << r.out;
+  // (Without namespaces the store may not be a noatime tmpfs: then nothing
+  // is published, and only the answers are checked.)
+  if (!SeccompOnly()) {
+    EXPECT_EQ(Value(res, "unpublished"), "[]") << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace sentry::security
