@@ -5,7 +5,9 @@
 // (fs/locks.c check_conflicting_open, inode_is_open_for_write; a writable
 // shared mapping keeps its file open for writing, so it counts). The lease
 // is let go at once: held, the sentry's own next write-open of the file
-// would break it and wait for it. A lease needs the file's owner as fsuid
+// would break it and wait for it. (Its F_UNLCK also drops the owner the
+// lease gave the description, f_delown: a guest's description probed
+// before its donation keeps F_GETOWN 0.) A lease needs the file's owner as fsuid
 // or CAP_LEASE in the initial user namespace: the sentry tries as itself
 // first (root, or a rootless run's user, the store's owner) and, refused
 // once, as the owner's uid from then on (store_owner.h). Any other failure

@@ -257,10 +257,13 @@ TEST(FastFdRecords, CopyUpKeepsTheTrapsAnswer) {
     ASSERT_EQ(r.exit_code, 0) << Describe(r);
     Results res = ParseResults(r.out);
     EXPECT_EQ(Value(res, "copy_up"), "(True, True, True)") << flag << "\n" << r.out;
-    // The upper file (a regular file no writer holds) is published at its
-    // read-only open, with the fd records (fast_upper_files_test.cc).
-    bool on = std::string(flag) == "--fast-metadata" && !SeccompOnly();
-    EXPECT_EQ(Value(res, "upper"), on ? "(True, True)" : "(True, False)") << flag << "\n" << r.out;
+    // The upper file (a regular file no writer holds) is published by the
+    // trapped stat in copy_up (fast_upper_files_test.cc); maybe not without
+    // namespaces, whose store may not be a noatime tmpfs.
+    EXPECT_EQ(Value(res, "upper").substr(0, 5), "(True") << flag << "\n" << r.out;
+    if (!SeccompOnly()) {
+      EXPECT_EQ(Value(res, "upper"), "(True, True)") << flag << "\n" << r.out;
+    }
   }
 }
 
