@@ -37,8 +37,8 @@ bool FromLowerLayer(const vfs::Node& n, bool top) {
 // trapped call, which invalidates the upper answers before it is answered
 // (vfs.h set_on_upper_change). Nothing of the host (a lower or cached node,
 // a -v mount of either kind), no dynamic directory (/proc), no magic link,
-// no device's directory, and never a regular file (native writes to its
-// store file change its size and times).
+// no device's directory, and no regular file (native writes to its store
+// file change its size and times: UpperFile below).
 bool PureUpper(const vfs::Node& n) {
   if (n.IsLower() || n.IsCached() || n.IsHostRw() || n.read_only) return false;
   if (n.lookup || n.names || n.pinned_parent || n.attr().dev != 0) return false;

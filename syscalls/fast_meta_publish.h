@@ -10,9 +10,13 @@
 //     node is one a host lookup made (IsCached): no mount, no synthetic
 //     file (/etc/passwd...), nothing write-through; or (with upper answers,
 //     region.h SENTRY_FM_UPPER) a directory or symlink of the in-memory
-//     upper layer (PureUpper: no regular file, no dynamic directory, nothing
-//     of the host), the first component included; an answer that rests on
-//     any upper node is published as UPPER;
+//     upper layer (PureUpper: no dynamic directory, nothing of the host),
+//     the first component included, or (with upper files, the last
+//     component only) an upper regular file while no writable description
+//     of its store file exists (Store::NoWriter asks the kernel; every
+//     writable one made later bumps the upper generation before it is
+//     donated: Vfs::OpenData's copy-up step); an answer that rests on any
+//     upper node is published as UPPER;
 //   - no symlink is crossed but a final one under lstat; a lookup that
 //     crossed symlinks (or named "." or "..") publishes its parts instead,
 //     each by these rules at its own normal path: every symlink it followed
@@ -21,7 +25,11 @@
 //     library puts them together, fastmeta/resolve.c);
 //   - every directory walked may be searched by any caller (u, g, o and the
 //     host's other bits all have x), so the caller's credentials do not
-//     change the answer;
+//     change the answer; with upper files, an upper directory only its
+//     owner may search (mkdtemp's 0700) passes too while every guest
+//     process has that owner's uid (FastMeta::SoleUid; root searches any):
+//     a process of another uid joining (`sentry exec`, which today serves
+//     OCI containers, never published) wipes the region first;
 // An ENOENT is published when every directory above the last name passed.
 // A directory token's path is published (for its fd's relative lookups)
 // when that path leads to the token's very directory by the same rules.
