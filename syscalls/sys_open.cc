@@ -149,7 +149,7 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
                                              node->IsUpperFile() && acc == O_RDONLY &&
                                              !(flags & (O_CREAT | O_TRUNC))) {
     // (A live answer of the path already is the one it would publish.)
-    if (path[0] != '/' || !fm->HasAnswer(path)) {
+    if (!path.empty() && (path[0] != '/' || !fm->HasAnswer(path))) {
       no_writer = ctx.vfs().store().NoWriter(node->store_name, fd.get());
     }
     publish = no_writer;
