@@ -452,7 +452,7 @@ TEST(WarmTest, PreloadedModulesAreImported) {
 // on: the interpreter's start was the pool's) and the exit, on stderr.
 TEST(WarmTest, TraceShowsTheRunsCalls) {
   WarmPool pool(1, "json");
-  // An upper regular file: its stat always traps (never fast metadata's).
+  // A file just made: its first stat traps (fast metadata answers the next).
   const std::string code =
       "import os, sys; open('/tmp/w', 'w').close(); os.stat('/tmp/w'); "
       "print('json' in sys.modules)";
