@@ -216,5 +216,31 @@ t("unpublished", lambda: [x[0] for x in out if not x[1]])
   }
 }
 
+// ATTACK: a stale answer while another process opens, appends and closes
+// as fast as it can (each open bumps the upper generation before its
+// description is donated; between them the file is published again): every
+// answer of the library, taken between two raw traps, lies between them.
+TEST(FastUpperFiles, ARacingWriterNeverYieldsAStaleAnswer) {
+  ProcessResult r = RunFilesPy(R"PY(
+P = D + "/race"
+write(P, b"")
+fd = rec(P)
+child = subprocess.Popen([sys.executable, "-c",
+    "import os,sys\nfor i in range(3000):\n f=os.open(sys.argv[1],os.O_WRONLY|os.O_APPEND)\n"
+    " os.write(f,b'x'); os.close(f)\n", P])
+bad, n, hits = [], 0, 0
+while child.poll() is None:
+    fresh = os.open(P, os.O_RDONLY)
+    a = raw(P)[4]; l = lst(P)[4]; f = fst(fd)[4]; g = fst(fresh)[4]; b = raw(P)[4]
+    if not (a <= l <= b and a <= f <= b and a <= g <= b): bad.append((a, l, f, g, b))
+    os.close(fresh)
+    n += 1
+t("race", lambda: (bad[:5], n > 20, lst(P)[4], lst(P) == raw(P)))
+)PY");
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "race"), "([], True, 3000, True)") << r.out;
+}
+
 }  // namespace
 }  // namespace sentry::security
