@@ -19,9 +19,10 @@
  * fstat, fstat64 and fstatat(fd, "", AT_EMPTY_PATH) answer from a valid
  * record when a native fcntl(fd, F_GETFL) still returns the recorded
  * flags (a cheap guard against a number reused behind the library's back:
- * a pipe, a socket, a directory differ), and the record's generation (lower,
- * or upper for an upper file's) is still the header's (what the trapped fstat answers for an fd
- * whose path was copied up since is the sentry's to say). Anything else traps, as before.
+ * a pipe, a socket, a directory differ), and the record's generation
+ * (lower, or upper for an upper file's) is still the header's (what the
+ * trapped fstat answers for an fd whose path was copied up since is the
+ * sentry's to say). Anything else traps, as before.
  *
  * A record is forgotten before any libc entry that closes or replaces its
  * number is made (close, close_range, closefrom, dup2, dup3, fdopen, whose

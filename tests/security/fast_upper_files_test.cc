@@ -191,7 +191,8 @@ ops = [("truncate", lambda: os.truncate(P, 3)), ("ftruncate", ftrunc),
        ("chmod", lambda: os.chmod(P, 0o640)), ("utime", lambda: os.utime(P, (1, 2))),
        ("utime_now", lambda: os.utime(P)), ("link", lambda: os.link(P, D + "/c2")),
        ("rename", lambda: os.rename(D + "/c2", D + "/c3")),
-       ("unlink", lambda: os.unlink(D + "/c3")), ("rename_over", lambda: (write(D + "/c4", b"4"), os.rename(D + "/c4", P))),
+       ("unlink", lambda: os.unlink(D + "/c3")),
+       ("rename_over", lambda: (write(D + "/c4", b"4"), os.rename(D + "/c4", P))),
        ("unlink_last", lambda: os.unlink(P))]
 out = []
 for name, op in ops:
