@@ -122,6 +122,10 @@ void Store::StartStash(const std::optional<cpu_set_t>& cpus) {
   if (dir_fd_) stash_->Resume();
 }
 
+void Store::CloseLater(UniqueFd fd) {
+  if (stash_) stash_->CloseLater(std::move(fd));
+}
+
 void Store::set_dir_fd(UniqueFd dir_fd) {
   dir_fd_ = std::move(dir_fd);
   noatime_ = -1;

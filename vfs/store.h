@@ -75,6 +75,9 @@ class Store final {
   // Starts a thread that makes directory tokens and empty files ahead (on
   // `cpus` if given), from when the store has its directory.
   void StartStash(const std::optional<cpu_set_t>& cpus);
+  // Closes fd on the stash's thread, when it next runs (StoreStash::
+  // CloseLater); at once without a stash. Thread-safe.
+  void CloseLater(UniqueFd fd);
   int dir_fd() const { return dir_fd_.get(); }
   // Whose the store's entries are (the ids new entries are made with).
   uid_t owner_uid() const { return uid_; }

@@ -71,6 +71,17 @@ bool StoreStash::Defer(std::string name, uint64_t bytes) {
   return true;
 }
 
+void StoreStash::CloseLater(UniqueFd fd) {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!resumed_ || stop_) return;  // fd closes here
+    closing_.push_back(std::move(fd));
+    wake = closing_.size() == kMaxClosing;
+  }
+  if (wake) low_.notify_one();
+}
+
 bool StoreStash::Low() const {
   return tokens_.size() < kLow || (makers_.file && files_.size() < kLow);
 }
@@ -79,8 +90,19 @@ void StoreStash::Loop() {
   if (makers_.start) makers_.start();
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    low_.wait(lock, [this] { return stop_ || !doomed_.empty() || (resumed_ && Low()); });
+    low_.wait(lock, [this] {
+      return stop_ || !doomed_.empty() || (resumed_ && Low()) || closing_.size() >= kMaxClosing;
+    });
     if (stop_) break;
+    if (!closing_.empty()) {
+      std::vector<UniqueFd> closing;
+      closing.swap(closing_);
+      lock.unlock();
+      closing.clear();  // the closes
+      lock.lock();
+      if (stop_) break;
+      if (doomed_.empty() && !(resumed_ && Low())) continue;
+    }
     if (!doomed_.empty()) {
       std::vector<std::string> doomed;
       doomed.swap(doomed_);

@@ -100,10 +100,19 @@ class StoreStash final {
   // store's space; false (nothing done) when that would make more than
   // kMaxDeferredBytes wait, or the thread has not started.
   bool Defer(std::string name, uint64_t bytes);
+  // Has the thread close fd (a released token's reference: FdHolds::
+  // set_close_later) when it next wakes for anything: a token taken wakes
+  // it every kHigh - kLow donations, so the closes come in batches and add
+  // no wake-up of their own (handing each over with one cost more than the
+  // close: bench/README.md, "Fast paths, A/B"); past kMaxClosing waiting,
+  // it is woken for them. Closed at once if the thread has not started or
+  // has stopped.
+  void CloseLater(UniqueFd fd);
 
   static constexpr size_t kLow = 4;    // refilled when fewer are left...
   static constexpr size_t kHigh = 16;  // ...up to this many
   static constexpr uint64_t kMaxDeferredBytes = 1 << 20;
+  static constexpr size_t kMaxClosing = 64;
 
  private:
   bool Low() const;
@@ -115,6 +124,7 @@ class StoreStash final {
   std::vector<DirToken> tokens_;
   std::vector<StashFile> files_;
   std::vector<std::string> doomed_;  // waiting for Defer's removal
+  std::vector<UniqueFd> closing_;    // waiting for CloseLater's close
   uint64_t doomed_bytes_ = 0;
   bool stop_ = false;
   bool resumed_ = false;

@@ -21,6 +21,7 @@ void FdHolds::Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd,
       Slot& slot = slots_[it->second];
       slot.fd = std::move(fd);
       slot.st = st;
+      slot.shared = true;
       ++slot.gen;
     }
     SetHint(tgid, guest_fd, it->second);
@@ -51,6 +52,7 @@ void FdHolds::Keep(UniqueFd fd, const struct stat& st, pid_t tgid, int guest_fd,
   Slot& slot = slots_[index];
   slot.fd = std::move(fd);
   slot.st = st;
+  slot.shared = shared;
   by_object_.emplace(key, index);
   SetHint(tgid, guest_fd, index);
   Guessable(tgid, index);
@@ -60,7 +62,11 @@ void FdHolds::Release(uint32_t index) {
   Slot& slot = slots_[index];
   by_object_.erase(ObjectKey{slot.st.st_dev, slot.st.st_ino});
   ++slot.gen;
-  slot.fd.Reset();
+  if (close_later_ && !slot.shared) {
+    close_later_(std::move(slot.fd));
+  } else {
+    slot.fd.Reset();
+  }
 }
 
 void FdHolds::Refuse(const struct stat& st) {

@@ -229,6 +229,11 @@ std::optional<RunError> Run::BuildSandbox() {
   // Its maker thread runs where the loader does; it makes tokens once the
   // store is there.
   kernel_->vfs().store().StartStash(elsewhere_);
+  // A released token's reference is closed there too, in batches
+  // (FdHolds::set_close_later). The store outlives the holds (Kernel).
+  vfs::Store* stash_store = &kernel_->vfs().store();
+  kernel_->holds().set_close_later(
+      [stash_store](UniqueFd fd) { stash_store->CloseLater(std::move(fd)); });
   clock_.Mark("kernel");
 
   if (absl::Status s = spawned_->AwaitNetns(); !s.ok()) {

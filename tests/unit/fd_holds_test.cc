@@ -160,6 +160,33 @@ TEST(FdHoldsTest, SharedObjectHoldsTheNewestDescription) {
   EXPECT_EQ(holds.Hinted(getpid(), second.guest.get())->fd, raw_next);
 }
 
+// With a closer (the store's stash in a run): a released token's reference
+// goes to it, still open; a lower file's (shared) is closed at once, so
+// that a flock on its description goes with the guest's last fd.
+TEST(FdHoldsTest, ReleasedTokensGoToTheCloserLowerFilesCloseAtOnce) {
+  FdHolds holds;
+  std::vector<UniqueFd> handed;
+  holds.set_close_later([&handed](UniqueFd fd) { handed.push_back(std::move(fd)); });
+  std::vector<Donation> guests(FdHolds::kMaxHeld + 2);
+  UniqueFd token = guests[0].Reference();
+  int token_raw = token.get();
+  holds.Keep(std::move(token), Obj(1), getpid(), guests[0].guest.get());
+  UniqueFd file = guests[1].Reference();
+  int file_raw = file.get();
+  holds.Keep(std::move(file), Obj(2), getpid(), guests[1].guest.get(), /*shared=*/true);
+  // Past the cap, the two oldest go.
+  for (size_t i = 2; i < guests.size(); ++i) {
+    holds.Keep(guests[i].Reference(), Obj(1 + i), getpid(), guests[i].guest.get());
+  }
+  EXPECT_FALSE(holds.OfObject(Obj(1)).has_value());
+  EXPECT_FALSE(holds.OfObject(Obj(2)).has_value());
+  ASSERT_EQ(handed.size(), 1u);
+  EXPECT_EQ(handed[0].get(), token_raw);
+  EXPECT_TRUE(IsOpen(token_raw));
+  EXPECT_NE(file_raw, token_raw);
+  EXPECT_FALSE(IsOpen(file_raw));
+}
+
 // A lock is about to be taken: the reference goes, and the object is never
 // held again (a later donation's fd is closed at once).
 TEST(FdHoldsTest, RefusedObjectIsReleasedAndNeverHeldAgain) {

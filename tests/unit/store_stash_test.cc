@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -241,6 +242,63 @@ TEST(StoreStashTest, ReleasedFilesGoOffTheCallersThreadWithinTheByteCap) {
   }
   EXPECT_TRUE(std::filesystem::is_empty(dir));
   std::filesystem::remove_all(dir);
+}
+
+// A pipe's write end handed to CloseLater: its read end sees EOF once the
+// stash's thread has closed it.
+struct Pipe {
+  UniqueFd r, w;
+  Pipe() {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) == 0) {
+      r = UniqueFd(p[0]);
+      w = UniqueFd(p[1]);
+    }
+  }
+  bool Closed() const {
+    pollfd pfd{r.get(), POLLIN, 0};
+    return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP);
+  }
+};
+
+TEST(StoreStashTest, ClosesLaterInBatchesOnItsOwnWakeUps) {
+  std::atomic<int> made{0};
+  StoreStash stash(TokensOnly(&made), std::nullopt);
+  // Not started: closed at once.
+  Pipe early;
+  stash.CloseLater(std::move(early.w));
+  EXPECT_TRUE(early.Closed());
+  stash.Resume();
+  ASSERT_TRUE(Eventually([&] { return made.load() == int(StoreStash::kHigh); }));
+  // One fd: no wake-up of its own; it waits for the next refill...
+  Pipe one;
+  stash.CloseLater(std::move(one.w));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(one.Closed());
+  // ...which taking down to below kLow asks for.
+  for (size_t i = 0; i <= StoreStash::kHigh - StoreStash::kLow; ++i) EXPECT_TRUE(stash.TakeToken());
+  EXPECT_TRUE(Eventually([&] { return one.Closed(); }));
+  // kMaxClosing waiting wake it by themselves.
+  std::vector<Pipe> many(StoreStash::kMaxClosing);
+  for (Pipe& p : many) stash.CloseLater(std::move(p.w));
+  EXPECT_TRUE(Eventually([&] {
+    for (const Pipe& p : many) {
+      if (!p.Closed()) return false;
+    }
+    return true;
+  }));
+}
+
+TEST(StoreStashTest, WhatWaitsToBeClosedIsClosedAtTheStop) {
+  std::atomic<int> made{0};
+  Pipe p;
+  {
+    StoreStash stash(TokensOnly(&made), std::nullopt);
+    stash.Resume();
+    ASSERT_TRUE(Eventually([&] { return made.load() == int(StoreStash::kHigh); }));
+    stash.CloseLater(std::move(p.w));
+  }
+  EXPECT_TRUE(p.Closed());
 }
 
 }  // namespace
