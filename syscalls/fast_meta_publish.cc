@@ -420,6 +420,9 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
     // that may never come (a listing of site-packages); a directory is
     // what a walk stats next.
     if (type != DT_DIR && !dir->children.count(name)) continue;
+    // Never at the cost of the answers just published: a full region would
+    // start again, and the guest reading this listing would trap for it.
+    if (fm->Full()) break;
     vfs::NodeRef child = v.Child(dir, name);
     bool child_upper = upper;
     // Nor an upper file: each would cost the kernel's writer check.

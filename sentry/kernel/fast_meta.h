@@ -120,6 +120,9 @@ class FastMeta final {
   // invalidation) if there is not: answers published together then all
   // stay, where making room halfway would drop the first ones.
   void Reserve(uint32_t slots, size_t list_bytes);
+  // Whether every slot is taken: the next new answer would invalidate all
+  // (an answer published only in passing, as a listing's fill, waits).
+  bool Full() const { return next_slot_ == kSlots; }
   // A new id, unique in this process, below 2^62 (a lock's l_start).
   static uint64_t NewTokenId();
   // Every published answer becomes a miss.
