@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "sentry/base/small_file.h"
+
 namespace sentry::testing {
 
 TenantTokens::TenantTokens() {
@@ -69,8 +71,9 @@ std::set<pid_t> Descendants(pid_t root) {
   while (dirent* e = d ? readdir(d) : nullptr) {
     pid_t pid = atoi(e->d_name);
     if (pid <= 0) continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), {});
+    // Not an ifstream: a process that ends while it is read makes read(2)
+    // fail (ESRCH), which libstdc++'s filebuf throws.
+    std::string stat = ReadFileText(std::string("/proc/") + e->d_name + "/stat");
     size_t close_paren = stat.rfind(')');
     if (close_paren == std::string::npos) continue;
     std::istringstream rest(stat.substr(close_paren + 2));
@@ -100,8 +103,7 @@ std::vector<pid_t> ProcessesWith(const std::string& marker) {
   while (dirent* e = d ? readdir(d) : nullptr) {
     pid_t pid = atoi(e->d_name);
     if (pid <= 0 || pid == getpid()) continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(f)), {});
+    std::string cmd = ReadFileText(std::string("/proc/") + e->d_name + "/cmdline");
     for (char& c : cmd) c = c ? c : ' ';
     if (cmd.find(marker) != std::string::npos) out.push_back(pid);
   }

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <thread>
 
+#include "sentry/base/small_file.h"
 #include "tests/session/session_client.h"
 
 namespace sentry::testing {
@@ -30,8 +30,9 @@ void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)
 // Whether pid is gone (or a zombie its parent has yet to reap) within 3 s.
 bool Ends(pid_t pid) {
   for (int i = 0; i < 300; ++i) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), {});
+    // Not an ifstream: a read of a process that ends meanwhile fails
+    // (ESRCH), which libstdc++'s filebuf throws.
+    std::string stat = ReadFileText("/proc/" + std::to_string(pid) + "/stat");
     size_t paren = stat.rfind(')');
     if (paren == std::string::npos || stat.substr(paren + 2, 1) == "Z") return true;
     SleepMs(10);
@@ -175,8 +176,7 @@ TEST(SessionEndTest, ManySessionsLeaveNothing) {
   }
   server.Stop();
   for (pid_t p : seen) {
-    std::ifstream status("/proc/" + std::to_string(p) + "/status");
-    std::string what((std::istreambuf_iterator<char>(status)), {});
+    std::string what = ReadFileText("/proc/" + std::to_string(p) + "/status");
     EXPECT_TRUE(Ends(p)) << "pid " << p << " outlived its session: " << what.substr(0, 300);
     EXPECT_FALSE(SentryCgroupExists(p)) << "the cgroup of " << p;
   }

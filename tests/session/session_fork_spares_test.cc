@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "sentry/base/small_file.h"
 #include "tests/session/session_client.h"
 
 namespace sentry::testing {
@@ -40,9 +41,10 @@ bool WaitGauge(const SessionClient& c, const std::string& name, long want, doubl
 }
 
 std::string Comm(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/comm");
-  std::string comm;
-  std::getline(f, comm);
+  // Not an ifstream: a read of a process that ends meanwhile fails
+  // (ESRCH), which libstdc++'s filebuf throws.
+  std::string comm = ReadFileText("/proc/" + std::to_string(pid) + "/comm");
+  if (!comm.empty() && comm.back() == '\n') comm.pop_back();
   return comm;
 }
 

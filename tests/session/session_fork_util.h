@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "sentry/base/small_file.h"
 #include "tests/session/session_client.h"
 
 namespace sentry::testing {
@@ -89,8 +89,10 @@ inline constexpr const char* kWallsHeld =
 // What the host says of a process's ids: its status's id and capability
 // lines and its user namespace's maps (as the host reads them: host ids).
 inline std::string HostIds(pid_t pid) {
+  // ReadFileText, not an ifstream: a read of a process that ends meanwhile
+  // fails (ESRCH), which libstdc++'s filebuf throws.
   std::string out, line;
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::istringstream status(ReadFileText("/proc/" + std::to_string(pid) + "/status"));
   while (std::getline(status, line)) {
     for (const char* key :
          {"Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:", "CapAmb:"}) {
@@ -98,8 +100,7 @@ inline std::string HostIds(pid_t pid) {
     }
   }
   for (const char* file : {"uid_map", "gid_map", "setgroups"}) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/" + file);
-    out += std::string((std::istreambuf_iterator<char>(f)), {});
+    out += ReadFileText("/proc/" + std::to_string(pid) + "/" + file);
   }
   return out;
 }
@@ -108,9 +109,7 @@ inline std::string HostIds(pid_t pid) {
 inline std::vector<pid_t> Kernels(pid_t server) {
   std::vector<pid_t> out;
   for (pid_t p : Descendants(server)) {
-    std::ifstream f("/proc/" + std::to_string(p) + "/comm");
-    std::string comm;
-    std::getline(f, comm);
+    std::string comm = ReadFileText("/proc/" + std::to_string(p) + "/comm");
     if (comm.rfind("python", 0) == 0) out.push_back(p);
   }
   return out;
