@@ -454,12 +454,16 @@ def render(results, out_md, img, check=False):
     p("")
     slow = [w for w, m in by.items() if (m.get("sentry", {}).get("ratio_to_native") or 0) > 2]
     if slow:
+        # Per file, from this run's census (1,000 files).
+        per_file = next((w["totals"].get("trapped", 0) / 1000 for w in census.get("workloads", [])
+                         if w.get("workload") == "small_files_1000"), None)
+        files = (f"; the 1,000-small-files workload makes {per_file:.1f} trapped calls per file"
+                 if per_file else "")
         p("Above 2× native in this run: " + ", ".join(f"**{w}**" for w in slow) + ". "
           "Metadata-heavy workloads are nearly all trapped calls (openat, newfstatat, "
-          "getdents64, unlinkat), each a round trip plus host work; the 1,000-small-files "
-          "workload makes six trapped calls per file. The call-by-call analysis, and what "
-          "would bring it under 2×, is in bench/README.md (\"The 1,000-small-files "
-          "workload, call by call\"). On a loaded machine every round trip also waits "
+          f"getdents64, unlinkat), each a round trip plus host work{files}. Which of them "
+          "must trap, and what each fast path saved, is in bench/README.md (\"Fast paths, "
+          "A/B\"). On a loaded machine every round trip also waits "
           "for the scheduler, which inflates these ratios further.")
         p("")
     p("What each workload runs:")
