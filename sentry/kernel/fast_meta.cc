@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -84,6 +85,7 @@ void FastMeta::Invalidate() {
   ++invalidations_;
   cwd_tids_.clear();
   next_slot_ = 0;
+  kept_count_ = 0;  // (their slots are free again)
   list_fill_ = 0;
 }
 
@@ -270,6 +272,8 @@ void FastMeta::PublishListing(std::string_view dir_path, std::string_view record
 
 void FastMeta::Reserve(uint32_t slots, size_t list_bytes) {
   if (next_slot_ + slots > kSlots || list_fill_ + list_bytes > kListBytes) Invalidate();
+  kept_count_ = 0;
+  keep_next_ = std::min(slots, kKept);
 }
 
 uint32_t FastMeta::LiveSlot(std::string_view key) const {
@@ -304,23 +308,38 @@ void FastMeta::Write(std::string_view path, uint32_t flags, const struct stat* s
   // answer gives way (rewritten in place). A slot rewritten in place that
   // another bucket also points at only costs that bucket's answer: every
   // reader compares the key.
-  uint32_t bucket = static_cast<uint32_t>(h & (kSlots - 1));
-  uint32_t k = __atomic_load_n(&index[bucket], __ATOMIC_RELAXED);
+  // (The first bucket whose answer is not one the last Reserve keeps gives
+  // way: none such, and this answer is not written.)
+  auto kept = [this](uint32_t n) {
+    return std::find(kept_, kept_ + kept_count_, n) != kept_ + kept_count_;
+  };
+  uint32_t bucket = 0;
+  uint32_t k = 0;
+  bool victim = false;
+  bool found = false;
   for (uint32_t i = 0; i < SENTRY_FM_PROBES; ++i) {
     uint32_t b = static_cast<uint32_t>((h + i) & (kSlots - 1));
     uint32_t n = __atomic_load_n(&index[b], __ATOMIC_RELAXED);
     if (!SlotLive(n)) {
       bucket = b;
       k = n != 0 && n <= next_slot_ ? n : 0;
+      found = true;
       break;
     }
     const sentry_fm_slot* s = slot_at(n - 1);
     if (s->path_len == path.size() && std::memcmp(s->data, path.data(), path.size()) == 0) {
       bucket = b;
       k = n;
+      found = true;
       break;
     }
+    if (!victim && !kept(n)) {
+      victim = true;
+      bucket = b;
+      k = n;
+    }
   }
+  if (!found && !victim) return;
   if (k == 0) {
     if (next_slot_ == kSlots) {
       // Full: everything goes, and the slots are taken from the first again.
@@ -350,6 +369,10 @@ void FastMeta::Write(std::string_view path, uint32_t flags, const struct stat* s
   __atomic_store_n(&slot->seq, seq + 2, __ATOMIC_RELEASE);
   __atomic_store_n(&index[bucket], k, __ATOMIC_RELEASE);
   ++published_;
+  if (keep_next_ > 0) {
+    --keep_next_;
+    kept_[kept_count_++] = k;
+  }
 }
 
 }  // namespace sentry

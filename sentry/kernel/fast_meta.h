@@ -118,7 +118,11 @@ class FastMeta final {
   bool negatives() const { return listings_ && negatives_; }
   // Room for `slots` new slots and list_bytes of listings, made now (by an
   // invalidation) if there is not: answers published together then all
-  // stay, where making room halfway would drop the first ones.
+  // stay, where making room halfway would drop the first ones. The next
+  // `slots` answers written (at most kKept) are also kept from giving way
+  // to another key whose probes are all taken (Write), until the next
+  // Reserve: a directory's token and listing, which the guest reads next,
+  // are never the victims of its own listing or fill.
   void Reserve(uint32_t slots, size_t list_bytes);
   // Whether every slot is taken: the next new answer would invalidate all
   // (an answer published only in passing, as a listing's fill, waits).
@@ -168,7 +172,13 @@ class FastMeta final {
   uint64_t upper_invalidations_ = 0;
   std::unordered_set<int32_t> cwd_tids_;  // live CWD slots' threads (at most one each)
   uint32_t next_slot_ = 0;                // taken in order; from 0 again after Invalidate
-  size_t list_fill_ = 0;                  // the listings' area used; 0 again after Invalidate
+  // The slots the last Reserve's answers took (Reserve), and how many of
+  // the next writes still join them.
+  static constexpr uint32_t kKept = 4;
+  uint32_t kept_[kKept] = {};
+  uint32_t kept_count_ = 0;
+  uint32_t keep_next_ = 0;
+  size_t list_fill_ = 0;  // the listings' area used; 0 again after Invalidate
   uint64_t published_ = 0;
   uint64_t invalidations_ = 0;
   uint64_t listings_published_ = 0;
