@@ -17,7 +17,8 @@
  * from sentry_fm_hash(path, 0) & (nslots - 1) on (wrapping) that holds it;
  * a reader stops at a bucket that is empty or whose slot is of an older
  * generation (a miss). When all of them hold other answers, the first one's
- * gives way to the new one.
+ * gives way to the new one (unless the sentry keeps it: then the next, or
+ * the new answer is not written).
  *
  * A TOKEN slot names a directory token the sentry donated (an fd of a
  * directory, opened by the guest): its key is sentry_fm_token_key(id), its

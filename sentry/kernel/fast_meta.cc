@@ -304,12 +304,11 @@ void FastMeta::Write(std::string_view path, uint32_t flags, const struct stat* s
   // The key's own slot on its probe sequence (rewritten in place), else the
   // first free bucket there (a new slot, or the dead one it points at: an
   // upper answer of an older upper generation, so that the churn of /tmp
-  // reuses slots rather than filling them); all taken: the first bucket's
-  // answer gives way (rewritten in place). A slot rewritten in place that
-  // another bucket also points at only costs that bucket's answer: every
-  // reader compares the key.
-  // (The first bucket whose answer is not one the last Reserve keeps gives
-  // way: none such, and this answer is not written.)
+  // reuses slots rather than filling them); all taken: the first bucket
+  // whose answer is not one the last Reserve keeps gives way (rewritten in
+  // place), and with none such this answer is not written (a miss traps). A
+  // slot rewritten in place that another bucket also points at only costs
+  // that bucket's answer: every reader compares the key.
   auto kept = [this](uint32_t n) {
     return std::find(kept_, kept_ + kept_count_, n) != kept_ + kept_count_;
   };
