@@ -289,15 +289,28 @@ int RunPool(const PoolOptions& options) {
     }
     unlink(options.socket_path.c_str());  // a dead pool's
   }
+  // Bound under a name of its own and renamed into place once it listens:
+  // a client that finds the socket (WarmPythonPool::Start waits for it to
+  // appear) never connects between the bind and the listen, which refused
+  // it (ECONNREFUSED). Where that name would not fit, bound in place.
+  std::string staged = absl::StrCat(options.socket_path, ".", getpid());
+  sockaddr_un staged_addr;
+  bool rename_after = FillAddress(staged, &staged_addr);
+  if (rename_after) unlink(staged.c_str());
+  const std::string& bind_path = rename_after ? staged : options.socket_path;
   UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   mode_t old_umask = umask(077);  // the socket is its owner's only
-  bool bound =
-      listener && bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  bool bound = listener && bind(listener.get(),
+                                reinterpret_cast<sockaddr*>(rename_after ? &staged_addr : &addr),
+                                sizeof(addr)) == 0;
   umask(old_umask);
-  if (!bound || chmod(options.socket_path.c_str(), 0600) < 0 || listen(listener.get(), 64) < 0 ||
-      (options.python && fcntl(listener.get(), F_SETFL, O_NONBLOCK) < 0)) {
+  if (!bound || chmod(bind_path.c_str(), 0600) < 0 || listen(listener.get(), 64) < 0 ||
+      (options.python && fcntl(listener.get(), F_SETFL, O_NONBLOCK) < 0) ||
+      (rename_after && rename(staged.c_str(), options.socket_path.c_str()) < 0)) {
+    int err = errno;
+    if (bound && rename_after) unlink(staged.c_str());
     std::fprintf(stderr, "sentry pool: cannot listen on %s: %s\n", options.socket_path.c_str(),
-                 std::strerror(errno));
+                 std::strerror(err));
     return kExitSentryError;
   }
   int taken_pipe[2];
