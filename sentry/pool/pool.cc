@@ -296,7 +296,11 @@ int RunPool(const PoolOptions& options) {
   std::string staged = absl::StrCat(options.socket_path, ".", getpid());
   sockaddr_un staged_addr;
   bool rename_after = FillAddress(staged, &staged_addr);
-  if (rename_after) unlink(staged.c_str());
+  // A dead pool of this pid may have left its staged socket; nothing else
+  // there is removed.
+  if (rename_after && lstat(staged.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+    unlink(staged.c_str());
+  }
   const std::string& bind_path = rename_after ? staged : options.socket_path;
   UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   mode_t old_umask = umask(077);  // the socket is its owner's only
@@ -306,7 +310,10 @@ int RunPool(const PoolOptions& options) {
   umask(old_umask);
   if (!bound || chmod(bind_path.c_str(), 0600) < 0 || listen(listener.get(), 64) < 0 ||
       (options.python && fcntl(listener.get(), F_SETFL, O_NONBLOCK) < 0) ||
-      (rename_after && rename(staged.c_str(), options.socket_path.c_str()) < 0)) {
+      // NOREPLACE: a pool that started meanwhile keeps its socket (EEXIST),
+      // as bind in place refused the second one (EADDRINUSE).
+      (rename_after && renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, options.socket_path.c_str(),
+                                 RENAME_NOREPLACE) < 0)) {
     int err = errno;
     if (bound && rename_after) unlink(staged.c_str());
     std::fprintf(stderr, "sentry pool: cannot listen on %s: %s\n", options.socket_path.c_str(),
