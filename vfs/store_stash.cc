@@ -75,7 +75,9 @@ void StoreStash::CloseLater(UniqueFd fd) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!resumed_ || stop_) return;  // fd closes here
+    // (Past 4 x kMaxClosing waiting, a thread that is not getting the CPU:
+    // closed here, so the sentry's fds held for it stay bounded.)
+    if (!resumed_ || stop_ || closing_.size() >= 4 * kMaxClosing) return;  // fd closes here
     closing_.push_back(std::move(fd));
     wake = closing_.size() == kMaxClosing;
   }
