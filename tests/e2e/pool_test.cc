@@ -355,13 +355,28 @@ TEST(PoolTest, FlagsTakeEqualsFormsAndALogLevel) {
   EXPECT_NE(loud.log().find("sentry: pool: listening on"), std::string::npos) << loud.log();
 }
 
+// The entries of the socket's directory (the pool binds a staged name and
+// renames it into place once it listens: none may be left).
+std::set<std::string> Beside(const std::string& socket) {
+  std::set<std::string> out;
+  DIR* d = opendir(socket.substr(0, socket.rfind('/')).c_str());
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    if (e->d_name[0] != '.') out.insert(e->d_name);
+  }
+  if (d) closedir(d);
+  return out;
+}
+
 TEST(PoolTest, OnePoolASocketAndACleanStop) {
   std::set<std::string> before = SentryCgroups();
   {
     Pool pool;
+    std::set<std::string> beside = Beside(pool.socket());
     ProcessResult second = Sentry({"pool", "--socket", pool.socket()});
     EXPECT_EQ(second.exit_code, 125) << Describe(second);
     EXPECT_NE(second.err.find("already listens"), std::string::npos) << second.err;
+    EXPECT_EQ(Beside(pool.socket()), beside) << "a staged socket is left, or one removed";
+    EXPECT_EQ(beside.count(pool.socket().substr(pool.socket().rfind('/') + 1)), 1u);
     ASSERT_EQ(RunSentry(pool.Flags(), {"/bin/true"}).exit_code, 0);
     EXPECT_EQ(pool.Stop(), 0) << pool.log();
     struct stat st;
