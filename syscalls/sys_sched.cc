@@ -80,6 +80,7 @@ SysResult<uint64_t> SchedSetaffinity(SyscallContext& ctx) {
   SYS_ASSIGN_OR_RETURN(pid_t tid, TargetTid(ctx));
   if (syscall(SYS_sched_setaffinity, tid, len, mask) < 0) return Errno{errno};
   ctx.kernel.colocation().Release(tid);
+  if (Task* t = ctx.kernel.tasks().Find(tid)) t->own_affinity = true;
   return 0;
 }
 

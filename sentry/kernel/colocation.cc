@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "sentry/kernel/task.h"
+
 namespace sentry {
 
 namespace {
@@ -78,6 +80,84 @@ void CoLocation::End() {
   Unpin();
 }
 
+void CoLocation::Spread() {
+  if (following_) {
+    // A child of the followed task inherited its pin: only the child is
+    // unpinned (a task gone meanwhile fails with ESRCH).
+    for (auto it = pinned_.begin(); it != pinned_.end();) {
+      if (*it == followed_) {
+        ++it;
+        continue;
+      }
+      sched_setaffinity(*it, sizeof(original_), &original_);
+      it = pinned_.erase(it);
+    }
+    return;
+  }
+  // Only a guest whose start could be pinned (more than one CPU) is
+  // followed; `original_` is its mask from then on.
+  following_ = cpu_ >= 0 || resumable_;
+  End();
+}
+
+bool CoLocation::Follow(pid_t tid, int cpu) {
+  if (!following_ || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &original_)) return false;
+  if (followed_ >= 0 && followed_ != tid) Unfollow();
+  cpu_set_t one = OneCpu(cpu);
+  if (sched_setaffinity(tid, sizeof(one), &one) < 0) {
+    Unfollow();
+    return false;
+  }
+  pinned_.insert(tid);
+  followed_ = tid;
+  cpu_ = cpu;
+  if (notifier_ < 0 && guest_notifier_ >= 0 &&
+      sched_setaffinity(guest_notifier_, sizeof(one), &one) == 0) {
+    notifier_ = guest_notifier_;
+  } else if (notifier_ >= 0) {
+    sched_setaffinity(notifier_, sizeof(one), &one);
+  }
+  return true;
+}
+
+void CoLocation::Unfollow(bool gone) {
+  if (!following_) return;
+  if (gone && followed_ >= 0) pinned_.erase(followed_);
+  Unpin();
+}
+
+void CoLocation::FollowBusiest(TaskTable& tasks, uint64_t often, int cpu) {
+  if (!following_) return;
+  pid_t busiest = -1;
+  uint64_t most = 0, followed_calls = 0;
+  bool followed_here = false;
+  tasks.ForEach([&](Task& t) {
+    uint64_t calls = t.traps - t.traps_checked;
+    t.traps_checked = t.traps;
+    if (t.tid == followed_) {
+      followed_here = true;
+      followed_calls = calls;
+    }
+    // Not a session's fork child: never the sandbox's (task.h).
+    if (!t.own_affinity && !t.fork_child && calls > most) {
+      busiest = t.tid;
+      most = calls;
+    }
+  });
+  if (followed_ >= 0 && !followed_here) Unfollow(/*gone=*/true);
+  if (followed_ >= 0 && followed_calls >= often && most <= 2 * followed_calls) return;
+  if (busiest >= 0 && most >= often && Follow(busiest, cpu)) return;
+  Unfollow();
+}
+
+void CoLocation::FollowIfBusy(Task& t, int cpu) {
+  if (!following_ || followed_ >= 0 || t.traps - t.traps_checked < kFollowAtOnce ||
+      t.own_affinity || t.fork_child) {
+    return;
+  }
+  Follow(t.tid, cpu);
+}
+
 void CoLocation::Pause() {
   // Only a guest still one task, pinned as Start pinned it, is pinned again.
   resumable_ = resumable_ && pinned_.size() == 1 && pinned_.count(guest_);
@@ -94,6 +174,7 @@ void CoLocation::Unpin() {
   // A task gone meanwhile fails with ESRCH: nothing to undo.
   for (pid_t tid : pinned_) sched_setaffinity(tid, sizeof(original_), &original_);
   pinned_.clear();
+  followed_ = -1;
   if (notifier_ >= 0) sched_setaffinity(notifier_, sizeof(original_), &original_);
   notifier_ = -1;
   if (whole_sentry_) {

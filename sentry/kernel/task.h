@@ -68,6 +68,11 @@ struct Task {
   bool fork_child = false;
   bool held_stopped = false;  // that first stop has come: it waits there
   std::string trace_exec;     // --trace: the execve line, printed at its exec event
+  // Its calls the sentry answered, and that count at the last pin check
+  // (colocation.h: a guest of several tasks follows the one that traps most).
+  uint64_t traps = 0;
+  uint64_t traps_checked = 0;
+  bool own_affinity = false;  // the guest set its CPU affinity: never pinned
 };
 
 class TaskTable final {
@@ -93,6 +98,10 @@ class TaskTable final {
     tasks_.insert(std::move(node));
   }
   size_t size() const { return tasks_.size(); }
+  template <typename F>
+  void ForEach(F&& f) {
+    for (auto& [tid, task] : tasks_) f(task);
+  }
   // Called with a thread's sandbox tid as it leaves the table (its id may
   // then be reused): the fast-metadata region's working directory of it.
   void set_on_gone(std::function<void(pid_t ns_tid)> f) { on_gone_ = std::move(f); }

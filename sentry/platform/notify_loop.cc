@@ -3,6 +3,7 @@
 #include <linux/kcmp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -409,6 +410,10 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
     if (!task) {
       res.value = -ENOSYS;
     } else {
+      ++task->traps;
+      if (CoLocation& pin = kernel_.colocation(); pin.following() && pin.followed() < 0) {
+        pin.FollowIfBusy(*task, sched_getcpu());
+      }
       kernel_.current = task;
       NotifMemoryBackend backend(static_cast<pid_t>(req.pid), unotify_, req.id);
       GuestMemory mem(backend);
@@ -423,6 +428,7 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
     }
   }
   handled_.fetch_add(1, std::memory_order_relaxed);
+  cpu_.store(sched_getcpu(), std::memory_order_relaxed);  // (rseq's: no syscall)
   if (later) {
     if (!late_unotify_) late_unotify_ = std::make_shared<Unotify>(UniqueFd(dup(unotify_.fd())));
     RunLate(std::move(later), late_unotify_, req, observer_, start_ns);

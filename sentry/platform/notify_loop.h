@@ -58,6 +58,8 @@ class NotifyLoop final {
   bool done() const { return done_.load(); }
   // The loop thread's tid (known once Start returns).
   pid_t tid() const { return tid_.load(); }
+  // The CPU it answered its last call on (-1 before the first).
+  int cpu() const { return cpu_.load(std::memory_order_relaxed); }
   // The copy of the listener the calls answered late share (after Stop):
   // the listener's file is closed once this and the Unotify are gone.
   std::weak_ptr<Unotify> late_listener() const { return late_unotify_; }
@@ -89,6 +91,7 @@ class NotifyLoop final {
   std::atomic<bool> done_{false};
   std::atomic<bool> waiting_{false};  // in the receive or the share's sleep: Stop may signal
   std::atomic<pid_t> tid_{0};
+  std::atomic<int> cpu_{-1};
   pid_t self_pid_ = 0;  // the sentry's pid, for kcmp (NotifFds::SameFile)
   // A duplicate of the listener shared by the calls answered late: they may
   // outlive this loop.

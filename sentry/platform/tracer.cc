@@ -273,10 +273,11 @@ void Tracer::OnWaitStatus(pid_t pid, int status) {
 
 void Tracer::OnNewTask(pid_t parent, pid_t child, int event) {
   std::lock_guard<std::mutex> lock(kernel_.mu());
-  // A second task: the guest may want every CPU from now on (see
-  // colocation.h). The child is stopped until resumed, so unpinned in time.
+  // A second task: the guest may want every CPU from now on, and the task
+  // that traps most is followed (see colocation.h). The child is stopped
+  // until resumed, so unpinned in time.
   kernel_.colocation().Inherit(parent, child);
-  kernel_.colocation().End();
+  kernel_.colocation().Spread();
   Task* p = kernel_.tasks().Find(parent);
   if (!p) return;
   bool thread = false, share_fs = false, fork_child = false;

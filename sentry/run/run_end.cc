@@ -68,10 +68,14 @@ void Run::Supervise() {
   UniqueFd grace(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
   constexpr time_t kGraceSec = 2;
   // The start-up pin ends when the guest traps rarely: it computes, and may
-  // do it on any CPU (see sentry/kernel/colocation.h).
+  // do it on any CPU; a guest of several tasks is followed, more often,
+  // since its tasks come and go (see sentry/kernel/colocation.h).
   UniqueFd pin_check(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
   constexpr long kPinCheckNs = 50 * 1000 * 1000;
   constexpr uint64_t kMinTrapsPerCheck = 20;  // 400 a second
+  constexpr long kFollowCheckNs = 20 * 1000 * 1000;
+  constexpr uint64_t kMinTrapsPerFollowCheck = 8;  // 400 a second
+  bool follow_checks = false;                      // the timer ticks every kFollowCheckNs
   uint64_t traps_seen = 0;
   {
     std::lock_guard<std::mutex> lock(kernel_->mu());
@@ -135,11 +139,21 @@ void Run::Supervise() {
       bool often = traps - traps_seen >= kMinTrapsPerCheck * ticks;
       std::lock_guard<std::mutex> lock(kernel_->mu());
       CoLocation& pin = kernel_->colocation();
-      if (pin.active() && !often) pin.Pause();
-      if (pin.paused() && often) pin.Resume();
-      if (!pin.active() && !pin.paused()) {
-        itimerspec off{};  // ended for good
-        timerfd_settime(pin_check.get(), 0, &off, nullptr);
+      if (pin.following()) {
+        uint64_t per_tick = follow_checks ? kMinTrapsPerFollowCheck : kMinTrapsPerCheck;
+        pin.FollowBusiest(kernel_->tasks(), per_tick * ticks, loop_->cpu());
+        if (!follow_checks) {
+          itimerspec its{{0, kFollowCheckNs}, {0, kFollowCheckNs}};
+          timerfd_settime(pin_check.get(), 0, &its, nullptr);
+          follow_checks = true;
+        }
+      } else {
+        if (pin.active() && !often) pin.Pause();
+        if (pin.paused() && often) pin.Resume();
+        if (!pin.active() && !pin.paused() && !pin.following()) {
+          itimerspec off{};  // ended for good
+          timerfd_settime(pin_check.get(), 0, &off, nullptr);
+        }
       }
       traps_seen = traps;
     }

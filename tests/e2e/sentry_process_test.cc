@@ -1,6 +1,7 @@
 // The sentry process and its sandbox as the host sees them during a run:
 // what they hold, and where the kernel put them.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -55,7 +56,12 @@ class BackgroundRun {
       }
     }
   }
-  ~BackgroundRun() { thread_.join(); }
+  ~BackgroundRun() { Finish(); }
+  // The run's result, once it has ended.
+  const ProcessResult& Finish() {
+    if (thread_.joinable()) thread_.join();
+    return result_;
+  }
   pid_t sentry() const { return sentry_; }
   // The guest, a grandchild of the sentry: its host pid.
   pid_t Guest() const {
@@ -211,6 +217,89 @@ TEST(SentryProcessTest, TheCpuPinPausesWhileTheGuestComputes) {
   EXPECT_EQ(computing, all);
   EXPECT_NE(trapping, all);
   EXPECT_EQ(trapping.find_first_of(",-"), std::string::npos) << trapping;  // one CPU
+}
+
+// The sentry's notification thread, by tid (-1 if not found).
+pid_t NotifierOf(pid_t sentry) {
+  std::error_code ec;
+  std::string tasks = "/proc/" + std::to_string(sentry) + "/task";
+  for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+    if (ReadHostFile((t.path() / "comm").string()) == "sentry-notify\n") {
+      return static_cast<pid_t>(std::stol(t.path().filename().string()));
+    }
+  }
+  return -1;
+}
+
+// A guest of several tasks (colocation.h): the one that traps often shares
+// the notification thread's one CPU while it does, the one that computes
+// beside it is never pinned, and neither sees a pin of its own.
+TEST(SentryProcessTest, TheTaskThatTrapsOftenIsFollowed) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: nothing is pinned";
+  const char* script =
+      "import os, subprocess, sys, time\n"
+      "c = subprocess.Popen([sys.executable, '-c', 'import time\\nt = time.time()\\n"
+      "while time.time() - t < 3.5: pass'])\n"
+      "t = time.time()\n"
+      "while time.time() - t < 1.8: os.stat('/proc/self/status')\n"  // traps often
+      "seen = os.sched_getaffinity(0)\n"
+      "t = time.time()\n"
+      "while time.time() - t < 1.5: pass\n"  // computes
+      "c.wait()\n"
+      "print(len(seen))\n";
+  std::string comm = std::filesystem::canonical("/usr/bin/python3").filename();
+  BackgroundRun run({"/usr/bin/python3", "-c", script}, comm);
+  ASSERT_GT(run.sentry(), 0);
+  pid_t guest = run.Guest();
+  ASSERT_GT(guest, 0);
+  std::string all = StatusField(getpid(), "Cpus_allowed_list");
+  auto allowed = [](pid_t p) { return StatusField(p, "Cpus_allowed_list"); };
+  usleep(1000000);  // the parent traps, the child computes
+  pid_t child = -1;
+  for (pid_t p : Children(guest)) child = p;
+  pid_t notifier = NotifierOf(run.sentry());
+  ASSERT_GT(child, 0);
+  ASSERT_GT(notifier, 0);
+  std::string trapping = allowed(guest);
+  std::string computing = allowed(child);
+  std::string notifying = allowed(notifier);
+  usleep(1500000);  // both compute
+  std::string after = allowed(guest);
+  std::string notifying_after = allowed(notifier);
+  EXPECT_EQ(trapping.find_first_of(",-"), std::string::npos) << trapping;  // one CPU
+  EXPECT_EQ(notifying, trapping);
+  EXPECT_EQ(computing, all);
+  EXPECT_EQ(after, all);
+  EXPECT_EQ(notifying_after, all);
+  // What the pinned parent saw of its own CPUs: all of them.
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  const ProcessResult& r = run.Finish();
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(r.out, std::to_string(CPU_COUNT(&mine)) + "\n");
+}
+
+// A task whose affinity the guest set is its own: never followed.
+TEST(SentryProcessTest, ATaskWithItsOwnAffinityIsNotFollowed) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: nothing is pinned";
+  const char* script =
+      "import os, subprocess, sys, time\n"
+      "c = subprocess.Popen(['/bin/sleep', '3'])\n"
+      "os.sched_setaffinity(0, os.sched_getaffinity(0))\n"
+      "t = time.time()\n"
+      "while time.time() - t < 2.0: os.stat('/proc/self/status')\n"  // traps often
+      "c.wait()\n";
+  std::string comm = std::filesystem::canonical("/usr/bin/python3").filename();
+  BackgroundRun run({"/usr/bin/python3", "-c", script}, comm);
+  ASSERT_GT(run.sentry(), 0);
+  pid_t guest = run.Guest();
+  ASSERT_GT(guest, 0);
+  std::string all = StatusField(getpid(), "Cpus_allowed_list");
+  usleep(1200000);
+  pid_t notifier = NotifierOf(run.sentry());
+  ASSERT_GT(notifier, 0);
+  EXPECT_EQ(StatusField(guest, "Cpus_allowed_list"), all);
+  EXPECT_EQ(StatusField(notifier, "Cpus_allowed_list"), all);
 }
 
 }  // namespace
