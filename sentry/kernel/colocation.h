@@ -21,8 +21,8 @@
 // pipeline or a build (find | sort, sh running grep, gcc running cc1 and
 // as) whose one busy task would otherwise wake the notification thread on
 // the other CPU at every call (an fd donation's ADDFD): measured here, the
-// corpus's shell pipeline (find | sort, grep -r) ran 400 ms unfollowed and
-// 271 ms followed, medians of interleaved runs while the machine was
+// corpus's shell pipeline (find | sort, grep -r) ran 388 ms unfollowed and
+// 282 ms followed, medians of 94 interleaved rounds while the machine was
 // otherwise idle (bench/README.md, "Following the busiest task"). At most
 // one task is followed at a time, so a guest that computes on every CPU
 // loses at most one task's choice of CPU, and only while that task traps
