@@ -54,18 +54,25 @@ SysStatus GuestMemory::CopyIn(GuestAddr src, void* dst, size_t len) {
 // As CopyIn; a write that stops short has written the bytes before the page it
 // could not reach, as the kernel's own copy_to_user does, and nothing after.
 SysStatus GuestMemory::CopyOut(GuestAddr dst, const void* src, size_t len) {
+  SYS_ASSIGN_OR_RETURN(size_t done, CopyOutSome(dst, src, len));
+  if (done != len) return Errno{EFAULT};
+  return {};
+}
+
+SysResult<size_t> GuestMemory::CopyOutSome(GuestAddr dst, const void* src, size_t len) {
   uint64_t end;
   if (__builtin_add_overflow(dst.raw(), len, &end)) return Errno{EFAULT};
   const auto* in = static_cast<const char*>(src);
   uint64_t addr = dst.raw();
-  while (len > 0) {
-    ssize_t n = backend_.WriteChunk(addr, in, len);
-    if (n <= 0 || static_cast<size_t>(n) > len) return Errno{EFAULT};
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = backend_.WriteChunk(addr, in + done, len - done);
+    if (n <= 0 || static_cast<size_t>(n) > len - done) break;
     addr += n;
-    in += n;
-    len -= n;
+    done += n;
   }
-  return {};
+  if (done == 0 && len > 0) return Errno{EFAULT};
+  return done;
 }
 
 SysResult<std::string> GuestMemory::CopyInString(GuestAddr src, size_t max_len) {

@@ -73,6 +73,10 @@ class GuestMemory final {
 
   SysStatus CopyIn(GuestAddr src, void* dst, size_t len);
   SysStatus CopyOut(GuestAddr dst, const void* src, size_t len);
+  // Writes what it can of len bytes at dst: the count written before the
+  // first page that cannot be written (getdents64 returns the records that
+  // landed), or EFAULT when not one byte could be.
+  SysResult<size_t> CopyOutSome(GuestAddr dst, const void* src, size_t len);
 
   template <typename T>
   SysResult<T> CopyIn(GuestAddr src) {

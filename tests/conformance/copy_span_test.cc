@@ -145,6 +145,40 @@ TEST(CopySpanTest, GetdentsAcrossManyPagesIsWhole) {
   EXPECT_GT(names.size(), 100u);
 }
 
+// A listing into a buffer that runs into a page the caller cannot write.
+// Linux fills what fits before it and returns that much (a fault past the
+// first record is a short listing, not an error), or EFAULT when not even the
+// first record fits; the names left are listed by the next call.
+TEST(CopySpanTest, GetdentsIntoABufferRunningIntoAHole) {
+  for (int prot : {-1, PROT_NONE, PROT_READ}) {
+    SCOPED_TRACE(prot);
+    Pages pages(3, prot);
+    char* buf = pages.BeforeTail(2 * pages.page());
+    UniqueFd fd(open("/usr/bin", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_SYSCALL_SUCCEEDS(fd.get());
+    // Two writable pages of four asked for.
+    long n = syscall(SYS_getdents64, fd.get(), buf, 4 * pages.page());
+    ASSERT_SYSCALL_SUCCEEDS(n);
+    EXPECT_GT(n, 0);
+    EXPECT_LE(static_cast<size_t>(n), 2 * pages.page());
+    std::set<std::string> names;
+    auto take = [&](const char* at, long len) {
+      for (long off = 0; off < len;) {
+        const auto* d = reinterpret_cast<const struct dirent64*>(at + off);
+        EXPECT_TRUE(names.insert(d->d_name).second) << "listed twice: " << d->d_name;
+        off += d->d_reclen;
+      }
+    };
+    take(buf, n);
+    // A buffer of a few bytes before the hole holds no record: EFAULT.
+    EXPECT_SYSCALL_FAILS_WITH(syscall(SYS_getdents64, fd.get(), pages.BeforeTail(8), 4096), EFAULT);
+    alignas(8) static char rest[64 * 1024];
+    while ((n = syscall(SYS_getdents64, fd.get(), rest, sizeof(rest))) > 0) take(rest, n);
+    EXPECT_EQ(n, 0);
+    EXPECT_EQ(names, Names("/usr/bin"));
+  }
+}
+
 // A link's target written across into a page that cannot be written faults.
 TEST(CopySpanTest, ReadlinkRunningIntoAnUnwritablePageFails) {
   ScratchDir dir;

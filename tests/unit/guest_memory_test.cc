@@ -148,6 +148,21 @@ TEST_F(GuestMemoryTest, CopyOutAcrossAPageBoundaryAndFaults) {
   EXPECT_EQ(fake_.Get(0x13000, 4), "DCBA");
 }
 
+TEST_F(GuestMemoryTest, CopyOutSomeSaysHowMuchLanded) {
+  const std::string data(64, 'S');
+  auto n = mem_.CopyOutSome(GuestAddr(0x12000 - 24), data.data(), data.size());
+  ASSERT_EQ(ErrnoOf(n), "OK");
+  EXPECT_EQ(*n, 24u);  // up to the hole
+  EXPECT_EQ(fake_.Get(0x12000 - 24, 24), std::string(24, 'S'));
+  EXPECT_EQ(ErrnoOf(mem_.CopyOutSome(GuestAddr(0x12000), data.data(), data.size())), "EFAULT");
+  n = mem_.CopyOutSome(GuestAddr(0x13000), data.data(), data.size());
+  ASSERT_EQ(ErrnoOf(n), "OK");
+  EXPECT_EQ(*n, 64u);
+  n = mem_.CopyOutSome(GuestAddr(0x12000), data.data(), 0);  // nothing to write
+  ASSERT_EQ(ErrnoOf(n), "OK");
+  EXPECT_EQ(*n, 0u);
+}
+
 TEST_F(GuestMemoryTest, AddressOverflowIsEfault) {
   // The last page and page 0 are both mapped: a wrapped read would "succeed".
   fake_.Map(0xfffffffffffff000ull, 'z');
