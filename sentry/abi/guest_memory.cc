@@ -34,8 +34,9 @@ ssize_t ProcessMemoryBackend::WriteChunk(uint64_t addr, const void* in, size_t l
 // at the first page it cannot reach, with a short count; the loop asks again
 // from there, where the call then fails (EFAULT) or, for a page that came to be
 // meanwhile, goes on. One process_vm_readv (and one notification check) per
-// copy, not one per page: 1.9 us each here, and a struct stat straddles a page
-// as often as not.
+// copy, not one per page: 1.9 us each here, with an ID_VALID before each write;
+// a 32 KiB getdents64 buffer spans 8 or 9 pages, and a struct stat straddles
+// two in ~3 % of processes (the stack's ASLR offset).
 SysStatus GuestMemory::CopyIn(GuestAddr src, void* dst, size_t len) {
   uint64_t end;
   if (__builtin_add_overflow(src.raw(), len, &end)) return Errno{EFAULT};
@@ -67,6 +68,9 @@ SysResult<size_t> GuestMemory::CopyOutSome(GuestAddr dst, const void* src, size_
   size_t done = 0;
   while (done < len) {
     ssize_t n = backend_.WriteChunk(addr, in + done, len - done);
+    // A caller gone (a notification withdrawn) is no short write: nothing
+    // that follows from what landed (a directory's position) may happen.
+    if (n == -ESRCH) return Errno{EFAULT};
     if (n <= 0 || static_cast<size_t>(n) > len - done) break;
     addr += n;
     done += n;

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
@@ -161,6 +162,26 @@ TEST_F(GuestMemoryTest, CopyOutSomeSaysHowMuchLanded) {
   n = mem_.CopyOutSome(GuestAddr(0x12000), data.data(), 0);  // nothing to write
   ASSERT_EQ(ErrnoOf(n), "OK");
   EXPECT_EQ(*n, 0u);
+}
+
+// A backend whose caller is gone after its first write (a notification
+// withdrawn: ESRCH, NotifyLoop's backend).
+class GoneAfterOneWrite final : public MemoryBackend {
+ public:
+  ssize_t ReadChunk(uint64_t, void*, size_t) override { return -ESRCH; }
+  ssize_t WriteChunk(uint64_t addr, const void*, size_t len) override {
+    if (writes++ > 0) return -ESRCH;
+    return static_cast<ssize_t>(std::min<uint64_t>(len, kPage - addr % kPage));  // short
+  }
+  int writes = 0;
+};
+
+TEST(GuestMemoryGoneTest, AShortWriteThenAGoneCallerIsEfaultNotACount) {
+  GoneAfterOneWrite backend;
+  GuestMemory mem(backend);
+  const std::string data(64, 'x');
+  EXPECT_EQ(ErrnoOf(mem.CopyOutSome(GuestAddr(0x11000 - 16), data.data(), data.size())), "EFAULT");
+  EXPECT_EQ(backend.writes, 2);
 }
 
 TEST_F(GuestMemoryTest, AddressOverflowIsEfault) {
