@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,29 @@ bool GeneratedOrder(std::string_view a, std::string_view b) {
   if (na != nb) return nb;
   if (na && a.size() != b.size()) return a.size() < b.size();
   return a < b;
+}
+
+// The bytes of the records of out that lie wholly within its first landed bytes.
+size_t WholeRecords(const std::vector<char>& out, size_t landed) {
+  size_t at = 0;
+  while (at + sizeof(linux_dirent64_header) <= out.size()) {
+    linux_dirent64_header h;
+    std::memcpy(&h, out.data() + at, sizeof(h));
+    if (h.d_reclen == 0 || at + h.d_reclen > landed) break;
+    at += h.d_reclen;
+  }
+  return at;
+}
+
+// Where the last record of out (non-empty, whole records) starts.
+size_t LastRecordAt(const std::vector<char>& out) {
+  size_t at = 0;
+  for (;;) {
+    linux_dirent64_header h;
+    std::memcpy(&h, out.data() + at, sizeof(h));
+    if (h.d_reclen == 0 || at + h.d_reclen >= out.size()) return at;
+    at += h.d_reclen;
+  }
 }
 
 }  // namespace
@@ -148,7 +172,22 @@ SysResult<uint64_t> Getdents64(SyscallContext& ctx) {
     SetDirentOff(out, last_at, kDirEnd);
     next = kDirEnd;
   }
-  SYS_TRY(ctx.mem.CopyOut(ctx.args.Ptr(1), out.data(), out.size()));
+  SYS_ASSIGN_OR_RETURN(size_t landed, ctx.mem.CopyOutSome(ctx.args.Ptr(1), out.data(), out.size()));
+  if (landed < out.size()) {
+    // The buffer ran into a page the guest cannot write: as Linux, return
+    // the records that landed whole and stand after the last of them (EFAULT
+    // when not even the first did), so the next call lists the rest.
+    size_t whole = WholeRecords(out, landed);
+    if (whole == 0) return Errno{EFAULT};
+    out.resize(whole);
+    last_at = LastRecordAt(out);
+    linux_dirent64_header h;
+    std::memcpy(&h, out.data() + last_at, sizeof(h));
+    next = static_cast<off_t>(h.d_off);  // index + 1 (never kDirEnd: a later record was cut)
+    const char* name = out.data() + last_at + sizeof(h);
+    last.assign(name, strnlen(name, h.d_reclen - sizeof(h)));
+    i = static_cast<size_t>(next);
+  }
   if (next != pos) lseek(ref.fd(), next, SEEK_SET);
   if (!out.empty()) {
     ref.object->cursor_name = i > 2 ? last : std::string();

@@ -2,10 +2,12 @@
 //
 // GuestAddr is the only name for a guest address: it cannot be dereferenced and
 // does not convert to a host pointer. GuestMemory reads and writes through
-// process_vm_readv/writev, one page-bounded chunk at a time, so a fault on a later
-// page still yields the bytes before it (what strings need) and a fault is an
-// EFAULT for the guest, never a crash of the sentry. Every length is bounded by
-// the caller.
+// process_vm_readv/writev: a buffer in one call, however many pages it spans
+// (the kernel stops at the first page it cannot reach and says how far it got);
+// a string one page at a time, so that no page past its NUL is touched and a
+// fault on a later page still yields the bytes before it. A fault is an EFAULT
+// for the guest, never a crash of the sentry. Every length is bounded by the
+// caller.
 #ifndef SENTRY_ABI_GUEST_MEMORY_H_
 #define SENTRY_ABI_GUEST_MEMORY_H_
 
@@ -41,7 +43,8 @@ class GuestAddr final {
 class MemoryBackend {
  public:
   virtual ~MemoryBackend() = default;
-  // Reads up to len bytes that do not cross a page; returns bytes read or -errno.
+  // Reads up to len bytes, across pages; returns the bytes read (short when a
+  // later page cannot be reached, as process_vm_readv is) or -errno.
   virtual ssize_t ReadChunk(uint64_t addr, void* out, size_t len) = 0;
   virtual ssize_t WriteChunk(uint64_t addr, const void* in, size_t len) = 0;
   // While on, a read may leave a check of its own to the next write or to
@@ -70,6 +73,10 @@ class GuestMemory final {
 
   SysStatus CopyIn(GuestAddr src, void* dst, size_t len);
   SysStatus CopyOut(GuestAddr dst, const void* src, size_t len);
+  // Writes what it can of len bytes at dst: the count written before the
+  // first page that cannot be written (getdents64 returns the records that
+  // landed), or EFAULT when not one byte could be.
+  SysResult<size_t> CopyOutSome(GuestAddr dst, const void* src, size_t len);
 
   template <typename T>
   SysResult<T> CopyIn(GuestAddr src) {

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
@@ -25,8 +26,9 @@ std::string Value(SysResult<std::string> r) {
   return r.ok() ? std::move(r).value() : "<" + ErrnoOf(r) + ">";
 }
 
-// A sparse address space: the pages in pages_ are mapped, the rest fault.
-// Fails the test if GuestMemory ever asks for a chunk that crosses a page.
+// A sparse address space: the pages in pages_ are mapped, the rest fault. A
+// chunk may span pages and comes back short at the first unmapped one, as
+// process_vm_readv/writev do; every chunk asked for is recorded.
 class FakeBackend final : public MemoryBackend {
  public:
   void Map(uint64_t page_addr, char fill = 0) {
@@ -41,27 +43,40 @@ class FakeBackend final : public MemoryBackend {
     return out;
   }
   ssize_t ReadChunk(uint64_t addr, void* out, size_t len) override {
-    ++calls;
-    auto* page = Page(addr, len);
-    if (!page) return -EFAULT;
-    std::memcpy(out, page->data() + addr % kPage, len);
-    return static_cast<ssize_t>(len);
+    return Copy(addr, len, [&](uint8_t* guest, size_t done, size_t n) {
+      std::memcpy(static_cast<char*>(out) + done, guest, n);
+    });
   }
   ssize_t WriteChunk(uint64_t addr, const void* in, size_t len) override {
-    ++calls;
-    auto* page = Page(addr, len);
-    if (!page) return -EFAULT;
-    std::memcpy(page->data() + addr % kPage, in, len);
-    return static_cast<ssize_t>(len);
+    return Copy(addr, len, [&](uint8_t* guest, size_t done, size_t n) {
+      std::memcpy(guest, static_cast<const char*>(in) + done, n);
+    });
   }
-  int calls = 0;
+  // Whether any chunk asked for so far spans two pages.
+  bool AnyChunkCrossed() const {
+    for (auto [addr, len] : chunks) {
+      if (addr % kPage + len > kPage) return true;
+    }
+    return false;
+  }
+  std::vector<std::pair<uint64_t, size_t>> chunks;
 
  private:
-  std::vector<uint8_t>* Page(uint64_t addr, size_t len) {
+  template <typename F>
+  ssize_t Copy(uint64_t addr, size_t len, F copy) {
     EXPECT_GT(len, 0u);
-    EXPECT_LE(addr % kPage + len, kPage) << "chunk crosses a page at " << std::hex << addr;
-    auto it = pages_.find(addr - addr % kPage);
-    return it == pages_.end() ? nullptr : &it->second;
+    chunks.emplace_back(addr, len);
+    size_t done = 0;
+    while (done < len) {
+      uint64_t at = addr + done;
+      auto it = pages_.find(at - at % kPage);
+      if (it == pages_.end()) break;
+      size_t n = std::min<size_t>(len - done, kPage - at % kPage);
+      copy(it->second.data() + at % kPage, done, n);
+      done += n;
+      if (at + n < at) break;  // the last page of the address space
+    }
+    return done > 0 ? static_cast<ssize_t>(done) : -EFAULT;
   }
   uint8_t& Byte(uint64_t addr) { return pages_.at(addr - addr % kPage)[addr % kPage]; }
   std::map<uint64_t, std::vector<uint8_t>> pages_;
@@ -83,12 +98,30 @@ TEST_F(GuestMemoryTest, CopyInAcrossAPageBoundary) {
   char buf[16];
   ASSERT_EQ(ErrnoOf(mem_.CopyIn(GuestAddr(0x11000 - 8), buf, sizeof(buf))), "OK");
   EXPECT_EQ(std::string(buf, 16), "aaaaaaaabbbbbbbb");
-  EXPECT_EQ(fake_.calls, 2);
-  // A whole page and a bit, unaligned.
+  EXPECT_EQ(fake_.chunks.size(), 1u);  // one call for both pages
+  // A whole page and a bit, unaligned: one call too.
   std::vector<char> big(kPage + 100);
   ASSERT_EQ(ErrnoOf(mem_.CopyIn(GuestAddr(0x10010), big.data(), big.size())), "OK");
   EXPECT_EQ(big.front(), 'a');
   EXPECT_EQ(big.back(), 'b');
+  EXPECT_EQ(fake_.chunks.size(), 2u);
+}
+
+TEST_F(GuestMemoryTest, AShortCopyAsksAgainFromWhereItStopped) {
+  // Two mapped pages then a hole: the first call stops short at the hole, the
+  // second starts there and faults; the bytes after the hole are never asked for.
+  char buf[32];
+  EXPECT_EQ(ErrnoOf(mem_.CopyIn(GuestAddr(0x12000 - 8), buf, sizeof(buf))), "EFAULT");
+  ASSERT_EQ(fake_.chunks.size(), 2u);
+  EXPECT_EQ(fake_.chunks[0], std::make_pair(uint64_t{0x12000 - 8}, size_t{32}));
+  EXPECT_EQ(fake_.chunks[1], std::make_pair(uint64_t{0x12000}, size_t{24}));
+  // A write so: the bytes before the hole are written (as copy_to_user does),
+  // the page after it (0x13000, mapped) is untouched.
+  const std::string data(kPage + 16, 'W');
+  EXPECT_EQ(ErrnoOf(mem_.CopyOut(GuestAddr(0x11010), data.data(), data.size())), "EFAULT");
+  EXPECT_EQ(fake_.Get(0x11ff0, 16), std::string(16, 'W'));
+  EXPECT_EQ(fake_.Get(0x13000, 32), std::string(32, 'd'));
+  EXPECT_EQ(fake_.chunks.size(), 4u);
 }
 
 TEST_F(GuestMemoryTest, CopyInTyped) {
@@ -116,6 +149,41 @@ TEST_F(GuestMemoryTest, CopyOutAcrossAPageBoundaryAndFaults) {
   EXPECT_EQ(fake_.Get(0x13000, 4), "DCBA");
 }
 
+TEST_F(GuestMemoryTest, CopyOutSomeSaysHowMuchLanded) {
+  const std::string data(64, 'S');
+  auto n = mem_.CopyOutSome(GuestAddr(0x12000 - 24), data.data(), data.size());
+  ASSERT_EQ(ErrnoOf(n), "OK");
+  EXPECT_EQ(*n, 24u);  // up to the hole
+  EXPECT_EQ(fake_.Get(0x12000 - 24, 24), std::string(24, 'S'));
+  EXPECT_EQ(ErrnoOf(mem_.CopyOutSome(GuestAddr(0x12000), data.data(), data.size())), "EFAULT");
+  n = mem_.CopyOutSome(GuestAddr(0x13000), data.data(), data.size());
+  ASSERT_EQ(ErrnoOf(n), "OK");
+  EXPECT_EQ(*n, 64u);
+  n = mem_.CopyOutSome(GuestAddr(0x12000), data.data(), 0);  // nothing to write
+  ASSERT_EQ(ErrnoOf(n), "OK");
+  EXPECT_EQ(*n, 0u);
+}
+
+// A backend whose caller is gone after its first write (a notification
+// withdrawn: ESRCH, NotifyLoop's backend).
+class GoneAfterOneWrite final : public MemoryBackend {
+ public:
+  ssize_t ReadChunk(uint64_t, void*, size_t) override { return -ESRCH; }
+  ssize_t WriteChunk(uint64_t addr, const void*, size_t len) override {
+    if (writes++ > 0) return -ESRCH;
+    return static_cast<ssize_t>(std::min<uint64_t>(len, kPage - addr % kPage));  // short
+  }
+  int writes = 0;
+};
+
+TEST(GuestMemoryGoneTest, AShortWriteThenAGoneCallerIsEfaultNotACount) {
+  GoneAfterOneWrite backend;
+  GuestMemory mem(backend);
+  const std::string data(64, 'x');
+  EXPECT_EQ(ErrnoOf(mem.CopyOutSome(GuestAddr(0x11000 - 16), data.data(), data.size())), "EFAULT");
+  EXPECT_EQ(backend.writes, 2);
+}
+
 TEST_F(GuestMemoryTest, AddressOverflowIsEfault) {
   // The last page and page 0 are both mapped: a wrapped read would "succeed".
   fake_.Map(0xfffffffffffff000ull, 'z');
@@ -141,6 +209,7 @@ TEST_F(GuestMemoryTest, CopyInStringStopsAtNul) {
 TEST_F(GuestMemoryTest, CopyInStringAcrossAPageBoundary) {
   fake_.Put(0x11000 - 3, std::string("abcdef\0", 7));
   EXPECT_EQ(Value(mem_.CopyInString(GuestAddr(0x11000 - 3), 100)), "abcdef");
+  EXPECT_FALSE(fake_.AnyChunkCrossed()) << "a string read spans a page";
 }
 
 TEST_F(GuestMemoryTest, CopyInStringWithoutNulWithinMaxIsEnametoolong) {
@@ -157,6 +226,7 @@ TEST_F(GuestMemoryTest, CopyInStringIntoAnUnmappedPageIsEfault) {
   EXPECT_EQ(ErrnoOf(mem_.CopyInString(GuestAddr(0x11ff0), 4095)), "EFAULT");
   EXPECT_EQ(ErrnoOf(mem_.CopyInString(GuestAddr(0x12000), 4095)), "EFAULT");
   EXPECT_EQ(ErrnoOf(mem_.CopyInString(GuestAddr(0), 4095)), "EFAULT");
+  EXPECT_FALSE(fake_.AnyChunkCrossed()) << "a string read spans a page";
 }
 
 TEST_F(GuestMemoryTest, CopyInStringEndingOnTheLastByteOfAPage) {
@@ -170,6 +240,7 @@ TEST_F(GuestMemoryTest, CopyInStringEndingOnTheLastByteOfAPage) {
   auto s = mem_.CopyInString(GuestAddr(0x20000), 4095);
   ASSERT_EQ(ErrnoOf(s), "OK");
   EXPECT_EQ(s->size(), 4095u);
+  EXPECT_FALSE(fake_.AnyChunkCrossed()) << "a string read spans a page";
 }
 
 // The real backend on this process: process_vm_readv on oneself needs no
