@@ -66,8 +66,14 @@ class ListingAhead final {
   // the thread if it sleeps.
   void Flush();
   // dir's whole listing (getdents64 records, in the host's order) if it was
-  // read ahead; else nullopt, and dir is neither read nor kept any more.
-  std::optional<std::vector<char>> Take(const HostDir* dir);
+  // read ahead, and how its file system ends a listing (HostDir::list_end,
+  // asked there when dir's was not known); else nullopt, and dir is neither
+  // read nor kept any more.
+  struct Listing {
+    std::vector<char> records;
+    uint8_t list_end;  // a HostDir::ListEnd
+  };
+  std::optional<Listing> Take(const HostDir* dir);
 
   // Counts, for the debug log and tests.
   struct Counts {
@@ -81,16 +87,17 @@ class ListingAhead final {
   struct Queued {
     const HostDir* key;  // null: taken by ListHost meanwhile
     std::weak_ptr<HostDir> dir;
+    uint8_t list_end;  // its HostDir::list_end when queued (read there)
   };
   struct Kept {
     const HostDir* key;
     std::weak_ptr<HostDir> dir;  // expired: key may name another HostDir now
-    std::vector<char> records;
+    Listing listing;
   };
   void Loop();
 
   // Reads dir's listing as ListHost would; false if it cannot be kept.
-  static bool Read(HostDir& dir, std::vector<char>* records);
+  static bool Read(HostDir& dir, Listing* out);
 
   std::vector<std::shared_ptr<HostDir>> batch_;  // the caller's, unlocked
   std::mutex mu_;

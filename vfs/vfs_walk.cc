@@ -259,10 +259,14 @@ void Vfs::ListHost(const NodeRef& dir) {
   };
   // Read ahead on another CPU (listing_ahead.h): the same open, the same
   // records, read a little earlier.
-  std::optional<std::vector<char>> ahead;
+  std::optional<ListingAhead::Listing> ahead;
   if (ahead_ && !dir->host_dir->read_write) ahead = ahead_->Take(dir->host_dir.get());
   if (ahead) {
-    parse(ahead->data(), static_cast<long>(ahead->size()));
+    // Asked there if not known here: for its subdirectories to inherit.
+    if (dir->host_dir->list_end == HostDir::ListEnd::kUnknown) {
+      dir->host_dir->list_end = static_cast<HostDir::ListEnd>(ahead->list_end);
+    }
+    parse(ahead->records.data(), static_cast<long>(ahead->records.size()));
   } else {
     UniqueFd owned;
     bool unchecked = false;
