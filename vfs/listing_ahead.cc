@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "sentry/base/fs_identity.h"
 #include "sentry/base/unique_fd.h"
 #include "vfs/node.h"
 
@@ -28,8 +29,10 @@ constexpr int64_t kExt4Eof = 0x7fffffffffffffff;
 
 }  // namespace
 
-ListingAhead::ListingAhead(const std::optional<cpu_set_t>& cpus)
-    : thread_(
+ListingAhead::ListingAhead(const std::optional<cpu_set_t>& cpus, uid_t fsuid, gid_t fsgid)
+    : fsuid_(fsuid),
+      fsgid_(fsgid),
+      thread_(
           cpus, [this] { Loop(); }, "sentry-ahead") {}
 
 ListingAhead::~ListingAhead() {
@@ -134,6 +137,9 @@ bool ListingAhead::Read(HostDir& dir, Listing* out) {
 }
 
 void ListingAhead::Loop() {
+  // Without the notification thread's identity, nothing is read: Take
+  // finds nothing, and ListHost reads every listing itself.
+  if (!DropFsIdentity(fsuid_, fsgid_)) return;
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     while (!stop_ && queue_.empty()) {

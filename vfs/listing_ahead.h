@@ -31,6 +31,7 @@
 #define SENTRY_VFS_LISTING_AHEAD_H_
 
 #include <sched.h>
+#include <sys/types.h>
 
 #include <condition_variable>
 #include <cstddef>
@@ -54,8 +55,12 @@ class ListingAhead final {
   static constexpr size_t kMaxKeptBytes = 4u << 20;
   static constexpr size_t kMaxListingBytes = 256u << 10;
 
-  // The thread runs on cpus (the CPUs other than the guest's pinned one).
-  explicit ListingAhead(const std::optional<cpu_set_t>& cpus);
+  // The thread runs on cpus (the CPUs other than the guest's pinned one),
+  // with the file identity (fs_identity.h) fsuid/fsgid: the notification
+  // thread's, so that it opens no host directory that thread could not (a
+  // root sentry's own identity would read a 0700 directory the guest's
+  // cannot). It reads nothing if it cannot take that identity.
+  ListingAhead(const std::optional<cpu_set_t>& cpus, uid_t fsuid, gid_t fsgid);
   ~ListingAhead();  // stops the thread; what is queued or kept is dropped
   ListingAhead(const ListingAhead&) = delete;
   ListingAhead& operator=(const ListingAhead&) = delete;
@@ -100,6 +105,8 @@ class ListingAhead final {
   static bool Read(HostDir& dir, Listing* out);
 
   std::vector<std::shared_ptr<HostDir>> batch_;  // the caller's, unlocked
+  const uid_t fsuid_;
+  const gid_t fsgid_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;

@@ -125,9 +125,10 @@ class Vfs final {
   Store& store() { return *store_; }
 
   // Lower directories' host listings read ahead on a thread running on cpus
-  // (listing_ahead.h); once, before the guest runs.
-  void StartListingAhead(const std::optional<cpu_set_t>& cpus) {
-    ahead_ = std::make_unique<ListingAhead>(cpus);
+  // with the file identity fsuid/fsgid (listing_ahead.h); once, before the
+  // guest runs.
+  void StartListingAhead(const std::optional<cpu_set_t>& cpus, uid_t fsuid, gid_t fsgid) {
+    ahead_ = std::make_unique<ListingAhead>(cpus, fsuid, fsgid);
   }
   ListingAhead* listing_ahead() { return ahead_.get(); }
   // Queues dir's listing to be read ahead, if it is a lower directory not

@@ -233,7 +233,8 @@ std::optional<RunError> Run::BuildSandbox() {
   // same CPU they would take the guest's time (vfs/listing_ahead.h).
   if (o_.fast_metadata && o_.fast_listings && o_.listing_ahead && elsewhere_ &&
       kernel_->fast_meta()) {
-    kernel_->vfs().StartListingAhead(elsewhere_);
+    // The notification thread's file identity (NotifyLoop::Run).
+    kernel_->vfs().StartListingAhead(elsewhere_, GuestFsId(), GuestFsId());
   }
   // A released token's reference is closed there too, in batches
   // (FdHolds::set_close_later). The store outlives the holds (Kernel).

@@ -26,11 +26,15 @@ void WriteHostFile(const std::string& path, const std::string& data) {
   close(fd);
 }
 
+// The thread's file identity: nobody's when the test runs as root (whose
+// own would read anything), else the caller's (0: keep it).
+uid_t AheadId() { return geteuid() == 0 ? 65534 : 0; }
+
 class VfsListingAheadTest : public VfsTest {
  protected:
   void SetUp() override {
     VfsTest::SetUp();
-    v().StartListingAhead(std::nullopt);
+    v().StartListingAhead(std::nullopt, AheadId(), AheadId());
   }
   // /lower/NAME as a listing's fill makes it: looked up, not opened.
   NodeRef Looked(const std::string& name) {
@@ -90,6 +94,28 @@ TEST_F(VfsListingAheadTest, ReplacedBeforeTheReadReadsEmpty) {
   EXPECT_FALSE(dir->host_dir->fd.opened());
   EXPECT_EQ(ErrnoOf(Lookup("/lower/dir/planted.txt")), "ENOENT");
   EXPECT_TRUE(Listed(empty).empty());
+  EXPECT_EQ(v().listing_ahead()->counts().hits, 1u);
+}
+
+TEST_F(VfsListingAheadTest, ReadsOnlyWhatItsIdentityMay) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a second identity)";
+  // Root's own, unreadable to the thread's identity (as the notification
+  // thread's unprivileged one): never read there, whatever the caller's.
+  std::string secret = lower_dir_ + "/secret";
+  ASSERT_EQ(mkdir(secret.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(secret.c_str(), 0700), 0);
+  WriteHostFile(secret + "/hidden.txt", "h");
+  NodeRef hidden = Looked("secret");
+  NodeRef dir = Looked("dir");
+  ASSERT_TRUE(hidden && dir);
+  v().ReadAhead(hidden);
+  v().ReadAhead(dir);  // read after: the sign the thread is past secret
+  v().FlushReadAhead();
+  EXPECT_EQ(AwaitRead(1).read, 1u);
+  EXPECT_EQ(Listed(dir), std::vector<std::string>{"inner.txt"});
+  EXPECT_EQ(v().listing_ahead()->counts().hits, 1u);
+  // This test's own (root) ListHost still lists it: only the thread refused.
+  EXPECT_EQ(Listed(hidden), std::vector<std::string>{"hidden.txt"});
   EXPECT_EQ(v().listing_ahead()->counts().hits, 1u);
 }
 
