@@ -430,7 +430,11 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
     child_path.resize(path.size() + 1);
     child_path += name;
     PublishNode(ctx, *fm, child_path, *child, child_upper);
+    // What a walk opens next: its host listing read on another CPU
+    // meanwhile (vfs/listing_ahead.h).
+    if (child->IsDir()) v.ReadAhead(child);
   }
+  v.FlushReadAhead();
 }
 
 namespace {

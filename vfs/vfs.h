@@ -10,18 +10,21 @@
 #ifndef SENTRY_VFS_VFS_H_
 #define SENTRY_VFS_VFS_H_
 
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "sentry/base/sys_result.h"
+#include "vfs/listing_ahead.h"
 #include "vfs/node.h"
 #include "vfs/store.h"
 
@@ -120,6 +123,26 @@ class Vfs final {
   // answers' invalidation.
   void set_on_upper_change(std::function<void()> f) { on_upper_change_ = std::move(f); }
   Store& store() { return *store_; }
+
+  // Lower directories' host listings read ahead on a thread running on cpus
+  // with the file identity fsuid/fsgid (listing_ahead.h); once, before the
+  // guest runs.
+  void StartListingAhead(const std::optional<cpu_set_t>& cpus, uid_t fsuid, gid_t fsgid) {
+    ahead_ = std::make_unique<ListingAhead>(cpus, fsuid, fsgid);
+  }
+  ListingAhead* listing_ahead() { return ahead_.get(); }
+  // Queues dir's listing to be read ahead, if it is a lower directory not
+  // listed yet (and not a write-through one); FlushReadAhead hands what was
+  // queued over, the first queued to be read first.
+  void ReadAhead(const NodeRef& dir) {
+    if (ahead_ && dir->host_dir && !dir->host_dir->read_write && !dir->host_listed &&
+        !dir->lookup && !dir->names) {
+      ahead_->Queue(dir->host_dir);
+    }
+  }
+  void FlushReadAhead() {
+    if (ahead_) ahead_->Flush();
+  }
 
   // --- resolution ---
   SysResult<Resolved> Walk(const NodeRef& start, std::string_view path, const ResolveOpts& opts,
@@ -328,6 +351,7 @@ class Vfs final {
   uint64_t cache_next_ = kLowerCacheBytes;  // cache_bytes_ that triggers a shrink
   std::function<void()> on_lower_change_;
   std::function<void()> on_upper_change_;
+  std::unique_ptr<ListingAhead> ahead_;  // last: its thread stops first
 };
 
 }  // namespace sentry::vfs

@@ -228,32 +228,12 @@ void Vfs::ListHost(const NodeRef& dir) {
   // getdents64 itself rather than opendir/readdir, which add an fstat and
   // two fcntls to every listing (a find over /usr lists thousands).
   // A directory not opened yet is opened once, to read (host_dir_fd.h).
-  UniqueFd owned;
-  bool unchecked = false;
-  int fd = dir->host_dir->fd.OpenToRead(&owned, &unchecked);
-  // On the heap: walks may run on a fiber's small stack.
-  constexpr size_t kBufSize = 32768;
-  std::unique_ptr<char[]> buf(new char[kBufSize]);
-  long n;
-  while (fd >= 0 && (n = syscall(SYS_getdents64, fd, buf.get(), kBufSize)) > 0) {
-    if (unchecked) {
-      // Its first open: the directory's "." (in the first batch: ext4 lists
-      // a small directory in hash order) proves it is still the inode looked
-      // up; if not (Keep's fstat decides when "." was not seen), it reads
-      // as empty.
-      uint64_t dot = 0;
-      for (long off = 0; off < n && dot == 0;) {
-        const auto* e = reinterpret_cast<const HostDirent*>(buf.get() + off);
-        off += e->d_reclen;
-        if (e->d_name[0] == '.' && e->d_name[1] == '\0') dot = e->d_ino;
-      }
-      if (!dir->host_dir->fd.Keep(&owned, dot)) break;
-      unchecked = false;
-    }
-    if (dir->host_dir->list_end == HostDir::ListEnd::kUnknown) ProbeListEnd(*dir->host_dir, fd);
+  // One batch of getdents64 records into host_unlooked; the d_off of its
+  // last record.
+  auto parse = [&](const char* buf, long n) {
     int64_t last_d_off = 0;
     for (long off = 0; off < n;) {
-      const auto* e = reinterpret_cast<const HostDirent*>(buf.get() + off);
+      const auto* e = reinterpret_cast<const HostDirent*>(buf + off);
       off += e->d_reclen;
       last_d_off = e->d_off;
       std::string name = e->d_name;
@@ -275,7 +255,45 @@ void Vfs::ListHost(const NodeRef& dir) {
       cache_bytes_ += kHostEntryCost + name.size();
       dir->host_unlooked.emplace(std::move(name), HostEntry{e->d_ino, type});
     }
-    if (dir->host_dir->list_end == HostDir::ListEnd::kExt4Cookie && last_d_off == kExt4Eof) break;
+    return last_d_off;
+  };
+  // Read ahead on another CPU (listing_ahead.h): the same open, the same
+  // records, read a little earlier.
+  std::optional<ListingAhead::Listing> ahead;
+  if (ahead_ && !dir->host_dir->read_write) ahead = ahead_->Take(dir->host_dir.get());
+  if (ahead) {
+    // Asked there if not known here: for its subdirectories to inherit.
+    if (dir->host_dir->list_end == HostDir::ListEnd::kUnknown) {
+      dir->host_dir->list_end = static_cast<HostDir::ListEnd>(ahead->list_end);
+    }
+    parse(ahead->records.data(), static_cast<long>(ahead->records.size()));
+  } else {
+    UniqueFd owned;
+    bool unchecked = false;
+    int fd = dir->host_dir->fd.OpenToRead(&owned, &unchecked);
+    // On the heap: walks may run on a fiber's small stack.
+    constexpr size_t kBufSize = 32768;
+    std::unique_ptr<char[]> buf(new char[kBufSize]);
+    long n;
+    while (fd >= 0 && (n = syscall(SYS_getdents64, fd, buf.get(), kBufSize)) > 0) {
+      if (unchecked) {
+        // Its first open: the directory's "." (in the first batch: ext4
+        // lists a small directory in hash order) proves it is still the
+        // inode looked up; if not (Keep's fstat decides when "." was not
+        // seen), it reads as empty.
+        uint64_t dot = 0;
+        for (long off = 0; off < n && dot == 0;) {
+          const auto* e = reinterpret_cast<const HostDirent*>(buf.get() + off);
+          off += e->d_reclen;
+          if (e->d_name[0] == '.' && e->d_name[1] == '\0') dot = e->d_ino;
+        }
+        if (!dir->host_dir->fd.Keep(&owned, dot)) break;
+        unchecked = false;
+      }
+      if (dir->host_dir->list_end == HostDir::ListEnd::kUnknown) ProbeListEnd(*dir->host_dir, fd);
+      int64_t last_d_off = parse(buf.get(), n);
+      if (dir->host_dir->list_end == HostDir::ListEnd::kExt4Cookie && last_d_off == kExt4Eof) break;
+    }
   }
   // Stat counts a listed directory's links from the listing, an unlisted
   // one's from the host's: where they differ (a filter, whiteouts, a file

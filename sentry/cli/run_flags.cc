@@ -314,6 +314,10 @@ void DefineFlags(FlagSet& f, RunFlags* flags, Extra* x) {
            "gets glibc's stream (an fstat, and a getdents64 more at the end) "
            "(for measuring)",
            [&o] { o.fast_dir_streams = false; });
+  f.Switch("--no-listing-ahead", kSandbox,
+           "read no host listing ahead on another CPU: each lower directory's "
+           "listing is read when the guest first needs it (for measuring)",
+           [&o] { o.listing_ahead = false; });
   f.Switch("--no-fast-upper", kSandbox,
            "publish nothing of the upper layer (/tmp's directories and symlinks, "
            "their listings): every stat of them and every listing traps (for measuring)",

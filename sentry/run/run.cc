@@ -229,6 +229,13 @@ std::optional<RunError> Run::BuildSandbox() {
   // Its maker thread runs where the loader does; it makes tokens once the
   // store is there.
   kernel_->vfs().store().StartStash(elsewhere_);
+  // Listings read ahead only beside a guest pinned to its CPU: on the
+  // same CPU they would take the guest's time (vfs/listing_ahead.h).
+  if (o_.fast_metadata && o_.fast_listings && o_.listing_ahead && elsewhere_ &&
+      kernel_->fast_meta()) {
+    // The notification thread's file identity (NotifyLoop::Run).
+    kernel_->vfs().StartListingAhead(elsewhere_, GuestFsId(), GuestFsId());
+  }
   // A released token's reference is closed there too, in batches
   // (FdHolds::set_close_later). The store outlives the holds (Kernel).
   vfs::Store* stash_store = &kernel_->vfs().store();

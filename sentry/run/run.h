@@ -117,6 +117,10 @@ struct RunOptions {
   // And the library's own streams for every opendir (false:
   // --no-fast-dir-streams; see KernelConfig::fast_dir_streams).
   bool fast_dir_streams = true;
+  // With listings, the host listings of the subdirectories a published
+  // listing names read ahead on another CPU (false: --no-listing-ahead;
+  // see vfs/listing_ahead.h).
+  bool listing_ahead = true;
   // And the upper layer's directories and symlinks (false: --no-fast-upper;
   // see KernelConfig::fast_upper).
   bool fast_upper = true;

@@ -234,6 +234,11 @@ int Run::Conclude(std::optional<RunError> error) {
   if (error) log::Debug(absl::StrCat("run: ended before the guest's end: ", error->message));
   if (error) EndSandboxProcesses();  // before the drain, which waits for them
   StopLoops();
+  if (kernel_ && kernel_->vfs().listing_ahead()) {
+    vfs::ListingAhead::Counts c = kernel_->vfs().listing_ahead()->counts();
+    log::Debug(absl::StrCat("run: listings read ahead ", c.read, ", taken ", c.hits,
+                            ", asked for before read ", c.late));
+  }
   if (tools_) {
     // A tool still running for a guest that is gone is killed.
     tools_->Stop();
