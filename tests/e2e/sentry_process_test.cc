@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -190,6 +191,15 @@ TEST(SentryProcessTest, TheCgroupsOfAKilledSentryAreSweptByTheNextRun) {
   EXPECT_EQ(RunCgroupDirs(sentry), std::vector<std::string>{});
 }
 
+// python3 -c script under a BackgroundRun (python3 runs as python3.X).
+std::unique_ptr<BackgroundRun> StartPython(const char* script) {
+  std::string comm = std::filesystem::canonical("/usr/bin/python3").filename();
+  return std::make_unique<BackgroundRun>(std::vector<std::string>{"/usr/bin/python3", "-c", script},
+                                         comm);
+}
+
+std::string AllowedCpus(pid_t pid) { return StatusField(pid, "Cpus_allowed_list"); }
+
 // The guest and the notification thread share a CPU while the guest traps
 // often (see colocation.h): the pin pauses while the guest computes, and
 // comes back when it traps often again.
@@ -203,13 +213,12 @@ TEST(SentryProcessTest, TheCpuPinPausesWhileTheGuestComputes) {
       // traps often: /proc is never answered from the fast-metadata region
       // (a stat of /usr, /tmp or a file of /tmp would be, after the first)
       "while time.time() - t < 1.5: os.stat('/proc/self/status')\n";
-  std::string comm = std::filesystem::canonical("/usr/bin/python3").filename();
-  BackgroundRun run({"/usr/bin/python3", "-c", script}, comm);
-  ASSERT_GT(run.sentry(), 0);
-  pid_t guest = run.Guest();
+  std::unique_ptr<BackgroundRun> run = StartPython(script);
+  ASSERT_GT(run->sentry(), 0);
+  pid_t guest = run->Guest();
   ASSERT_GT(guest, 0);
-  std::string all = StatusField(getpid(), "Cpus_allowed_list");
-  auto allowed = [guest] { return StatusField(guest, "Cpus_allowed_list"); };
+  std::string all = AllowedCpus(getpid());
+  auto allowed = [guest] { return AllowedCpus(guest); };
   usleep(600000);  // computing
   std::string computing = allowed();
   usleep(1200000);  // statting
@@ -247,25 +256,23 @@ TEST(SentryProcessTest, TheTaskThatTrapsOftenIsFollowed) {
       "while time.time() - t < 1.5: pass\n"  // computes
       "c.wait()\n"
       "print(len(seen))\n";
-  std::string comm = std::filesystem::canonical("/usr/bin/python3").filename();
-  BackgroundRun run({"/usr/bin/python3", "-c", script}, comm);
-  ASSERT_GT(run.sentry(), 0);
-  pid_t guest = run.Guest();
+  std::unique_ptr<BackgroundRun> run = StartPython(script);
+  ASSERT_GT(run->sentry(), 0);
+  pid_t guest = run->Guest();
   ASSERT_GT(guest, 0);
-  std::string all = StatusField(getpid(), "Cpus_allowed_list");
-  auto allowed = [](pid_t p) { return StatusField(p, "Cpus_allowed_list"); };
+  std::string all = AllowedCpus(getpid());
   usleep(1000000);  // the parent traps, the child computes
   pid_t child = -1;
   for (pid_t p : Children(guest)) child = p;
-  pid_t notifier = NotifierOf(run.sentry());
+  pid_t notifier = NotifierOf(run->sentry());
   ASSERT_GT(child, 0);
   ASSERT_GT(notifier, 0);
-  std::string trapping = allowed(guest);
-  std::string computing = allowed(child);
-  std::string notifying = allowed(notifier);
+  std::string trapping = AllowedCpus(guest);
+  std::string computing = AllowedCpus(child);
+  std::string notifying = AllowedCpus(notifier);
   usleep(1500000);  // both compute
-  std::string after = allowed(guest);
-  std::string notifying_after = allowed(notifier);
+  std::string after = AllowedCpus(guest);
+  std::string notifying_after = AllowedCpus(notifier);
   EXPECT_EQ(trapping.find_first_of(",-"), std::string::npos) << trapping;  // one CPU
   EXPECT_EQ(notifying, trapping);
   EXPECT_EQ(computing, all);
@@ -274,7 +281,7 @@ TEST(SentryProcessTest, TheTaskThatTrapsOftenIsFollowed) {
   // What the pinned parent saw of its own CPUs: all of them.
   cpu_set_t mine;
   ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
-  const ProcessResult& r = run.Finish();
+  const ProcessResult& r = run->Finish();
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_EQ(r.out, std::to_string(CPU_COUNT(&mine)) + "\n");
 }
@@ -289,17 +296,16 @@ TEST(SentryProcessTest, ATaskWithItsOwnAffinityIsNotFollowed) {
       "t = time.time()\n"
       "while time.time() - t < 2.0: os.stat('/proc/self/status')\n"  // traps often
       "c.wait()\n";
-  std::string comm = std::filesystem::canonical("/usr/bin/python3").filename();
-  BackgroundRun run({"/usr/bin/python3", "-c", script}, comm);
-  ASSERT_GT(run.sentry(), 0);
-  pid_t guest = run.Guest();
+  std::unique_ptr<BackgroundRun> run = StartPython(script);
+  ASSERT_GT(run->sentry(), 0);
+  pid_t guest = run->Guest();
   ASSERT_GT(guest, 0);
-  std::string all = StatusField(getpid(), "Cpus_allowed_list");
+  std::string all = AllowedCpus(getpid());
   usleep(1200000);
-  pid_t notifier = NotifierOf(run.sentry());
+  pid_t notifier = NotifierOf(run->sentry());
   ASSERT_GT(notifier, 0);
-  EXPECT_EQ(StatusField(guest, "Cpus_allowed_list"), all);
-  EXPECT_EQ(StatusField(notifier, "Cpus_allowed_list"), all);
+  EXPECT_EQ(AllowedCpus(guest), all);
+  EXPECT_EQ(AllowedCpus(notifier), all);
 }
 
 }  // namespace

@@ -154,6 +154,18 @@ std::vector<std::string> VfsTest::Names(const NodeRef& dir) {
   return out;
 }
 
+NodeRef VfsTest::Looked(const std::string& name) {
+  NodeRef dir = vfs_->Child(Get("/lower"), name);
+  EXPECT_TRUE(dir && dir->IsDir() && dir->host_dir);
+  return dir;
+}
+
+std::vector<std::string> VfsTest::Listed(const NodeRef& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : vfs_->Listing(dir)) out.emplace_back(e.name);
+  return out;
+}
+
 std::string VfsTest::HostRead(const std::string& rel) const {
   std::ifstream in(lower_dir_ + "/" + rel);
   std::stringstream ss;

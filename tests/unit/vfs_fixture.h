@@ -79,6 +79,10 @@ class VfsTest : public ::testing::Test {
   // Writes data at offset 0 through a donated O_WRONLY fd.
   void Write(Node& node, const std::string& data);
   std::vector<std::string> Names(const NodeRef& dir);
+  // /lower/NAME as a listing's fill makes it: looked up, not opened.
+  NodeRef Looked(const std::string& name);
+  // dir's names as its listing gives them (Vfs::Listing).
+  std::vector<std::string> Listed(const NodeRef& dir);
 
   // Host side.
   std::string HostRead(const std::string& rel) const;  // relative to the lower dir

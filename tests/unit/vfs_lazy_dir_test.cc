@@ -18,21 +18,9 @@
 namespace sentry::vfs {
 namespace {
 
-class VfsLazyDirTest : public VfsTest {
- protected:
-  // /lower/NAME as a node made by a lookup that does not walk through it
-  // (what a listing's fill makes).
-  NodeRef Looked(const std::string& name) {
-    NodeRef dir = v().Child(Get("/lower"), name);
-    EXPECT_TRUE(dir && dir->IsDir() && dir->host_dir);
-    return dir;
-  }
-  std::vector<std::string> Listed(const NodeRef& dir) {
-    std::vector<std::string> out;
-    for (const auto& e : v().Listing(dir)) out.emplace_back(e.name);
-    return out;
-  }
-};
+// A directory node made by a lookup that does not walk through it (what a
+// listing's fill makes: VfsTest::Looked).
+class VfsLazyDirTest : public VfsTest {};
 
 TEST_F(VfsLazyDirTest, LookupOpensNothingUntilAWalkGoesThrough) {
   NodeRef dir = Looked("dir");

@@ -36,17 +36,6 @@ class VfsListingAheadTest : public VfsTest {
     VfsTest::SetUp();
     v().StartListingAhead(std::nullopt, AheadId(), AheadId());
   }
-  // /lower/NAME as a listing's fill makes it: looked up, not opened.
-  NodeRef Looked(const std::string& name) {
-    NodeRef dir = v().Child(Get("/lower"), name);
-    EXPECT_TRUE(dir && dir->IsDir() && dir->host_dir);
-    return dir;
-  }
-  std::vector<std::string> Listed(const NodeRef& dir) {
-    std::vector<std::string> out;
-    for (const auto& e : v().Listing(dir)) out.emplace_back(e.name);
-    return out;
-  }
   // Waits until the thread has read `read` listings (kept), at most 10 s.
   ListingAhead::Counts AwaitRead(uint64_t read) {
     ListingAhead::Counts c;
@@ -56,6 +45,15 @@ class VfsListingAheadTest : public VfsTest {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return c;
+  }
+  // /lower/NAME queued and handed over; then waits until the thread has
+  // read `read` listings in all.
+  NodeRef ReadAheadNow(const std::string& name, uint64_t read) {
+    NodeRef dir = Looked(name);
+    v().ReadAhead(dir);
+    v().FlushReadAhead();
+    EXPECT_EQ(AwaitRead(read).read, read);
+    return dir;
   }
 };
 
@@ -86,10 +84,7 @@ TEST_F(VfsListingAheadTest, ReplacedBeforeTheReadReadsEmpty) {
   v().ReadAhead(dir);
   v().FlushReadAhead();
   // Nothing is kept for it: wait for the thread by a second directory.
-  NodeRef empty = Looked("empty");
-  v().ReadAhead(empty);
-  v().FlushReadAhead();
-  EXPECT_EQ(AwaitRead(1).read, 1u);
+  NodeRef empty = ReadAheadNow("empty", 1);
   EXPECT_TRUE(Listed(dir).empty());
   EXPECT_FALSE(dir->host_dir->fd.opened());
   EXPECT_EQ(ErrnoOf(Lookup("/lower/dir/planted.txt")), "ENOENT");
@@ -129,10 +124,7 @@ TEST_F(VfsListingAheadTest, ListedBeforeTheThreadGetsToItIsListHostsOwn) {
   // A listed directory is not queued again.
   v().ReadAhead(dir);
   v().FlushReadAhead();
-  NodeRef empty = Looked("empty");
-  v().ReadAhead(empty);
-  v().FlushReadAhead();
-  EXPECT_EQ(AwaitRead(1).read, 1u);
+  NodeRef empty = ReadAheadNow("empty", 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ListingAhead::Counts c = v().listing_ahead()->counts();
   EXPECT_EQ(c.read, 1u);  // empty only
