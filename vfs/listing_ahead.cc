@@ -3,6 +3,7 @@
 #include <linux/magic.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -27,11 +28,19 @@ struct Dirent64 {
 // The d_off of ext4's last record (vfs_walk.cc kExt4Eof, node.h ListEnd).
 constexpr int64_t kExt4Eof = 0x7fffffffffffffff;
 
+uint64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 }  // namespace
 
-ListingAhead::ListingAhead(const std::optional<cpu_set_t>& cpus, uid_t fsuid, gid_t fsgid)
+ListingAhead::ListingAhead(const std::optional<cpu_set_t>& cpus, uid_t fsuid, gid_t fsgid,
+                           std::function<void(uint64_t)> charge)
     : fsuid_(fsuid),
       fsgid_(fsgid),
+      charge_(std::move(charge)),
       thread_(
           cpus, [this] { Loop(); }, "sentry-ahead") {}
 
@@ -156,7 +165,9 @@ void ListingAhead::Loop() {
     reading_taken_ = false;
     l.unlock();
     Listing listing{{}, next.list_end};
+    uint64_t cpu0 = ThreadCpuNs();
     bool ok = Read(*dir, &listing);
+    if (charge_) charge_(ThreadCpuNs() - cpu0);
     l.lock();
     reading_ = nullptr;
     if (!ok || reading_taken_) continue;

@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -60,7 +61,11 @@ class ListingAhead final {
   // thread's, so that it opens no host directory that thread could not (a
   // root sentry's own identity would read a 0700 directory the guest's
   // cannot). It reads nothing if it cannot take that identity.
-  ListingAhead(const std::optional<cpu_set_t>& cpus, uid_t fsuid, gid_t fsgid);
+  // charge (if set) is told the thread's CPU time of each listing it reads,
+  // from that thread: the sandbox's CPU share (kernel/cpu_share.h) pays for
+  // it as for the notification thread's own work.
+  ListingAhead(const std::optional<cpu_set_t>& cpus, uid_t fsuid, gid_t fsgid,
+               std::function<void(uint64_t cpu_ns)> charge = nullptr);
   ~ListingAhead();  // stops the thread; what is queued or kept is dropped
   ListingAhead(const ListingAhead&) = delete;
   ListingAhead& operator=(const ListingAhead&) = delete;
@@ -107,6 +112,7 @@ class ListingAhead final {
   std::vector<std::shared_ptr<HostDir>> batch_;  // the caller's, unlocked
   const uid_t fsuid_;
   const gid_t fsgid_;
+  const std::function<void(uint64_t)> charge_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;

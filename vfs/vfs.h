@@ -125,10 +125,11 @@ class Vfs final {
   Store& store() { return *store_; }
 
   // Lower directories' host listings read ahead on a thread running on cpus
-  // with the file identity fsuid/fsgid (listing_ahead.h); once, before the
-  // guest runs.
-  void StartListingAhead(const std::optional<cpu_set_t>& cpus, uid_t fsuid, gid_t fsgid) {
-    ahead_ = std::make_unique<ListingAhead>(cpus, fsuid, fsgid);
+  // with the file identity fsuid/fsgid, its CPU told to charge
+  // (listing_ahead.h); once, before the guest runs.
+  void StartListingAhead(const std::optional<cpu_set_t>& cpus, uid_t fsuid, gid_t fsgid,
+                         std::function<void(uint64_t cpu_ns)> charge = nullptr) {
+    ahead_ = std::make_unique<ListingAhead>(cpus, fsuid, fsgid, std::move(charge));
   }
   ListingAhead* listing_ahead() { return ahead_.get(); }
   // Queues dir's listing to be read ahead, if it is a lower directory not

@@ -233,8 +233,10 @@ std::optional<RunError> Run::BuildSandbox() {
   // same CPU they would take the guest's time (vfs/listing_ahead.h).
   if (o_.fast_metadata && o_.fast_listings && o_.listing_ahead && elsewhere_ &&
       kernel_->fast_meta()) {
-    // The notification thread's file identity (NotifyLoop::Run).
-    kernel_->vfs().StartListingAhead(elsewhere_, GuestFsId(), GuestFsId());
+    // The notification thread's file identity (NotifyLoop::Run); its CPU
+    // paid from the sandbox's share, as the notification thread's is.
+    kernel_->vfs().StartListingAhead(elsewhere_, GuestFsId(), GuestFsId(),
+                                     [this](uint64_t ns) { cpu_share_.Charge(ns); });
   }
   // A released token's reference is closed there too, in batches
   // (FdHolds::set_close_later). The store outlives the holds (Kernel).

@@ -207,6 +207,10 @@ class Run {
   SubidPlan subids_;
   bool range_ = false;
   HostStore host_store_;  // with seccomp_only(), the backing store
+  // The sentry's CPU on the guest's calls, shared by every loop below and
+  // the kernel's listings-ahead thread. Declared before kernel_: it outlives
+  // that thread.
+  CpuShare cpu_share_;
   // --tool. Declared before kernel_: it outlives the /dev node that points at it.
   std::unique_ptr<tools::ToolChannel> tools_;
   std::unique_ptr<Kernel> kernel_;
@@ -214,8 +218,6 @@ class Run {
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<Unotify> unotify_;
   std::unique_ptr<Dispatcher> dispatcher_;
-  // The sentry's CPU on the guest's calls, shared by every loop below.
-  CpuShare cpu_share_;
   std::unique_ptr<NotifyLoop> loop_;
   // Each exec'd process's listener and the loop that answers it (the loop
   // goes first: it uses the listener).

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -30,11 +31,21 @@ void WriteHostFile(const std::string& path, const std::string& data) {
 // own would read anything), else the caller's (0: keep it).
 uid_t AheadId() { return geteuid() == 0 ? 65534 : 0; }
 
+// What the thread charged for its CPU (the sandbox's share, in a run): not
+// the fixture's, which goes before the VFS and its thread.
+std::atomic<uint64_t> charged_ns{0};
+std::atomic<int> charges{0};
+
 class VfsListingAheadTest : public VfsTest {
  protected:
   void SetUp() override {
     VfsTest::SetUp();
-    v().StartListingAhead(std::nullopt, AheadId(), AheadId());
+    charged_ns = 0;
+    charges = 0;
+    v().StartListingAhead(std::nullopt, AheadId(), AheadId(), [](uint64_t ns) {
+      charged_ns += ns;
+      ++charges;
+    });
   }
   // Waits until the thread has read `read` listings (kept), at most 10 s.
   ListingAhead::Counts AwaitRead(uint64_t read) {
@@ -63,6 +74,9 @@ TEST_F(VfsListingAheadTest, AQueuedDirectoryIsListedFromWhatTheThreadRead) {
   v().ReadAhead(dir);
   v().FlushReadAhead();
   EXPECT_EQ(AwaitRead(1).read, 1u);
+  // Its CPU time is charged, once per listing read.
+  EXPECT_EQ(charges.load(), 1);
+  EXPECT_GT(charged_ns.load(), 0u);
   // Read and checked there: its open became the directory's fd.
   EXPECT_TRUE(dir->host_dir->fd.opened());
   // Changed on the host after the read ahead: the listing is the one read
