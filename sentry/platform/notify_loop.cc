@@ -411,8 +411,11 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
       res.value = -ENOSYS;
     } else {
       ++task->traps;
-      if (CoLocation& pin = kernel_.colocation(); pin.following() && pin.followed() < 0) {
-        pin.FollowIfBusy(*task, sched_getcpu());
+      if (CoLocation& pin = kernel_.colocation(); pin.following()) {
+        // The CPU a followed task shares (colocation.h); rseq's, no syscall.
+        int cpu = sched_getcpu();
+        cpu_.store(cpu, std::memory_order_relaxed);
+        if (pin.followed() < 0) pin.FollowIfBusy(*task, cpu);
       }
       kernel_.current = task;
       NotifMemoryBackend backend(static_cast<pid_t>(req.pid), unotify_, req.id);
@@ -428,7 +431,6 @@ void NotifyLoop::HandleOne(const struct seccomp_notif& req) {
     }
   }
   handled_.fetch_add(1, std::memory_order_relaxed);
-  cpu_.store(sched_getcpu(), std::memory_order_relaxed);  // (rseq's: no syscall)
   if (later) {
     if (!late_unotify_) late_unotify_ = std::make_shared<Unotify>(UniqueFd(dup(unotify_.fd())));
     RunLate(std::move(later), late_unotify_, req, observer_, start_ns);

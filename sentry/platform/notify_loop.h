@@ -58,7 +58,8 @@ class NotifyLoop final {
   bool done() const { return done_.load(); }
   // The loop thread's tid (known once Start returns).
   pid_t tid() const { return tid_.load(); }
-  // The CPU it answered its last call on (-1 before the first).
+  // The CPU it answered its last call on while the guest was followed
+  // (CoLocation::following; -1 before).
   int cpu() const { return cpu_.load(std::memory_order_relaxed); }
   // The copy of the listener the calls answered late share (after Stop):
   // the listener's file is closed once this and the Unotify are gone.

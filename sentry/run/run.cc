@@ -233,8 +233,7 @@ std::optional<RunError> Run::BuildSandbox() {
   // same CPU they would take the guest's time (vfs/listing_ahead.h).
   if (o_.fast_metadata && o_.fast_listings && o_.listing_ahead && elsewhere_ &&
       kernel_->fast_meta()) {
-    // The notification thread's file identity (NotifyLoop::Run); its CPU
-    // paid from the sandbox's share, as the notification thread's is.
+    // The notification thread's file identity and CPU share (NotifyLoop).
     kernel_->vfs().StartListingAhead(elsewhere_, GuestFsId(), GuestFsId(),
                                      [this](uint64_t ns) { cpu_share_.Charge(ns); });
   }
