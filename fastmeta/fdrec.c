@@ -57,10 +57,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -71,16 +73,23 @@
 #define FM_FD_MAX 1024
 
 struct fm_fdrec {
-  uint32_t seq;        /* even: stable; odd: a recorder writes */
-  uint32_t valid;      /* 1: st and flags answer for the number */
-  int32_t flags;       /* F_GETFL when recorded */
-  uint32_t upper;      /* 1: generation is an upper one (an upper file's record) */
-  uint64_t generation; /* the slot's generation, of its kind */
+  uint32_t seq;         /* even: stable; odd: a recorder writes */
+  uint32_t valid;       /* 1: st and flags answer for the number */
+  int32_t flags;        /* F_GETFL when recorded */
+  uint32_t upper;       /* 1: generation is an upper one (an upper file's record) */
+  uint64_t generation;  /* the slot's generation, of its kind */
+  uint64_t fresh_epoch; /* a FRESH record's: fm_fresh_epoch before its open; else 0 */
   struct stat st;
 };
 
 static struct fm_fdrec* fm_recs; /* FM_FD_MAX entries, or NULL: none yet */
 static uint64_t fm_epoch;
+/* Bumped (from 1) before every ftruncate and fallocate through the
+ * library, and at every fork: a FRESH record (region.h) answers only while
+ * it is the epoch its open read. Those are the calls that change an empty
+ * file's times and leave it empty; a write grows it, which fm_fd_fstat
+ * asks the kernel. */
+static uint64_t fm_fresh_epoch = 1;
 
 /* The raw syscall, with glibc's errno convention: what every entry here
  * makes (preload.c's own calls to syscall() reach it too). */
@@ -146,7 +155,7 @@ static struct fm_fdrec* fm_table(void) {
  * unless any forget or record came since epoch0 (read before the open) or
  * another recorder holds the entry: then the entry is left forgotten. */
 static void fm_fd_record(int fd, const struct stat* st, int fl, uint64_t gen, int upper,
-                         uint64_t epoch0) {
+                         uint64_t fresh_epoch, uint64_t epoch0) {
   struct fm_fdrec* t = fm_table();
   if (t == NULL) return;
   struct fm_fdrec* r = &t[fd];
@@ -162,6 +171,7 @@ static void fm_fd_record(int fd, const struct stat* st, int fl, uint64_t gen, in
     r->flags = fl;
     r->upper = (uint32_t)upper;
     r->generation = gen;
+    r->fresh_epoch = fresh_epoch;
   }
   __atomic_store_n(&r->valid, (uint32_t)keep, __ATOMIC_SEQ_CST);
   uint32_t odd = e + 1;
@@ -209,7 +219,66 @@ static void fm_fd_opened(int fd, int dirfd, const char* path, int flags, const c
     long fl = fm_raw(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0);
     if (fl >= 0) {
       int upper = (s.flags & SENTRY_FM_UPPER) != 0;
-      fm_fd_record(fd, &s.st, (int)fl, upper ? ugen : gen, upper, epoch0);
+      fm_fd_record(fd, &s.st, (int)fl, upper ? ugen : gen, upper, 0, epoch0);
+      errno = saved;
+      return;
+    }
+  }
+  errno = saved;
+  fm_fd_forget(fd);
+}
+
+/* A write-only create, which the sentry may answer with a FRESH slot
+ * (sys_open.cc: the stash's own description, no status flag). */
+static int fm_fresh_open(int flags) {
+  return (flags & O_ACCMODE) == O_WRONLY && (flags & O_CREAT) &&
+         !(flags & (O_APPEND | O_PATH | O_DIRECTORY | O_TMPFILE));
+}
+
+/* The calling thread's FRESH key (region.h: '+', its id, the absolute
+ * normalised path) of (dirfd, path): an absolute path as it is, a relative
+ * one beneath the published working directory or directory token; its
+ * length, or 0. key: SENTRY_FM_FRESH_KEY_LEN + 256 bytes. */
+static size_t fm_fresh_key(const char* base, int dirfd, const char* path, char* key) {
+  const size_t at = SENTRY_FM_FRESH_KEY_LEN;
+  size_t plen = strnlen(path, 256);
+  if (plen == 0 || plen >= 256) return 0;
+  size_t n = 0;
+  if (path[0] != '/') {
+    char dir[256];
+    uint64_t g = 0;
+    n = dirfd == AT_FDCWD ? fm_cwd_path(base, dir, &g) : fm_token_path(base, dirfd, dir, NULL);
+    if (n == 0 || n + 1 + plen >= 256) return 0;
+    memcpy(key + at, dir, n);
+    key[at + n++] = '/';
+  }
+  memcpy(key + at + n, path, plen);
+  n += plen;
+  if (!sentry_fm_normal(key + at, n)) return 0;
+  sentry_fm_fresh_key((uint32_t)fm_raw(SYS_gettid, 0, 0, 0, 0, 0, 0), key);
+  return at + n;
+}
+
+/* What a write-only create that returned fd leaves: a FRESH record when
+ * the sentry published one for (dirfd, path) in the upper generation that
+ * stands after the open (the open bumped it before its donation: such a
+ * slot is this open's), else its number forgotten. fepoch and epoch0: the
+ * epochs before the open. */
+static void fm_fd_created(int fd, int dirfd, const char* path, const char* base, uint64_t fepoch,
+                          uint64_t epoch0) {
+  if (fd < 0 || fd >= FM_FD_MAX) return;
+  int saved = errno;
+  uint64_t ugen = fm_upper_gen(base);
+  char key[SENTRY_FM_FRESH_KEY_LEN + 256];
+  size_t n = 0;
+  struct sentry_fm_slot s;
+  if (fd > 2 && base != NULL && ugen != 0 && (n = fm_fresh_key(base, dirfd, path, key)) != 0 &&
+      fm_find(base, key, n, &s) &&
+      (s.flags & (SENTRY_FM_FRESH | SENTRY_FM_UPPER)) == (SENTRY_FM_FRESH | SENTRY_FM_UPPER) &&
+      s.generation == ugen && S_ISREG(s.st.st_mode) && s.st.st_size == 0) {
+    long fl = fm_raw(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0);
+    if (fl >= 0) {
+      fm_fd_record(fd, &s.st, (int)fl, ugen, 1, fepoch, epoch0);
       errno = saved;
       return;
     }
@@ -231,14 +300,20 @@ __attribute__((constructor)) static void fm_fdrec_init(void) {
 
 /* The open itself: base, gen and the epoch are read before it. */
 static int fm_open_at(int dirfd, const char* path, int flags, mode_t mode) {
-  const char* base = fm_recordable(flags) ? fm_mapped() : NULL;
+  int fresh = fm_fresh_open(flags);
+  const char* base = fm_recordable(flags) || fresh ? fm_mapped() : NULL;
   if (!fm_fdrecs) base = NULL;
   uint64_t gen = fm_lower_gen(base);
   uint64_t ugen = fm_upper_gen(base);
+  uint64_t fepoch = __atomic_load_n(&fm_fresh_epoch, __ATOMIC_SEQ_CST);
   uint64_t epoch0 = __atomic_load_n(&fm_epoch, __ATOMIC_SEQ_CST);
   int fd = fm_real_openat != NULL ? fm_real_openat(dirfd, path, flags, mode)
                                   : (int)fm_raw(SYS_openat, dirfd, (long)path, flags, mode, 0, 0);
-  if (fd >= 0) fm_fd_opened(fd, dirfd, path, flags, base, gen, ugen, epoch0);
+  if (fd >= 0 && fresh) {
+    fm_fd_created(fd, dirfd, path, base, fepoch, epoch0);
+  } else if (fd >= 0) {
+    fm_fd_opened(fd, dirfd, path, flags, base, gen, ugen, epoch0);
+  }
   return fd;
 }
 
@@ -296,6 +371,7 @@ int fm_fd_fstat(int fd, struct stat* buf, int* ret) {
   int32_t fl = r->flags;
   uint32_t upper = r->upper;
   uint64_t gen = r->generation;
+  uint64_t fresh = r->fresh_epoch;
   struct stat st;
   memcpy(&st, &r->st, sizeof(st));
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -308,6 +384,16 @@ int fm_fd_fstat(int fd, struct stat* buf, int* ret) {
   long now = fm_raw(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0);
   errno = saved;
   if (now != fl) return 0;
+  if (fresh != 0) {
+    /* Still empty (its size is FIONREAD's bytes past the position plus the
+     * position), with no truncation nor fork since its open. */
+    if (__atomic_load_n(&fm_fresh_epoch, __ATOMIC_SEQ_CST) != fresh) return 0;
+    int past = 0;
+    long pos = fm_raw(SYS_lseek, fd, 0, SEEK_CUR, 0, 0, 0);
+    long q = pos < 0 ? -1 : fm_raw(SYS_ioctl, fd, FIONREAD, (long)&past, 0, 0, 0);
+    errno = saved;
+    if (q != 0 || pos + past != 0 || fm_upper_gen(base) != gen) return 0;
+  }
   int p = fm_probe(buf, sizeof(*buf));
   if (p < 0) return 0;
   if (p > 0) {
@@ -393,6 +479,41 @@ FM_EXPORT FILE* fdopen(int fd, const char* mode) {
   return real(fd, mode);
 }
 
+/* The calls that change an empty file's times and leave it empty: a
+ * FRESH record stops answering before any of them is made. */
+static void fm_fresh_end(void) { __atomic_fetch_add(&fm_fresh_epoch, 1, __ATOMIC_SEQ_CST); }
+
+FM_EXPORT int ftruncate(int fd, off_t length) {
+  fm_fresh_end();
+  return (int)fm_raw(SYS_ftruncate, fd, length, 0, 0, 0, 0);
+}
+
+FM_EXPORT int ftruncate64(int fd, off_t length) __attribute__((alias("ftruncate")));
+
+FM_EXPORT int fallocate(int fd, int mode, off_t offset, off_t len) {
+  fm_fresh_end();
+  return (int)fm_raw(SYS_fallocate, fd, mode, offset, len, 0, 0);
+}
+
+FM_EXPORT int fallocate64(int fd, int mode, off_t offset, off_t len)
+    __attribute__((alias("fallocate")));
+
+FM_EXPORT int posix_fallocate(int fd, off_t offset, off_t len) {
+  static void* cache;
+  int (*real)(int, off_t, off_t) =
+      (int (*)(int, off_t, off_t))fm_rec_next("posix_fallocate", &cache);
+  fm_fresh_end();
+  return real != NULL ? real(fd, offset, len) : ENOSYS;
+}
+
+FM_EXPORT int posix_fallocate64(int fd, off_t offset, off_t len)
+    __attribute__((alias("posix_fallocate")));
+
+/* A child writing through a description it shares may also truncate it. */
+__attribute__((constructor)) static void fm_fresh_init(void) {
+  pthread_atfork(fm_fresh_end, NULL, NULL);
+}
+
 /* The numbers syscall() may close or replace. */
 FM_EXPORT long syscall(long n, ...) {
   va_list ap;
@@ -413,6 +534,7 @@ FM_EXPORT long syscall(long n, ...) {
     hi = (unsigned)b;
   }
   if (lo >= 0) fm_fd_forget_range((unsigned)lo, hi);
+  if (n == SYS_ftruncate || n == SYS_fallocate) fm_fresh_end();
   long r = fm_raw(n, a, b, c, d, e, f);
   if (lo >= 0) {
     int saved = errno;

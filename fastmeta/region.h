@@ -78,6 +78,21 @@
  * that is not, nothing of this kind is published. fdrec.c records such a
  * file's read-only opens under upper_generation.
  *
+ * A FRESH slot (with UPPER_FILES and FD_RECORDS; always UPPER) is the
+ * answer of an upper regular file that the trapped open which made it has
+ * just donated: made by that open (no other description of it exists), and
+ * empty. Its key is SENTRY_FM_FRESH_PREFIX, the calling thread's id and the
+ * path, so that no path's lookup ever finds it: the file has a writer, and
+ * native writes move its answer without a trap. Only fdrec.c reads it, in
+ * that thread, for the fd that very open returned (the open bumped
+ * upper_generation before its donation, and so does every other writable
+ * open of an upper file or change of a name: a FRESH slot of the calling
+ * thread and of the upper_generation read after its open is that open's),
+ * and answers that fd's fstat from it only while the file is still empty
+ * (a native FIONREAD and lseek say so: every write to an empty file grows
+ * it) and no call that changes an empty file's times natively (ftruncate,
+ * fallocate) went through the library since (fdrec.c says what remains).
+ *
  * A CWD slot (HAS_CWD; always UPPER) names a thread's working directory:
  * its key is sentry_fm_cwd_key(gettid()), its target the directory's
  * absolute path, published (after a trapped call relative to it) only while
@@ -96,7 +111,7 @@
 #include <sys/stat.h>
 
 #define SENTRY_FM_MAGIC 0x314d4653u /* "SFM1" */
-#define SENTRY_FM_VERSION 6u
+#define SENTRY_FM_VERSION 7u
 #define SENTRY_FM_SLOT_SIZE 512u
 #define SENTRY_FM_INDEX_OFFSET 4096u
 #define SENTRY_FM_PROBES 8u
@@ -114,6 +129,7 @@
 #define SENTRY_FM_COMPLETE 32u /* a LISTING whose absent names are ENOENT (below) */
 #define SENTRY_FM_UPPER 64u    /* of header.upper_generation, not header.generation (below) */
 #define SENTRY_FM_CWD 128u     /* a thread's working directory: its path follows the key */
+#define SENTRY_FM_FRESH 256u   /* a file a trapped open just made (below) */
 
 /* header.features */
 #define SENTRY_FM_HAS_TOKENS 1u    /* token slots are published; lock_pid is set */
@@ -140,6 +156,10 @@
 
 /* A token's key: '#' and its id in 16 hex digits. */
 #define SENTRY_FM_TOKEN_KEY_LEN 17u
+/* A fresh file's key (FRESH, below): '+', the id of the thread that made
+ * it (gettid) in 8 hex digits, and its absolute normalised path. */
+#define SENTRY_FM_FRESH_PREFIX '+'
+#define SENTRY_FM_FRESH_KEY_LEN 9u
 /* A working directory's key: '$' and the thread's id (gettid) in 8 hex digits. */
 #define SENTRY_FM_CWD_KEY_LEN 9u
 
@@ -208,6 +228,11 @@ static inline uint64_t sentry_fm_hash(const char* path, size_t len, int follow) 
 static inline void sentry_fm_token_key(uint64_t id, char out[SENTRY_FM_TOKEN_KEY_LEN]) {
   out[0] = '#';
   for (int i = 0; i < 16; i++) out[1 + i] = "0123456789abcdef"[(id >> (60 - 4 * i)) & 15];
+}
+
+static inline void sentry_fm_fresh_key(uint32_t tid, char out[SENTRY_FM_FRESH_KEY_LEN]) {
+  out[0] = SENTRY_FM_FRESH_PREFIX;
+  for (int i = 0; i < 8; i++) out[1 + i] = "0123456789abcdef"[(tid >> (28 - 4 * i)) & 15];
 }
 
 static inline void sentry_fm_cwd_key(uint32_t tid, char out[SENTRY_FM_CWD_KEY_LEN]) {

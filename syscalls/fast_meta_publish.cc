@@ -439,24 +439,32 @@ void PublishDirToken(SyscallContext& ctx, const OpenObject& object, int held_fd,
 
 namespace {
 
-// A lookup relative to the working directory: the thread's working
-// directory is published (region.h SENTRY_FM_CWD) when its path may be (the
-// rules above) and leads to it, and the answer under its absolute path.
-void PublishRelative(SyscallContext& ctx, FastMeta& fm, const std::string& path, bool follow,
-                     const SysResult<vfs::NodeRef>& r, const vfs::Node* quiet = nullptr) {
+// The calling thread's working directory's path, its CWD slot (region.h
+// SENTRY_FM_CWD) published first if it is not: only when that path may be
+// published (the rules above) and leads to it; else nothing.
+std::optional<std::string> CwdPublished(SyscallContext& ctx, FastMeta& fm) {
   const vfs::NodeRef& cwd = ctx.task.fs->cwd;
-  if (!fm.upper() || !cwd || !cwd->IsDir()) return;
+  if (!fm.upper() || !cwd || !cwd->IsDir()) return std::nullopt;
   SysResult<std::string> where = ctx.vfs().PathOf(cwd);
-  if (!where.ok()) return;
-  std::string full = where.value() + "/" + path;
-  if (full.size() >= vfs::kPathMax) return;
+  if (!where.ok()) return std::nullopt;
   pid_t tid = ctx.task.ns_tid;
   if (!fm.HasCwd(tid)) {
     bool absent = false;
     bool upper = false;
-    if (PublishableAt(ctx, where.value(), &absent, &upper) != cwd) return;
+    if (PublishableAt(ctx, where.value(), &absent, &upper) != cwd) return std::nullopt;
     fm.PublishCwd(tid, where.value());
   }
+  return std::move(where.value());
+}
+
+// A lookup relative to the working directory: the answer under its
+// absolute path, with the working directory (CwdPublished).
+void PublishRelative(SyscallContext& ctx, FastMeta& fm, const std::string& path, bool follow,
+                     const SysResult<vfs::NodeRef>& r, const vfs::Node* quiet = nullptr) {
+  std::optional<std::string> where = CwdPublished(ctx, fm);
+  if (!where) return;
+  std::string full = *where + "/" + path;
+  if (full.size() >= vfs::kPathMax) return;
   PublishLookup(ctx, full, follow, r.ok() ? r.value() : nullptr, r.ok() ? 0 : r.error(), quiet);
 }
 
@@ -472,6 +480,19 @@ SysResult<vfs::NodeRef> NodeAtPublished(SyscallContext& ctx, int dirfd, const st
     PublishRelative(ctx, *fm, path, follow, r);
   }
   return r;
+}
+
+void PublishCreated(SyscallContext& ctx, int dirfd, const std::string& path,
+                    const std::string& where, const vfs::NodeRef& node, const struct stat& st) {
+  FastMeta* fm = ctx.kernel.fast_meta();
+  if (!fm || !fm->upper_files() || !fm->fd_records() || !node || !UpperFile(*node)) return;
+  bool absent = false;
+  bool upper = false;
+  if (PublishableAt(ctx, where, &absent, &upper) != node) return;
+  fm->PublishFresh(ctx.task.ns_tid, where, st);
+  // The create took the thread's working directory's slot with the upper
+  // answers: the library finds a relative name's FRESH slot by it.
+  if (dirfd == AT_FDCWD && !path.empty() && path[0] != '/') CwdPublished(ctx, *fm);
 }
 
 void PublishOpened(SyscallContext& ctx, int dirfd, const std::string& path,

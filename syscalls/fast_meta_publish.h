@@ -98,6 +98,17 @@ void PublishOpened(SyscallContext& ctx, int dirfd, const std::string& path,
                    const std::string& where, bool follow, const vfs::NodeRef& node,
                    bool quiet = false);
 
+// After an open that made node, an upper regular file, and donated its
+// only description (with upper files and fd records on): st, that fd's
+// fstat, as the fd's FRESH answer (region.h) at where, the node's path,
+// when that path may be published and leads to node (the rules above), so
+// that the guest's library answers the fstat that follows (Python's open
+// for writing makes one) without a trap.
+// (dirfd, path): how the guest named it (a name relative to the working
+// directory publishes that directory again, which the create invalidated).
+void PublishCreated(SyscallContext& ctx, int dirfd, const std::string& path,
+                    const std::string& where, const vfs::NodeRef& node, const struct stat& st);
+
 // NodeAtPath (common.h), whose answer is then published.
 SysResult<vfs::NodeRef> NodeAtPublished(SyscallContext& ctx, int dirfd, const std::string& path,
                                         bool follow, bool empty_ok);

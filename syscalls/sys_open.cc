@@ -1,6 +1,7 @@
 // open, openat, openat2, creat: resolve in the VFS, then donate a real fd.
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 
@@ -154,12 +155,26 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
     }
     publish = no_writer;
   }
+  // A file this open made, given its only description: that fd's fstat
+  // (the stash's description has nothing written) for the guest's library.
+  struct stat created {};
+  bool fresh_answer = take_fresh && !where.empty() && ctx.kernel.fast_meta() &&
+                      ctx.kernel.fast_meta()->upper_files() &&
+                      ctx.kernel.fast_meta()->fd_records() && fstat(fd.get(), &created) == 0 &&
+                      created.st_size == 0;
+  std::string created_at = fresh_answer ? where : std::string();
   std::string opened_at = publish && dirfd != AT_FDCWD ? where : std::string();
   SYS_ASSIGN_OR_RETURN(uint64_t guest_fd,
                        Donate(ctx, std::move(fd), node, false, cloexec, std::move(where), hold,
-                              is_known ? &known : nullptr, /*shared=*/true));
+                              is_known       ? &known
+                              : fresh_answer ? &created
+                                             : nullptr,
+                              /*shared=*/true));
   // What the guest's library records for that fd (fast_meta_publish.h).
   if (publish) PublishOpened(ctx, dirfd, path, opened_at, opts.follow_final, node, no_writer);
+  if (fresh_answer) {
+    PublishCreated(ctx, dirfd, path, created_at, node, ctx.vfs().StatWithData(*node, created));
+  }
   return guest_fd;
 }
 

@@ -220,6 +220,15 @@ void FastMeta::EnableUpperFiles() {
   upper_files_ = true;
 }
 
+void FastMeta::PublishFresh(int32_t tid, std::string_view path, const struct stat& st) {
+  if (!upper_files() || !fd_records_ || !sentry_fm_normal(path.data(), path.size())) return;
+  char prefix[SENTRY_FM_FRESH_KEY_LEN];
+  sentry_fm_fresh_key(static_cast<uint32_t>(tid), prefix);
+  std::string key(prefix, sizeof(prefix));
+  key += path;
+  Write(key, SENTRY_FM_FRESH | SENTRY_FM_UPPER, &st, 0, {});
+}
+
 bool FastMeta::HasAnswer(std::string_view path) const {
   uint32_t n = LiveSlot(path);
   return n != 0 && !(SlotAt(n - 1)->flags & SENTRY_FM_ABSENT);

@@ -95,6 +95,10 @@ class FastMeta final {
   // of the store file exists (fast_meta_publish.h).
   void EnableUpperFiles();
   bool upper_files() const { return upper_ && upper_files_; }
+  // A regular file a trapped open of the guest's thread tid just made and
+  // donated (region.h SENTRY_FM_FRESH; with upper files and fd records): st
+  // is that fd's fstat, for the guest's library to record for it.
+  void PublishFresh(int32_t tid, std::string_view path, const struct stat& st);
   // The one uid every guest process has (fast_meta_publish.h: a directory
   // only its owner may search is published when that owner is every
   // caller): the first caller's, asked while no process of another uid

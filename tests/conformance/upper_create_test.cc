@@ -14,8 +14,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <functional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/conformance/conformance_util.h"
 
@@ -172,6 +175,93 @@ TEST(UpperCreateTest, MknodAndReadWriteCreatesThenRun) {
     ASSERT_TRUE(WIFEXITED(status)) << status;
     EXPECT_EQ(WEXITSTATUS(status), 0) << path << ": 100 + errno of execve";
   }
+}
+
+// Whether an fd's fstat is the stat of the name it was opened by, field by
+// field ("" if so, else what differs).
+std::string FstatIsStat(int fd, const std::string& path) {
+  struct stat f, p;
+  if (fstat(fd, &f) != 0) return "fstat: " + std::to_string(errno);
+  if (stat(path.c_str(), &p) != 0) return "stat: " + std::to_string(errno);
+  std::string diff;
+  auto check = [&diff](const char* what, long long a, long long b) {
+    if (a != b) diff += std::string(what) + " " + std::to_string(a) + "/" + std::to_string(b) + " ";
+  };
+  check("ino", f.st_ino, p.st_ino);
+  check("dev", f.st_dev, p.st_dev);
+  check("mode", f.st_mode, p.st_mode);
+  check("nlink", f.st_nlink, p.st_nlink);
+  check("uid", f.st_uid, p.st_uid);
+  check("gid", f.st_gid, p.st_gid);
+  check("size", f.st_size, p.st_size);
+  check("blocks", f.st_blocks, p.st_blocks);
+  check("blksize", f.st_blksize, p.st_blksize);
+  check("atime", f.st_atim.tv_sec * 1000000000LL + f.st_atim.tv_nsec,
+        p.st_atim.tv_sec * 1000000000LL + p.st_atim.tv_nsec);
+  check("mtime", f.st_mtim.tv_sec * 1000000000LL + f.st_mtim.tv_nsec,
+        p.st_mtim.tv_sec * 1000000000LL + p.st_mtim.tv_nsec);
+  check("ctime", f.st_ctim.tv_sec * 1000000000LL + f.st_ctim.tv_nsec,
+        p.st_ctim.tv_sec * 1000000000LL + p.st_ctim.tv_nsec);
+  return diff;
+}
+
+// The fstat right after a create (Python's open for writing makes one: the
+// sentry answers it from its library, fastmeta/region.h SENTRY_FM_FRESH),
+// then after each change that leaves the file's size alone or moves it
+// (a write, a pwrite, ftruncate back to empty, fallocate, fchmod, futimens,
+// a write through a dup): always the stat of the name.
+TEST(UpperCreateTest, FstatAfterACreateAndEachChangeIsTheNamesStat) {
+  ScratchDir dir;
+  using Step = std::pair<const char*, std::function<int(int)>>;
+  const std::vector<Step> steps = {
+      {"write", [](int fd) { return write(fd, "abc", 3) == 3 ? 0 : -1; }},
+      {"ftruncate0", [](int fd) { return ftruncate(fd, 0); }},
+      {"pwrite", [](int fd) { return pwrite(fd, "xy", 2, 10) == 2 ? 0 : -1; }},
+      {"fallocate", [](int fd) { return posix_fallocate(fd, 0, 8192); }},
+      {"fchmod", [](int fd) { return fchmod(fd, 0600); }},
+      {"futimens",
+       [](int fd) {
+         struct timespec ts[2] = {{1, 2}, {3, 4}};
+         return futimens(fd, ts);
+       }},
+      {"dup_write",
+       [](int fd) {
+         UniqueFd d(dup(fd));
+         return write(d.get(), "z", 1) == 1 ? 0 : -1;
+       }},
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    // Each step on a file just made, after its first fstat (the fresh one).
+    std::string path = dir.Path("f" + std::to_string(i));
+    UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    ASSERT_SYSCALL_SUCCEEDS(fd.get());
+    EXPECT_EQ(FstatIsStat(fd.get(), path), "") << "fresh";
+    usleep(2000);  // so that a time the step sets differs from the create's
+    ASSERT_SYSCALL_SUCCEEDS(steps[i].second(fd.get()));
+    EXPECT_EQ(FstatIsStat(fd.get(), path), "") << steps[i].first;
+  }
+}
+
+// A create by a name relative to the working directory, and one with
+// O_EXCL; a child that writes through the description it shares with its
+// parent: the parent's fstat then is the name's stat.
+TEST(UpperCreateTest, FstatAfterARelativeCreateAndAChildsWrite) {
+  ScratchDir dir;
+  CwdGuard cwd;
+  ASSERT_SYSCALL_SUCCEEDS(chdir(dir.path().c_str()));
+  UniqueFd rel(open("rel", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  ASSERT_SYSCALL_SUCCEEDS(rel.get());
+  EXPECT_EQ(FstatIsStat(rel.get(), "rel"), "");
+  std::string path = dir.Path("shared");
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  ASSERT_SYSCALL_SUCCEEDS(fd.get());
+  EXPECT_EQ(FstatIsStat(fd.get(), path), "");
+  int status = RunInChild([&fd] { return write(fd.get(), "child", 5) == 5 ? 0 : 1; });
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(FstatIsStat(fd.get(), path), "");
+  struct stat st;
+  ASSERT_SYSCALL_SUCCEEDS(fstat(fd.get(), &st));
+  EXPECT_EQ(st.st_size, 5);
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 // writes by another process to a file a reader recorded, after every
 // change by path or fd (ftruncate, truncate, chmod, utime, link, rename,
 // unlink); a 0700 directory (mkdtemp's) is walked when every guest process
-// is its owner; --no-fast-upper-files turns it off.
+// is its owner; a file a create just made answers that fd's first fstat
+// (FRESH) until its first change; --no-fast-upper-files turns it off.
 #include <string>
 #include <vector>
 
@@ -241,6 +242,98 @@ t("race", lambda: (bad[:5], n > 20, lst(P)[4], lst(P) == raw(P)))
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   Results res = ParseResults(r.out);
   EXPECT_EQ(Value(res, "race"), "([], True, 3000, True)") << r.out;
+}
+
+// A file a write-only create just made (region.h SENTRY_FM_FRESH): the
+// fstat that follows (Python's open for writing makes one) is answered by
+// the library, field by field the trap's, for an absolute name and one
+// relative to the working directory; the path itself is never published
+// while its writer is open; N creates trap no fstat (on) or N (off).
+TEST(FastUpperFiles, AFileJustMadeIsAnsweredWithoutATrap) {
+  TempDir census("/tmp/sec-uf-fresh-");
+  std::vector<int> on, off;
+  for (int n : {0, 200}) {
+    std::string body = "N = " + std::to_string(n) + R"PY(
+fd = os.open(D + "/a", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+t("abs", lambda: (fst(fd) == rawfd(fd), fst(fd)[4], D + "/a" in keys()[0]))
+os.chdir(D); os.stat(".")
+rel = os.open("r", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+t("rel", lambda: (fst(rel) == rawfd(rel), oct(fst(rel)[1] & 0o777)))
+os.write(rel, b"x")
+t("written", lambda: (fst(rel) == rawfd(rel), fst(rel)[4]))
+for i in range(N):
+    with open(D + "/f%d" % i, "wb") as f: f.write(b"y")
+)PY";
+    for (bool enabled : {true, false}) {
+      std::string file = census.path() + "/" + std::to_string(n) + (enabled ? "on" : "off");
+      std::vector<std::string> flags = {"--census", file};
+      if (!enabled) flags.push_back("--no-fast-upper-files");
+      ProcessResult r = RunFilesPy(body, flags);
+      ASSERT_EQ(r.exit_code, 0) << Describe(r);
+      Results res = ParseResults(r.out);
+      EXPECT_EQ(Value(res, "abs"), "(True, 0, False)") << r.out;
+      EXPECT_EQ(Value(res, "rel"), "(True, '0o600')") << r.out;
+      EXPECT_EQ(Value(res, "written"), "(True, 1)") << r.out;
+      (enabled ? on : off).push_back(Trapped(file, "newfstatat"));
+    }
+  }
+  EXPECT_GE(off[1] - off[0], 200);
+  if (!SeccompOnly()) {
+    EXPECT_LE(on[1] - on[0], 5);
+  }
+}
+
+// ATTACK: a stale answer for a file just made while another thread of the
+// same process writes to it through the same fd, while a forked child
+// writes and then truncates it back to empty, and while another thread
+// removes its name and makes it again: every answer of the library, taken
+// between two raw traps, lies between them (size, mtime, inode, links).
+TEST(FastUpperFiles, AWriterRacingAFreshAnswerNeverMakesItStale) {
+  ProcessResult r = RunFilesPy(R"PY(
+import threading
+bad, n = [], 0
+for i in range(300):
+    fd = os.open(D + "/r%d" % i, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    go = threading.Event()
+    def writer():
+        go.wait(); os.write(fd, b"w")
+    th = threading.Thread(target=writer); th.start(); go.set()
+    a = rawfd(fd); f = fst(fd); b = rawfd(fd)
+    th.join()
+    if not (a[4] <= f[4] <= b[4] and a[6] <= f[6] <= b[6]): bad.append((a, f, b))
+    n += 1
+    os.close(fd)
+for i in range(50):
+    fd = os.open(D + "/k%d" % i, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    first = fst(fd)
+    time.sleep(0.002)
+    pid = os.fork()
+    if pid == 0:
+        os.write(fd, b"zz"); os.ftruncate(fd, 0); os._exit(0)
+    os.waitpid(pid, 0)
+    if fst(fd) != rawfd(fd): bad.append(("child", first, fst(fd), rawfd(fd)))
+    os.close(fd)
+# Another thread removes the name and makes it again as fast as it can:
+# each create's fd answers for its own file (inode, links), never the next.
+P = D + "/again"
+stop = threading.Event()
+def remake():
+    while not stop.is_set():
+        try: os.unlink(P)
+        except FileNotFoundError: pass
+        os.close(os.open(P, os.O_WRONLY | os.O_CREAT, 0o644))
+th = threading.Thread(target=remake); th.start()
+for i in range(1000):
+    fd = os.open(P, os.O_WRONLY | os.O_CREAT, 0o644)
+    a = rawfd(fd); f = fst(fd); b = rawfd(fd)
+    if not (a[0] == f[0] == b[0] and a[2] >= f[2] >= b[2]): bad.append(("again", a, f, b))
+    os.close(fd)
+stop.set(); th.join()
+t("race", lambda: (bad[:3], n))
+)PY");
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Results res = ParseResults(r.out);
+  EXPECT_EQ(Value(res, "race"), "([], 300)") << r.out;
 }
 
 }  // namespace
