@@ -67,6 +67,10 @@ Sandbox Start(std::vector<std::string> args) {
     o.copy_script = false;
     o.tty = TtyMode::kOff;
     o.timeout_sec = 60;
+    // As the launcher's (sandbox_launcher.cc): a parent that mapped the
+    // fast-metadata region (its library maps it at a stat or a create) could
+    // not be forked.
+    o.fast_metadata = false;
     o.control_fd = fcntl(ctl[1], F_DUPFD_CLOEXEC, 10);
     _exit(RunSandbox(o));
   }
