@@ -62,6 +62,7 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
   SYS_ASSIGN_OR_RETURN(vfs::Resolved r, WalkAt(ctx, dirfd, path, opts));
   vfs::NodeRef node = r.node;
   UniqueFd fresh;  // a new file's write-only description, from the store's stash
+  bool made = !node;
   if (!node) {
     if (!creat) return Errno{ENOENT};
     if (r.trailing_slash) return Errno{EISDIR};
@@ -155,10 +156,13 @@ SysResult<uint64_t> DoOpen(SyscallContext& ctx, int dirfd, GuestAddr path_addr, 
     }
     publish = no_writer;
   }
-  // A file this open made, given its only description: that fd's fstat
-  // (the stash's description has nothing written) for the guest's library.
+  // A file this open made, write-only: the fd holds its only description
+  // (the stash's, or one opened just now; the stash's own is closed), and
+  // that fd's fstat is for the guest's library (what it looks for:
+  // fastmeta/fdrec.c fm_fresh_open).
   struct stat created {};
-  bool fresh_answer = take_fresh && !where.empty() && ctx.kernel.fast_meta() &&
+  bool fresh_answer = made && acc == O_WRONLY && !(flags & O_APPEND) && node->IsUpperFile() &&
+                      !where.empty() && ctx.kernel.fast_meta() &&
                       ctx.kernel.fast_meta()->upper_files() &&
                       ctx.kernel.fast_meta()->fd_records() && fstat(fd.get(), &created) == 0 &&
                       created.st_size == 0;
