@@ -197,9 +197,13 @@ stop = False
 bad, seen = [], set()
 def churn():
     global stop
-    for i in range(3000):
+    i = 0
+    # 3,000 turns, more (up to 30,000) until the watcher saw both files: a
+    # loaded machine may give it few turns of the GIL.
+    while i < 3000 or (not {"A", "B"} <= seen and i < 30000):
         os.close(fd)
         if fresh(A if i % 2 else B) != fd: bad.append("number")
+        i += 1
     stop = True
 def watch():
     while not stop:
